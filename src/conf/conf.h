@@ -1,0 +1,108 @@
+/*
+ * conf.h - the YAML configuration, parsed once by the master into an immutable, refcounted
+ * "generation" that the workers and the stats thread share read-only.
+ *
+ * Threads: conf_load* runs on the master (or a unit test). After it returns, a struct conf is never
+ * written again; any thread may read it while it holds a reference (conf_ref/conf_unref are atomic).
+ * The last conf_unref frees the whole generation.
+ */
+#ifndef NC_CONF_H
+#define NC_CONF_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "hash/dist.h"
+#include "hash/hash.h"
+
+/* defaults, as twemproxy 0.5.0 */
+#define CONF_DEFAULT_HASH HASH_FNV1A_64
+#define CONF_DEFAULT_DIST DIST_KETAMA
+#define CONF_DEFAULT_TIMEOUT (-1)            /* ms; -1: wait forever */
+#define CONF_DEFAULT_BACKLOG 512
+#define CONF_DEFAULT_CLIENT_CONNECTIONS 0    /* 0: unlimited */
+#define CONF_DEFAULT_REDIS_DB 0
+#define CONF_DEFAULT_SERVER_CONNECTIONS 1
+#define CONF_DEFAULT_SERVER_RETRY_TIMEOUT 30000 /* ms */
+#define CONF_DEFAULT_SERVER_FAILURE_LIMIT 2
+#define CONF_DEFAULT_KEEP (-1)               /* tcpkeepidle/cnt/intvl: -1 = kernel default */
+#define CONF_REDIS_AUTH_MAX 256              /* redis_auth must be shorter */
+
+/* An address to listen on or connect to: TCP host:port or a unix socket path. */
+struct conf_addr {
+    char *text;       /* as written, e.g. "127.0.0.1:22121" or "/tmp/gamma" */
+    char *host;       /* host name / IP, or the socket path for unix sockets */
+    uint16_t port;    /* 0 for unix sockets */
+    bool is_unix;
+    int perm;         /* unix listen sockets: octal permissions, -1 if not given */
+};
+
+struct conf_server {
+    struct conf_addr addr;
+    uint32_t weight;      /* >= 1 */
+    char *name;           /* configured name, or NULL */
+    char *pname;          /* "host:port:weight" ("/path:weight" for unix), as twemproxy names it */
+    char *stats_name;     /* name if given, else pname: the key in the stats JSON */
+    char *ketama_name;    /* name if given, else "host:port" ("host" when port is 11211) */
+    int line;             /* line in the config file */
+};
+
+struct conf_pool {
+    char *name;
+    int line;
+    struct conf_addr listen;
+    enum hash_type hash;
+    bool has_hash_tag;
+    char hash_tag[2];
+    enum dist_type distribution;
+    int64_t timeout;              /* ms, -1 = forever */
+    int backlog;
+    int64_t client_connections;   /* 0 = unlimited */
+    bool redis;
+    bool tcpkeepalive;
+    int tcpkeepidle, tcpkeepcnt, tcpkeepintvl; /* -1 = kernel default */
+    bool reuseport;
+    char *redis_auth;             /* NULL if not set */
+    int redis_db;
+    bool preconnect;
+    bool auto_eject_hosts;
+    int server_connections;
+    int64_t server_retry_timeout; /* ms */
+    int server_failure_limit;
+    struct conf_server *servers;
+    size_t nservers;
+};
+
+struct conf {
+    atomic_uint refs;
+    char *path;                   /* file it was loaded from */
+    uint64_t generation;          /* set by the loader's caller (1, 2, ... on reloads) */
+    time_t loaded_at;
+    struct conf_pool *pools;
+    size_t npools;
+};
+
+/*
+ * Errors: every problem found is reported through this callback as one line of the form
+ *   "<file>:<line>: pool '<pool>': key '<key>': <what is wrong>"
+ * (YAML syntax errors: "<file>:<line>:<column>: <what libyaml says>"). A NULL callback prints
+ * each line to stderr prefixed with "nutcrackers: ".
+ */
+typedef void (*conf_error_fn)(void *ctx, const char *line);
+
+/* Parses and validates a file. Returns a new conf (refs = 1) or NULL after reporting errors. */
+struct conf *conf_load(const char *path, conf_error_fn on_error, void *ctx);
+/* Same from memory; name is the file name used in messages. */
+struct conf *conf_load_string(const char *text, size_t len, const char *name,
+                              conf_error_fn on_error, void *ctx);
+
+struct conf *conf_ref(struct conf *c);
+void conf_unref(struct conf *c);
+
+/* Lookups on an immutable conf; NULL when absent. */
+const struct conf_pool *conf_pool_find(const struct conf *c, const char *name);
+
+#endif

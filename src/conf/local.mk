@@ -1,0 +1,1 @@
+# src/conf: sources of this module, added to the convenience library.

@@ -1,0 +1,1 @@
+# src/core: sources of this module, added to the convenience library.

@@ -1,0 +1,50 @@
+/*
+ * dist.h - key distributions of twemproxy 0.5.0: ketama, modula, random.
+ *
+ * A struct dist is built once from a pool's servers and their live set and is immutable afterwards:
+ * any number of threads may call dist_dispatch() on it at the same time. When the live set changes
+ * (ejection, return) or the config is reloaded, a new one is built and published; the old one is
+ * destroyed once nobody uses it (the caller owns that protocol, see core/route.h).
+ *
+ * Threads: build/destroy by one thread; dispatch from any thread.
+ */
+#ifndef NC_DIST_H
+#define NC_DIST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum dist_type { DIST_KETAMA, DIST_MODULA, DIST_RANDOM, DIST_COUNT };
+
+#define DIST_NONE UINT32_MAX /* dispatch result when no server is live */
+
+/* Returns the dist_type for a config name of len bytes, or -1 if unknown. */
+int dist_type_from_name(const char *name, size_t len);
+const char *dist_type_name(enum dist_type type);
+
+struct dist_server {
+    /* ketama: the configured name if any, else "host:port" ("host" alone when port is 11211). */
+    const char *ketama_name;
+    /* modula ordering: the configured name if any, else "host:port:weight". */
+    const char *sort_name;
+    uint32_t weight; /* >= 1 */
+};
+
+struct dist;
+
+/*
+ * Builds the distribution over servers[0..n). live[i] false leaves server i out (NULL: all live).
+ * Returns NULL on allocation failure. The strings are not kept after the call.
+ */
+struct dist *dist_build(enum dist_type type, const struct dist_server *servers, size_t n,
+                        const bool *live);
+void dist_destroy(struct dist *d);
+
+/*
+ * The index (into the servers array given to dist_build) of the server for this key hash, or
+ * DIST_NONE when no server is live. DIST_RANDOM ignores the hash.
+ */
+uint32_t dist_dispatch(const struct dist *d, uint32_t hash);
+
+#endif

@@ -1,0 +1,1 @@
+# src/hash: sources of this module, added to the convenience library.

@@ -1,0 +1,53 @@
+/*
+ * mbuf.h - reference-counted byte chunks. Sockets read into mbufs; requests and responses are lists
+ * of spans (mbuf, offset, length) into them, so bytes are forwarded without copying.
+ *
+ * Threads: an mbuf_pool and every mbuf it hands out belong to one worker thread; refcounts are
+ * plain integers and never cross threads. "Literal" mbufs (small, heap-allocated, exact size, pool
+ * NULL) carry bytes the proxy writes itself: error replies, fragment headers, coalesced headers.
+ */
+#ifndef NC_MBUF_H
+#define NC_MBUF_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define MBUF_MIN_SIZE 512
+#define MBUF_MAX_SIZE 16777216
+#define MBUF_DEFAULT_SIZE 16384
+
+struct mbuf_pool;
+
+struct mbuf {
+    struct mbuf *next_free;  /* pool free list */
+    struct mbuf_pool *pool;  /* NULL: literal, freed with free() */
+    uint32_t refs;
+    uint32_t len;            /* bytes filled */
+    uint32_t cap;            /* bytes available in data[] */
+    uint8_t data[];
+};
+
+struct mbuf_pool {
+    size_t chunk_size;       /* whole chunk, header included (the -m flag) */
+    struct mbuf *free;
+    uint32_t nfree;
+    uint32_t max_free;       /* chunks kept beyond this go back to the allocator */
+    uint64_t nlive;          /* chunks handed out and not yet returned */
+};
+
+void mbuf_pool_init(struct mbuf_pool *pool, size_t chunk_size, uint32_t max_free);
+void mbuf_pool_deinit(struct mbuf_pool *pool);
+/* Frees every free chunk (after a burst, when idle). */
+void mbuf_pool_trim(struct mbuf_pool *pool, uint32_t keep);
+
+/* A chunk with refs = 1 and len = 0, or NULL when out of memory. */
+struct mbuf *mbuf_get(struct mbuf_pool *pool);
+/* A literal mbuf holding a copy of data (refs = 1), or NULL. */
+struct mbuf *mbuf_literal(const void *data, size_t len);
+
+static inline void mbuf_ref(struct mbuf *mb) { mb->refs++; }
+void mbuf_unref(struct mbuf *mb);
+
+static inline uint32_t mbuf_room(const struct mbuf *mb) { return mb->cap - mb->len; }
+
+#endif

@@ -1,0 +1,181 @@
+/*
+ * msg.c - requests and responses as span lists over mbufs (see msg.h).
+ *
+ * Threads: a msg_pool and its msgs belong to one worker; nothing here is shared.
+ */
+#include "config.h"
+#include "msg/msg.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+void msg_pool_init(struct msg_pool *pool, uint32_t max_free)
+{
+    memset(pool, 0, sizeof(*pool));
+    pool->max_free = max_free;
+    pool->next_id = 1;
+}
+
+void msg_pool_deinit(struct msg_pool *pool)
+{
+    while (pool->free != NULL) {
+        struct msg *m = pool->free;
+        pool->free = m->peer;
+        free(m->spans);
+        free(m->keys);
+        free(m->elems);
+        free(m);
+    }
+    pool->nfree = 0;
+}
+
+struct msg *msg_get(struct msg_pool *pool)
+{
+    struct msg *m = pool->free;
+    if (m != NULL) {
+        pool->free = m->peer;
+        pool->nfree--;
+        /* keep the arrays (capacity) of a recycled msg, reset everything else */
+        struct span *spans = m->spans;
+        uint32_t spans_cap = m->spans_cap;
+        struct msg_key *keys = m->keys;
+        uint32_t keys_cap = m->keys_cap;
+        struct msg_elem *elems = m->elems;
+        uint32_t elems_cap = m->elems_cap;
+        memset(m, 0, sizeof(*m));
+        m->spans = spans;
+        m->spans_cap = spans_cap;
+        m->keys = keys;
+        m->keys_cap = keys_cap;
+        m->elems = elems;
+        m->elems_cap = elems_cap;
+    } else {
+        m = calloc(1, sizeof(*m));
+        if (m == NULL) return NULL;
+    }
+    m->id = pool->next_id++;
+    pool->nlive++;
+    return m;
+}
+
+void msg_put(struct msg_pool *pool, struct msg *m)
+{
+    for (uint32_t i = 0; i < m->nspans; i++) mbuf_unref(m->spans[i].mb);
+    m->nspans = 0;
+    free(m->frags);
+    m->frags = NULL;
+    free(m->key_frag);
+    m->key_frag = NULL;
+    pool->nlive--;
+    /* big arrays are not kept: memory returns to its baseline after a burst */
+    if (pool->nfree >= pool->max_free || m->spans_cap > 64 || m->keys_cap > 64 || m->elems_cap > 64) {
+        free(m->spans);
+        free(m->keys);
+        free(m->elems);
+        free(m);
+        return;
+    }
+    m->peer = pool->free;
+    pool->free = m;
+    pool->nfree++;
+}
+
+static int grow(void **arr, uint32_t *cap, uint32_t need, size_t elem_size)
+{
+    if (need <= *cap) return 0;
+    uint32_t ncap = *cap ? *cap : 4;
+    while (ncap < need) {
+        if (ncap > UINT32_MAX / 2) return -ENOMEM;
+        ncap *= 2;
+    }
+    void *p = realloc(*arr, (size_t)ncap * elem_size);
+    if (p == NULL) return -ENOMEM;
+    *arr = p;
+    *cap = ncap;
+    return 0;
+}
+
+int msg_append(struct msg *m, struct mbuf *mb, uint32_t off, uint32_t len)
+{
+    if (len == 0) return 0;
+    if (m->nspans > 0) {
+        struct span *last = &m->spans[m->nspans - 1];
+        if (last->mb == mb && last->off + last->len == off) {
+            last->len += len;
+            m->len += len;
+            return 0;
+        }
+    }
+    if (grow((void **)&m->spans, &m->spans_cap, m->nspans + 1, sizeof(struct span)) < 0)
+        return -ENOMEM;
+    mbuf_ref(mb);
+    m->spans[m->nspans++] = (struct span){ .mb = mb, .off = off, .len = len };
+    m->len += len;
+    return 0;
+}
+
+int msg_append_literal(struct msg *m, const void *data, size_t len)
+{
+    if (len == 0) return 0;
+    if (len > UINT32_MAX) return -ENOMEM;
+    struct mbuf *mb = mbuf_literal(data, len);
+    if (mb == NULL) return -ENOMEM;
+    int rc = msg_append(m, mb, 0, (uint32_t)len);
+    mbuf_unref(mb); /* the span holds the only reference now (or none on failure) */
+    return rc;
+}
+
+int msg_append_slice(struct msg *dst, const struct msg *src, uint64_t start, uint64_t end)
+{
+    if (start > end || end > src->len) return -EINVAL;
+    uint64_t pos = 0;
+    for (uint32_t i = 0; i < src->nspans && pos < end; i++) {
+        const struct span *s = &src->spans[i];
+        uint64_t s_end = pos + s->len;
+        if (s_end > start) {
+            uint64_t from = start > pos ? start - pos : 0;
+            uint64_t to = end < s_end ? end - pos : s->len;
+            int rc = msg_append(dst, s->mb, s->off + (uint32_t)from, (uint32_t)(to - from));
+            if (rc < 0) return rc;
+        }
+        pos = s_end;
+    }
+    return 0;
+}
+
+size_t msg_copy_out(const struct msg *m, uint64_t off, void *out, size_t n)
+{
+    size_t copied = 0;
+    uint64_t pos = 0;
+    for (uint32_t i = 0; i < m->nspans && copied < n; i++) {
+        const struct span *s = &m->spans[i];
+        uint64_t s_end = pos + s->len;
+        if (s_end > off + copied) {
+            uint64_t from = off + copied - pos;
+            size_t take = (size_t)(s->len - from);
+            if (take > n - copied) take = n - copied;
+            memcpy((uint8_t *)out + copied, s->mb->data + s->off + from, take);
+            copied += take;
+        }
+        pos = s_end;
+    }
+    return copied;
+}
+
+int msg_add_key(struct msg *m, const uint8_t *ptr, uint32_t len, uint64_t start, uint64_t end)
+{
+    if (grow((void **)&m->keys, &m->keys_cap, m->nkeys + 1, sizeof(struct msg_key)) < 0)
+        return -ENOMEM;
+    m->keys[m->nkeys++] = (struct msg_key){ .ptr = ptr, .len = len, .start = start, .end = end };
+    return 0;
+}
+
+int msg_add_elem(struct msg *m, uint64_t start, uint64_t end, const uint8_t *key, uint32_t key_len)
+{
+    if (grow((void **)&m->elems, &m->elems_cap, m->nelems + 1, sizeof(struct msg_elem)) < 0)
+        return -ENOMEM;
+    m->elems[m->nelems++] =
+        (struct msg_elem){ .start = start, .end = end, .key = key, .key_len = key_len };
+    return 0;
+}

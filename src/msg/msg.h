@@ -1,0 +1,142 @@
+/*
+ * msg.h - a request or a response: a list of spans over mbufs (its bytes, in order) plus what the
+ * protocol parser found in it (command, keys, reply type, elements). Multi-key requests own
+ * fragments (one sub-request per server) whose replies are coalesced into one reply.
+ *
+ * Offsets: a byte of a msg is named by its offset from the msg's first byte (0 .. len). Parsers
+ * record keys and reply elements as offset ranges; msg_append_slice() copies such a range (as spans,
+ * not bytes) into another msg.
+ *
+ * Threads: a msg belongs to the worker that created it, like its mbufs.
+ */
+#ifndef NC_MSG_H
+#define NC_MSG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/queue.h>
+
+#include "msg/mbuf.h"
+
+struct conn;
+
+struct span {
+    struct mbuf *mb;
+    uint32_t off;
+    uint32_t len;
+};
+
+/* A key of a request. ptr points into an mbuf the msg holds a reference on. */
+struct msg_key {
+    const uint8_t *ptr;
+    uint32_t len;
+    uint64_t start;   /* offset of this key's argument group (redis: "$3\r\nkey\r\n" and, for MSET, */
+    uint64_t end;     /* the value after it; memcached: the key token) [start, end) */
+};
+
+/* A top-level element of a reply: a redis array element, or a memcached VALUE block. */
+struct msg_elem {
+    uint64_t start, end;  /* [start, end) offsets of the whole element */
+    const uint8_t *key;   /* memcached VALUE blocks: the key; NULL otherwise */
+    uint32_t key_len;
+};
+
+enum msg_rsp_type {
+    RSP_NONE = 0,
+    /* redis */
+    RSP_STATUS, RSP_ERROR, RSP_INTEGER, RSP_BULK, RSP_NIL_BULK, RSP_ARRAY, RSP_NIL_ARRAY,
+    /* memcached */
+    RSP_MC_END,        /* VALUE blocks (maybe none) then END */
+    RSP_MC_STORED, RSP_MC_NOT_STORED, RSP_MC_EXISTS, RSP_MC_NOT_FOUND, RSP_MC_DELETED,
+    RSP_MC_TOUCHED, RSP_MC_NUMBER, RSP_MC_VERSION, RSP_MC_OK,
+    RSP_MC_ERROR, RSP_MC_CLIENT_ERROR, RSP_MC_SERVER_ERROR,
+};
+
+/* Why a parsed request is answered by the proxy with an error instead of being forwarded. */
+enum msg_reject {
+    REJECT_NONE = 0,
+    REJECT_UNSUPPORTED,   /* redis: "-ERR unsupported command '<name>'" */
+    REJECT_ARITY,         /* redis: "-ERR wrong number of arguments for '<name>' command" */
+    REJECT_CLIENT_ERROR,  /* memcached: "CLIENT_ERROR <reject_reason>" */
+    REJECT_ERROR,         /* memcached: "ERROR" (unknown command) */
+};
+
+struct msg {
+    TAILQ_ENTRY(msg) client_link;  /* the client's requests, in arrival order */
+    TAILQ_ENTRY(msg) server_link;  /* a server connection's send queue, then its wait queue */
+    struct conn *owner;            /* request: its client; response: its server conn */
+    struct msg *peer;              /* request <-> its response */
+    uint64_t id;
+
+    /* bytes */
+    struct span *spans;
+    uint32_t nspans, spans_cap;
+    uint64_t len;
+
+    /* request, filled by the parser */
+    uint16_t cmd;                  /* index in the protocol's command table */
+    uint32_t cmd_flags;            /* that command's flags (proto.h CMD_F_*) */
+    const uint8_t *name;           /* command name as sent (redis arg 0 / memcached verb) */
+    uint32_t name_len;
+    uint64_t nargs;                /* redis: number of arguments including the name */
+    struct msg_key *keys;
+    uint32_t nkeys, keys_cap;
+    bool noreply;                  /* memcached "noreply": no response will come */
+    bool quit;                     /* close the client after the replies before this one */
+    uint8_t reject;                /* enum msg_reject */
+    const char *reject_reason;     /* static text for REJECT_CLIENT_ERROR */
+
+    /* response, filled by the parser */
+    uint8_t rsp_type;              /* enum msg_rsp_type */
+    bool rsp_fatal;                /* a reply that means the server is unusable (-LOADING, -BUSY, ...) */
+    int64_t integer;               /* RSP_INTEGER value */
+    struct msg_elem *elems;        /* top-level elements, recorded when the parser is asked to */
+    uint32_t nelems, elems_cap;
+
+    /* fragments (multi-key requests) */
+    struct msg *frag_owner;        /* a fragment: the client's request */
+    struct msg **frags;            /* the owner: its fragments */
+    uint32_t nfrags, nfrags_done;
+    uint32_t *key_frag;            /* the owner: key i went to frags[key_frag[i]] */
+
+    /* state kept by the core */
+    int err;                       /* errno of a failed request (reply "-ERR strerror") */
+    bool done;                     /* its reply (or error) is ready */
+    bool swallow;                  /* proxy-internal (AUTH/SELECT on connect): drop the reply */
+    uint32_t server_idx;           /* the server it was routed to */
+    uint64_t t_start, t_sent;      /* usec: read from client, written to server */
+};
+
+TAILQ_HEAD(msg_tqh, msg);
+
+/* A per-worker free list of msgs. */
+struct msg_pool {
+    struct msg *free;              /* linked through peer */
+    uint32_t nfree, max_free;
+    uint64_t next_id;
+    uint64_t nlive;
+};
+
+void msg_pool_init(struct msg_pool *pool, uint32_t max_free);
+void msg_pool_deinit(struct msg_pool *pool);
+/* A zeroed msg with a fresh id, or NULL when out of memory. */
+struct msg *msg_get(struct msg_pool *pool);
+/* Drops every span (unref'ing mbufs), the fragments array and the msg itself. Does not put the
+ * fragments or the peer: the caller does that. */
+void msg_put(struct msg_pool *pool, struct msg *m);
+
+/* Appends bytes [off, off+len) of mb (takes a reference). Merges with the last span when adjacent.
+ * Returns 0 or -ENOMEM. */
+int msg_append(struct msg *m, struct mbuf *mb, uint32_t off, uint32_t len);
+/* Appends a copy of data as a literal mbuf. Returns 0 or -ENOMEM. */
+int msg_append_literal(struct msg *m, const void *data, size_t len);
+/* Appends the bytes [start, end) of src (by reference, no copy). Returns 0, -EINVAL or -ENOMEM. */
+int msg_append_slice(struct msg *dst, const struct msg *src, uint64_t start, uint64_t end);
+/* Copies up to n bytes at offset off of m into out (for tests and small peeks). Returns bytes copied. */
+size_t msg_copy_out(const struct msg *m, uint64_t off, void *out, size_t n);
+
+int msg_add_key(struct msg *m, const uint8_t *ptr, uint32_t len, uint64_t start, uint64_t end);
+int msg_add_elem(struct msg *m, uint64_t start, uint64_t end, const uint8_t *key, uint32_t key_len);
+
+#endif

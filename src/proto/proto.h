@@ -1,0 +1,99 @@
+/*
+ * proto.h - the contract between the core and a protocol (redis, memcached): one const
+ * struct proto_ops per protocol, chosen by the pool's `redis:` key.
+ *
+ * Parsing is incremental and token-based. The core calls parse_req/parse_rsp with the bytes it has
+ * (buf[0..len), contiguous, inside one mbuf) starting at the first byte not yet consumed. The parser
+ * consumes only whole tokens: a line, a "$N\r\n" header, a key argument with its CRLF, ... except
+ * value payloads that are not needed contiguous (redis bulk values that are not keys or the command
+ * name, memcached data blocks), which it may consume in any number of pieces. It reports how many
+ * bytes it consumed in *consumed and returns:
+ *   PARSE_DONE   one message is complete; its last byte is buf[*consumed - 1]
+ *   PARSE_AGAIN  more bytes are needed; the core will call again with the unconsumed bytes
+ *                (maybe moved to a new mbuf, so the parser keeps no pointer into them) followed
+ *                by new ones. If the unconsumed tail already fills a whole mbuf, the core gives up
+ *                on the stream (the token is larger than -m allows).
+ *   PARSE_ERROR  the stream cannot be parsed any further; ps->error says why. The core answers
+ *                the protocol's error text and closes the connection.
+ * Pointers the parser stores in the msg (keys, name, VALUE keys) point into consumed bytes, which
+ * stay valid while the msg holds its spans. The msg's len is the offset of buf[0] in the message
+ * during the call (the core appends the consumed bytes after the call returns).
+ *
+ * A request that parses but must not be forwarded (unknown command, wrong arity, memcached key
+ * too long, ...) is returned as PARSE_DONE with msg->reject set, after consuming all its bytes,
+ * so the connection stays usable.
+ *
+ * Threads: the ops are const and the functions keep no global state; parse_state lives in a conn.
+ */
+#ifndef NC_PROTO_H
+#define NC_PROTO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "msg/msg.h"
+
+enum parse_status { PARSE_ERROR = -1, PARSE_AGAIN = 0, PARSE_DONE = 1 };
+
+/* command flags (struct msg.cmd_flags) */
+#define CMD_F_LOCAL_PING   (1u << 0)  /* answered by the proxy: +PONG */
+#define CMD_F_QUIT         (1u << 1)  /* close after earlier replies (redis QUIT, memcached quit) */
+#define CMD_F_AUTH         (1u << 2)  /* redis AUTH: handled by the proxy */
+#define CMD_F_ANY_SERVER   (1u << 3)  /* no key: forward to an arbitrary server (COMMAND, version) */
+#define CMD_F_FRAG_MGET    (1u << 4)  /* split per server, reply is an array in key order */
+#define CMD_F_FRAG_SUM     (1u << 5)  /* split per server, reply is the sum of integers (DEL, EXISTS, ...) */
+#define CMD_F_FRAG_MSET    (1u << 6)  /* split per server, reply is one +OK */
+#define CMD_F_FRAG_MCGET   (1u << 7)  /* memcached get/gets/gat/gats: VALUE blocks in key order, one END */
+#define CMD_F_FRAG_MASK    (CMD_F_FRAG_MGET | CMD_F_FRAG_SUM | CMD_F_FRAG_MSET | CMD_F_FRAG_MCGET)
+#define CMD_F_WRITE        (1u << 8)  /* informational: modifies data */
+
+/* Parser state, one per connection (reset with proto_ops.parse_reset between messages). */
+struct parse_state {
+    int state;              /* the parser's own state machine */
+    uint64_t a, b, c, d;    /* counters the parser uses as it likes (remaining args, bytes, ...) */
+    uint64_t off;           /* scratch */
+    uint32_t depth;         /* redis replies: nesting depth */
+    uint32_t stack_cap;
+    uint64_t *stack;        /* redis replies: remaining elements per level (heap, grown as needed) */
+    uint64_t elem_start;
+    bool want_elems;        /* set by the core: record top-level elements (fragment replies) */
+    const char *error;      /* PARSE_ERROR: static text naming the problem */
+};
+
+struct proto_ops {
+    const char *name;                                /* "redis" / "memcache" */
+    void (*parse_reset)(struct parse_state *ps);     /* before each message; keeps want_elems */
+    void (*parse_free)(struct parse_state *ps);      /* frees the stack */
+    int (*parse_req)(struct parse_state *ps, struct msg *m, const uint8_t *buf, size_t len,
+                     size_t *consumed);
+    int (*parse_rsp)(struct parse_state *ps, struct msg *m, const uint8_t *buf, size_t len,
+                     size_t *consumed);
+
+    /*
+     * Builds the sub-requests of a multi-key request req (a CMD_F_FRAG_* command with nkeys >= 2):
+     * key i goes to server server_of_key[i]. Creates one fragment per distinct server (msg_get from
+     * pool), keeping key order within each, fills req->frags, req->nfrags, req->key_frag, and sets
+     * each fragment's frag_owner, server_idx, nkeys/keys (pointing at req's key bytes) and bytes (a
+     * header literal plus slices of req). Returns 0 or -ENOMEM (then nothing is left allocated).
+     */
+    int (*fragment)(struct msg *req, const uint32_t *server_of_key, struct msg_pool *pool);
+
+    /*
+     * Builds in rsp the client's reply for req from its fragments' replies (frags[i]->peer, every
+     * one present). Returns 0, or -EINVAL when a fragment's reply is not of the expected type
+     * (the core then answers an error instead), or -ENOMEM.
+     */
+    int (*coalesce)(struct msg *req, struct msg *rsp);
+
+    /* Writes the reply text for a rejected request (msg->reject) into buf; returns its length. */
+    size_t (*reject_reply)(const struct msg *req, char *buf, size_t size);
+    /* Writes the error reply for a failed request (errno err): "-ERR <strerror>\r\n" or
+     * "SERVER_ERROR <strerror>\r\n". Returns its length. */
+    size_t (*error_reply)(int err, char *buf, size_t size);
+};
+
+extern const struct proto_ops redis_proto;
+extern const struct proto_ops memcache_proto;
+
+#endif

@@ -1,0 +1,1 @@
+# src/stats: sources of this module, added to the convenience library.

@@ -1,0 +1,1 @@
+# src/thread: sources of this module, added to the convenience library.

@@ -1,0 +1,1 @@
+# unit tests of conf: add to check_PROGRAMS and TESTS here

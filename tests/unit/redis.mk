@@ -1,0 +1,1 @@
+# unit tests of redis: add to check_PROGRAMS and TESTS here

@@ -1,0 +1,1 @@
+# unit tests of stats: add to check_PROGRAMS and TESTS here
