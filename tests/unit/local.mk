@@ -1,5 +1,6 @@
 # unit tests (cmocka). Each module keeps its tests' rules in tests/unit/<module>.mk.
 include tests/unit/common.mk
+include tests/unit/app.mk
 include tests/unit/hash.mk
 include tests/unit/conf.mk
 include tests/unit/msg.mk

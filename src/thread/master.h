@@ -1,0 +1,21 @@
+/*
+ * master.h - the master thread: owns the listening sockets, accepts clients and hands each one to a
+ * worker through the worker's inbox; handles signals; starts and stops the workers and the stats
+ * thread.
+ *
+ * Threads: master_run() runs on the main thread and returns when the process should exit.
+ */
+#ifndef NC_MASTER_H
+#define NC_MASTER_H
+
+#include "app/options.h"
+#include "conf/conf.h"
+
+/*
+ * Runs the proxy on conf (takes a reference of its own) until SIGINT or SIGTERM.
+ * Signals: SIGTTIN / SIGTTOU raise / lower the log level, SIGHUP and SIGUSR1 reopen the log file.
+ * Returns 0 after a clean shutdown, 1 when it could not start (the reason is logged).
+ */
+int master_run(const struct nc_options *opts, struct conf *conf);
+
+#endif

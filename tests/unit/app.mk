@@ -1,0 +1,1 @@
+# unit tests of src/app (command line)
