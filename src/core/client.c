@@ -64,7 +64,9 @@ static int client_on_msg(struct conn *c, struct msg *req)
 {
     int stop = request_dispatch(c, req);
     if (stop) return stop;
-    if (c->nq1 >= CLIENT_MAX_PENDING) return 2; /* pause: see client_write */
+    /* back-pressure: a client that does not read its replies is not read from either (what is
+     * already buffered is still parsed); client_write resumes it */
+    if (c->nq1 >= CLIENT_MAX_PENDING) conn_want_read(c, false);
     return 0;
 }
 
@@ -125,10 +127,6 @@ void client_on_read(int fd, short what, void *arg)
     (void)fd;
     (void)what;
     int rc = conn_recv(c, &eof, client_on_msg);
-    if (rc == 2) {
-        conn_want_read(c, false); /* too many replies waiting: back-pressure */
-        return;
-    }
     if (rc == -EPROTO || rc == -E2BIG) {
         const char *why = rc == -E2BIG ? "request token larger than the buffer size (-m)"
                                        : (c->ps.error ? c->ps.error : "invalid request");
@@ -138,7 +136,7 @@ void client_on_read(int fd, short what, void *arg)
         client_reply_ready(c);
         return;
     }
-    if (rc < 0 && rc != 1) {
+    if (rc < 0) {
         client_close(c);
         return;
     }

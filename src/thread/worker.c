@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <event2/event.h>
 #include <signal.h>
+#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -19,6 +20,22 @@
 
 #define WORKER_MBUF_FREE_MAX 256  /* free chunks kept per worker; more go back to the allocator */
 #define WORKER_MSG_FREE_MAX 4096
+#define WORKER_TRIM_USEC 1000000  /* how often free chunks beyond the recent need are released */
+#define WORKER_KEEP_MIN 16
+
+/* After a burst, memory goes back to its baseline: every second, free chunks beyond what the
+ * worker has in use (plus a few) are returned, and malloc gives the pages back. */
+static void worker_on_trim(int fd, short what, void *arg)
+{
+    struct worker *w = arg;
+    (void)fd;
+    (void)what;
+    uint32_t keep = w->mbufs.nlive < WORKER_KEEP_MIN ? WORKER_KEEP_MIN : (uint32_t)w->mbufs.nlive;
+    if (w->mbufs.nfree > keep) {
+        mbuf_pool_trim(&w->mbufs, keep);
+        malloc_trim(0);
+    }
+}
 
 static void worker_on_inbox(int fd, short what, void *arg)
 {
@@ -64,6 +81,10 @@ int worker_init(struct worker *w, uint32_t id, struct runtime *rt, size_t mbuf_s
     if (w->base == NULL) return -ENOMEM;
     w->inbox_ev = event_new(w->base, w->inbox.efd, EV_READ | EV_PERSIST, worker_on_inbox, w);
     if (w->inbox_ev == NULL || event_add(w->inbox_ev, NULL) < 0) return -ENOMEM;
+    struct timeval every = { .tv_sec = 0, .tv_usec = WORKER_TRIM_USEC };
+    if (WORKER_TRIM_USEC >= 1000000) every = (struct timeval){ .tv_sec = WORKER_TRIM_USEC / 1000000 };
+    w->trim_ev = event_new(w->base, -1, EV_PERSIST, worker_on_trim, w);
+    if (w->trim_ev == NULL || event_add(w->trim_ev, &every) < 0) return -ENOMEM;
     w->npools = rt->npools;
     w->pools = calloc(rt->npools ? rt->npools : 1, sizeof(*w->pools));
     if (w->pools == NULL) return -ENOMEM;
@@ -111,6 +132,8 @@ void worker_deinit(struct worker *w)
     free(w->pools);
     w->pools = NULL;
     if (w->inbox_ev) event_free(w->inbox_ev);
+    if (w->trim_ev) event_free(w->trim_ev);
+    w->trim_ev = NULL;
     if (w->base) event_base_free(w->base);
     w->inbox_ev = NULL;
     w->base = NULL;

@@ -25,6 +25,7 @@ struct worker {
     pthread_t tid;
     struct event_base *base;
     struct event *inbox_ev;
+    struct event *trim_ev;        /* periodic return of unused buffers */
     struct inbox inbox;
     struct mbuf_pool mbufs;
     struct msg_pool msgs;
