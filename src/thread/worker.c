@@ -20,7 +20,7 @@
 
 #define WORKER_MBUF_FREE_MAX 256  /* free chunks kept per worker; more go back to the allocator */
 #define WORKER_MSG_FREE_MAX 4096
-#define WORKER_TRIM_USEC 1000000  /* how often free chunks beyond the recent need are released */
+#define WORKER_TRIM_SEC 1  /* how often free chunks beyond the recent need are released */
 #define WORKER_KEEP_MIN 16
 
 /* After a burst, memory goes back to its baseline: every second, free chunks beyond what the
@@ -81,8 +81,7 @@ int worker_init(struct worker *w, uint32_t id, struct runtime *rt, size_t mbuf_s
     if (w->base == NULL) return -ENOMEM;
     w->inbox_ev = event_new(w->base, w->inbox.efd, EV_READ | EV_PERSIST, worker_on_inbox, w);
     if (w->inbox_ev == NULL || event_add(w->inbox_ev, NULL) < 0) return -ENOMEM;
-    struct timeval every = { .tv_sec = 0, .tv_usec = WORKER_TRIM_USEC };
-    if (WORKER_TRIM_USEC >= 1000000) every = (struct timeval){ .tv_sec = WORKER_TRIM_USEC / 1000000 };
+    struct timeval every = { .tv_sec = WORKER_TRIM_SEC };
     w->trim_ev = event_new(w->base, -1, EV_PERSIST, worker_on_trim, w);
     if (w->trim_ev == NULL || event_add(w->trim_ev, &every) < 0) return -ENOMEM;
     w->npools = rt->npools;
