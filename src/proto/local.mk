@@ -1,2 +1,11 @@
 # src/proto: the protocol contract (proto.h) and the redis and memcached implementations.
 src_libnutcrackers_la_SOURCES += src/proto/proto.h
+# memcached ASCII protocol (memcache_proto): command table, tokenizer, parsers, fragments
+src_libnutcrackers_la_SOURCES += \
+	src/proto/memcache.h \
+	src/proto/memcache_cmd.c \
+	src/proto/memcache_token.c \
+	src/proto/memcache_req.c \
+	src/proto/memcache_rsp.c \
+	src/proto/memcache_frag.c \
+	src/proto/memcache_proto.c

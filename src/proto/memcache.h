@@ -1,0 +1,148 @@
+/*
+ * memcache.h - internals shared by the memcached ASCII protocol files (memcache_*.c): the command
+ * table, the line tokenizer, number parsing, and the entry points gathered into memcache_proto.
+ * Nothing outside src/proto/ includes this; the core uses only proto.h.
+ *
+ * Threads: pure functions and const tables; any thread (each parse_state belongs to one conn).
+ */
+#ifndef NC_MEMCACHE_H
+#define NC_MEMCACHE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "msg/msg.h"
+#include "proto/proto.h"
+
+#define MC_KEY_MAX  250    /* longest key memcached accepts */
+#define MC_LINE_MAX 2048   /* longest command line (bytes before "\n") except get/gets/gat/gats */
+
+/*
+ * Argument slots of a command line, one char each, in order (struct mc_cmd.args):
+ *   k  one key                 K  one or more keys (last slot)
+ *   f  flags (u32)             e  exptime (i32)         E  exptime, error "invalid exptime argument"
+ *   b  data length (0..INT32_MAX-2): a data block follows the line; a bad one is a PARSE_ERROR
+ *   c  cas unique (u64)        v  incr/decr delta (u64), error "invalid numeric delta argument"
+ *   z  delete's optional "0"   n  optional "noreply"
+ *   x  any one token           *  any number of tokens (last slot)
+ */
+#define MC_CMD_TABLE(X)                                                             \
+    X(UNKNOWN,   "",          "*",      0, false)                                   \
+    X(GET,       "get",       "K",      CMD_F_FRAG_MCGET, false)                    \
+    X(GETS,      "gets",      "K",      CMD_F_FRAG_MCGET, false)                    \
+    X(GAT,       "gat",       "EK",     CMD_F_FRAG_MCGET | CMD_F_WRITE, false)      \
+    X(GATS,      "gats",      "EK",     CMD_F_FRAG_MCGET | CMD_F_WRITE, false)      \
+    X(SET,       "set",       "kfebn",  CMD_F_WRITE, false)                         \
+    X(ADD,       "add",       "kfebn",  CMD_F_WRITE, false)                         \
+    X(REPLACE,   "replace",   "kfebn",  CMD_F_WRITE, false)                         \
+    X(APPEND,    "append",    "kfebn",  CMD_F_WRITE, false)                         \
+    X(PREPEND,   "prepend",   "kfebn",  CMD_F_WRITE, false)                         \
+    X(CAS,       "cas",       "kfebcn", CMD_F_WRITE, false)                         \
+    X(INCR,      "incr",      "kvn",    CMD_F_WRITE, false)                         \
+    X(DECR,      "decr",      "kvn",    CMD_F_WRITE, false)                         \
+    X(DELETE,    "delete",    "kzn",    CMD_F_WRITE, false)                         \
+    X(TOUCH,     "touch",     "kEn",    CMD_F_WRITE, false)                         \
+    X(VERSION,   "version",   "",       CMD_F_ANY_SERVER, false)                    \
+    X(QUIT,      "quit",      "",       CMD_F_QUIT, false)                          \
+    /* known but not supported: answered "CLIENT_ERROR unsupported command" */      \
+    X(FLUSH_ALL, "flush_all", "*",      0, true)                                    \
+    X(STATS,     "stats",     "*",      0, true)                                    \
+    X(VERBOSITY, "verbosity", "*",      0, true)                                    \
+    X(MG,        "mg",        "*",      0, true)                                    \
+    X(MS,        "ms",        "xb*",    0, true) /* has a data block: skipped */    \
+    X(MD,        "md",        "*",      0, true)                                    \
+    X(MA,        "ma",        "*",      0, true)                                    \
+    X(MN,        "mn",        "*",      0, true)                                    \
+    X(ME,        "me",        "*",      0, true)
+
+enum mc_cmd_id {
+#define MC_CMD_ENUM(id, name, args, flags, unsupported) MC_CMD_##id,
+    MC_CMD_TABLE(MC_CMD_ENUM)
+#undef MC_CMD_ENUM
+    MC_CMD_COUNT
+};
+
+struct mc_cmd {
+    const char *name;
+    uint8_t name_len;
+    const char *args;      /* argument slots, see above */
+    uint32_t flags;        /* CMD_F_* */
+    bool unsupported;
+};
+
+extern const struct mc_cmd mc_cmds[MC_CMD_COUNT];
+
+/* The command named by verb[0..len) (case-sensitive, as memcached), or MC_CMD_UNKNOWN. */
+enum mc_cmd_id mc_cmd_lookup(const uint8_t *verb, size_t len);
+
+/*
+ * Line tokenizer. Tokens are separated by runs of ' '; a line ends at "\n" or "\r\n" (memcached
+ * accepts both); any other byte, '\r' included, belongs to a token.
+ */
+enum mc_tok_kind {
+    MC_TOK_AGAIN,   /* no complete token yet: bytes [pos, end) (spaces) may be consumed */
+    MC_TOK_WORD,    /* a token [start, end); buf[end] is its delimiter, not part of it */
+    MC_TOK_EOL,     /* the line end [start, end), "\n" or "\r\n" */
+    MC_TOK_LONG,    /* a token longer than max starts at start, its end not in sight: bytes
+                     * [pos, end) may be dropped, then mc_tok_skip() finds the rest */
+};
+
+struct mc_tok {
+    size_t start;
+    size_t end;
+};
+
+/* Finds the next token in buf[pos, len). */
+enum mc_tok_kind mc_tok_next(const uint8_t *buf, size_t pos, size_t len, size_t max,
+                             struct mc_tok *t);
+/* Skips the rest of a too-long token: true when it ends in buf (its last byte is *end - 1), false
+ * when bytes [pos, *end) may be dropped and more are needed. */
+bool mc_tok_skip(const uint8_t *buf, size_t pos, size_t len, size_t *end);
+
+/* Strict decimal numbers: digits only (and a leading '-' for mc_parse_i32). */
+bool mc_parse_u64(const uint8_t *p, size_t len, uint64_t *out);
+bool mc_parse_u32(const uint8_t *p, size_t len, uint32_t *out);
+bool mc_parse_i32(const uint8_t *p, size_t len, int32_t *out);
+
+/* Internal step result beside PARSE_*: keep going with the bytes left. */
+#define MC_STEP_CONT 2
+/* ps->state of both parsers while in a data block (their own states are below it). */
+#define MC_STATE_DATA 15
+
+typedef int (*mc_step_fn)(struct parse_state *ps, struct msg *m, const uint8_t *buf, size_t len,
+                          size_t *pos);
+/*
+ * The loop of both parsers: in MC_STATE_DATA consumes the data block (mc_data) then calls
+ * after_data, in any other state calls line; until a step returns a PARSE_* status. Sets
+ * *consumed.
+ */
+int mc_run(struct parse_state *ps, struct msg *m, const uint8_t *buf, size_t len,
+           size_t *consumed, mc_step_fn line, mc_step_fn after_data);
+
+/* Sets ps->error = why (static text); returns PARSE_ERROR. */
+int mc_fail(struct parse_state *ps, const char *why);
+/* Consumes the rest of a data block (ps->b bytes to come) and the "\r\n" after it; ps->off is
+ * the phase (0 data, 1 '\r', 2 '\n') and is 0 again at PARSE_DONE. PARSE_AGAIN wants more bytes,
+ * PARSE_ERROR "bad data chunk" is anything but "\r\n" after the data. */
+int mc_data(struct parse_state *ps, const uint8_t *buf, size_t len, size_t *pos);
+
+/*
+ * Takes the next step on a line from buf[*pos]: consumes the spaces (MC_TOK_AGAIN), a token
+ * (MC_TOK_WORD, at t), the part in sight of a too-long token (MC_TOK_LONG) or the line end
+ * (MC_TOK_EOL), and counts the line's bytes in ps->c (0 at a line's start). Returns that kind,
+ * or PARSE_ERROR "line too long" when limited and the line has more than MC_LINE_MAX bytes
+ * before its "\n" (decided the same way however the bytes are split).
+ */
+int mc_line_next(struct parse_state *ps, const uint8_t *buf, size_t len, size_t *pos,
+                 bool limited, struct mc_tok *t);
+
+/* The proto_ops entries, one file each. */
+int mc_parse_req(struct parse_state *ps, struct msg *m, const uint8_t *buf, size_t len,
+                 size_t *consumed);
+int mc_parse_rsp(struct parse_state *ps, struct msg *m, const uint8_t *buf, size_t len,
+                 size_t *consumed);
+int mc_fragment(struct msg *req, const uint32_t *server_of_key, struct msg_pool *pool);
+int mc_coalesce(struct msg *req, struct msg *rsp);
+
+#endif

@@ -1,0 +1,69 @@
+/*
+ * memcache_proto.c - memcache_proto, the memcached ASCII protocol's proto_ops (proto.h): the
+ * parsers (memcache_req.c, memcache_rsp.c), fragments (memcache_frag.c) and the reply texts the
+ * proxy writes itself:
+ *   rejected request: "ERROR\r\n" (unknown command) or "CLIENT_ERROR <reason>\r\n";
+ *   failed request:   "SERVER_ERROR <strerror(err)>\r\n".
+ *
+ * Threads: const ops; any worker.
+ */
+#include "config.h"
+#include "proto/memcache.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void mc_parse_reset(struct parse_state *ps)
+{
+    bool want_elems = ps->want_elems;
+    uint64_t *stack = ps->stack;
+    uint32_t stack_cap = ps->stack_cap;
+    memset(ps, 0, sizeof(*ps));
+    ps->want_elems = want_elems;
+    ps->stack = stack;
+    ps->stack_cap = stack_cap;
+}
+
+static void mc_parse_free(struct parse_state *ps)
+{
+    free(ps->stack); /* memcached replies do not nest; free whatever the owner put there */
+    ps->stack = NULL;
+    ps->stack_cap = 0;
+}
+
+/* snprintf's length, cut to what fits in buf (size 0: nothing written). */
+static size_t clamp_len(int n, size_t size)
+{
+    if (n < 0 || size == 0) return 0;
+    return (size_t)n < size ? (size_t)n : size - 1;
+}
+
+static size_t mc_reject_reply(const struct msg *req, char *buf, size_t size)
+{
+    if (req->reject == REJECT_CLIENT_ERROR) {
+        const char *reason = req->reject_reason ? req->reject_reason : "bad command line format";
+        return clamp_len(snprintf(buf, size, "CLIENT_ERROR %s\r\n", reason), size);
+    }
+    return clamp_len(snprintf(buf, size, "ERROR\r\n"), size);
+}
+
+static size_t mc_error_reply(int err, char *buf, size_t size)
+{
+    char text[128];
+    /* GNU strerror_r (_GNU_SOURCE): returns the text, maybe not in text[] */
+    const char *s = strerror_r(err, text, sizeof(text));
+    return clamp_len(snprintf(buf, size, "SERVER_ERROR %s\r\n", s), size);
+}
+
+const struct proto_ops memcache_proto = {
+    .name = "memcache",
+    .parse_reset = mc_parse_reset,
+    .parse_free = mc_parse_free,
+    .parse_req = mc_parse_req,
+    .parse_rsp = mc_parse_rsp,
+    .fragment = mc_fragment,
+    .coalesce = mc_coalesce,
+    .reject_reply = mc_reject_reply,
+    .error_reply = mc_error_reply,
+};

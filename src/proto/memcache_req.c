@@ -1,0 +1,225 @@
+/*
+ * memcache_req.c - incremental parser of memcached ASCII requests (proto.h parse_req).
+ *
+ * A request is a command line, then for storage commands a data block of <bytes> bytes and "\r\n".
+ * The line is consumed token by token (the verb, each key, each number, whole), so m->name and the
+ * keys point at consumed bytes; a get line of any length works one key at a time. Data blocks are
+ * consumed in whatever pieces arrive. A line ends at "\r\n" or at a bare "\n", as in memcached.
+ * See notes/memcache.md for the decisions.
+ *
+ * Outcomes:
+ *   - a well-formed request: PARSE_DONE with cmd, keys, noreply, quit filled;
+ *   - a bad request after which the stream is still in sync: PARSE_DONE with m->reject set, after
+ *     consuming the whole line and, when <bytes> was readable, the data block too (unknown verb:
+ *     REJECT_ERROR; key over 250 bytes, bad or missing or extra fields: REJECT_CLIENT_ERROR with
+ *     memcached's own texts; flush_all, stats, verbosity and the meta commands: REJECT_CLIENT_ERROR
+ *     "unsupported command"). A rejected request never has noreply or quit set and has no keys;
+ *   - a stream that cannot be followed (missing or bad <bytes>, data not followed by "\r\n", a line
+ *     longer than MC_LINE_MAX bytes before its "\n" other than get/gets/gat/gats, out of memory):
+ *     PARSE_ERROR.
+ *
+ * State (struct parse_state): state = RQ_*, a = index of the next argument slot of the command,
+ * b = data bytes still to come, c = bytes of the current line consumed so far, d = RQF_* flags,
+ * off = phase of the data block (mc_data).
+ *
+ * Threads: the worker owning the connection (parse_state) and the msg.
+ */
+#include "config.h"
+#include "proto/memcache.h"
+
+#include <string.h>
+
+#include "common/util.h"
+
+enum { RQ_VERB = 0, RQ_ARGS, RQ_DATA = MC_STATE_DATA };
+
+#define RQF_SKIP     (1u << 0)  /* dropping the rest of a too-long token */
+#define RQF_NOREPLY  (1u << 1)  /* "noreply" seen */
+#define RQF_GOT_KEY  (1u << 2)  /* a 'K' slot has at least one key */
+#define RQF_HAVE_LEN (1u << 3)  /* <bytes> read: a data block follows the line */
+
+static const char BAD_FORMAT[] = "bad command line format";
+
+static void reject(struct msg *m, uint8_t kind, const char *reason)
+{
+    if (m->reject != REJECT_NONE) return; /* the first reason wins */
+    m->reject = kind;
+    m->reject_reason = reason;
+}
+
+static bool token_is(const uint8_t *tok, size_t len, const char *word)
+{
+    return tok != NULL && len == strlen(word) && memcmp(tok, word, len) == 0;
+}
+
+static int on_verb(struct parse_state *ps, struct msg *m, const uint8_t *tok, size_t len)
+{
+    enum mc_cmd_id id = tok == NULL ? MC_CMD_UNKNOWN : mc_cmd_lookup(tok, len);
+    m->cmd = (uint16_t)id;
+    m->cmd_flags = mc_cmds[id].flags;
+    m->name = tok;
+    m->name_len = tok == NULL ? 0 : (uint32_t)len;
+    if (id == MC_CMD_UNKNOWN)
+        reject(m, REJECT_ERROR, NULL);
+    else if (mc_cmds[id].unsupported)
+        reject(m, REJECT_CLIENT_ERROR, "unsupported command");
+    ps->state = RQ_ARGS;
+    ps->a = 0;
+    return MC_STEP_CONT;
+}
+
+/* One argument token; tok is NULL when it was longer than MC_KEY_MAX (its bytes are gone). */
+static int on_arg(struct parse_state *ps, struct msg *m, const uint8_t *tok, size_t len,
+                  uint64_t off)
+{
+    char slot = mc_cmds[m->cmd].args[ps->a];
+    const char *why = BAD_FORMAT;
+    bool ok = tok != NULL;
+    uint64_t u64;
+    uint32_t u32;
+    int32_t i32;
+
+    switch (slot) {
+    case '\0': /* one token too many */
+        ok = false;
+        break;
+    case '*':
+        return MC_STEP_CONT;
+    case 'k':
+    case 'K':
+        if (ok && m->reject == REJECT_NONE &&
+            msg_add_key(m, tok, (uint32_t)len, off, off + len) < 0)
+            return mc_fail(ps, "out of memory");
+        if (slot == 'K') {
+            ps->d |= RQF_GOT_KEY;
+            if (!ok) reject(m, REJECT_CLIENT_ERROR, why);
+            return MC_STEP_CONT;
+        }
+        break;
+    case 'f':
+        ok = ok && mc_parse_u32(tok, len, &u32);
+        break;
+    case 'E':
+        why = "invalid exptime argument";
+        /* fall through */
+    case 'e':
+        ok = ok && mc_parse_i32(tok, len, &i32);
+        break;
+    case 'b':
+        if (!ok || !mc_parse_i32(tok, len, &i32) || i32 < 0 || i32 > INT32_MAX - 2)
+            return mc_fail(ps, BAD_FORMAT);
+        ps->b = (uint64_t)i32;
+        ps->d |= RQF_HAVE_LEN;
+        break;
+    case 'v':
+        why = "invalid numeric delta argument";
+        /* fall through */
+    case 'c':
+        ok = ok && mc_parse_u64(tok, len, &u64);
+        break;
+    case 'z':
+        if (token_is(tok, len, "noreply")) {
+            ps->d |= RQF_NOREPLY;
+            ps->a += 2; /* no "0" and no other "noreply" */
+            return MC_STEP_CONT;
+        }
+        why = "bad command line format.  Usage: delete <key> [noreply]";
+        ok = token_is(tok, len, "0");
+        break;
+    case 'n':
+        ok = token_is(tok, len, "noreply");
+        if (ok) ps->d |= RQF_NOREPLY;
+        break;
+    case 'x':
+        break;
+    default:
+        NC_NOT_REACHED();
+        break;
+    }
+    if (!ok) reject(m, REJECT_CLIENT_ERROR, why);
+    if (slot != '\0') ps->a++;
+    return MC_STEP_CONT;
+}
+
+static int finish(struct parse_state *ps, struct msg *m)
+{
+    bool ok = m->reject == REJECT_NONE;
+    m->noreply = ok && (ps->d & RQF_NOREPLY);
+    m->quit = ok && (m->cmd_flags & CMD_F_QUIT);
+    if (!ok) m->nkeys = 0;
+    return PARSE_DONE;
+}
+
+static int on_eol(struct parse_state *ps, struct msg *m)
+{
+    if (ps->state == RQ_VERB) { /* an empty line: memcached says ERROR */
+        on_verb(ps, m, NULL, 0);
+        return finish(ps, m);
+    }
+    const char *rest = mc_cmds[m->cmd].args + ps->a;
+    bool missing = *rest != '\0' && *rest != '*' && *rest != 'z' && *rest != 'n' &&
+                   !(*rest == 'K' && (ps->d & RQF_GOT_KEY));
+    if (missing) {
+        if (strchr(rest, 'b') != NULL) return mc_fail(ps, BAD_FORMAT); /* data length unknown */
+        reject(m, REJECT_CLIENT_ERROR, BAD_FORMAT);
+    }
+    if (!(ps->d & RQF_HAVE_LEN)) return finish(ps, m);
+    ps->state = RQ_DATA;
+    return MC_STEP_CONT;
+}
+
+static int on_token(struct parse_state *ps, struct msg *m, const uint8_t *tok, size_t len,
+                    uint64_t off)
+{
+    if (len > MC_KEY_MAX) tok = NULL; /* same outcome whether it arrived whole or not */
+    if (ps->state == RQ_VERB) return on_verb(ps, m, tok, len);
+    return on_arg(ps, m, tok, len, off);
+}
+
+/* One step on the command line: a token, the line end, or the end of the bytes. */
+static int step_line(struct parse_state *ps, struct msg *m, const uint8_t *buf, size_t len,
+                     size_t *pos)
+{
+    bool limited = ps->state == RQ_VERB || !(m->cmd_flags & CMD_F_FRAG_MCGET);
+    size_t p = *pos;
+    struct mc_tok t;
+
+    if (ps->d & RQF_SKIP) {
+        size_t end;
+        bool done = mc_tok_skip(buf, p, len, &end);
+        ps->c += end - p;
+        *pos = end;
+        if (limited && ps->c + (done ? 0 : len - end) > MC_LINE_MAX)
+            return mc_fail(ps, "line too long");
+        if (!done) return PARSE_AGAIN;
+        ps->d &= ~RQF_SKIP;
+        return on_token(ps, m, NULL, MC_KEY_MAX + 1, 0);
+    }
+
+    switch (mc_line_next(ps, buf, len, pos, limited, &t)) {
+    case MC_TOK_AGAIN:
+        return PARSE_AGAIN;
+    case MC_TOK_LONG:
+        ps->d |= RQF_SKIP;
+        return MC_STEP_CONT;
+    case MC_TOK_WORD:
+        return on_token(ps, m, buf + t.start, t.end - t.start, m->len + t.start);
+    case MC_TOK_EOL:
+        return on_eol(ps, m);
+    default:
+        return PARSE_ERROR;
+    }
+}
+
+/* After the data block (mc_run). */
+static int data_done(struct parse_state *ps, struct msg *m, const uint8_t *buf, size_t len,
+                     size_t *pos)
+{
+    return finish(ps, m);
+}
+
+int mc_parse_req(struct parse_state *ps, struct msg *m, const uint8_t *buf, size_t len,
+                 size_t *consumed)
+{
+    return mc_run(ps, m, buf, len, consumed, step_line, data_done);
+}
