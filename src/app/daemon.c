@@ -6,6 +6,7 @@
 #include "config.h"
 #include "app/daemon.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -16,6 +17,8 @@
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include "common/util.h"
 
 #define DAEMON_READY_BYTE 'R'
 
@@ -42,9 +45,33 @@ static int daemon_redirect(int fd, int devnull)
     return 0;
 }
 
+/*
+ * Closes the descriptors the launcher let us inherit (a terminal, a pipe of a shell or a test
+ * runner). Everything this process opened itself is close-on-exec, which is how it is told apart.
+ */
+static void daemon_close_inherited(void)
+{
+    DIR *d = opendir("/proc/self/fd");
+    if (d == NULL) return;
+    int dfd = dirfd(d);
+    int fds[256];
+    size_t n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL && n < NC_ARRAY_LEN(fds)) {
+        char *end = NULL;
+        long fd = strtol(e->d_name, &end, 10);
+        if (end == e->d_name || *end != '\0' || fd <= STDERR_FILENO || fd == dfd) continue;
+        int flags = fcntl((int)fd, F_GETFD);
+        if (flags >= 0 && (flags & FD_CLOEXEC) == 0) fds[n++] = (int)fd;
+    }
+    closedir(d);
+    for (size_t i = 0; i < n; i++) close(fds[i]);
+}
+
 /* In the daemon: a clean process state and standard streams on /dev/null. */
 static int daemon_setup(bool keep_stderr)
 {
+    daemon_close_inherited();
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);

@@ -21,7 +21,7 @@ enum stats_type {
 
 /* ACTION(name, type, description): the top-level fields, before the pools. */
 #define STATS_HEADER_FIELDS(ACTION)                                                          \
-    ACTION(service, STATS_STRING, "service name (\"nutcrackers\")")                         \
+    ACTION(service, STATS_STRING, "service name: nutcrackers")                         \
     ACTION(source, STATS_STRING, "host name of the machine running the proxy")               \
     ACTION(version, STATS_STRING, "version of the proxy")                                    \
     ACTION(uptime, STATS_COUNTER, "seconds since the proxy started")                         \
