@@ -165,11 +165,9 @@ def test_test_conf_missing_file(tmp_path):
     assert len(lines) >= 2 and str(path) in lines[0]
 
 
-def test_test_conf_with_bad_conf_does_not_start(tmp_path):
-    """A normal start with a bad file exits 1 with the error and does not stay up."""
+def test_bad_conf_does_not_start(nutcrackers):
+    """A normal start with a bad file exits 1, naming the problem, and does not stay up."""
     path = DATA / "bad_hash.yml"
-    log = tmp_path / "nc.log"
-    r = ncutil.run(["-c", str(path), "-o", str(log), "-s", str(ncutil.free_port()),
-                    "-a", ncutil.HOST])
-    assert r.returncode == 1
-    assert f"{path}:3:" in ncutil.read_text(log) + r.stderr
+    proxy = nutcrackers(path, wait=None)
+    assert proxy.wait_exit(timeout=10) == 1
+    assert f"{path}:3:" in proxy.log()
