@@ -1,4 +1,5 @@
-# src/common: leaf helpers (log, util); no dependency on any other module.
+# src/common: leaf helpers (log, util, clock, sockets); no dependency on any other module.
 src_libnutcrackers_la_SOURCES += \
 	src/common/log.c src/common/log.h \
-	src/common/util.h
+	src/common/util.h src/common/clock.h \
+	src/common/sock.c src/common/sock.h

@@ -54,6 +54,7 @@ struct conf_pool {
     char *name;
     int line;
     struct conf_addr listen;
+    int listen_line;              /* line of the listen value */
     enum hash_type hash;
     bool has_hash_tag;
     char hash_tag[2];

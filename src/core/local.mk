@@ -1,1 +1,7 @@
-# src/core: sources of this module, added to the convenience library.
+# src/core: connections, clients, servers, request dispatch; the per-generation shared runtime.
+src_libnutcrackers_la_SOURCES += \
+	src/core/runtime.c src/core/runtime.h \
+	src/core/conn.c src/core/conn.h \
+	src/core/client.c src/core/client.h \
+	src/core/server.c src/core/server.h \
+	src/core/request.c src/core/request.h

@@ -1,3 +1,5 @@
-# src/thread: the master (listeners, accept, signals), the workers and their inboxes, the stats thread.
+# src/thread: the master (listeners, accept, signals), the workers and their inboxes.
 src_libnutcrackers_la_SOURCES += \
-	src/thread/master.c src/thread/master.h
+	src/thread/inbox.c src/thread/inbox.h \
+	src/thread/master.c src/thread/master.h \
+	src/thread/worker.c src/thread/worker.h

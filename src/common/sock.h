@@ -1,0 +1,28 @@
+/*
+ * sock.h - socket helpers: non-blocking, TCP options, listen, connect, address resolution.
+ * Threads: any (no state). Functions return 0 / an fd, or -errno.
+ */
+#ifndef NC_SOCK_H
+#define NC_SOCK_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+int sock_set_nonblocking(int fd);
+int sock_set_nodelay(int fd);
+/* enable keepalive; idle/cnt/intvl < 0 keep the kernel defaults */
+int sock_set_keepalive(int fd, int idle, int cnt, int intvl);
+
+/* Listens on host:port (TCP) or a unix socket path (perm >= 0: chmod). Returns the fd or -errno. */
+int sock_listen_tcp(const char *host, uint16_t port, int backlog, bool reuseport);
+int sock_listen_unix(const char *path, int perm, int backlog);
+
+/* Starts a non-blocking connect. *in_progress is set when the connect has not finished yet.
+ * Host names are resolved here (each time: DNS changes are followed). Returns the fd or -errno. */
+int sock_connect_tcp(const char *host, uint16_t port, bool *in_progress);
+int sock_connect_unix(const char *path, bool *in_progress);
+/* After a non-blocking connect became writable: 0 or -errno (SO_ERROR). */
+int sock_connect_result(int fd);
+
+#endif

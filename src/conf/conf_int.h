@@ -1,0 +1,100 @@
+/*
+ * conf_int.h - internals shared by the files of src/conf/ (not for other modules; unit tests may
+ * use it): the error reporter (conf.c), the YAML node tree built from libyaml events
+ * (conf_yaml.c), the key table and pool walker (conf_keys.c) and the listen/server string parsers
+ * (conf_addr.c).
+ *
+ * Threads: whoever runs conf_load (the master or a test). Nothing here is shared between threads;
+ * the objects live only while one file is being loaded.
+ */
+#ifndef NC_CONF_INT_H
+#define NC_CONF_INT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "conf/conf.h"
+
+/* ---- error reporting (conf.c) ---- */
+
+#define CONF_ERR_MAX 256 /* size of the message buffers the string parsers fill */
+
+struct conf_report {
+    const char *file;  /* name used at the start of every message */
+    conf_error_fn fn;  /* NULL: stderr */
+    void *ctx;
+    unsigned nerrors;  /* problems reported so far */
+};
+
+/*
+ * Reports one problem as a single line:
+ *   "<file>:<line>[:<col>]: [pool '<pool>': ][key '<key>': ]<message>"
+ * line <= 0 leaves the line out, col <= 0 the column, pool/key NULL their part. Control characters
+ * (from user input) are shown as '?' so a message is always one line.
+ */
+void conf_report(struct conf_report *r, int line, int col, const char *pool, const char *key,
+                 const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+
+/* ---- YAML node tree (conf_yaml.c) ---- */
+
+enum conf_node_kind { CONF_NODE_SCALAR, CONF_NODE_SEQ, CONF_NODE_MAP };
+
+struct conf_node {
+    enum conf_node_kind kind;
+    int line;                 /* 1-based line of the node's first character */
+    int col;                  /* 1-based column */
+    char *text;               /* scalars: the value, NUL-terminated (no NUL inside) */
+    size_t len;               /* scalars: strlen(text) */
+    struct conf_node **kids;  /* SEQ: the items; MAP: key, value, key, value, ... */
+    size_t nkids;
+    size_t cap;
+};
+
+/* What a node is, for messages: "a scalar", "a sequence", "a mapping", "an empty value". */
+const char *conf_node_what(const struct conf_node *n);
+
+/*
+ * Parses one YAML document from text[0..len) into a node tree. *root is NULL for a stream with no
+ * document (empty file, only comments). Returns 0, or -EINVAL after reporting a syntax error (or
+ * an unsupported construct: aliases, several documents, too deep nesting), or -ENOMEM.
+ */
+int conf_yaml_parse(const char *text, size_t len, struct conf_report *r, struct conf_node **root);
+void conf_node_free(struct conf_node *n);
+
+/* ---- scalar values (conf_keys.c) ---- */
+
+/*
+ * Parses all of s[0..len) as an integer in base 10 (optional sign) or base 8 (digits only).
+ * Returns 0 with *out set, -EINVAL if it is not a number, -ERANGE if it is outside [min, max].
+ */
+int conf_parse_int(const char *s, size_t len, int base, int64_t min, int64_t max, int64_t *out);
+
+/* ---- pools (conf_keys.c) ---- */
+
+/*
+ * Fills p (whose name and line are set, everything else zero) from the mapping node of its keys:
+ * defaults first, then every key, reporting every problem. Returns the number of problems found.
+ */
+unsigned conf_pool_parse(struct conf_pool *p, const struct conf_node *map, struct conf_report *r);
+/* Frees what a pool owns (not the pool itself). */
+void conf_pool_deinit(struct conf_pool *p);
+
+/* ---- addresses (conf_addr.c) ---- */
+
+/*
+ * Parses a listen value: "host:port" or "/absolute/path [octal permissions]". Returns 0, -EINVAL
+ * with a message (without the value) in err, or -ENOMEM. On error a holds nothing to free.
+ */
+int conf_listen_parse(const char *s, struct conf_addr *a, char *err, size_t errlen);
+/*
+ * Parses a servers entry: "host:port:weight [name]" or "/path:weight [name]", filling addr, weight,
+ * name, pname, stats_name and ketama_name (not line). Same returns as conf_listen_parse.
+ */
+int conf_server_parse(const char *s, struct conf_server *srv, char *err, size_t errlen);
+void conf_addr_deinit(struct conf_addr *a);
+void conf_server_deinit(struct conf_server *srv);
+/* True when both name the same socket as written (no name resolution). */
+bool conf_addr_same(const struct conf_addr *a, const struct conf_addr *b);
+
+#endif

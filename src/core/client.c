@@ -1,0 +1,149 @@
+/*
+ * client.c - client connections (see client.h).
+ *
+ * Threads: the worker owning the client.
+ */
+#include "config.h"
+#include "core/client.h"
+
+#include <errno.h>
+#include <event2/event.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "common/sock.h"
+#include "core/request.h"
+#include "core/server.h"
+#include "thread/worker.h"
+
+/* A client that sends this many requests without reading its replies is paused until it does. */
+#define CLIENT_MAX_PENDING 4096
+#define CLIENT_WRITE_BATCH 128
+
+int client_accept(struct worker *w, struct pool_rt *pool, int fd)
+{
+    struct conn *c = conn_create(w, CONN_CLIENT, fd, pool);
+    if (c == NULL) {
+        atomic_fetch_sub(&pool->shared->nclients, 1);
+        return -ENOMEM;
+    }
+    TAILQ_INSERT_TAIL(&w->clients, c, link);
+    w->nclients++;
+    conn_want_read(c, true);
+    log_debug(LOG_VERB, "worker %u: client %lu on pool '%s'", w->id, (unsigned long)c->id, pool->cp->name);
+    return 0;
+}
+
+void client_close(struct conn *c)
+{
+    struct worker *w = c->w;
+    struct msg *req;
+    while ((req = TAILQ_FIRST(&c->q1)) != NULL) {
+        TAILQ_REMOVE(&c->q1, req, client_link);
+        c->nq1--;
+        if (req->done) {
+            request_free(w, req);
+        } else {
+            req->owner = NULL; /* in flight: freed when its reply or failure arrives */
+        }
+    }
+    TAILQ_REMOVE(&w->clients, c, link);
+    w->nclients--;
+    atomic_fetch_sub(&c->pool->shared->nclients, 1);
+    conn_destroy(c);
+}
+
+void client_reply_ready(struct conn *c)
+{
+    struct msg *head = TAILQ_FIRST(&c->q1);
+    if (head != NULL && head->done) conn_want_write(c, true);
+}
+
+static int client_on_msg(struct conn *c, struct msg *req)
+{
+    int stop = request_dispatch(c, req);
+    if (stop) return stop;
+    /* back-pressure: a client that does not read its replies is not read from either (what is
+     * already buffered is still parsed); client_write resumes it */
+    if (c->nq1 >= CLIENT_MAX_PENDING) conn_want_read(c, false);
+    return 0;
+}
+
+/* Writes the replies that are ready, in order. Returns -errno on a write error. */
+static int client_write(struct conn *c)
+{
+    struct worker *w = c->w;
+    for (;;) {
+        struct msg *batch[CLIENT_WRITE_BATCH];
+        uint32_t n = 0;
+        struct msg *req;
+        TAILQ_FOREACH(req, &c->q1, client_link)
+        {
+            if (!req->done || n == CLIENT_WRITE_BATCH) break;
+            batch[n++] = req;
+        }
+        if (n == 0) break;
+        struct msg *replies[CLIENT_WRITE_BATCH];
+        uint32_t nr = 0;
+        for (uint32_t i = 0; i < n; i++) {
+            if (batch[i]->peer) replies[nr++] = batch[i]->peer;
+        }
+        int64_t wrote = nr ? conn_writev(c, replies, nr, c->q1_off) : 0;
+        if (wrote < 0) return (int)wrote;
+        uint64_t off = c->q1_off + (uint64_t)wrote;
+        uint32_t freed = 0;
+        for (uint32_t i = 0; i < n; i++) {
+            uint64_t len = batch[i]->peer ? batch[i]->peer->len : 0;
+            if (off < len) break;
+            off -= len;
+            TAILQ_REMOVE(&c->q1, batch[i], client_link);
+            c->nq1--;
+            request_free(w, batch[i]);
+            freed++;
+        }
+        c->q1_off = off;
+        if (freed < n) break; /* the socket is full */
+    }
+    struct msg *head = TAILQ_FIRST(&c->q1);
+    conn_want_write(c, head != NULL && head->done);
+    if (!c->closing && !c->reading && c->nq1 < CLIENT_MAX_PENDING / 2) conn_want_read(c, true);
+    return 0;
+}
+
+void client_on_write(int fd, short what, void *arg)
+{
+    struct conn *c = arg;
+    (void)fd;
+    (void)what;
+    int rc = client_write(c);
+    if (rc < 0 || (c->closing && c->nq1 == 0)) client_close(c);
+}
+
+void client_on_read(int fd, short what, void *arg)
+{
+    struct conn *c = arg;
+    bool eof = false;
+    (void)fd;
+    (void)what;
+    int rc = conn_recv(c, &eof, client_on_msg);
+    if (rc == -EPROTO || rc == -E2BIG) {
+        const char *why = rc == -E2BIG ? "request token larger than the buffer size (-m)"
+                                       : (c->ps.error ? c->ps.error : "invalid request");
+        log_debug(LOG_INFO, "client %lu: protocol error: %s", (unsigned long)c->id, why);
+        request_protocol_error(c, why);
+        conn_want_read(c, false);
+        client_reply_ready(c);
+        return;
+    }
+    if (rc < 0) {
+        client_close(c);
+        return;
+    }
+    if (eof || rc == 1) {
+        /* end of requests: answer what was asked, then close */
+        c->closing = true;
+        conn_want_read(c, false);
+        if (c->nq1 == 0) client_close(c);
+    }
+}

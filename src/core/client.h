@@ -1,0 +1,26 @@
+/*
+ * client.h - client connections: read and parse requests, hand them to request dispatch, write
+ * replies back in request order, close cleanly (replies first) on quit, EOF or protocol errors.
+ *
+ * Threads: a client conn belongs to the worker that took it from its inbox.
+ */
+#ifndef NC_CLIENT_H
+#define NC_CLIENT_H
+
+#include "core/conn.h"
+
+struct worker;
+struct pool_rt;
+
+/* Takes over fd, an accepted client socket of pool. Returns 0 or -errno (fd closed). */
+int client_accept(struct worker *w, struct pool_rt *pool, int fd);
+/* Closes the client now: its finished requests are freed, those in flight are orphaned (freed
+ * when their replies arrive). */
+void client_close(struct conn *c);
+/* The reply of the request at the head of c's queue may be ready: schedule a write. */
+void client_reply_ready(struct conn *c);
+
+void client_on_read(int fd, short what, void *arg);
+void client_on_write(int fd, short what, void *arg);
+
+#endif

@@ -1,0 +1,213 @@
+/*
+ * conn.c - connection plumbing shared by clients and servers: events, the read-and-parse loop, and
+ * writev of queued message spans.
+ *
+ * Threads: the owning worker only.
+ */
+#include "config.h"
+#include "core/conn.h"
+
+#include <errno.h>
+#include <event2/event.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "core/client.h"
+#include "core/server.h"
+#include "thread/worker.h"
+
+#define CONN_READS_PER_EVENT 16 /* fairness between connections of one worker */
+#define CONN_IOV_MAX 512
+
+struct conn *conn_create(struct worker *w, enum conn_kind kind, int fd, struct pool_rt *pool)
+{
+    struct conn *c = calloc(1, sizeof(*c));
+    if (c == NULL) {
+        if (fd >= 0) close(fd);
+        return NULL;
+    }
+    c->kind = kind;
+    c->fd = fd;
+    c->w = w;
+    c->pool = pool;
+    c->id = ++w->next_conn_id;
+    TAILQ_INIT(&c->q1);
+    TAILQ_INIT(&c->q2);
+    if (fd >= 0 && conn_attach_fd(c, fd) < 0) {
+        close(fd);
+        free(c);
+        return NULL;
+    }
+    return c;
+}
+
+int conn_attach_fd(struct conn *c, int fd)
+{
+    event_callback_fn rcb = c->kind == CONN_CLIENT ? client_on_read : server_on_read;
+    event_callback_fn wcb = c->kind == CONN_CLIENT ? client_on_write : server_on_write;
+    c->fd = fd;
+    c->rev = event_new(c->w->base, fd, EV_READ | EV_PERSIST, rcb, c);
+    c->wev = event_new(c->w->base, fd, EV_WRITE | EV_PERSIST, wcb, c);
+    if (c->rev == NULL || c->wev == NULL) {
+        conn_detach_fd(c);
+        return -ENOMEM;
+    }
+    return 0;
+}
+
+void conn_detach_fd(struct conn *c)
+{
+    if (c->rev) event_free(c->rev);
+    if (c->wev) event_free(c->wev);
+    c->rev = c->wev = NULL;
+    c->wev_on = c->reading = false;
+    if (c->fd >= 0) close(c->fd);
+    c->fd = -1;
+    if (c->rbuf) mbuf_unref(c->rbuf);
+    c->rbuf = NULL;
+    c->rpos = 0;
+    if (c->rmsg) msg_put(&c->w->msgs, c->rmsg);
+    c->rmsg = NULL;
+}
+
+void conn_destroy(struct conn *c)
+{
+    conn_detach_fd(c);
+    if (c->tev) event_free(c->tev);
+    if (c->pool) c->pool->proto->parse_free(&c->ps);
+    free(c);
+}
+
+void conn_want_write(struct conn *c, bool on)
+{
+    if (c->wev == NULL || c->wev_on == on) return;
+    if (on) event_add(c->wev, NULL);
+    else event_del(c->wev);
+    c->wev_on = on;
+}
+
+void conn_want_read(struct conn *c, bool on)
+{
+    if (c->rev == NULL || c->reading == on) return;
+    if (on) event_add(c->rev, NULL);
+    else event_del(c->rev);
+    c->reading = on;
+}
+
+/* Makes sure rbuf has room; moves an unconsumed partial token to a fresh mbuf. */
+static int conn_rbuf_ready(struct conn *c)
+{
+    struct mbuf *rb = c->rbuf;
+    if (rb != NULL && mbuf_room(rb) > 0) return 0;
+    struct mbuf *nb = mbuf_get(&c->w->mbufs);
+    if (nb == NULL) return -ENOMEM;
+    if (rb != NULL) {
+        uint32_t tail = rb->len - c->rpos;
+        if (tail > 0 && c->rpos == 0) { /* a token as large as a whole mbuf */
+            mbuf_unref(nb);
+            return -E2BIG;
+        }
+        memcpy(nb->data, rb->data + c->rpos, tail);
+        nb->len = tail;
+        mbuf_unref(rb);
+    }
+    c->rbuf = nb;
+    c->rpos = 0;
+    return 0;
+}
+
+static int conn_parse(struct conn *c, conn_msg_fn on_msg)
+{
+    const struct proto_ops *proto = c->pool->proto;
+    struct mbuf *rb = c->rbuf;
+    while (c->rpos < rb->len) {
+        if (c->rmsg == NULL) {
+            c->rmsg = msg_get(&c->w->msgs);
+            if (c->rmsg == NULL) return -ENOMEM;
+            bool want = c->kind == CONN_SERVER && server_head_wants_elems(c);
+            proto->parse_reset(&c->ps);
+            c->ps.want_elems = want;
+        }
+        size_t consumed = 0;
+        int st = c->kind == CONN_CLIENT
+                     ? proto->parse_req(&c->ps, c->rmsg, rb->data + c->rpos, rb->len - c->rpos, &consumed)
+                     : proto->parse_rsp(&c->ps, c->rmsg, rb->data + c->rpos, rb->len - c->rpos, &consumed);
+        if (consumed > 0) {
+            if (msg_append(c->rmsg, rb, c->rpos, (uint32_t)consumed) < 0) return -ENOMEM;
+            c->rpos += (uint32_t)consumed;
+        }
+        if (st == PARSE_ERROR) return -EPROTO;
+        if (st == PARSE_AGAIN) break;
+        struct msg *m = c->rmsg;
+        c->rmsg = NULL;
+        int rc = on_msg(c, m);
+        if (rc != 0) return rc;
+        if (c->rbuf != rb) return 0; /* the conn was reset under us */
+    }
+    return 0;
+}
+
+int conn_recv(struct conn *c, bool *eof, conn_msg_fn on_msg)
+{
+    *eof = false;
+    int rc = 0;
+    for (int i = 0; i < CONN_READS_PER_EVENT && c->fd >= 0; i++) {
+        rc = conn_rbuf_ready(c);
+        if (rc < 0) break;
+        struct mbuf *rb = c->rbuf;
+        uint32_t room = mbuf_room(rb);
+        ssize_t n = read(c->fd, rb->data + rb->len, room);
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            rc = (errno == EAGAIN || errno == EWOULDBLOCK) ? 0 : -errno;
+            break;
+        }
+        if (n == 0) {
+            *eof = true;
+            break;
+        }
+        rb->len += (uint32_t)n;
+        rc = conn_parse(c, on_msg);
+        if (rc != 0 || (uint32_t)n < room || !c->reading) break;
+    }
+    /* an idle connection holds no buffer */
+    if (c->rbuf != NULL && c->rpos == c->rbuf->len) {
+        mbuf_unref(c->rbuf);
+        c->rbuf = NULL;
+        c->rpos = 0;
+    }
+    return rc;
+}
+
+int64_t conn_writev(struct conn *c, struct msg *const *msgs, uint32_t n, uint64_t first_off)
+{
+    struct iovec iov[CONN_IOV_MAX];
+    int niov = 0;
+    for (uint32_t i = 0; i < n && niov < CONN_IOV_MAX; i++) {
+        const struct msg *m = msgs[i];
+        uint64_t skip = i == 0 ? first_off : 0;
+        for (uint32_t s = 0; s < m->nspans && niov < CONN_IOV_MAX; s++) {
+            const struct span *sp = &m->spans[s];
+            if (skip >= sp->len) {
+                skip -= sp->len;
+                continue;
+            }
+            iov[niov].iov_base = sp->mb->data + sp->off + skip;
+            iov[niov].iov_len = sp->len - skip;
+            skip = 0;
+            niov++;
+        }
+    }
+    if (niov == 0) return 0;
+    for (;;) {
+        ssize_t w = writev(c->fd, iov, niov);
+        if (w >= 0) return w;
+        if (errno == EINTR) continue;
+        if (errno == EAGAIN || errno == EWOULDBLOCK) return 0;
+        return -errno;
+    }
+}

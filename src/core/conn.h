@@ -1,0 +1,87 @@
+/*
+ * conn.h - a connection: a client of a pool, or one connection to a backend server. Holds the
+ * socket, its libevent events, the read buffer and parser state, and the message queues.
+ *
+ *   client: q1 = its requests in arrival order; the head's reply is written first (q1_off bytes of
+ *           it already are). Replies leave in request order whatever server answers first.
+ *   server: q1 = requests to write (q1_off bytes of the head written); q2 = written requests
+ *           waiting for their reply, in order (replies are matched FIFO).
+ *
+ * Threads: a conn and everything it points to belongs to one worker; it never crosses threads.
+ */
+#ifndef NC_CONN_H
+#define NC_CONN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/queue.h>
+
+#include "msg/msg.h"
+#include "proto/proto.h"
+
+struct worker;
+struct pool_rt;
+struct server_rt;
+struct event;
+
+enum conn_kind { CONN_CLIENT, CONN_SERVER };
+
+TAILQ_HEAD(conn_tqh, conn);
+
+struct conn {
+    TAILQ_ENTRY(conn) link;        /* clients: the worker's list of clients */
+    enum conn_kind kind;
+    int fd;
+    struct worker *w;
+    struct pool_rt *pool;
+    struct server_rt *server;      /* server conns: the server */
+    uint32_t slot;                 /* server conns: index among the server's connections */
+    struct event *rev, *wev, *tev; /* read, write (added only while output waits), timeout */
+    bool wev_on;
+    bool reading;                  /* rev added */
+
+    struct mbuf *rbuf;             /* current read buffer (NULL when idle) */
+    uint32_t rpos;                 /* first byte of rbuf not yet consumed by the parser */
+    struct msg *rmsg;              /* message being parsed */
+    struct parse_state ps;
+
+    struct msg_tqh q1, q2;
+    uint32_t nq1, nq2;
+    uint64_t q1_off;
+
+    uint64_t id;
+    bool connecting;               /* server: non-blocking connect in progress */
+    bool connected;
+    bool authed;                   /* client: passed redis_auth */
+    bool closing;                  /* client: close once the replies before `quit` are written */
+};
+
+/* Creates a conn for fd (takes the fd over; closes it on failure). Events are not yet added. */
+struct conn *conn_create(struct worker *w, enum conn_kind kind, int fd, struct pool_rt *pool);
+/* Attaches a socket: creates the read and write events (not added). */
+int conn_attach_fd(struct conn *c, int fd);
+/* Frees the events, the read buffer and the partial msg, and closes the fd (the conn stays). */
+void conn_detach_fd(struct conn *c);
+/* Frees the events, the read buffer, the partial msg and closes the fd. The queues must be empty. */
+void conn_destroy(struct conn *c);
+
+void conn_want_write(struct conn *c, bool on);
+void conn_want_read(struct conn *c, bool on);
+
+/*
+ * Reads what the socket has and parses it into messages, calling on_msg for each one completed.
+ * Returns 0 when the socket is drained, or -errno (ECONNRESET / EPIPE ...), 0 with *eof set on
+ * end of stream, or -EPROTO on a parse error (ps.error says why) or -E2BIG for a token larger than
+ * an mbuf. on_msg may stop the loop by returning non-zero (its value is returned).
+ */
+typedef int (*conn_msg_fn)(struct conn *c, struct msg *m);
+int conn_recv(struct conn *c, bool *eof, conn_msg_fn on_msg);
+
+/*
+ * Writes queued bytes with writev: the spans of the given msgs starting q1_off into the first one.
+ * msgs[] holds n msgs whose bytes are written in order; returns bytes written (>= 0) or -errno.
+ * -EAGAIN is returned as 0.
+ */
+int64_t conn_writev(struct conn *c, struct msg *const *msgs, uint32_t n, uint64_t first_off);
+
+#endif

@@ -1,0 +1,322 @@
+/*
+ * server.c - a worker's server connections (see server.h): lazy non-blocking connect, AUTH/SELECT
+ * on connect, pipelined writev of queued requests, FIFO matching of replies, timeouts, failure.
+ *
+ * Threads: the owning worker only.
+ */
+#include "config.h"
+#include "core/server.h"
+
+#include <errno.h>
+#include <event2/event.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/clock.h"
+#include "common/log.h"
+#include "common/sock.h"
+#include "core/request.h"
+#include "thread/worker.h"
+
+#define SERVER_WRITE_BATCH 256
+
+int pool_rt_init(struct pool_rt *p, struct worker *w, struct pool_shared *shared)
+{
+    memset(p, 0, sizeof(*p));
+    p->w = w;
+    p->shared = shared;
+    p->cp = shared->cp;
+    p->proto = shared->proto;
+    p->nservers = (uint32_t)p->cp->nservers;
+    p->servers = calloc(p->nservers ? p->nservers : 1, sizeof(*p->servers));
+    if (p->servers == NULL) return -ENOMEM;
+    for (uint32_t i = 0; i < p->nservers; i++) {
+        struct server_rt *s = &p->servers[i];
+        s->pool = p;
+        s->idx = i;
+        s->cs = &p->cp->servers[i];
+        s->nconns = (uint32_t)p->cp->server_connections;
+        s->conns = calloc(s->nconns, sizeof(*s->conns));
+        if (s->conns == NULL) return -ENOMEM;
+    }
+    return 0;
+}
+
+static void server_fail(struct conn *c, int err);
+
+void pool_rt_deinit(struct pool_rt *p)
+{
+    for (uint32_t i = 0; p->servers != NULL && i < p->nservers; i++) {
+        struct server_rt *s = &p->servers[i];
+        for (uint32_t j = 0; s->conns != NULL && j < s->nconns; j++) {
+            if (s->conns[j] == NULL) continue;
+            server_fail(s->conns[j], ECONNABORTED);
+            conn_destroy(s->conns[j]);
+        }
+        free(s->conns);
+    }
+    free(p->servers);
+    p->servers = NULL;
+}
+
+/* Fails every request the connection holds and closes its socket (it reconnects on demand). */
+static void server_fail(struct conn *c, int err)
+{
+    struct worker *w = c->w;
+    struct msg *m;
+    if (c->fd >= 0)
+        log_debug(LOG_INFO, "server %s: connection closed: %s", c->server->cs->stats_name, strerror(err));
+    conn_detach_fd(c);
+    c->connected = c->connecting = false;
+    c->q1_off = 0;
+    if (c->tev) evtimer_del(c->tev);
+    while ((m = TAILQ_FIRST(&c->q2)) != NULL) {
+        TAILQ_REMOVE(&c->q2, m, server_link);
+        c->nq2--;
+        m->err = err;
+        request_complete(w, m);
+    }
+    while ((m = TAILQ_FIRST(&c->q1)) != NULL) {
+        TAILQ_REMOVE(&c->q1, m, server_link);
+        c->nq1--;
+        m->err = err;
+        request_complete(w, m);
+    }
+}
+
+static int server_queue_literal(struct conn *c, const char *text, size_t len)
+{
+    struct msg *m = msg_get(&c->w->msgs);
+    if (m == NULL) return -ENOMEM;
+    if (msg_append_literal(m, text, len) < 0) {
+        msg_put(&c->w->msgs, m);
+        return -ENOMEM;
+    }
+    m->swallow = true;
+    TAILQ_INSERT_TAIL(&c->q1, m, server_link);
+    c->nq1++;
+    return 0;
+}
+
+/* Redis: AUTH and SELECT go first on every new connection; their replies are swallowed. */
+static int server_queue_setup(struct conn *c)
+{
+    const struct conf_pool *cp = c->pool->cp;
+    char buf[512];
+    if (!cp->redis) return 0;
+    if (cp->redis_auth != NULL) {
+        size_t pl = strlen(cp->redis_auth);
+        int n = snprintf(buf, sizeof(buf), "*2\r\n$4\r\nAUTH\r\n$%zu\r\n%s\r\n", pl, cp->redis_auth);
+        if (n < 0 || (size_t)n >= sizeof(buf) || server_queue_literal(c, buf, (size_t)n) < 0)
+            return -ENOMEM;
+    }
+    if (cp->redis_db > 0) {
+        char db[16];
+        int dl = snprintf(db, sizeof(db), "%d", cp->redis_db);
+        int n = snprintf(buf, sizeof(buf), "*2\r\n$6\r\nSELECT\r\n$%d\r\n%s\r\n", dl, db);
+        if (n < 0 || server_queue_literal(c, buf, (size_t)n) < 0) return -ENOMEM;
+    }
+    return 0;
+}
+
+static int server_connect(struct conn *c)
+{
+    const struct conf_server *cs = c->server->cs;
+    const struct conf_pool *cp = c->pool->cp;
+    bool in_progress = false;
+    int fd = cs->addr.is_unix ? sock_connect_unix(cs->addr.host, &in_progress)
+                              : sock_connect_tcp(cs->addr.host, cs->addr.port, &in_progress);
+    if (fd < 0) {
+        log_debug(LOG_INFO, "server %s: connect failed: %s", cs->stats_name, strerror(-fd));
+        return fd;
+    }
+    if (cp->tcpkeepalive && !cs->addr.is_unix)
+        sock_set_keepalive(fd, cp->tcpkeepidle, cp->tcpkeepcnt, cp->tcpkeepintvl);
+    int rc = conn_attach_fd(c, fd);
+    if (rc < 0) {
+        close(fd);
+        return rc;
+    }
+    c->connecting = in_progress;
+    c->connected = !in_progress;
+    rc = server_queue_setup(c);
+    if (rc < 0) {
+        server_fail(c, -rc);
+        return rc;
+    }
+    conn_want_read(c, true);
+    conn_want_write(c, true);
+    return 0;
+}
+
+static struct conn *server_conn(struct server_rt *s, uint32_t slot)
+{
+    struct conn *c = s->conns[slot];
+    if (c != NULL) return c;
+    c = conn_create(s->pool->w, CONN_SERVER, -1, s->pool);
+    if (c == NULL) return NULL;
+    c->server = s;
+    c->slot = slot;
+    s->conns[slot] = c;
+    return c;
+}
+
+int server_enqueue(struct server_rt *s, struct msg *req, uint64_t hint)
+{
+    struct conn *c = server_conn(s, (uint32_t)(hint % s->nconns));
+    if (c == NULL) return -ENOMEM;
+    if (c->fd < 0) {
+        int rc = server_connect(c);
+        if (rc < 0) return rc;
+    }
+    req->server_idx = s->idx;
+    TAILQ_INSERT_TAIL(&c->q1, req, server_link);
+    c->nq1++;
+    conn_want_write(c, true);
+    return 0;
+}
+
+void server_preconnect(struct server_rt *s)
+{
+    for (uint32_t i = 0; i < s->nconns; i++) {
+        struct conn *c = server_conn(s, i);
+        if (c != NULL && c->fd < 0) server_connect(c);
+    }
+}
+
+static void server_on_timeout(int fd, short what, void *arg);
+
+static void server_arm_timer(struct conn *c)
+{
+    int64_t timeout = c->pool->cp->timeout;
+    struct msg *head = TAILQ_FIRST(&c->q2);
+    if (timeout <= 0 || head == NULL) return;
+    if (c->tev == NULL) {
+        c->tev = evtimer_new(c->w->base, server_on_timeout, c);
+        if (c->tev == NULL) return;
+    }
+    if (evtimer_pending(c->tev, NULL)) return;
+    uint64_t now = nc_usec_now();
+    uint64_t deadline = head->t_sent + (uint64_t)timeout * 1000u;
+    uint64_t wait = deadline > now ? deadline - now : 0;
+    struct timeval tv = { .tv_sec = (time_t)(wait / 1000000u), .tv_usec = (suseconds_t)(wait % 1000000u) };
+    evtimer_add(c->tev, &tv);
+}
+
+static void server_on_timeout(int fd, short what, void *arg)
+{
+    struct conn *c = arg;
+    (void)fd;
+    (void)what;
+    struct msg *head = TAILQ_FIRST(&c->q2);
+    if (head == NULL) return;
+    uint64_t now = nc_usec_now();
+    if (now >= head->t_sent + (uint64_t)c->pool->cp->timeout * 1000u) {
+        log_debug(LOG_INFO, "server %s: request timed out", c->server->cs->stats_name);
+        server_fail(c, ETIMEDOUT); /* replies can no longer be matched on this stream */
+        return;
+    }
+    server_arm_timer(c);
+}
+
+static int server_write(struct conn *c)
+{
+    struct worker *w = c->w;
+    while (!TAILQ_EMPTY(&c->q1)) {
+        struct msg *batch[SERVER_WRITE_BATCH];
+        uint32_t n = 0;
+        struct msg *m;
+        TAILQ_FOREACH(m, &c->q1, server_link)
+        {
+            if (n == SERVER_WRITE_BATCH) break;
+            batch[n++] = m;
+        }
+        int64_t wrote = conn_writev(c, batch, n, c->q1_off);
+        if (wrote < 0) return (int)wrote;
+        uint64_t off = c->q1_off + (uint64_t)wrote;
+        uint64_t now = nc_usec_now();
+        uint32_t sent = 0;
+        for (uint32_t i = 0; i < n; i++) {
+            m = batch[i];
+            if (off < m->len) break;
+            off -= m->len;
+            TAILQ_REMOVE(&c->q1, m, server_link);
+            c->nq1--;
+            sent++;
+            m->t_sent = now;
+            if (m->noreply) {
+                request_complete(w, m);
+                continue;
+            }
+            TAILQ_INSERT_TAIL(&c->q2, m, server_link);
+            c->nq2++;
+        }
+        c->q1_off = off;
+        if (sent > 0) server_arm_timer(c);
+        if (sent < n || wrote == 0) break;
+    }
+    conn_want_write(c, !TAILQ_EMPTY(&c->q1));
+    return 0;
+}
+
+void server_on_write(int fd, short what, void *arg)
+{
+    struct conn *c = arg;
+    (void)fd;
+    (void)what;
+    if (c->connecting) {
+        int rc = sock_connect_result(c->fd);
+        if (rc < 0) {
+            server_fail(c, -rc);
+            return;
+        }
+        c->connecting = false;
+        c->connected = true;
+    }
+    int rc = server_write(c);
+    if (rc < 0) server_fail(c, -rc);
+}
+
+static int server_on_msg(struct conn *c, struct msg *rsp)
+{
+    struct msg *req = TAILQ_FIRST(&c->q2);
+    if (req == NULL) {
+        msg_put(&c->w->msgs, rsp);
+        return -EPROTO; /* a reply nobody asked for */
+    }
+    TAILQ_REMOVE(&c->q2, req, server_link);
+    c->nq2--;
+    rsp->owner = c;
+    req->peer = rsp;
+    rsp->peer = req;
+    request_complete(c->w, req);
+    return 0;
+}
+
+bool server_head_wants_elems(const struct conn *c)
+{
+    const struct msg *req = TAILQ_FIRST(&c->q2);
+    return req != NULL && req->frag_owner != NULL &&
+           (req->cmd_flags & (CMD_F_FRAG_MGET | CMD_F_FRAG_MCGET)) != 0;
+}
+
+void server_on_read(int fd, short what, void *arg)
+{
+    struct conn *c = arg;
+    bool eof = false;
+    (void)fd;
+    (void)what;
+    int rc = conn_recv(c, &eof, server_on_msg);
+    if (rc < 0) {
+        int err = (rc == -EPROTO || rc == -E2BIG) ? EINVAL : -rc;
+        if (rc == -EPROTO)
+            log_warn("server %s: unparseable reply (%s): closing the connection",
+                     c->server->cs->stats_name, c->ps.error ? c->ps.error : "unexpected data");
+        server_fail(c, err);
+        return;
+    }
+    if (eof) server_fail(c, ECONNRESET);
+    else if (c->nq2 == 0 && c->tev) evtimer_del(c->tev);
+}

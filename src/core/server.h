@@ -1,0 +1,53 @@
+/*
+ * server.h - a worker's side of a pool (pool_rt) and of each backend server (server_rt), and the
+ * server connections: connect, write queued requests, read and match replies, fail on errors.
+ *
+ * Threads: pool_rt, server_rt and their conns belong to one worker.
+ */
+#ifndef NC_SERVER_H
+#define NC_SERVER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/queue.h>
+
+#include "core/conn.h"
+#include "core/runtime.h"
+
+struct worker;
+
+struct server_rt {
+    struct pool_rt *pool;
+    uint32_t idx;                 /* index in the pool's servers (conf order) */
+    const struct conf_server *cs;
+    struct conn **conns;          /* server_connections of them, created lazily */
+    uint32_t nconns;
+};
+
+struct pool_rt {
+    struct worker *w;
+    struct pool_shared *shared;
+    const struct conf_pool *cp;
+    const struct proto_ops *proto;
+    struct server_rt *servers;
+    uint32_t nservers;
+};
+
+int pool_rt_init(struct pool_rt *p, struct worker *w, struct pool_shared *shared);
+/* Closes every server connection, failing what they hold. */
+void pool_rt_deinit(struct pool_rt *p);
+
+/* Queues req on a connection of server s (connecting it if needed); hint picks the connection
+ * (a client's id, so one client's requests stay in order on one connection). Returns 0, or
+ * -errno when the server cannot be reached now (the caller fails the request). */
+int server_enqueue(struct server_rt *s, struct msg *req, uint64_t hint);
+/* Opens the connections of s now (preconnect). */
+void server_preconnect(struct server_rt *s);
+
+/* libevent callbacks of server conns */
+void server_on_read(int fd, short what, void *arg);
+void server_on_write(int fd, short what, void *arg);
+/* Whether the reply about to be parsed on c must have its top-level elements recorded. */
+bool server_head_wants_elems(const struct conn *c);
+
+#endif

@@ -1,0 +1,71 @@
+/*
+ * inbox.c - worker inboxes (see inbox.h).
+ * Threads: push from any thread, take from the owning worker.
+ */
+#include "config.h"
+#include "thread/inbox.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+int inbox_init(struct inbox *ib)
+{
+    memset(ib, 0, sizeof(*ib));
+    ib->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (ib->efd < 0) return -errno;
+    int rc = pthread_mutex_init(&ib->lock, NULL);
+    if (rc != 0) {
+        close(ib->efd);
+        return -rc;
+    }
+    return 0;
+}
+
+void inbox_deinit(struct inbox *ib)
+{
+    struct inbox_item *it = inbox_take_all(ib);
+    while (it != NULL) {
+        struct inbox_item *next = it->next;
+        if (it->type == INBOX_NEW_CLIENT && it->fd >= 0) close(it->fd);
+        free(it);
+        it = next;
+    }
+    close(ib->efd);
+    pthread_mutex_destroy(&ib->lock);
+}
+
+int inbox_push(struct inbox *ib, const struct inbox_item *item)
+{
+    struct inbox_item *it = malloc(sizeof(*it));
+    if (it == NULL) return -ENOMEM;
+    *it = *item;
+    it->next = NULL;
+    pthread_mutex_lock(&ib->lock);
+    if (ib->tail) ib->tail->next = it;
+    else ib->head = it;
+    ib->tail = it;
+    pthread_mutex_unlock(&ib->lock);
+    uint64_t one = 1;
+    ssize_t n;
+    do {
+        n = write(ib->efd, &one, sizeof(one));
+    } while (n < 0 && errno == EINTR);
+    return 0; /* EAGAIN means the counter is already non-zero: the worker will wake */
+}
+
+struct inbox_item *inbox_take_all(struct inbox *ib)
+{
+    uint64_t cnt;
+    ssize_t n;
+    do {
+        n = read(ib->efd, &cnt, sizeof(cnt));
+    } while (n < 0 && errno == EINTR);
+    pthread_mutex_lock(&ib->lock);
+    struct inbox_item *head = ib->head;
+    ib->head = ib->tail = NULL;
+    pthread_mutex_unlock(&ib->lock);
+    return head;
+}
