@@ -218,13 +218,13 @@ def nutcrackers(tmp_path, reaper, request):
     """Factory: nutcrackers(conf_path, *flags, wait="listen"|"log"|None, log_name=...) -> Proxy.
 
     Adds `-c conf_path -o <tmp>/<log_name>`, and `-s <free port> -a 127.0.0.1` unless the flags
-    set them; the proxy runs in the test's tmp dir. wait="listen": until the manage port and every
-    pool's listen port accept; "log": until the master logs that it started and has its signal
+    set them; the proxy runs in the test's tmp dir. wait="listen": until every pool's TCP listen
+    port accepts (and the manage port too with wait_manage=True); "log": until the master logs that it started and has its signal
     handlers; "signals": only the latter (for quiet -v levels); None: return at once. With -d, the launcher's exit is
     awaited and the daemon's pid is read from -p (added if absent)."""
 
-    def start(conf_path, *flags, wait="listen", log_name="nutcrackers.log", relative_log=False,
-              timeout=START_TIMEOUT):
+    def start(conf_path, *flags, wait="listen", wait_manage=False, log_name="nutcrackers.log",
+              relative_log=False, timeout=START_TIMEOUT):
         flags = list(flags)
         log_path = tmp_path / log_name
         args = ["-c", str(conf_path), "-o", log_name if relative_log else str(log_path)]
@@ -261,7 +261,7 @@ def nutcrackers(tmp_path, reaper, request):
             proxy.daemon_pid = int(text)
             reaper.add_pid(proxy.daemon_pid)
         if wait == "listen":
-            ports = ([manage_port] if manage_port else []) + proxy.listen_ports
+            ports = proxy.listen_ports + ([manage_port] if wait_manage and manage_port else [])
             for port in ports:
                 ncutil.wait_until(
                     lambda p=port: ncutil.port_accepts(p) or not _running(proxy), timeout,

@@ -171,3 +171,28 @@ def test_bad_conf_does_not_start(nutcrackers):
     proxy = nutcrackers(path, wait=None)
     assert proxy.wait_exit(timeout=10) == 1
     assert f"{path}:3:" in proxy.log()
+
+
+UNIT_CONF_DATA = REPO / "tests" / "unit" / "data" / "conf"
+
+
+@pytest.mark.parametrize("path", sorted((UNIT_CONF_DATA / "bad").glob("*.yml")),
+                         ids=lambda p: p.name)
+def test_test_conf_every_bad_unit_file_gives_line_numbered_errors(path):
+    """The config parser's own bad files, through the binary: exit 1, and every error line names
+    the file and a line number."""
+    r = ncutil.run(["-t", "-c", str(path)])
+    assert r.returncode == 1
+    lines = r.stderr.splitlines()
+    assert lines[-1] == _invalid_line(path)
+    assert len(lines) >= 2
+    for line in lines[:-1]:
+        assert re.match(rf"^nutcrackers: {re.escape(str(path))}:\d+(:\d+)?: \S", line), line
+
+
+@pytest.mark.parametrize("path", sorted((UNIT_CONF_DATA / "good").glob("*.yml")),
+                         ids=lambda p: p.name)
+def test_test_conf_every_good_unit_file_is_ok(path):
+    r = ncutil.run(["-t", "-c", str(path)])
+    assert r.returncode == 0, r.stderr
+    assert r.stderr.splitlines()[-1] == _ok_line(path)

@@ -23,7 +23,7 @@ def test_signal_exits_cleanly(nutcrackers, good_conf, signo):
     proxy = nutcrackers(good_conf, wait="log")
     proxy.signal(signo)
     assert proxy.wait_exit() == 0
-    assert "stopped" in proxy.log()
+    assert "stopping" in proxy.log()
 
 
 def test_sigpipe_is_ignored(nutcrackers, good_conf):
@@ -58,7 +58,7 @@ def test_daemon_and_pid_file(nutcrackers, good_conf, tmp_path):
     proxy.signal(signal.SIGTERM)
     assert proxy.wait_exit() == 0
     assert not pid_file.exists(), "the pid file must be removed on SIGTERM"
-    assert "stopped" in proxy.log()
+    assert "stopping" in proxy.log()
 
 
 def test_daemon_with_relative_paths(nutcrackers, good_conf, tmp_path):
@@ -120,8 +120,8 @@ def test_log_reopen(nutcrackers, good_conf, signo):
     proxy.signal_and_wait(signal.SIGTTIN, "log level up")
     proxy.signal(signal.SIGTERM)
     assert proxy.wait_exit() == 0
-    assert "stopped" in proxy.log()
-    assert "stopped" not in ncutil.read_text(rotated)
+    assert "stopping" in proxy.log()
+    assert "stopping" not in ncutil.read_text(rotated)
 
 
 def test_log_level_signals(nutcrackers, good_conf):
@@ -167,14 +167,27 @@ def test_backend_fixtures(redis_server, memcached_server):
     mc.close()
 
 
-@pytest.mark.xfail(reason="the listeners and the manage port are not on main yet", strict=False)
-def test_proxy_listens_on_pools_and_manage_port(nutcrackers, write_conf, redis_server,
-                                                memcached_server):
+def _two_pool_conf(write_conf, redis_server, memcached_server):
     rport, _ = redis_server()
     mport, _ = memcached_server()
-    conf = write_conf({
+    return write_conf({
         "r": {"listen": f"{HOST}:{ncutil.free_port()}", "redis": True,
               "servers": [f"{HOST}:{rport}:1"]},
         "m": {"listen": f"{HOST}:{ncutil.free_port()}", "servers": [f"{HOST}:{mport}:1"]},
     })
-    nutcrackers(conf, "-T", "2", wait="listen", timeout=3)
+
+
+def test_proxy_listens_on_its_pools(nutcrackers, write_conf, redis_server, memcached_server):
+    conf = _two_pool_conf(write_conf, redis_server, memcached_server)
+    proxy = nutcrackers(conf, "-T", "2", wait="listen")
+    assert len(proxy.listen_ports) == 2
+    for port in proxy.listen_ports:
+        assert ncutil.port_accepts(port)
+    proxy.signal(signal.SIGTERM)
+    assert proxy.wait_exit() == 0
+
+
+@pytest.mark.xfail(reason="the manage port is not on main yet", strict=False)
+def test_proxy_listens_on_manage_port(nutcrackers, write_conf, redis_server, memcached_server):
+    conf = _two_pool_conf(write_conf, redis_server, memcached_server)
+    nutcrackers(conf, "-T", "2", wait="listen", wait_manage=True, timeout=3)
