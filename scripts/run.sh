@@ -8,6 +8,7 @@
 #   CONFIGURE_FLAGS   extra ./configure flags for a first build
 #   NC_SKIP_DEPS=1    do not install anything
 #   NC_THREADS=N      worker threads (-T), default 4
+# shellcheck disable=SC2317  # functions run through step/trap look unreachable to it
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)

@@ -7,6 +7,7 @@
 #   PYTEST_ARGS       extra pytest arguments, e.g. "-k daemon"
 #   NC_SKIP_DEPS=1    do not install anything
 #   NC_DISTCHECK=1    also run `make distcheck`
+# shellcheck disable=SC2317  # functions run through step/trap look unreachable to it
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
