@@ -1,14 +1,137 @@
 /*
- * main.c - command line, process set-up (log, signals, daemon, pid file), then the master.
- * Threads: the main thread only.
+ * main.c - wires the process together: command line, -V/-h/-D/-t, log, config, daemon, pid file,
+ * then the master until SIGINT/SIGTERM.
+ *
+ * Threads: the main thread only (it becomes the master thread in master_run).
  */
 #include "config.h"
+
+#include <errno.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "app/daemon.h"
+#include "app/options.h"
+#include "app/pidfile.h"
+#include "common/log.h"
+#include "conf/conf.h"
+#include "stats/stats_desc.h"
+#include "thread/master.h"
+
+/* Config errors during a normal start: to the log, and to stderr too when the log is a file. */
+static void main_conf_error(void *ctx, const char *line)
+{
+    const struct nc_options *opts = ctx;
+    log_error("%s", line);
+    if (opts->output != NULL) fprintf(stderr, "nutcrackers: %s\n", line);
+}
+
+/* -t: load the file (the loader prints each error), then one verdict line. */
+static int main_test_conf(const struct nc_options *opts)
+{
+    struct conf *conf = conf_load(opts->conf_file, NULL, NULL);
+    if (conf == NULL) {
+        fprintf(stderr, "nutcrackers: configuration file '%s' syntax is invalid\n", opts->conf_file);
+        return 1;
+    }
+    conf_unref(conf);
+    fprintf(stderr, "nutcrackers: configuration file '%s' syntax is ok\n", opts->conf_file);
+    return 0;
+}
+
+/* The daemon chdirs to "/": names of files it opens again later must be absolute. */
+static int main_abspaths(struct nc_options *opts, char **owned, size_t n)
+{
+    const char **fields[] = { &opts->output, &opts->pid_file, &opts->conf_file };
+    for (size_t i = 0; i < n && i < sizeof(fields) / sizeof(fields[0]); i++) {
+        if (*fields[i] == NULL) continue;
+        owned[i] = daemon_abspath(*fields[i]);
+        if (owned[i] == NULL) return -1;
+        *fields[i] = owned[i];
+    }
+    return 0;
+}
+
+static int main_run(struct nc_options *opts)
+{
+    char *owned[3] = { NULL, NULL, NULL };
+    struct pidfile pf;
+    pidfile_init(&pf);
+    int rc = 1, ready_fd = -1;
+    struct conf *conf = NULL;
+
+    if (main_abspaths(opts, owned, 3) < 0) {
+        fprintf(stderr, "nutcrackers: out of memory or no current directory\n");
+        goto out;
+    }
+    int err = log_init(opts->verbose, opts->output);
+    if (err < 0) {
+        fprintf(stderr, "nutcrackers: cannot open log file '%s': %s\n", opts->output, strerror(-err));
+        goto out;
+    }
+    conf = conf_load(opts->conf_file, main_conf_error, opts);
+    if (conf == NULL) {
+        log_error("configuration file '%s' is invalid", opts->conf_file);
+        if (opts->output != NULL) {
+            fprintf(stderr, "nutcrackers: configuration file '%s' is invalid\n", opts->conf_file);
+        }
+        goto out_log;
+    }
+    signal(SIGPIPE, SIG_IGN);
+    if (opts->daemonize) {
+        err = daemon_detach(opts->output == NULL, &ready_fd);
+        if (err < 0) {
+            log_error("cannot daemonize: %s", strerror(-err));
+            goto out_conf;
+        }
+    }
+    if (opts->pid_file != NULL) {
+        pid_t holder = 0;
+        err = pidfile_write(&pf, opts->pid_file, &holder);
+        if (err == -EEXIST) {
+            log_error("pid file '%s' is held by the running process %ld", opts->pid_file, (long)holder);
+            goto out_conf;
+        } else if (err < 0) {
+            log_error("cannot write pid file '%s': %s", opts->pid_file, strerror(-err));
+            goto out_conf;
+        }
+    }
+    daemon_ready(ready_fd);
+    ready_fd = -1;
+    rc = master_run(opts, conf);
+    pidfile_remove(&pf);
+out_conf:
+    conf_unref(conf);
+out_log:
+    log_deinit();
+out:
+    for (size_t i = 0; i < 3; i++) free(owned[i]);
+    return rc; /* a daemon that failed before daemon_ready: its launcher exits 1 */
+}
 
 int main(int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
-    printf("This is nutcrackers-%s\n", PACKAGE_VERSION);
-    return 0;
+    struct nc_options opts;
+    char err[256];
+    options_init(&opts);
+    if (options_parse(&opts, argc, argv, err, sizeof(err)) < 0) {
+        fprintf(stderr, "%s\n", err);
+        return 1;
+    }
+    if (opts.show_help || opts.show_version || opts.describe_stats) {
+        printf("This is nutcrackers-%s\n", PACKAGE_VERSION);
+        if (opts.show_help) {
+            printf("\n");
+            options_print_help(stdout);
+        }
+        if (opts.describe_stats) {
+            printf("\n");
+            stats_describe(stdout);
+        }
+        return 0;
+    }
+    if (opts.test_conf) return main_test_conf(&opts);
+    return main_run(&opts);
 }

@@ -1,2 +1,5 @@
 # src/app: process set-up used by main.c: command line, daemon, pid file.
-src_libnutcrackers_la_SOURCES += src/app/options.h
+src_libnutcrackers_la_SOURCES += \
+	src/app/options.c src/app/options.h \
+	src/app/daemon.c src/app/daemon.h \
+	src/app/pidfile.c src/app/pidfile.h

@@ -1,1 +1,3 @@
 # src/stats: sources of this module, added to the convenience library.
+src_libnutcrackers_la_SOURCES += \
+	src/stats/stats_desc.c src/stats/stats_desc.h

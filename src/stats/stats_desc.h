@@ -1,0 +1,88 @@
+/*
+ * stats_desc.h - the table of every stats field twemproxy exports: the top-level header fields, the
+ * per-pool metrics and the per-server metrics, each with its type and twemproxy's description.
+ * One X-macro per level; `-D` prints them, and the stats module builds its counter blocks, its
+ * JSON and its Prometheus names from the same lists, in this order (the JSON order).
+ *
+ * Threads: constant data, any thread.
+ */
+#ifndef NC_STATS_DESC_H
+#define NC_STATS_DESC_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+enum stats_type {
+    STATS_STRING,    /* header text (service, source, version) */
+    STATS_COUNTER,   /* monotonic accumulator */
+    STATS_GAUGE,     /* goes up and down */
+    STATS_TIMESTAMP, /* a point in time */
+};
+
+/* ACTION(name, type, description): the top-level fields, before the pools. */
+#define STATS_HEADER_FIELDS(ACTION)                                                          \
+    ACTION(service, STATS_STRING, "service name: nutcrackers")                         \
+    ACTION(source, STATS_STRING, "host name of the machine running the proxy")               \
+    ACTION(version, STATS_STRING, "version of the proxy")                                    \
+    ACTION(uptime, STATS_COUNTER, "seconds since the proxy started")                         \
+    ACTION(timestamp, STATS_TIMESTAMP, "time of this snapshot, in seconds since epoch")      \
+    ACTION(total_connections, STATS_COUNTER, "# connections accepted since the start")       \
+    ACTION(curr_connections, STATS_GAUGE, "# connections open now")
+
+/* ACTION(name, type, description): one object per pool. */
+#define STATS_POOL_FIELDS(ACTION)                                                            \
+    ACTION(client_eof, STATS_COUNTER, "# eof on client connections")                         \
+    ACTION(client_err, STATS_COUNTER, "# errors on client connections")                      \
+    ACTION(client_connections, STATS_GAUGE, "# active client connections")                   \
+    ACTION(server_ejects, STATS_COUNTER, "# times backend server was ejected")               \
+    ACTION(forward_error, STATS_COUNTER, "# times we encountered a forwarding error")        \
+    ACTION(fragments, STATS_COUNTER, "# fragments created from a multi-vector request")
+
+/* ACTION(name, type, description): one object per server, nested in its pool's. */
+#define STATS_SERVER_FIELDS(ACTION)                                                          \
+    ACTION(server_eof, STATS_COUNTER, "# eof on server connections")                         \
+    ACTION(server_err, STATS_COUNTER, "# errors on server connections")                      \
+    ACTION(server_timedout, STATS_COUNTER, "# timeouts on server connections")               \
+    ACTION(server_connections, STATS_GAUGE, "# active server connections")                   \
+    ACTION(server_ejected_at, STATS_TIMESTAMP,                                               \
+           "timestamp when backend server was ejected in usec since epoch")                  \
+    ACTION(requests, STATS_COUNTER, "# requests")                                            \
+    ACTION(request_bytes, STATS_COUNTER, "total request bytes")                              \
+    ACTION(responses, STATS_COUNTER, "# responses")                                          \
+    ACTION(response_bytes, STATS_COUNTER, "total response bytes")                            \
+    ACTION(in_queue, STATS_GAUGE, "# requests in incoming queue")                            \
+    ACTION(in_queue_bytes, STATS_GAUGE, "current request bytes in incoming queue")           \
+    ACTION(out_queue, STATS_GAUGE, "# requests in outgoing queue")                           \
+    ACTION(out_queue_bytes, STATS_GAUGE, "current request bytes in outgoing queue")
+
+#define STATS_DESC_ENUM(name, type, desc) STATS_HEADER_##name,
+enum stats_header_field { STATS_HEADER_FIELDS(STATS_DESC_ENUM) STATS_HEADER_NFIELD };
+#undef STATS_DESC_ENUM
+#define STATS_DESC_ENUM(name, type, desc) STATS_POOL_##name,
+enum stats_pool_field { STATS_POOL_FIELDS(STATS_DESC_ENUM) STATS_POOL_NFIELD };
+#undef STATS_DESC_ENUM
+#define STATS_DESC_ENUM(name, type, desc) STATS_SERVER_##name,
+enum stats_server_field { STATS_SERVER_FIELDS(STATS_DESC_ENUM) STATS_SERVER_NFIELD };
+#undef STATS_DESC_ENUM
+
+struct stats_field_desc {
+    const char *name;
+    enum stats_type type;
+    const char *desc;
+};
+
+/* Indexed by the enums above. */
+extern const struct stats_field_desc stats_header_desc[STATS_HEADER_NFIELD];
+extern const struct stats_field_desc stats_pool_desc[STATS_POOL_NFIELD];
+extern const struct stats_field_desc stats_server_desc[STATS_SERVER_NFIELD];
+
+/* "counter", "gauge", "timestamp" or "string". */
+const char *stats_type_name(enum stats_type t);
+
+/*
+ * Prints every field with its type and description (`-D`): twemproxy's `--describe-stats` layout
+ * plus a type column, and the top-level fields after the pool and server ones.
+ */
+void stats_describe(FILE *f);
+
+#endif

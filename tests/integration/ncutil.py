@@ -1,0 +1,229 @@
+"""Helpers for the integration tests: free loopback ports, bounded waits, process start/stop,
+YAML config writing. The fixtures in conftest.py use them; tests may too.
+
+Every wait here is bounded; every address is 127.0.0.1.
+"""
+import ctypes
+import os
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+HOST = "127.0.0.1"
+REPO = Path(__file__).resolve().parents[2]
+DATA = Path(__file__).resolve().parent / "data"
+
+START_TIMEOUT = 10.0   # seconds a backend or the proxy gets to come up
+STOP_TIMEOUT = 5.0     # seconds between SIGTERM and SIGKILL
+
+
+def nutcrackers_bin():
+    """The binary under test: $NUTCRACKERS_BIN, else <repo>/src/nutcrackers."""
+    return os.environ.get("NUTCRACKERS_BIN") or str(REPO / "src" / "nutcrackers")
+
+
+def free_port():
+    """A TCP port on 127.0.0.1 that nobody listens on right now (the kernel picks it)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((HOST, 0))
+        return s.getsockname()[1]
+
+
+def port_accepts(port, host=HOST, timeout=0.2):
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def wait_until(pred, timeout, interval=0.05, what="condition"):
+    """Polls pred() until it returns a true value (returned) or timeout seconds pass (raises)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = pred()
+        if value:
+            return value
+        if time.monotonic() >= deadline:
+            raise TimeoutError(f"timed out after {timeout:.1f}s waiting for {what}")
+        time.sleep(interval)
+
+
+def become_subreaper():
+    """Makes this process adopt orphaned descendants (Linux PR_SET_CHILD_SUBREAPER), so a daemon
+    that double-forks away from the proxy we started is still our child: we can reap it and read
+    its exit status. Returns False where that is not available."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(36, 1, 0, 0, 0) == 0  # PR_SET_CHILD_SUBREAPER
+    except (OSError, AttributeError):
+        return False
+
+
+def die_with_parent():
+    """preexec_fn for Popen: the child gets SIGKILL if this pytest process dies (even by SIGKILL),
+    so a killed test run leaves no backend behind. Forks (a daemon) drop the setting."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
+def pid_alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def signals_caught(pid, signos):
+    """True when pid has handlers installed for every signal in signos (from /proc/PID/status), so
+    sending them cannot stop or kill it by their default action."""
+    try:
+        text = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    for line in text.splitlines():
+        if line.startswith("SigCgt:"):
+            mask = int(line.split(":", 1)[1], 16)
+            return all(mask & (1 << (signo - 1)) for signo in signos)
+    return False
+
+
+MASTER_SIGNALS = (signal.SIGHUP, signal.SIGINT, signal.SIGTERM, signal.SIGUSR1, signal.SIGTTIN,
+                  signal.SIGTTOU)
+
+
+def own_children():
+    """Pids whose parent is this process (with the subreaper bit: adopted orphans too)."""
+    me = os.getpid()
+    kids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        # "pid (comm) state ppid ...": comm may hold spaces and parentheses
+        fields = stat[stat.rfind(")") + 2:].split()
+        if len(fields) > 1 and int(fields[1]) == me:
+            kids.append(int(entry.name))
+    return kids
+
+
+def reap_orphans():
+    """Kills and reaps every remaining child of this process: daemons whose pid a failed test
+    never learnt, and exited ones adopted as subreaper. Call only when no test process should be
+    running."""
+    for pid in own_children():
+        stop_pid(pid)
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+
+def reap(pid):
+    """Non-blocking reap of a child (or adopted) pid: its exit status as a Popen-style return
+    code (negative = killed by that signal), or None while it runs. If it is not our child, returns
+    0 once it is gone."""
+    try:
+        got, status = os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        return None if pid_alive(pid) else 0
+    if got == 0:
+        return None
+    if os.WIFSIGNALED(status):
+        return -os.WTERMSIG(status)
+    return os.WEXITSTATUS(status)
+
+
+def wait_pid_exit(pid, timeout):
+    """Waits (bounded) for a pid to exit; returns its status as reap() gives it, or raises."""
+    result = {}
+
+    def done():
+        rc = reap(pid)
+        if rc is not None:
+            result["rc"] = rc
+            return True
+        return False
+
+    wait_until(done, timeout, what=f"pid {pid} to exit")
+    return result["rc"]
+
+
+def stop_pid(pid, timeout=STOP_TIMEOUT):
+    """SIGTERM, then SIGKILL after timeout; always reaps. Returns the exit status or None."""
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return reap(pid)
+    try:
+        return wait_pid_exit(pid, timeout)
+    except TimeoutError:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        try:
+            return wait_pid_exit(pid, timeout)
+        except TimeoutError:
+            return None
+
+
+def stop_popen(proc, timeout=STOP_TIMEOUT):
+    """SIGTERM, then SIGKILL after timeout; always waits. Returns the exit status."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=timeout)
+    return proc.returncode
+
+
+def run(args, timeout=20, **kw):
+    """Runs the proxy binary to completion (for -V, -h, -t ...); returns CompletedProcess."""
+    return subprocess.run([nutcrackers_bin(), *args], capture_output=True, text=True,
+                          timeout=timeout, stdin=subprocess.DEVNULL, **kw)
+
+
+def read_text(path):
+    try:
+        return Path(path).read_text(errors="replace")
+    except FileNotFoundError:
+        return ""
+
+
+def yaml_value(v):
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, str) and (v == "" or any(c in v for c in "{}[]#&*!|>'\"%@`")):
+        return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    return str(v)
+
+
+def render_conf(pools):
+    """YAML text for {pool_name: {key: value, "servers": [..]}} (keys in the given order)."""
+    lines = []
+    for name, keys in pools.items():
+        lines.append(f"{name}:")
+        for key, value in keys.items():
+            if isinstance(value, (list, tuple)):
+                lines.append(f"  {key}:")
+                lines.extend(f"   - {yaml_value(item)}" for item in value)
+            else:
+                lines.append(f"  {key}: {yaml_value(value)}")
+    return "\n".join(lines) + "\n"
