@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "common/sock.h"
 #include "core/request.h"
@@ -30,6 +31,9 @@ int client_accept(struct worker *w, struct pool_rt *pool, int fd)
     }
     TAILQ_INSERT_TAIL(&w->clients, c, link);
     w->nclients++;
+    stats_ctr_add(&w->stats->total_connections, 1);
+    stats_ctr_add(&w->stats->curr_connections, 1);
+    STATS_POOL_ADD(w->stats, pool->shared->idx, client_connections, 1);
     conn_want_read(c, true);
     log_debug(LOG_VERB, "worker %u: client %lu on pool '%s'", w->id, (unsigned long)c->id, pool->cp->name);
     return 0;
@@ -50,6 +54,11 @@ void client_close(struct conn *c)
     }
     TAILQ_REMOVE(&w->clients, c, link);
     w->nclients--;
+    uint32_t pidx = c->pool->shared->idx;
+    stats_ctr_add(&w->stats->curr_connections, -1);
+    STATS_POOL_ADD(w->stats, pidx, client_connections, -1);
+    if (c->err != 0) STATS_POOL_ADD(w->stats, pidx, client_err, 1);
+    else if (c->eof) STATS_POOL_ADD(w->stats, pidx, client_eof, 1);
     atomic_fetch_sub(&c->pool->shared->nclients, 1);
     conn_destroy(c);
 }
@@ -93,12 +102,15 @@ static int client_write(struct conn *c)
         if (wrote < 0) return (int)wrote;
         uint64_t off = c->q1_off + (uint64_t)wrote;
         uint32_t freed = 0;
+        uint64_t now = nc_usec_now();
+        struct stats_pool_block *ps = &w->stats->pools[c->pool->shared->idx];
         for (uint32_t i = 0; i < n; i++) {
             uint64_t len = batch[i]->peer ? batch[i]->peer->len : 0;
             if (off < len) break;
             off -= len;
             TAILQ_REMOVE(&c->q1, batch[i], client_link);
             c->nq1--;
+            if (batch[i]->t_start != 0) request_record_latency(w, batch[i], ps, now);
             request_free(w, batch[i]);
             freed++;
         }
@@ -117,6 +129,7 @@ void client_on_write(int fd, short what, void *arg)
     (void)fd;
     (void)what;
     int rc = client_write(c);
+    if (rc < 0) c->err = -rc;
     if (rc < 0 || (c->closing && c->nq1 == 0)) client_close(c);
 }
 
@@ -137,9 +150,11 @@ void client_on_read(int fd, short what, void *arg)
         return;
     }
     if (rc < 0) {
+        c->err = -rc;
         client_close(c);
         return;
     }
+    c->eof = eof;
     if (eof || rc == 1) {
         /* end of requests: answer what was asked, then close */
         c->closing = true;

@@ -54,6 +54,8 @@ struct conn {
     bool connected;
     bool authed;                   /* client: passed redis_auth */
     bool closing;                  /* client: close once the replies before `quit` are written */
+    bool eof;                      /* the peer closed its side */
+    int err;                       /* the error that ends the connection, 0 if none */
 };
 
 /* Creates a conn for fd (takes the fd over; closes it on failure). Events are not yet added. */

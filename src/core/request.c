@@ -131,12 +131,12 @@ void request_complete(struct worker *w, struct msg *req)
 static void request_forward_one(struct worker *w, struct msg *req, uint32_t sidx, uint64_t hint)
 {
     struct pool_rt *p = req->frag_owner ? req->frag_owner->owner->pool : req->owner->pool;
-    if (sidx == DIST_NONE || sidx >= p->nservers) {
-        request_fail(w, req, ECONNREFUSED);
-        return;
+    int rc = -ECONNREFUSED;
+    if (sidx != DIST_NONE && sidx < p->nservers) rc = server_enqueue(&p->servers[sidx], req, hint);
+    if (rc < 0) {
+        STATS_POOL_ADD(w->stats, p->shared->idx, forward_error, 1);
+        request_fail(w, req, -rc);
     }
-    int rc = server_enqueue(&p->servers[sidx], req, hint);
-    if (rc < 0) request_fail(w, req, -rc);
 }
 
 static void request_forward(struct worker *w, struct conn *c, struct msg *req)
@@ -184,6 +184,7 @@ static void request_forward(struct worker *w, struct conn *c, struct msg *req)
     }
     /* enqueue every fragment; a failure completes that fragment (the owner finishes when all do) */
     uint32_t n = req->nfrags;
+    STATS_POOL_ADD(w->stats, p->shared->idx, fragments, n);
     for (uint32_t i = 0; i < n; i++) {
         struct msg *f = req->frags[i];
         f->frag_owner = req;
@@ -242,6 +243,13 @@ int request_dispatch(struct conn *c, struct msg *req)
     }
     request_forward(w, c, req);
     return 0;
+}
+
+void request_record_latency(struct worker *w, struct msg *req, struct stats_pool_block *ps, uint64_t now)
+{
+    (void)w;
+    uint64_t usec = now > req->t_start ? now - req->t_start : 0;
+    stats_hist_record(&ps->request_latency, usec);
 }
 
 void request_protocol_error(struct conn *c, const char *why)

@@ -9,6 +9,7 @@
 #define NC_REQUEST_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "core/conn.h"
 #include "msg/msg.h"
@@ -23,6 +24,9 @@ int request_dispatch(struct conn *c, struct msg *req);
 void request_complete(struct worker *w, struct msg *req);
 /* Frees req, its reply and its fragments' replies. */
 void request_free(struct worker *w, struct msg *req);
+struct stats_pool_block;
+/* Records the client-observed latency of a finished request (and the slowlog). */
+void request_record_latency(struct worker *w, struct msg *req, struct stats_pool_block *ps, uint64_t now);
 /* Queues, after c's earlier requests, a final error reply for an unparseable stream. */
 void request_protocol_error(struct conn *c, const char *why);
 

@@ -84,6 +84,8 @@ int worker_init(struct worker *w, uint32_t id, struct runtime *rt, size_t mbuf_s
     struct timeval every = { .tv_sec = WORKER_TRIM_SEC };
     w->trim_ev = event_new(w->base, -1, EV_PERSIST, worker_on_trim, w);
     if (w->trim_ev == NULL || event_add(w->trim_ev, &every) < 0) return -ENOMEM;
+    w->stats = stats_worker_create(rt);
+    if (w->stats == NULL) return -ENOMEM;
     w->npools = rt->npools;
     w->pools = calloc(rt->npools ? rt->npools : 1, sizeof(*w->pools));
     if (w->pools == NULL) return -ENOMEM;
@@ -137,6 +139,8 @@ void worker_deinit(struct worker *w)
     w->inbox_ev = NULL;
     w->base = NULL;
     inbox_deinit(&w->inbox);
+    stats_worker_destroy(w->stats);
+    w->stats = NULL;
     msg_pool_deinit(&w->msgs);
     mbuf_pool_deinit(&w->mbufs);
 }

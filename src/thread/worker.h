@@ -15,6 +15,7 @@
 #include "core/server.h"
 #include "msg/mbuf.h"
 #include "msg/msg.h"
+#include "stats/stats.h"
 #include "thread/inbox.h"
 
 struct event_base;
@@ -36,6 +37,7 @@ struct worker {
     uint32_t nclients;
     uint32_t rr;                  /* round-robin for key-less commands */
     struct conn_tqh clients;     /* every client conn of this worker */
+    struct stats_worker *stats;   /* this worker's counters (it is their only writer) */
 };
 
 /* Prepares a worker (event base, inbox, pools) on the calling thread. Returns 0 or -errno. */
