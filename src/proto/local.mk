@@ -1,2 +1,10 @@
 # src/proto: the protocol contract (proto.h) and the redis and memcached implementations.
 src_libnutcrackers_la_SOURCES += src/proto/proto.h
+# redis: command table, request and response parsers, fragments, the ops struct
+src_libnutcrackers_la_SOURCES += \
+	src/proto/redis.h \
+	src/proto/redis_cmd.c src/proto/redis_cmd.h \
+	src/proto/redis_req.c \
+	src/proto/redis_rsp.c \
+	src/proto/redis_frag.c \
+	src/proto/redis_proto.c
