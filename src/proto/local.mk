@@ -9,3 +9,11 @@ src_libnutcrackers_la_SOURCES += \
 	src/proto/memcache_rsp.c \
 	src/proto/memcache_frag.c \
 	src/proto/memcache_proto.c
+# redis: command table, request and response parsers, fragments, the ops struct
+src_libnutcrackers_la_SOURCES += \
+	src/proto/redis.h \
+	src/proto/redis_cmd.c src/proto/redis_cmd.h \
+	src/proto/redis_req.c \
+	src/proto/redis_rsp.c \
+	src/proto/redis_frag.c \
+	src/proto/redis_proto.c

@@ -1,1 +1,10 @@
-# unit tests of redis: add to check_PROGRAMS and TESTS here
+# unit tests of redis (src/proto/redis_*): command table and request parser (test_redis), response
+# parser, fragments and coalescing (test_redis_rsp). proto_drv.c feeds bytes the way the core does.
+check_PROGRAMS += tests/unit/test_redis tests/unit/test_redis_rsp
+TESTS += tests/unit/test_redis tests/unit/test_redis_rsp
+tests_unit_test_redis_SOURCES = tests/unit/test_redis.c tests/unit/proto_drv.c tests/unit/proto_drv.h
+tests_unit_test_redis_CFLAGS = $(NC_UNIT_CFLAGS)
+tests_unit_test_redis_LDADD = $(NC_UNIT_LIBS)
+tests_unit_test_redis_rsp_SOURCES = tests/unit/test_redis_rsp.c tests/unit/proto_drv.c tests/unit/proto_drv.h
+tests_unit_test_redis_rsp_CFLAGS = $(NC_UNIT_CFLAGS)
+tests_unit_test_redis_rsp_LDADD = $(NC_UNIT_LIBS)

@@ -1,0 +1,190 @@
+/*
+ * redis_cmd.c - the redis command table (see redis_cmd.h) and its case-insensitive lookup.
+ *
+ * The set of commands is twemproxy 0.5.0's (twemproxy-behaviour.md 1.5, including what its code
+ * parses beyond its notes: COPY, TOUCH, UNLINK, MOVE, HRANDFIELD, HSTRLEN, ...); arities and key
+ * positions are redis 7's. The table is sorted by name (a unit test checks it) and searched by
+ * binary search on the lowercased name.
+ *
+ * Threads: const data; any thread.
+ */
+#include "config.h"
+#include "proto/redis_cmd.h"
+
+#include <string.h>
+
+#include "proto/proto.h"
+
+#define W CMD_F_WRITE
+
+/* name, arity, first key, last key, key step, numkeys position, flags */
+#define NOKEY(n, ar, fl)   { n, ar, 0, 0, 0, 0, fl }
+#define KEY1(n, ar, fl)    { n, ar, 1, 1, 1, 0, fl }    /* one key, at arg 1 */
+#define KEY12(n, ar, fl)   { n, ar, 1, 2, 1, 0, fl }    /* keys at args 1 and 2 */
+#define KEYALL(n, ar, fl)  { n, ar, 1, -1, 1, 0, fl }   /* every arg after the name is a key */
+#define NUMK(n, ar, pos, fl) { n, ar, 0, 0, 0, pos, fl } /* numkeys at pos, keys after it */
+#define DESTNUMK(n, ar, fl) { n, ar, 1, 1, 1, 2, fl }  /* dest key, numkeys, keys */
+
+const struct redis_cmd redis_cmds[] = {
+    KEY1("append", 3, W),
+    NOKEY("auth", -2, CMD_F_AUTH),
+    KEY1("bitcount", -2, 0),
+    KEY1("bitfield", -2, W),
+    KEY1("bitpos", -3, 0),
+    NOKEY("command", -1, CMD_F_ANY_SERVER),
+    KEY12("copy", -3, W),
+    KEY1("decr", 2, W),
+    KEY1("decrby", 3, W),
+    KEYALL("del", -2, W | CMD_F_FRAG_SUM),
+    KEY1("dump", 2, 0),
+    NUMK("eval", -3, 2, W),
+    NUMK("evalsha", -3, 2, W),
+    KEYALL("exists", -2, CMD_F_FRAG_SUM),
+    KEY1("expire", -3, W),
+    KEY1("expireat", -3, W),
+    KEY1("geoadd", -5, W),
+    KEY1("geodist", -4, 0),
+    KEY1("geohash", -2, 0),
+    KEY1("geopos", -2, 0),
+    KEY1("georadius", -6, W),
+    KEY1("georadiusbymember", -5, W),
+    KEY1("geosearch", -7, 0),
+    KEY12("geosearchstore", -8, W),
+    KEY1("get", 2, 0),
+    KEY1("getbit", 3, 0),
+    KEY1("getdel", 2, W),
+    KEY1("getex", -2, W),
+    KEY1("getrange", 4, 0),
+    KEY1("getset", 3, W),
+    KEY1("hdel", -3, W),
+    KEY1("hexists", 3, 0),
+    KEY1("hget", 3, 0),
+    KEY1("hgetall", 2, 0),
+    KEY1("hincrby", 4, W),
+    KEY1("hincrbyfloat", 4, W),
+    KEY1("hkeys", 2, 0),
+    KEY1("hlen", 2, 0),
+    KEY1("hmget", -3, 0),
+    KEY1("hmset", -4, W),
+    KEY1("hrandfield", -2, 0),
+    KEY1("hscan", -3, 0),
+    KEY1("hset", -4, W),
+    KEY1("hsetnx", 4, W),
+    KEY1("hstrlen", 3, 0),
+    KEY1("hvals", 2, 0),
+    KEY1("incr", 2, W),
+    KEY1("incrby", 3, W),
+    KEY1("incrbyfloat", 3, W),
+    KEY1("lindex", 3, 0),
+    KEY1("linsert", 5, W),
+    KEY1("llen", 2, 0),
+    KEY12("lmove", 5, W),
+    NOKEY("lolwut", -1, CMD_F_ANY_SERVER),
+    KEY1("lpop", -2, W),
+    KEY1("lpos", -3, 0),
+    KEY1("lpush", -3, W),
+    KEY1("lpushx", -3, W),
+    KEY1("lrange", 4, 0),
+    KEY1("lrem", 4, W),
+    KEY1("lset", 4, W),
+    KEY1("ltrim", 4, W),
+    KEYALL("mget", -2, CMD_F_FRAG_MGET),
+    KEY1("move", 3, W),
+    { "mset", -3, 1, -1, 2, 0, W | CMD_F_FRAG_MSET },
+    KEY1("persist", 2, W),
+    KEY1("pexpire", -3, W),
+    KEY1("pexpireat", -3, W),
+    KEY1("pfadd", -2, W),
+    KEYALL("pfcount", -2, 0),
+    KEYALL("pfmerge", -2, W),
+    NOKEY("ping", -1, CMD_F_LOCAL_PING),
+    KEY1("psetex", 4, W),
+    KEY1("pttl", 2, 0),
+    NOKEY("quit", -1, CMD_F_QUIT),
+    KEY1("restore", -4, W),
+    KEY1("rpop", -2, W),
+    KEY12("rpoplpush", 3, W),
+    KEY1("rpush", -3, W),
+    KEY1("rpushx", -3, W),
+    KEY1("sadd", -3, W),
+    KEY1("scard", 2, 0),
+    KEYALL("sdiff", -2, 0),
+    KEYALL("sdiffstore", -3, W),
+    KEY1("set", -3, W),
+    KEY1("setbit", 4, W),
+    KEY1("setex", 4, W),
+    KEY1("setnx", 3, W),
+    KEY1("setrange", 4, W),
+    KEYALL("sinter", -2, 0),
+    KEYALL("sinterstore", -3, W),
+    KEY1("sismember", 3, 0),
+    KEY1("smembers", 2, 0),
+    KEY1("smismember", -3, 0),
+    KEY12("smove", 4, W),
+    KEY1("sort", -2, W),
+    KEY1("spop", -2, W),
+    KEY1("srandmember", -2, 0),
+    KEY1("srem", -3, W),
+    KEY1("sscan", -3, 0),
+    KEY1("strlen", 2, 0),
+    KEYALL("sunion", -2, 0),
+    KEYALL("sunionstore", -3, W),
+    KEYALL("touch", -2, CMD_F_FRAG_SUM),
+    KEY1("ttl", 2, 0),
+    KEY1("type", 2, 0),
+    KEYALL("unlink", -2, W | CMD_F_FRAG_SUM),
+    KEY1("zadd", -4, W),
+    KEY1("zcard", 2, 0),
+    KEY1("zcount", 4, 0),
+    NUMK("zdiff", -3, 1, 0),
+    DESTNUMK("zdiffstore", -4, W),
+    KEY1("zincrby", 4, W),
+    NUMK("zinter", -3, 1, 0),
+    DESTNUMK("zinterstore", -4, W),
+    KEY1("zlexcount", 4, 0),
+    KEY1("zmscore", -3, 0),
+    KEY1("zpopmax", -2, W),
+    KEY1("zpopmin", -2, W),
+    KEY1("zrandmember", -2, 0),
+    KEY1("zrange", -4, 0),
+    KEY1("zrangebylex", -4, 0),
+    KEY1("zrangebyscore", -4, 0),
+    KEY12("zrangestore", -5, W),
+    KEY1("zrank", -3, 0),
+    KEY1("zrem", -3, W),
+    KEY1("zremrangebylex", 4, W),
+    KEY1("zremrangebyrank", 4, W),
+    KEY1("zremrangebyscore", 4, W),
+    KEY1("zrevrange", -4, 0),
+    KEY1("zrevrangebylex", -4, 0),
+    KEY1("zrevrangebyscore", -4, 0),
+    KEY1("zrevrank", -3, 0),
+    KEY1("zscan", -3, 0),
+    KEY1("zscore", 3, 0),
+    NUMK("zunion", -3, 1, 0),
+    DESTNUMK("zunionstore", -4, W),
+};
+
+const size_t redis_ncmds = sizeof(redis_cmds) / sizeof(redis_cmds[0]);
+
+int redis_cmd_lookup(const uint8_t *name, size_t len)
+{
+    char low[REDIS_CMD_NAME_MAX];
+    if (len == 0 || len >= sizeof(low)) return -1;
+    for (size_t i = 0; i < len; i++) {
+        uint8_t c = name[i];
+        if (c == '\0') return -1; /* "get\0x" must not match "get" */
+        low[i] = (char)(c >= 'A' && c <= 'Z' ? c + ('a' - 'A') : c);
+    }
+    low[len] = '\0';
+
+    size_t lo = 0, hi = redis_ncmds;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int c = strcmp(low, redis_cmds[mid].name);
+        if (c == 0) return (int)mid;
+        if (c < 0) hi = mid;
+        else lo = mid + 1;
+    }
+    return -1;
+}

@@ -1,0 +1,36 @@
+/*
+ * redis_cmd.h - the redis command table: every command nutcrackers forwards (or answers itself),
+ * with its arity and key positions as redis defines them, and its CMD_F_* flags. msg->cmd is an
+ * index into redis_cmds[]. A command that is not in the table is not supported.
+ *
+ * Threads: the table is const; any thread may read it.
+ */
+#ifndef NC_REDIS_CMD_H
+#define NC_REDIS_CMD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* longest name in the table is shorter than this; longer names are unknown without a lookup */
+#define REDIS_CMD_NAME_MAX 24
+/* msg->cmd of a request whose name is not in the table */
+#define REDIS_CMD_NONE UINT16_MAX
+
+struct redis_cmd {
+    const char *name;     /* lowercase */
+    int8_t arity;         /* > 0: exactly this many args (name included); < 0: at least -arity */
+    int8_t first_key;     /* arg index of the first fixed key; 0: none */
+    int8_t last_key;      /* arg index of the last fixed key; < 0: counted from the end (-1 = last) */
+    int8_t key_step;      /* distance between fixed keys (MSET: 2, the value is part of the group) */
+    int8_t numkeys_pos;   /* > 0: this arg counts the keys that follow it (EVAL, ZUNION, ...) */
+    uint32_t flags;       /* CMD_F_* (proto.h) */
+};
+
+extern const struct redis_cmd redis_cmds[];
+extern const size_t redis_ncmds;
+
+/* The index of the command named name[0..len) (any case), or -1 when there is none. */
+int redis_cmd_lookup(const uint8_t *name, size_t len);
+
+#endif

@@ -1,0 +1,248 @@
+/*
+ * redis_frag.c - multi-key redis commands (proto.h fragment/coalesce): MGET, DEL, UNLINK, TOUCH,
+ * EXISTS (step 1) and MSET (step 2, key and value) split into one sub-request per server, and the
+ * client's reply rebuilt from the sub-requests' replies (twemproxy-behaviour.md 1.8).
+ *
+ * A fragment is a header literal "*<nargs>\r\n$<len>\r\n<name>\r\n" (the table's lowercase name)
+ * followed by the key groups the parser recorded, sliced out of the client's request (no copy).
+ * Inline requests have no "$len" framing to slice, so their groups are rebuilt as small literals.
+ *
+ * Coalesce: MGET -> "*<nkeys>\r\n" and each key's element, sliced from the reply of the fragment
+ * that got the key, in the client's key order (the replies must have been parsed with
+ * want_elems); DEL/UNLINK/TOUCH/EXISTS -> ":<sum>\r\n"; MSET -> "+OK\r\n" when every fragment
+ * said +OK. A reply of another type (or an MGET array with the wrong count) is -EINVAL, so the
+ * client gets twemproxy's "-ERR Invalid argument".
+ *
+ * Error replies: when a fragment's reply is a redis error (-OOM, -READONLY, -NOAUTH, -LOADING,
+ * -WRONGTYPE, ...), the whole command's reply is that error (the first one in fragment order),
+ * not twemproxy's "-ERR Invalid argument": the client still gets one error and no partial result,
+ * as in twemproxy, but with redis' own words, the reply a single redis would have given.
+ *
+ * Threads: the worker that owns the request, its fragments and their replies.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/util.h"
+#include "proto/redis.h"
+#include "proto/redis_cmd.h"
+
+/* server -> fragment, for one fragment() call: open addressing, frag UINT32_MAX = empty */
+struct frag_slot {
+    uint32_t server;
+    uint32_t frag;
+};
+
+/* Numbers the distinct servers in order of first use: key i goes to fragment key_frag[i]. */
+static int frag_map(const uint32_t *server_of_key, uint32_t nkeys, uint32_t *key_frag,
+                    uint32_t *nfrags)
+{
+    size_t cap = 8;
+    while (cap < (size_t)nkeys * 2) cap <<= 1;
+    struct frag_slot *slots = malloc(cap * sizeof(*slots));
+    if (slots == NULL) return -ENOMEM;
+    for (size_t i = 0; i < cap; i++) slots[i].frag = UINT32_MAX;
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < nkeys; i++) {
+        uint32_t s = server_of_key[i];
+        size_t h = (size_t)(s * 2654435761u) & (cap - 1);
+        while (slots[h].frag != UINT32_MAX && slots[h].server != s) h = (h + 1) & (cap - 1);
+        if (slots[h].frag == UINT32_MAX) slots[h] = (struct frag_slot){ .server = s, .frag = n++ };
+        key_frag[i] = slots[h].frag;
+    }
+    free(slots);
+    *nfrags = n;
+    return 0;
+}
+
+/* A key group of a RESP request starts "$<digits>\r\n"; an inline line holds no LF at all. */
+static bool frag_group_is_resp(const struct msg *req, const struct msg_key *k)
+{
+    uint8_t head[12];
+    uint64_t glen = k->end - k->start;
+    size_t n = msg_copy_out(req, k->start, head, glen < sizeof(head) ? (size_t)glen : sizeof(head));
+    return n > 0 && head[0] == '$' && memchr(head, '\n', n) != NULL;
+}
+
+static size_t frag_put_bulk(uint8_t *out, const uint8_t *data, size_t len)
+{
+    int n = sprintf((char *)out, "$%zu\r\n", len);
+    memcpy(out + n, data, len);
+    memcpy(out + n + len, "\r\n", 2);
+    return (size_t)n + len + 2;
+}
+
+/* An inline key group (the key token; MSET: key, blanks, value) as RESP bulks, one literal. */
+static int frag_inline_group(struct msg *frag, const struct msg *req, const struct msg_key *k,
+                             bool with_value)
+{
+    size_t glen = (size_t)(k->end - k->start); /* within one inline line: small */
+    uint8_t *raw = malloc(glen * 2 + 64);
+    if (raw == NULL) return -ENOMEM;
+    uint8_t *out = raw + glen;
+    size_t n = frag_put_bulk(out, k->ptr, k->len);
+    if (with_value) {
+        msg_copy_out(req, k->start, raw, glen);
+        size_t v = k->len;
+        while (v < glen && (raw[v] == ' ' || raw[v] == '\t' || raw[v] == '\r' || raw[v] == '\v' ||
+                            raw[v] == '\f'))
+            v++;
+        n += frag_put_bulk(out + n, raw + v, glen - v);
+    }
+    int rc = msg_append_literal(frag, out, n);
+    free(raw);
+    return rc;
+}
+
+static int frag_add_group(struct msg *frag, const struct msg *req, const struct msg_key *k,
+                          bool with_value)
+{
+    uint64_t start = frag->len;
+    int rc = frag_group_is_resp(req, k) ? msg_append_slice(frag, req, k->start, k->end)
+                                        : frag_inline_group(frag, req, k, with_value);
+    if (rc < 0) return rc;
+    return msg_add_key(frag, k->ptr, k->len, start, frag->len);
+}
+
+static int frag_header(struct msg *frag, const char *name, uint64_t nargs)
+{
+    char hdr[64];
+    int n = snprintf(hdr, sizeof(hdr), "*%" PRIu64 "\r\n$%zu\r\n%s\r\n", nargs, strlen(name), name);
+    if (n < 0 || (size_t)n >= sizeof(hdr)) return -EINVAL;
+    return msg_append_literal(frag, hdr, (size_t)n);
+}
+
+int redis_fragment(struct msg *req, const uint32_t *server_of_key, struct msg_pool *pool)
+{
+    NC_ASSERT(req->nkeys >= 2 && req->cmd < redis_ncmds && (req->cmd_flags & CMD_F_FRAG_MASK));
+    uint32_t nkeys = req->nkeys, nfrags = 0;
+    bool mset = (req->cmd_flags & CMD_F_FRAG_MSET) != 0;
+    const char *name = redis_cmds[req->cmd].name;
+    struct msg **frags = NULL;
+    uint32_t *count = NULL;
+    int rc = -ENOMEM;
+
+    uint32_t *key_frag = malloc((size_t)nkeys * sizeof(*key_frag));
+    if (key_frag == NULL) return -ENOMEM;
+    rc = frag_map(server_of_key, nkeys, key_frag, &nfrags);
+    if (rc < 0) goto fail;
+    rc = -ENOMEM;
+    frags = calloc(nfrags, sizeof(*frags));
+    count = calloc(nfrags, sizeof(*count));
+    if (frags == NULL || count == NULL) goto fail;
+    for (uint32_t i = 0; i < nkeys; i++) count[key_frag[i]]++;
+
+    for (uint32_t f = 0; f < nfrags; f++) {
+        struct msg *fr = msg_get(pool);
+        if (fr == NULL) goto fail;
+        frags[f] = fr;
+        fr->cmd = req->cmd;
+        fr->cmd_flags = req->cmd_flags;
+        fr->name = req->name;
+        fr->name_len = req->name_len;
+        fr->nargs = 1 + (uint64_t)count[f] * (mset ? 2 : 1);
+        fr->frag_owner = req;
+        rc = frag_header(fr, name, fr->nargs);
+        if (rc < 0) goto fail;
+    }
+    for (uint32_t i = 0; i < nkeys; i++) {
+        struct msg *fr = frags[key_frag[i]];
+        fr->server_idx = server_of_key[i];
+        rc = frag_add_group(fr, req, &req->keys[i], mset);
+        if (rc < 0) goto fail;
+    }
+
+    free(count);
+    req->frags = frags;
+    req->nfrags = nfrags;
+    req->nfrags_done = 0;
+    req->key_frag = key_frag;
+    return 0;
+
+fail:
+    for (uint32_t f = 0; frags != NULL && f < nfrags; f++)
+        if (frags[f] != NULL) msg_put(pool, frags[f]);
+    free(frags);
+    free(count);
+    free(key_frag);
+    return rc;
+}
+
+static int coalesce_literal(struct msg *rsp, uint8_t type, const char *text, size_t n)
+{
+    rsp->rsp_type = type;
+    return msg_append_literal(rsp, text, n);
+}
+
+static int coalesce_mget(struct msg *req, struct msg *rsp)
+{
+    for (uint32_t f = 0; f < req->nfrags; f++) {
+        const struct msg *r = req->frags[f]->peer;
+        if (r->rsp_type != RSP_ARRAY || r->nelems != req->frags[f]->nkeys) return -EINVAL;
+    }
+    uint32_t *next = calloc(req->nfrags, sizeof(*next));
+    if (next == NULL) return -ENOMEM;
+    char hdr[24];
+    int n = snprintf(hdr, sizeof(hdr), "*%" PRIu32 "\r\n", req->nkeys);
+    int rc = coalesce_literal(rsp, RSP_ARRAY, hdr, (size_t)n);
+    for (uint32_t i = 0; rc == 0 && i < req->nkeys; i++) {
+        uint32_t f = req->key_frag[i];
+        const struct msg *r = req->frags[f]->peer;
+        const struct msg_elem *e = &r->elems[next[f]++];
+        rc = msg_append_slice(rsp, r, e->start, e->end);
+    }
+    free(next);
+    return rc;
+}
+
+static int coalesce_sum(struct msg *req, struct msg *rsp)
+{
+    int64_t sum = 0;
+    for (uint32_t f = 0; f < req->nfrags; f++) {
+        const struct msg *r = req->frags[f]->peer;
+        if (r->rsp_type != RSP_INTEGER || __builtin_add_overflow(sum, r->integer, &sum))
+            return -EINVAL;
+    }
+    char out[32];
+    int n = snprintf(out, sizeof(out), ":%" PRId64 "\r\n", sum);
+    rsp->integer = sum;
+    return coalesce_literal(rsp, RSP_INTEGER, out, (size_t)n);
+}
+
+static int coalesce_mset(struct msg *req, struct msg *rsp)
+{
+    static const char ok[] = "+OK\r\n";
+    for (uint32_t f = 0; f < req->nfrags; f++) {
+        const struct msg *r = req->frags[f]->peer;
+        char got[sizeof(ok) - 1];
+        if (r->rsp_type != RSP_STATUS || r->len != sizeof(got) ||
+            msg_copy_out(r, 0, got, sizeof(got)) != sizeof(got) || memcmp(got, ok, sizeof(got)) != 0)
+            return -EINVAL;
+    }
+    return coalesce_literal(rsp, RSP_STATUS, ok, sizeof(ok) - 1);
+}
+
+int redis_coalesce(struct msg *req, struct msg *rsp)
+{
+    const struct msg *err = NULL;
+    for (uint32_t f = 0; f < req->nfrags; f++) {
+        const struct msg *r = req->frags[f]->peer;
+        if (r == NULL) return -EINVAL;
+        if (r->rsp_type == RSP_ERROR && err == NULL) err = r;
+    }
+    if (err != NULL) {
+        rsp->rsp_type = RSP_ERROR;
+        return msg_append_slice(rsp, err, 0, err->len);
+    }
+    switch (req->cmd_flags & (CMD_F_FRAG_MGET | CMD_F_FRAG_SUM | CMD_F_FRAG_MSET)) {
+    case CMD_F_FRAG_MGET: return coalesce_mget(req, rsp);
+    case CMD_F_FRAG_SUM:  return coalesce_sum(req, rsp);
+    case CMD_F_FRAG_MSET: return coalesce_mset(req, rsp);
+    default:              return -EINVAL;
+    }
+}

@@ -1,0 +1,135 @@
+/*
+ * redis_proto.c - redis_proto, the redis protocol's proto_ops (proto.h): parser state reset/free,
+ * the proxy's own error replies, and the token helpers the parsers share.
+ *
+ * Threads: const ops and pure functions; any worker, on its own parse_state and msgs.
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "proto/redis.h"
+
+long redis_line(const uint8_t *buf, size_t len, size_t max)
+{
+    /* the CR may be at index max - 2 at the latest, its LF right after */
+    size_t lim = len < max - 1 ? len : max - 1;
+    const uint8_t *cr = memchr(buf, '\r', lim);
+    if (cr == NULL) return len >= max - 1 ? REDIS_LINE_BAD : REDIS_LINE_AGAIN;
+    size_t i = (size_t)(cr - buf);
+    if (i + 1 >= len) return REDIS_LINE_AGAIN;
+    return buf[i + 1] == '\n' ? (long)i : REDIS_LINE_BAD;
+}
+
+bool redis_parse_int(const uint8_t *p, size_t n, int64_t *out)
+{
+    bool neg = false;
+    if (n > 0 && p[0] == '-') {
+        neg = true;
+        p++;
+        n--;
+    }
+    if (n == 0 || n > 19 || p[0] < '0' || p[0] > '9') return false;
+    if (p[0] == '0' && (n > 1 || neg)) return false; /* "01", "-0" */
+    uint64_t v = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (p[i] < '0' || p[i] > '9') return false;
+        v = v * 10 + (uint64_t)(p[i] - '0'); /* 19 digits fit in uint64 */
+    }
+    if (v > (uint64_t)INT64_MAX + (neg ? 1 : 0)) return false;
+    *out = neg ? (int64_t)(0 - v) : (int64_t)v;
+    return true;
+}
+
+int redis_run(const redis_step_fn *steps, size_t nsteps, struct parse_state *ps, struct msg *m,
+              const uint8_t *buf, size_t len, size_t *consumed)
+{
+    size_t p = 0;
+    int rc;
+    do {
+        if (ps->state < 0 || (size_t)ps->state >= nsteps) {
+            ps->error = "bad parser state";
+            return PARSE_ERROR;
+        }
+        rc = steps[ps->state](ps, m, buf, len, &p);
+    } while (rc == REDIS_CONT);
+    *consumed = p;
+    return rc;
+}
+
+static void redis_parse_reset(struct parse_state *ps)
+{
+    bool want = ps->want_elems;
+    uint64_t *stack = ps->stack;
+    uint32_t cap = ps->stack_cap;
+    memset(ps, 0, sizeof(*ps));
+    ps->want_elems = want;
+    ps->stack = stack;
+    ps->stack_cap = cap;
+}
+
+static void redis_parse_free(struct parse_state *ps)
+{
+    free(ps->stack);
+    ps->stack = NULL;
+    ps->stack_cap = 0;
+    ps->depth = 0;
+}
+
+/*
+ * Writes pre + mid + post into buf (no NUL), cutting mid so it fits; control bytes of mid (CR, LF,
+ * NUL, ...) become spaces, so they cannot end or split the reply line, and with lower its letters
+ * are lowercased. Returns the length, or 0 when even pre + post do not fit.
+ */
+static size_t redis_reply_line(char *buf, size_t size, const char *pre, const uint8_t *mid,
+                               size_t mid_len, const char *post, bool lower)
+{
+    size_t pl = strlen(pre), ql = strlen(post);
+    if (size < pl + ql) return 0;
+    if (mid_len > size - pl - ql) mid_len = size - pl - ql;
+    memcpy(buf, pre, pl);
+    for (size_t i = 0; i < mid_len; i++) {
+        uint8_t c = mid[i];
+        if (c < 0x20 || c == 0x7f) c = ' ';
+        else if (lower && c >= 'A' && c <= 'Z') c = (uint8_t)(c + ('a' - 'A'));
+        buf[pl + i] = (char)c;
+    }
+    memcpy(buf + pl + mid_len, post, ql);
+    return pl + mid_len + ql;
+}
+
+static size_t redis_reject_reply(const struct msg *req, char *buf, size_t size)
+{
+    size_t n = req->name != NULL ? req->name_len : 0;
+    if (n > REDIS_NAME_PREFIX) n = REDIS_NAME_PREFIX;
+    if (req->reject == REJECT_ARITY)
+        return redis_reply_line(buf, size, "-ERR wrong number of arguments for '", req->name, n,
+                                "' command\r\n", true);
+    return redis_reply_line(buf, size, "-ERR unsupported command '", req->name, n, "'\r\n", true);
+}
+
+static size_t redis_error_reply(int err, char *buf, size_t size)
+{
+    char tmp[128];
+#if defined(__GLIBC__) && defined(_GNU_SOURCE)
+    const char *text = strerror_r(err, tmp, sizeof(tmp));
+#else
+    const char *text = tmp;
+    if (strerror_r(err, tmp, sizeof(tmp)) != 0) snprintf(tmp, sizeof(tmp), "Unknown error %d", err);
+#endif
+    return redis_reply_line(buf, size, "-ERR ", (const uint8_t *)text, strlen(text), "\r\n", false);
+}
+
+const struct proto_ops redis_proto = {
+    .name = "redis",
+    .parse_reset = redis_parse_reset,
+    .parse_free = redis_parse_free,
+    .parse_req = redis_parse_req,
+    .parse_rsp = redis_parse_rsp,
+    .fragment = redis_fragment,
+    .coalesce = redis_coalesce,
+    .reject_reply = redis_reject_reply,
+    .error_reply = redis_error_reply,
+};

@@ -1,0 +1,355 @@
+/*
+ * redis_req.c - the redis request parser (proto.h parse_req): RESP arrays of bulk strings and
+ * inline commands, incremental, token by token, so the core may hand it any split of the stream.
+ *
+ * Tokens. "*N\r\n" and "$N\r\n" are consumed whole. The data of the command name (arg 0), of a
+ * key and of a numkeys count is consumed whole with its CRLF, so the pointers kept in the msg
+ * (name, keys) stay valid; every other argument's data is consumed in any number of pieces, then
+ * its CRLF. An inline command is one token: its whole line. So a key, a name prefix and an inline
+ * line must fit in one mbuf (-m); a larger one makes the core give up on the stream (proto.h).
+ *
+ * What it records: m->nargs, m->name/name_len (at most REDIS_NAME_PREFIX bytes), m->cmd (an index
+ * in redis_cmds[], REDIS_CMD_NONE when unknown), m->cmd_flags, m->quit, and one msg_key per key
+ * whose [start, end) is the key's argument group: "$3\r\nkey\r\n", and for MSET the value after it
+ * too. For an inline command a group is the key token (MSET: from the key to the end of its value).
+ *
+ * Requests that parse but are not forwarded are PARSE_DONE with msg->reject set (cmd_flags 0, no
+ * keys, quit false), once all their bytes are consumed:
+ *   REJECT_UNSUPPORTED  the name is not in the command table (unknown or unsupported by twemproxy);
+ *   REJECT_ARITY        wrong number of arguments; MSET with a key lacking its value; a numkeys
+ *                       argument (EVAL, ZUNION, ...) that is not an integer >= 1 or counts more
+ *                       keys than there are arguments (so EVAL with no key is rejected).
+ *
+ * Empty requests ("*0\r\n", "*-1\r\n", a blank inline line) are ignored as redis does: they are
+ * consumed and parsing goes on; their bytes become part of the next request (redis ignores them
+ * there too). More than REDIS_MAX_EMPTY such bytes in a row is a protocol error.
+ *
+ * Protocol errors (PARSE_ERROR, ps->error says which): a "*N" that is not a strict integer or is
+ * above REDIS_MAX_ARGS; an argument not starting with '$' (a nested array included); a "$N" that
+ * is not a strict integer in [0, REDIS_MAX_BULK]; a header line longer than REDIS_MAX_HDR; data
+ * not followed by CRLF; an inline line over REDIS_MAX_INLINE bytes, or holding a quote or a NUL
+ * (redis would unquote or cut them: keys would hash differently here); out of memory for keys.
+ *
+ * ps use: state (enum rq_state); a = number of arguments; b = index of the argument being parsed;
+ * c = bytes of its data still to consume; d = numkeys commands: index of the last key numkeys
+ * counts (0 until known); off = RQ_START: empty-request bytes so far, then the offset of the
+ * current argument's "$" in the msg.
+ *
+ * Threads: no state of its own; a worker calls it on its connections' parse_state.
+ */
+#include "config.h"
+
+#include <string.h>
+
+#include "proto/redis.h"
+#include "proto/redis_cmd.h"
+
+enum rq_state {
+    RQ_START = 0,    /* first byte of a request (or of an ignored empty one) */
+    RQ_ARG_HDR,      /* "$N\r\n" of argument b */
+    RQ_ARG_WHOLE,    /* data + CRLF of a name/key/numkeys argument, all at once */
+    RQ_NAME_PREFIX,  /* a name longer than REDIS_NAME_PREFIX: its first REDIS_NAME_PREFIX bytes */
+    RQ_ARG_PIECE,    /* data of any other argument, in pieces */
+    RQ_ARG_CRLF,     /* the CRLF after data consumed in pieces */
+};
+
+enum rq_kind { ARG_NAME, ARG_KEY, ARG_NUMKEYS, ARG_VALUE };
+
+static int rq_error(struct parse_state *ps, const char *why)
+{
+    ps->error = why;
+    return PARSE_ERROR;
+}
+
+static void rq_reject(struct msg *m, uint8_t why)
+{
+    m->reject = why;
+    m->cmd_flags = 0;
+    m->quit = false;
+    m->nkeys = 0;
+}
+
+/* The name is known: look it up, check the arity (ps->a is the number of arguments). */
+static void rq_on_name(const struct parse_state *ps, struct msg *m, const uint8_t *p, size_t len)
+{
+    m->name = p;
+    m->name_len = (uint32_t)(len > REDIS_NAME_PREFIX ? REDIS_NAME_PREFIX : len);
+    int i = redis_cmd_lookup(p, len);
+    if (i < 0) {
+        m->cmd = REDIS_CMD_NONE;
+        rq_reject(m, REJECT_UNSUPPORTED);
+        return;
+    }
+    const struct redis_cmd *c = &redis_cmds[i];
+    m->cmd = (uint16_t)i;
+    uint64_t n = ps->a;
+    bool ok = c->arity > 0 ? n == (uint64_t)c->arity : n >= (uint64_t)(-c->arity);
+    /* keys to the end, several args per key (MSET): no key without its value */
+    if (ok && c->key_step > 1 && c->last_key < 0)
+        ok = (n - (uint64_t)c->first_key) % (uint64_t)c->key_step == 0;
+    if (!ok) {
+        rq_reject(m, REJECT_ARITY);
+        return;
+    }
+    m->cmd_flags = c->flags;
+    m->quit = (c->flags & CMD_F_QUIT) != 0;
+}
+
+static enum rq_kind rq_kind(const struct parse_state *ps, const struct msg *m, uint64_t idx)
+{
+    if (idx == 0) return ARG_NAME;
+    if (m->reject != REJECT_NONE) return ARG_VALUE;
+    const struct redis_cmd *c = &redis_cmds[m->cmd];
+    if (c->first_key > 0 && idx >= (uint64_t)c->first_key) {
+        uint64_t last = c->last_key >= 0 ? (uint64_t)c->last_key : ps->a - (uint64_t)(-c->last_key);
+        if (idx <= last && (idx - (uint64_t)c->first_key) % (uint64_t)c->key_step == 0)
+            return ARG_KEY;
+    }
+    if (c->numkeys_pos > 0) {
+        if (idx == (uint64_t)c->numkeys_pos) return ARG_NUMKEYS;
+        if (idx > (uint64_t)c->numkeys_pos && idx <= ps->d) return ARG_KEY;
+    }
+    return ARG_VALUE;
+}
+
+static void rq_on_numkeys(struct parse_state *ps, struct msg *m, const uint8_t *p, size_t len)
+{
+    const struct redis_cmd *c = &redis_cmds[m->cmd];
+    uint64_t room = ps->a - 1 - (uint64_t)c->numkeys_pos; /* args after numkeys; arity: >= 0 */
+    int64_t n;
+    if (len > REDIS_MAX_NUMKEYS_LEN || !redis_parse_int(p, len, &n) || n < 1 || (uint64_t)n > room) {
+        rq_reject(m, REJECT_ARITY);
+        return;
+    }
+    ps->d = (uint64_t)c->numkeys_pos + (uint64_t)n;
+}
+
+/* A value argument ending at offset end is done: it extends its key's group (MSET). */
+static void rq_on_value(const struct msg *m, uint64_t idx, uint64_t end)
+{
+    if (m->reject != REJECT_NONE || m->nkeys == 0) return;
+    const struct redis_cmd *c = &redis_cmds[m->cmd];
+    if (c->key_step > 1 && idx > (uint64_t)c->first_key) m->keys[m->nkeys - 1].end = end;
+}
+
+static int rq_ignored(struct parse_state *ps, size_t n)
+{
+    ps->off += n;
+    if (ps->off > REDIS_MAX_EMPTY) return rq_error(ps, "too many empty requests");
+    return REDIS_CONT;
+}
+
+static bool rq_inline_sep(uint8_t c)
+{
+    /* what redis' sdssplitargs ends an unquoted argument at ('\0' is refused earlier) */
+    return c == ' ' || c == '\t' || c == '\r' || c == '\n';
+}
+
+/* Skips separators from i; returns the index of the next token (or end). */
+static size_t rq_inline_skip(const uint8_t *buf, size_t i, size_t end)
+{
+    while (i < end && (rq_inline_sep(buf[i]) || buf[i] == '\v' || buf[i] == '\f')) i++;
+    return i;
+}
+
+static size_t rq_inline_token_end(const uint8_t *buf, size_t i, size_t end)
+{
+    while (i < end && !rq_inline_sep(buf[i])) i++;
+    return i;
+}
+
+/* An inline command: one line, its arguments separated by blanks. */
+static int rq_inline(struct parse_state *ps, struct msg *m, const uint8_t *buf, size_t len,
+                     size_t *pp)
+{
+    size_t p = *pp, avail = len - p;
+    const uint8_t *nl = memchr(buf + p, '\n', avail < REDIS_MAX_INLINE ? avail : REDIS_MAX_INLINE);
+    if (nl == NULL) {
+        if (avail >= REDIS_MAX_INLINE) return rq_error(ps, "too big inline request");
+        return PARSE_AGAIN;
+    }
+    size_t end = (size_t)(nl - buf);
+    if (memchr(buf + p, '\0', end - p) != NULL || memchr(buf + p, '"', end - p) != NULL ||
+        memchr(buf + p, '\'', end - p) != NULL)
+        return rq_error(ps, "quotes and NUL are not supported in inline requests");
+
+    uint64_t ntok = 0;
+    for (size_t i = rq_inline_skip(buf, p, end); i < end; i = rq_inline_skip(buf, i, end)) {
+        ntok++;
+        i = rq_inline_token_end(buf, i, end);
+    }
+    *pp = end + 1;
+    if (ntok == 0) return rq_ignored(ps, end + 1 - p);
+
+    ps->a = ntok;
+    ps->d = 0;
+    m->nargs = ntok;
+    uint64_t base = m->len;
+    ps->b = 0;
+    for (size_t i = rq_inline_skip(buf, p, end); i < end; i = rq_inline_skip(buf, i, end)) {
+        size_t s = i;
+        i = rq_inline_token_end(buf, i, end);
+        switch (rq_kind(ps, m, ps->b)) {
+        case ARG_NAME:
+            rq_on_name(ps, m, buf + s, i - s);
+            break;
+        case ARG_KEY:
+            if (msg_add_key(m, buf + s, (uint32_t)(i - s), base + s, base + i) < 0)
+                return rq_error(ps, "out of memory");
+            break;
+        case ARG_NUMKEYS:
+            rq_on_numkeys(ps, m, buf + s, i - s);
+            break;
+        case ARG_VALUE:
+            rq_on_value(m, ps->b, base + i);
+            break;
+        }
+        ps->b++;
+    }
+    return PARSE_DONE;
+}
+
+static int rq_start(struct parse_state *ps, struct msg *m, const uint8_t *buf, size_t len,
+                    size_t *pp)
+{
+    size_t p = *pp;
+    if (p == len) return PARSE_AGAIN;
+    if (buf[p] != '*') return rq_inline(ps, m, buf, len, pp);
+
+    long n = redis_line(buf + p, len - p, REDIS_MAX_HDR);
+    if (n == REDIS_LINE_AGAIN) return PARSE_AGAIN;
+    int64_t nargs;
+    if (n == REDIS_LINE_BAD || !redis_parse_int(buf + p + 1, (size_t)n - 1, &nargs) ||
+        nargs > REDIS_MAX_ARGS)
+        return rq_error(ps, "invalid multibulk length");
+    *pp = p + (size_t)n + 2;
+    if (nargs <= 0) return rq_ignored(ps, (size_t)n + 2);
+    ps->a = (uint64_t)nargs;
+    ps->b = 0;
+    ps->d = 0;
+    m->nargs = (uint64_t)nargs;
+    ps->state = RQ_ARG_HDR;
+    return REDIS_CONT;
+}
+
+static int rq_arg_hdr(struct parse_state *ps, struct msg *m, const uint8_t *buf, size_t len,
+                      size_t *pp)
+{
+    size_t p = *pp;
+    if (p == len) return PARSE_AGAIN;
+    if (buf[p] != '$') {
+        if (buf[p] == '*') return rq_error(ps, "nested arrays are not allowed in requests");
+        return rq_error(ps, "expected '$'");
+    }
+    long n = redis_line(buf + p, len - p, REDIS_MAX_HDR);
+    if (n == REDIS_LINE_AGAIN) return PARSE_AGAIN;
+    int64_t blen;
+    if (n == REDIS_LINE_BAD || !redis_parse_int(buf + p + 1, (size_t)n - 1, &blen) || blen < 0 ||
+        blen > REDIS_MAX_BULK)
+        return rq_error(ps, "invalid bulk length");
+    ps->off = m->len + p;
+    ps->c = (uint64_t)blen;
+    *pp = p + (size_t)n + 2;
+    switch (rq_kind(ps, m, ps->b)) {
+    case ARG_NAME:
+        ps->state = blen > REDIS_NAME_PREFIX ? RQ_NAME_PREFIX : RQ_ARG_WHOLE;
+        break;
+    case ARG_KEY:
+        ps->state = RQ_ARG_WHOLE;
+        break;
+    case ARG_NUMKEYS:
+        if (blen > REDIS_MAX_NUMKEYS_LEN) {
+            rq_reject(m, REJECT_ARITY);
+            ps->state = RQ_ARG_PIECE;
+        } else {
+            ps->state = RQ_ARG_WHOLE;
+        }
+        break;
+    case ARG_VALUE:
+        ps->state = RQ_ARG_PIECE;
+        break;
+    }
+    return REDIS_CONT;
+}
+
+/* Argument b ended at offset end (after its CRLF). */
+static int rq_arg_done(struct parse_state *ps, struct msg *m, bool value, uint64_t end)
+{
+    if (value) rq_on_value(m, ps->b, end);
+    ps->b++;
+    if (ps->b < ps->a) {
+        ps->state = RQ_ARG_HDR;
+        return REDIS_CONT;
+    }
+    return PARSE_DONE;
+}
+
+static int rq_arg_whole(struct parse_state *ps, struct msg *m, const uint8_t *buf, size_t len,
+                        size_t *pp)
+{
+    size_t p = *pp;
+    uint64_t dlen = ps->c;
+    if (len - p < dlen + 2) return PARSE_AGAIN;
+    if (redis_crlf(buf, len, p + (size_t)dlen) < 0) return rq_error(ps, "expected CRLF after bulk data");
+    const uint8_t *data = buf + p;
+    uint64_t end = m->len + p + dlen + 2;
+    switch (rq_kind(ps, m, ps->b)) {
+    case ARG_NAME:
+        rq_on_name(ps, m, data, (size_t)dlen);
+        break;
+    case ARG_KEY:
+        if (msg_add_key(m, data, (uint32_t)dlen, ps->off, end) < 0)
+            return rq_error(ps, "out of memory");
+        break;
+    case ARG_NUMKEYS:
+        rq_on_numkeys(ps, m, data, (size_t)dlen);
+        break;
+    case ARG_VALUE: /* not consumed whole */
+        break;
+    }
+    *pp = p + (size_t)dlen + 2;
+    return rq_arg_done(ps, m, false, end);
+}
+
+static int rq_name_prefix(struct parse_state *ps, struct msg *m, const uint8_t *buf, size_t len,
+                          size_t *pp)
+{
+    size_t p = *pp;
+    if (len - p < REDIS_NAME_PREFIX) return PARSE_AGAIN;
+    rq_on_name(ps, m, buf + p, (size_t)ps->c); /* too long for any command: rejected */
+    *pp = p + REDIS_NAME_PREFIX;
+    ps->c -= REDIS_NAME_PREFIX;
+    ps->state = RQ_ARG_PIECE;
+    return REDIS_CONT;
+}
+
+static int rq_arg_piece(struct parse_state *ps, struct msg *m, const uint8_t *buf, size_t len,
+                        size_t *pp)
+{
+    if (!redis_take(&ps->c, len, pp)) return PARSE_AGAIN;
+    ps->state = RQ_ARG_CRLF;
+    return REDIS_CONT;
+}
+
+static int rq_arg_crlf(struct parse_state *ps, struct msg *m, const uint8_t *buf, size_t len,
+                       size_t *pp)
+{
+    int crlf = redis_crlf(buf, len, *pp);
+    if (crlf <= 0) return crlf == 0 ? PARSE_AGAIN : rq_error(ps, "expected CRLF after bulk data");
+    *pp += 2;
+    return rq_arg_done(ps, m, true, m->len + *pp);
+}
+
+int redis_parse_req(struct parse_state *ps, struct msg *m, const uint8_t *buf, size_t len,
+                    size_t *consumed)
+{
+    static const redis_step_fn steps[] = {
+        [RQ_START] = rq_start,
+        [RQ_ARG_HDR] = rq_arg_hdr,
+        [RQ_ARG_WHOLE] = rq_arg_whole,
+        [RQ_NAME_PREFIX] = rq_name_prefix,
+        [RQ_ARG_PIECE] = rq_arg_piece,
+        [RQ_ARG_CRLF] = rq_arg_crlf,
+    };
+    return redis_run(steps, sizeof(steps) / sizeof(steps[0]), ps, m, buf, len, consumed);
+}

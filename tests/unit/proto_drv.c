@@ -1,0 +1,299 @@
+/*
+ * proto_drv.c - feeds bytes to a protocol parser the way the core does (see proto_drv.h).
+ * Threads: the test's only.
+ */
+#include "config.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "proto_drv.h"
+
+void tenv_init(struct tenv *e, size_t mbuf_size)
+{
+    /* no free chunks kept: a stale pointer into a returned mbuf is a use-after-free under ASan */
+    mbuf_pool_init(&e->mp, mbuf_size, 0);
+    msg_pool_init(&e->pp, 0);
+}
+
+void tenv_deinit(struct tenv *e)
+{
+    assert_int_equal(e->mp.nlive, 0);
+    assert_int_equal(e->pp.nlive, 0);
+    msg_pool_deinit(&e->pp);
+    mbuf_pool_deinit(&e->mp);
+}
+
+void drv_init(struct drv *d, struct tenv *e, const struct proto_ops *ops, bool rsp, bool want_elems)
+{
+    memset(d, 0, sizeof(*d));
+    d->env = e;
+    d->ops = ops;
+    d->rsp = rsp;
+    d->ps.want_elems = want_elems;
+    ops->parse_reset(&d->ps);
+    d->cur = mbuf_get(&e->mp);
+    d->m = msg_get(&e->pp);
+    assert_non_null(d->cur);
+    assert_non_null(d->m);
+}
+
+void drv_open(struct drv *d, struct tenv *e, size_t mbuf_size, const struct proto_ops *ops,
+              bool rsp, bool want_elems)
+{
+    tenv_init(e, mbuf_size);
+    drv_init(d, e, ops, rsp, want_elems);
+}
+
+void drv_close(struct drv *d)
+{
+    struct tenv *e = d->env;
+    drv_deinit(d);
+    tenv_deinit(e);
+}
+
+static void drv_push(struct drv *d, struct msg *m)
+{
+    if (d->nout == d->out_cap) {
+        d->out_cap = d->out_cap ? d->out_cap * 2 : 16;
+        d->out = realloc(d->out, d->out_cap * sizeof(*d->out));
+        assert_non_null(d->out);
+    }
+    d->out[d->nout++] = m;
+}
+
+/* Parses what cur holds past pos, as the core does after each read. */
+static void drv_parse(struct drv *d)
+{
+    while (!d->failed && d->pos < d->cur->len) {
+        size_t avail = d->cur->len - d->pos, consumed = (size_t)-1;
+        int rc = d->rsp ? d->ops->parse_rsp(&d->ps, d->m, d->cur->data + d->pos, avail, &consumed)
+                        : d->ops->parse_req(&d->ps, d->m, d->cur->data + d->pos, avail, &consumed);
+        if (rc == PARSE_ERROR) {
+            assert_non_null(d->ps.error);
+            d->failed = true;
+            d->error = d->ps.error;
+            return;
+        }
+        assert_true(consumed <= avail);
+        assert_int_equal(msg_append(d->m, d->cur, d->pos, (uint32_t)consumed), 0);
+        d->pos += (uint32_t)consumed;
+        if (rc == PARSE_AGAIN) return;
+        assert_int_equal(rc, PARSE_DONE);
+        assert_true(consumed > 0);
+        drv_push(d, d->m);
+        d->m = msg_get(&d->env->pp);
+        assert_non_null(d->m);
+        d->ops->parse_reset(&d->ps);
+    }
+}
+
+/* cur is full: move its unconsumed tail to a fresh mbuf, or give up if the tail fills it. */
+static void drv_make_room(struct drv *d)
+{
+    if (d->pos == 0) {
+        d->failed = d->gave_up = true;
+        return;
+    }
+    struct mbuf *nb = mbuf_get(&d->env->mp);
+    assert_non_null(nb);
+    uint32_t tail = d->cur->len - d->pos;
+    memcpy(nb->data, d->cur->data + d->pos, tail);
+    nb->len = tail;
+    memset(d->cur->data + d->pos, '#', tail); /* the parser must not have kept pointers here */
+    mbuf_unref(d->cur);
+    d->cur = nb;
+    d->pos = 0;
+}
+
+void drv_read(struct drv *d, const void *data, size_t len)
+{
+    const uint8_t *p = data;
+    while (len > 0 && !d->failed) {
+        if (mbuf_room(d->cur) == 0) {
+            drv_make_room(d);
+            if (d->failed) return;
+        }
+        size_t k = mbuf_room(d->cur) < len ? mbuf_room(d->cur) : len;
+        memcpy(d->cur->data + d->cur->len, p, k);
+        d->cur->len += (uint32_t)k;
+        p += k;
+        len -= k;
+        drv_parse(d);
+    }
+}
+
+void drv_feed(struct drv *d, const void *data, size_t len, size_t step)
+{
+    const uint8_t *p = data;
+    if (step == 0) step = len;
+    for (size_t off = 0; off < len; off += step)
+        drv_read(d, p + off, len - off < step ? len - off : step);
+}
+
+void drv_feed2(struct drv *d, const void *data, size_t len, size_t cut)
+{
+    drv_read(d, data, cut);
+    drv_read(d, (const uint8_t *)data + cut, len - cut);
+}
+
+uint64_t drv_pending(const struct drv *d)
+{
+    return d->m->len + (d->cur->len - d->pos);
+}
+
+void drv_deinit(struct drv *d)
+{
+    for (size_t i = 0; i < d->nout; i++)
+        if (d->out[i] != NULL) msg_put(&d->env->pp, d->out[i]);
+    free(d->out);
+    msg_put(&d->env->pp, d->m);
+    mbuf_unref(d->cur);
+    d->ops->parse_free(&d->ps);
+    memset(d, 0, sizeof(*d));
+}
+
+/* Summarizes what d found into r, then closes d. */
+static void drv_collect(struct drv_run *r, struct drv *d, drv_summary_fn fn)
+{
+    r->n = d->nout;
+    r->lines = calloc(d->nout + 1, sizeof(char *));
+    assert_non_null(r->lines);
+    for (size_t i = 0; i < d->nout; i++) r->lines[i] = fn(d->out[i]);
+    r->failed = d->failed;
+    r->error = d->error;
+    r->pending = drv_pending(d);
+    drv_close(d);
+}
+
+void drv_run(struct drv_run *r, const struct proto_ops *ops, bool rsp, bool want_elems,
+             size_t mbuf, const char *in, size_t len, size_t step, size_t cut, drv_summary_fn fn)
+{
+    struct tenv e;
+    struct drv d;
+    drv_open(&d, &e, mbuf, ops, rsp, want_elems);
+    if (cut != SIZE_MAX) drv_feed2(&d, in, len, cut);
+    else drv_feed(&d, in, len, step);
+    drv_collect(r, &d, fn);
+}
+
+void drv_run_free(struct drv_run *r)
+{
+    for (size_t i = 0; i < r->n; i++) free(r->lines[i]);
+    free(r->lines);
+}
+
+void drv_run_same(const struct drv_run *a, struct drv_run *b)
+{
+    assert_int_equal(a->n, b->n);
+    assert_int_equal(a->failed, b->failed);
+    if (a->failed) assert_string_equal(a->error, b->error);
+    else assert_int_equal(a->pending, b->pending);
+    for (size_t i = 0; i < a->n; i++) assert_string_equal(a->lines[i], b->lines[i]);
+    drv_run_free(b);
+}
+
+uint64_t test_rand(uint64_t *state)
+{
+    uint64_t x = *state;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    *state = x;
+    return x * 0x2545F4914F6CDD1DULL;
+}
+
+/* Feeds in random pieces; returns the driver's findings. */
+static void drv_run_random(struct drv_run *r, const struct proto_ops *ops, bool rsp, bool want,
+                           size_t mbuf, const char *in, size_t len, size_t max_step,
+                           uint64_t *seed, drv_summary_fn fn)
+{
+    struct tenv e;
+    struct drv d;
+    drv_open(&d, &e, mbuf, ops, rsp, want);
+    for (size_t off = 0; off < len && !d.failed;) {
+        size_t k = 1 + (size_t)(test_rand(seed) % max_step);
+        if (k > len - off) k = len - off;
+        drv_read(&d, in + off, k);
+        off += k;
+    }
+    drv_collect(r, &d, fn);
+}
+
+void drv_fuzz_splits(const struct proto_ops *ops, bool rsp, bool want_elems, const char *in,
+                     size_t len, size_t mbuf, size_t small_mbuf, int n_splits, size_t max_step,
+                     uint64_t *seed, drv_summary_fn fn)
+{
+    struct drv_run ref, r;
+    drv_run(&ref, ops, rsp, want_elems, mbuf, in, len, 0, SIZE_MAX, fn);
+    assert_false(ref.failed && ref.error == NULL); /* the reference never gives up */
+    if (getenv("NC_FUZZ_VERBOSE") != NULL)
+        fprintf(stderr, "fuzz: %zu bytes, %zu msgs, %s\n", len, ref.n, ref.failed ? ref.error : "ok");
+    for (int i = 0; i < n_splits; i++) {
+        drv_run_random(&r, ops, rsp, want_elems, mbuf, in, len, max_step, seed, fn);
+        drv_run_same(&ref, &r);
+    }
+    drv_run_free(&ref);
+    for (int i = 0; small_mbuf != 0 && i < n_splits; i++) {
+        drv_run_random(&r, ops, rsp, want_elems, small_mbuf, in, len, max_step, seed, fn);
+        drv_run_free(&r);
+    }
+}
+
+char *msg_range_text(const struct msg *m, uint64_t start, uint64_t end)
+{
+    assert_true(start <= end && end <= m->len);
+    char *s = malloc((size_t)(end - start) + 1);
+    assert_non_null(s);
+    size_t n = msg_copy_out(m, start, s, (size_t)(end - start));
+    assert_int_equal(n, end - start);
+    s[n] = '\0';
+    return s;
+}
+
+char *msg_text(const struct msg *m)
+{
+    return msg_range_text(m, 0, m->len);
+}
+
+size_t resp_build(char *out, size_t size, int argc, const char *const *argv)
+{
+    int n = snprintf(out, size, "*%d\r\n", argc);
+    assert_true(n > 0 && (size_t)n < size);
+    size_t len = (size_t)n;
+    for (int i = 0; i < argc; i++) {
+        size_t al = strlen(argv[i]);
+        n = snprintf(out + len, size - len, "$%zu\r\n", al);
+        assert_true(n > 0 && len + (size_t)n + al + 2 < size);
+        len += (size_t)n;
+        memcpy(out + len, argv[i], al);
+        memcpy(out + len + al, "\r\n", 2);
+        len += al + 2;
+    }
+    out[len] = '\0';
+    return len;
+}
+
+int split_words(const char *line, char *buf, size_t size, const char **argv, int max)
+{
+    size_t n = strlen(line);
+    assert_true(n < size);
+    memcpy(buf, line, n + 1);
+    int argc = 0;
+    char *p = buf;
+    while (*p != '\0') {
+        assert_true(argc < max);
+        argv[argc++] = p;
+        char *sp = strchr(p, ' ');
+        if (sp == NULL) break;
+        *sp = '\0';
+        p = sp + 1;
+    }
+    return argc;
+}

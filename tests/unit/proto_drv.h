@@ -1,0 +1,101 @@
+/*
+ * proto_drv.h - a test driver that feeds bytes to a proto_ops parser the way the core does: reads
+ * land in mbufs of the pool's size, the parser sees the unconsumed bytes of the current mbuf, the
+ * consumed ones are appended to the msg, and when the mbuf is full its unconsumed tail moves to a
+ * fresh mbuf (the old tail is overwritten first, so a parser keeping pointers into unconsumed bytes
+ * reads garbage). When the tail alone fills an mbuf the driver gives up, as the core does.
+ *
+ * Threads: the test's only.
+ */
+#ifndef NC_TEST_PROTO_DRV_H
+#define NC_TEST_PROTO_DRV_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "msg/mbuf.h"
+#include "msg/msg.h"
+#include "proto/proto.h"
+
+/* pools shared by the drivers (and fragments) of one test */
+struct tenv {
+    struct mbuf_pool mp;
+    struct msg_pool pp;
+};
+
+void tenv_init(struct tenv *e, size_t mbuf_size);
+/* Checks that every mbuf and msg went back (no leak), then frees the pools. */
+void tenv_deinit(struct tenv *e);
+
+struct drv {
+    struct tenv *env;
+    const struct proto_ops *ops;
+    bool rsp;                 /* parse responses */
+    struct parse_state ps;
+    struct mbuf *cur;         /* the mbuf reads go to (the driver holds a reference) */
+    uint32_t pos;             /* first unconsumed byte in cur */
+    struct msg *m;            /* the msg being parsed */
+    struct msg **out;         /* completed msgs, in order (a test may take one: set it NULL) */
+    size_t nout, out_cap;
+    bool failed;              /* PARSE_ERROR seen, or gave up on a token larger than an mbuf */
+    bool gave_up;
+    const char *error;        /* ps.error of the PARSE_ERROR */
+};
+
+void drv_init(struct drv *d, struct tenv *e, const struct proto_ops *ops, bool rsp, bool want_elems);
+/* tenv_init(e, mbuf_size) + drv_init(); drv_close() undoes both (and checks for leaks). */
+void drv_open(struct drv *d, struct tenv *e, size_t mbuf_size, const struct proto_ops *ops,
+              bool rsp, bool want_elems);
+void drv_close(struct drv *d);
+/* One read of len bytes from the socket. */
+void drv_read(struct drv *d, const void *data, size_t len);
+/* Reads data in pieces of step bytes (0: all at once). */
+void drv_feed(struct drv *d, const void *data, size_t len, size_t step);
+/* Two reads: [0, cut) and [cut, len). */
+void drv_feed2(struct drv *d, const void *data, size_t len, size_t cut);
+/* Bytes received but not yet part of a completed msg (the msg in progress plus the tail). */
+uint64_t drv_pending(const struct drv *d);
+/* Puts every msg it still holds, its mbuf, frees the parser state. */
+void drv_deinit(struct drv *d);
+
+/* The outcome of feeding a stream to a fresh driver: one summary line per parsed msg. */
+struct drv_run {
+    char **lines;
+    size_t n;
+    bool failed;
+    const char *error;
+    uint64_t pending;   /* bytes after the last complete msg */
+};
+typedef char *(*drv_summary_fn)(const struct msg *m); /* a heap string */
+/* Feeds in[0..len): in two reads split at cut if cut != SIZE_MAX, else in steps of step bytes. */
+void drv_run(struct drv_run *r, const struct proto_ops *ops, bool rsp, bool want_elems,
+             size_t mbuf, const char *in, size_t len, size_t step, size_t cut, drv_summary_fn fn);
+void drv_run_free(struct drv_run *r);
+/* Asserts that b found what a found; frees b. */
+void drv_run_same(const struct drv_run *a, struct drv_run *b);
+
+/* A small deterministic PRNG for randomized tests (xorshift64*); *state must not be 0. */
+uint64_t test_rand(uint64_t *state);
+
+/*
+ * Feeds in[0..len) once in one read (the reference) and then n_splits times in random pieces
+ * (sizes up to max_step, drawn from *seed), all with mbufs of mbuf bytes: every run must find
+ * the same msgs and the same error. With small_mbuf != 0, runs n_splits more times with mbufs of
+ * that size, only to check for crashes and leaks (a token may then not fit an mbuf).
+ */
+void drv_fuzz_splits(const struct proto_ops *ops, bool rsp, bool want_elems, const char *in,
+                     size_t len, size_t mbuf, size_t small_mbuf, int n_splits, size_t max_step,
+                     uint64_t *seed, drv_summary_fn fn);
+
+/* A msg's bytes as a NUL-terminated heap string (the caller frees it). */
+char *msg_text(const struct msg *m);
+/* Bytes [start, end) of m as a NUL-terminated heap string. */
+char *msg_range_text(const struct msg *m, uint64_t start, uint64_t end);
+
+/* Builds a RESP request from argv (lengths from strlen) into out; returns its length. */
+size_t resp_build(char *out, size_t size, int argc, const char *const *argv);
+/* Splits line on single spaces into argv (pointers into a copy kept in buf); returns argc. */
+int split_words(const char *line, char *buf, size_t size, const char **argv, int max);
+
+#endif

@@ -1,0 +1,708 @@
+/*
+ * test_redis_rsp.c - unit tests of the redis response parser (every type, nil, nesting to depth
+ * 1000 and past the limit, top-level elements, fatal errors, every split point, big bulks over
+ * small mbufs) and of fragment + coalesce for MGET, DEL, UNLINK, TOUCH, EXISTS and MSET with keys
+ * spread over 3 servers, their fake replies parsed by the response parser.
+ * Threads: the test's only.
+ */
+#include "config.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "common/util.h"
+#include "proto/proto.h"
+#include "proto/redis.h"
+#include "proto/redis_cmd.h"
+#include "proto_drv.h"
+
+#define BIG_MBUF 16384
+#define SMALL_MBUF 512
+
+/* ---------------------------------------------------------------- response types */
+
+struct rsp_vector {
+    const char *in;
+    uint8_t type;
+    int64_t integer;
+    bool fatal;
+};
+
+static const struct rsp_vector rsp_vectors[] = {
+    { "+OK\r\n", RSP_STATUS, 0, false },
+    { "+\r\n", RSP_STATUS, 0, false },
+    { "-ERR unknown command 'foo'\r\n", RSP_ERROR, 0, false },
+    { "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n", RSP_ERROR, 0, false },
+    { ":42\r\n", RSP_INTEGER, 42, false },
+    { ":-7\r\n", RSP_INTEGER, -7, false },
+    { ":0\r\n", RSP_INTEGER, 0, false },
+    { ":9223372036854775807\r\n", RSP_INTEGER, INT64_MAX, false },
+    { "$3\r\nfoo\r\n", RSP_BULK, 0, false },
+    { "$0\r\n\r\n", RSP_BULK, 0, false },
+    { "$4\r\n\r\n\r\n\r\n", RSP_BULK, 0, false },
+    { "$-1\r\n", RSP_NIL_BULK, 0, false },
+    { "*0\r\n", RSP_ARRAY, 0, false },
+    { "*-1\r\n", RSP_NIL_ARRAY, 0, false },
+    { "*2\r\n$1\r\na\r\n:1\r\n", RSP_ARRAY, 0, false },
+    { "*1\r\n-LOADING in an array\r\n", RSP_ARRAY, 0, false },
+    { "*3\r\n*0\r\n*-1\r\n*1\r\n$-1\r\n", RSP_ARRAY, 0, false },
+    { "*2\r\n+OK\r\n-ERR x\r\n", RSP_ARRAY, 0, false },
+    /* fatal errors */
+    { "-LOADING Redis is loading the dataset in memory\r\n", RSP_ERROR, 0, true },
+    { "-LOADING\r\n", RSP_ERROR, 0, true },
+    { "-LOADINGX\r\n", RSP_ERROR, 0, false },
+    { "-BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.\r\n",
+      RSP_ERROR, 0, true },
+    { "-BUSYKEY Target key name already exists.\r\n", RSP_ERROR, 0, false },
+    { "-BUSYGROUP Consumer Group name already exists\r\n", RSP_ERROR, 0, false },
+    { "-NOAUTH Authentication required.\r\n", RSP_ERROR, 0, true },
+    { "-MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.\r\n",
+      RSP_ERROR, 0, true },
+    { "-ERR max number of clients reached\r\n", RSP_ERROR, 0, true },
+    { "-ERR max number of clients\r\n", RSP_ERROR, 0, false },
+    { "-OOM command not allowed when used memory > 'maxmemory'.\r\n", RSP_ERROR, 0, false },
+    { "-MISCONF Redis is configured to save RDB snapshots, but it's currently unable to persist\r\n",
+      RSP_ERROR, 0, false },
+    { "-READONLY You can't write against a read only replica.\r\n", RSP_ERROR, 0, false },
+    { "-\r\n", RSP_ERROR, 0, false },
+};
+
+static void test_rsp_types(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < NC_ARRAY_LEN(rsp_vectors); i++) {
+        const struct rsp_vector *v = &rsp_vectors[i];
+        size_t len = strlen(v->in);
+        for (size_t cut = 0; cut <= len + 1; cut++) {
+            struct tenv e;
+            struct drv d;
+            drv_open(&d, &e, cut % 2 ? SMALL_MBUF : BIG_MBUF, &redis_proto, true, cut % 3 == 0);
+            if (cut == len + 1) drv_feed(&d, v->in, len, 1);
+            else drv_feed2(&d, v->in, len, cut);
+            assert_false(d.failed);
+            assert_int_equal(d.nout, 1);
+            assert_int_equal(drv_pending(&d), 0);
+            struct msg *m = d.out[0];
+            assert_int_equal(m->len, len);
+            if (m->rsp_type != v->type || m->rsp_fatal != v->fatal)
+                print_error("vector %zu: %s", i, v->in);
+            assert_int_equal(m->rsp_type, v->type);
+            assert_int_equal(m->rsp_fatal, v->fatal);
+            if (v->type == RSP_INTEGER) assert_int_equal(m->integer, v->integer);
+            drv_close(&d);
+        }
+    }
+}
+
+struct rsp_err_vector {
+    const char *in;
+    const char *error;
+};
+
+static const struct rsp_err_vector rsp_err_vectors[] = {
+    { "?x\r\n", "unknown reply type" },
+    { "%1\r\n+a\r\n+b\r\n", "unknown reply type" },
+    { "_\r\n", "unknown reply type" },
+    { "*2\r\n:1\r\n#t\r\n", "unknown reply type" },
+    { "$abc\r\n", "invalid bulk length" },
+    { "$-2\r\n", "invalid bulk length" },
+    { "$01\r\n", "invalid bulk length" },
+    { "*-2\r\n", "invalid array length" },
+    { "*1\r\n*x\r\n", "invalid array length" },
+    { ":abc\r\n", "invalid integer reply" },
+    { ":1\n:2\r\n", "invalid integer reply" },
+    { ":1111111111111111111111111111111111111111\r\n", "invalid integer reply" },
+    { "$3\r\nabcXY", "expected CRLF after bulk data" },
+};
+
+static void test_rsp_errors(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < NC_ARRAY_LEN(rsp_err_vectors); i++) {
+        const struct rsp_err_vector *v = &rsp_err_vectors[i];
+        for (size_t step = 0; step <= 1; step++) {
+            struct tenv e;
+            struct drv d;
+            drv_open(&d, &e, BIG_MBUF, &redis_proto, true, true);
+            drv_feed(&d, v->in, strlen(v->in), step);
+            assert_true(d.failed);
+            assert_false(d.gave_up);
+            assert_string_equal(d.error, v->error);
+            drv_close(&d);
+        }
+    }
+}
+
+/* ---------------------------------------------------------------- streams, elements */
+
+static char *rsp_summary(const struct msg *m)
+{
+    size_t size = 256 + (size_t)m->nelems * 48 + (size_t)m->len;
+    char *s = malloc(size);
+    assert_non_null(s);
+    int n = snprintf(s, size, "len=%" PRIu64 " type=%d int=%" PRId64 " fatal=%d elems=", m->len,
+                     m->rsp_type, m->integer, m->rsp_fatal);
+    for (uint32_t i = 0; i < m->nelems; i++)
+        n += snprintf(s + n, size - (size_t)n, "[%" PRIu64 ",%" PRIu64 ")", m->elems[i].start,
+                      m->elems[i].end);
+    char *t = msg_text(m);
+    snprintf(s + n, size - (size_t)n, " %s", t);
+    free(t);
+    return s;
+}
+
+/* a stream of replies of every kind, long lines and bulks crossing 512-byte mbufs */
+static size_t build_rsp_stream(char *out, size_t size)
+{
+    size_t n = 0;
+    n += (size_t)snprintf(out + n, size - n, "+OK\r\n:12\r\n$-1\r\n*-1\r\n*0\r\n$0\r\n\r\n");
+    n += (size_t)snprintf(out + n, size - n, "*4\r\n$1\r\na\r\n$-1\r\n*2\r\n:1\r\n:2\r\n+OK\r\n");
+    n += (size_t)snprintf(out + n, size - n, "-BUSY Redis is busy running a script. You can only "
+                                             "call SCRIPT KILL or SHUTDOWN NOSAVE.\r\n");
+    n += (size_t)snprintf(out + n, size - n, "+");
+    for (int i = 0; i < 700; i++) out[n++] = (char)('a' + i % 26);
+    n += (size_t)snprintf(out + n, size - n, "\r\n-ERR ");
+    for (int i = 0; i < 700; i++) out[n++] = (char)('a' + i % 26);
+    n += (size_t)snprintf(out + n, size - n, "\r\n*3\r\n$1500\r\n");
+    for (int i = 0; i < 1500; i++) out[n++] = (char)('0' + i % 10);
+    n += (size_t)snprintf(out + n, size - n, "\r\n*2\r\n*1\r\n*0\r\n-ERR nested\r\n:-5\r\n");
+    n += (size_t)snprintf(out + n, size - n, "-LOADING Redis is loading the dataset in memory\r\n");
+    assert_true(n < size);
+    return n;
+}
+
+static void test_rsp_stream_every_split(void **state)
+{
+    (void)state;
+    static char in[8192];
+    size_t len = build_rsp_stream(in, sizeof(in));
+    for (int want = 0; want <= 1; want++) {
+        struct drv_run ref, r;
+        drv_run(&ref, &redis_proto, true, want, BIG_MBUF, in, len, 0, SIZE_MAX, rsp_summary);
+        assert_false(ref.failed);
+        assert_int_equal(ref.n, 12);
+        assert_int_equal(ref.pending, 0);
+        for (size_t cut = 0; cut <= len; cut++) {
+            drv_run(&r, &redis_proto, true, want, SMALL_MBUF, in, len, 0, cut, rsp_summary);
+            drv_run_same(&ref, &r);
+        }
+        for (size_t step = 1; step <= 50; step++) {
+            drv_run(&r, &redis_proto, true, want, SMALL_MBUF, in, len, step, SIZE_MAX, rsp_summary);
+            drv_run_same(&ref, &r);
+        }
+        drv_run_free(&ref);
+    }
+}
+
+/* Appends a random reply of depth at most depth. */
+static size_t random_reply(char *out, size_t size, uint64_t *seed, int depth)
+{
+    static const char text[] = "abc XYZ-:*$+\t";
+    char word[64];
+    size_t wl = (size_t)(test_rand(seed) % 20);
+    if (test_rand(seed) % 8 == 0) wl = (size_t)(test_rand(seed) % 60);
+    for (size_t i = 0; i < wl; i++) word[i] = text[test_rand(seed) % (sizeof(text) - 1)];
+    word[wl] = '\0';
+    switch (test_rand(seed) % (depth > 0 ? 8 : 6)) {
+    case 0: return (size_t)snprintf(out, size, "+%s\r\n", word);
+    case 1: return (size_t)snprintf(out, size, "-%s\r\n", test_rand(seed) % 3 ? word : "LOADING x");
+    case 2: return (size_t)snprintf(out, size, ":%" PRId64 "\r\n", (int64_t)test_rand(seed));
+    case 3: return (size_t)snprintf(out, size, "$-1\r\n");
+    case 4: return (size_t)snprintf(out, size, test_rand(seed) % 2 ? "*-1\r\n" : "*0\r\n");
+    case 5: return (size_t)snprintf(out, size, "$%zu\r\n%s\r\n", wl, word);
+    default: {
+        int k = 1 + (int)(test_rand(seed) % 5);
+        size_t n = (size_t)snprintf(out, size, "*%d\r\n", k);
+        for (int i = 0; i < k; i++) n += random_reply(out + n, size - n, seed, depth - 1);
+        return n;
+    }
+    }
+}
+
+static void test_random_replies(void **state)
+{
+    (void)state;
+    uint64_t seed = 0xD1B54A32D192ED03ULL;
+    char *in = malloc(1 << 20);
+    assert_non_null(in);
+    for (int round = 0; round < 60; round++) {
+        size_t len = 0;
+        int n = 1 + (int)(test_rand(&seed) % 20);
+        for (int i = 0; i < n; i++) len += random_reply(in + len, (1 << 20) - len, &seed, 5);
+        bool want = round % 2;
+        drv_fuzz_splits(&redis_proto, true, want, in, len, BIG_MBUF * 4, SMALL_MBUF, 20,
+                        1 + len / 8, &seed, rsp_summary);
+        drv_fuzz_splits(&redis_proto, true, want, in, len, BIG_MBUF * 4, 0, 3, 3, &seed,
+                        rsp_summary);
+    }
+    static const char junk[] = "*$:+-\r\n0123456789abc ";
+    for (int round = 0; round < 300; round++) {
+        size_t len = 1 + (size_t)(test_rand(&seed) % 300);
+        for (size_t i = 0; i < len; i++) in[i] = junk[test_rand(&seed) % (sizeof(junk) - 1)];
+        drv_fuzz_splits(&redis_proto, true, round % 2, in, len, BIG_MBUF, SMALL_MBUF, 4,
+                        1 + len / 4, &seed, rsp_summary);
+    }
+    free(in);
+}
+
+static void test_rsp_elems(void **state)
+{
+    (void)state;
+    static const char in[] = "*4\r\n$1\r\na\r\n$-1\r\n*2\r\n:1\r\n:2\r\n+OK\r\n"
+                             "*2\r\n-ERR x\r\n$2\r\nbc\r\n"
+                             ":3\r\n";
+    for (size_t step = 0; step <= 1; step++) {
+        struct tenv e;
+        struct drv d;
+        drv_open(&d, &e, SMALL_MBUF, &redis_proto, true, true);
+        drv_feed(&d, in, sizeof(in) - 1, step);
+        assert_int_equal(d.nout, 3);
+        struct msg *m = d.out[0];
+        assert_int_equal(m->nelems, 4);
+        static const uint64_t b[][2] = { { 4, 11 }, { 11, 16 }, { 16, 28 }, { 28, 33 } };
+        for (size_t i = 0; i < 4; i++) {
+            assert_int_equal(m->elems[i].start, b[i][0]);
+            assert_int_equal(m->elems[i].end, b[i][1]);
+            assert_null(m->elems[i].key);
+        }
+        m = d.out[1]; /* offsets are the msg's own */
+        assert_int_equal(m->nelems, 2);
+        char *t = msg_range_text(m, m->elems[1].start, m->elems[1].end);
+        assert_string_equal(t, "$2\r\nbc\r\n");
+        free(t);
+        assert_int_equal(m->elems[0].start, 4);
+        assert_int_equal(d.out[2]->nelems, 0);
+        drv_close(&d);
+    }
+    /* not asked: none recorded */
+    struct tenv e;
+    struct drv d;
+    drv_open(&d, &e, SMALL_MBUF, &redis_proto, true, false);
+    drv_feed(&d, in, sizeof(in) - 1, 0);
+    assert_int_equal(d.nout, 3);
+    assert_int_equal(d.out[0]->nelems, 0);
+    drv_close(&d);
+}
+
+/* D(0) = ":0\r\n", D(n) = "*2\r\n" D(n-1) ":n\r\n" */
+static size_t build_deep(char *out, int depth)
+{
+    size_t n = 0;
+    for (int i = 0; i < depth; i++) n += (size_t)sprintf(out + n, "*2\r\n");
+    n += (size_t)sprintf(out + n, ":0\r\n");
+    for (int i = 1; i <= depth; i++) n += (size_t)sprintf(out + n, ":%d\r\n", i);
+    return n;
+}
+
+static void test_rsp_nested_depth_1000(void **state)
+{
+    (void)state;
+    char *in = malloc(65536);
+    assert_non_null(in);
+    size_t len = build_deep(in, 1000);
+    size_t tail = strlen(":1000\r\n");
+    static const size_t steps[] = { 0, 1, 3, 100 };
+    for (size_t s = 0; s < NC_ARRAY_LEN(steps); s++) {
+        struct tenv e;
+        struct drv d;
+        drv_open(&d, &e, SMALL_MBUF, &redis_proto, true, true);
+        drv_feed(&d, in, len, steps[s]);
+        drv_feed(&d, "$-1\r\n", 5, 0); /* the parser is ready for the next reply */
+        assert_false(d.failed);
+        assert_int_equal(d.nout, 2);
+        struct msg *m = d.out[0];
+        assert_int_equal(m->len, len);
+        assert_int_equal(m->rsp_type, RSP_ARRAY);
+        assert_int_equal(m->nelems, 2);
+        assert_int_equal(m->elems[0].start, 4);
+        assert_int_equal(m->elems[0].end, len - tail);
+        assert_int_equal(m->elems[1].end, len);
+        assert_true(d.ps.stack_cap >= 1000);
+        assert_int_equal(d.out[1]->rsp_type, RSP_NIL_BULK);
+        drv_close(&d);
+    }
+    /* 1000 levels of one-element arrays around a nil */
+    len = 0;
+    for (int i = 0; i < 1000; i++) len += (size_t)sprintf(in + len, "*1\r\n");
+    len += (size_t)sprintf(in + len, "*-1\r\n");
+    struct tenv e;
+    struct drv d;
+    drv_open(&d, &e, SMALL_MBUF, &redis_proto, true, false);
+    drv_feed(&d, in, len, 1);
+    assert_int_equal(d.nout, 1);
+    assert_int_equal(d.out[0]->len, len);
+    drv_close(&d);
+    free(in);
+}
+
+static void test_rsp_too_deep(void **state)
+{
+    (void)state;
+    size_t size = (REDIS_MAX_DEPTH + 2) * 4 + 16;
+    char *in = malloc(size);
+    assert_non_null(in);
+    size_t len = 0;
+    for (int i = 0; i <= REDIS_MAX_DEPTH; i++) len += (size_t)sprintf(in + len, "*1\r\n");
+    struct tenv e;
+    struct drv d;
+    drv_open(&d, &e, BIG_MBUF, &redis_proto, true, false);
+    drv_feed(&d, in, len, 0);
+    assert_true(d.failed);
+    assert_string_equal(d.error, "reply nested too deep");
+    drv_close(&d);
+    free(in);
+}
+
+static void test_rsp_big_bulk_small_mbufs(void **state)
+{
+    (void)state;
+    size_t vlen = 100000;
+    char *in = malloc(vlen + 64);
+    assert_non_null(in);
+    size_t n = (size_t)sprintf(in, "$%zu\r\n", vlen);
+    for (size_t i = 0; i < vlen; i++) in[n++] = (char)('a' + i % 26);
+    n += (size_t)sprintf(in + n, "\r\n:1\r\n");
+    static const size_t steps[] = { 0, 1, 479, 480, 481, 4096 };
+    for (size_t s = 0; s < NC_ARRAY_LEN(steps); s++) {
+        struct tenv e;
+        struct drv d;
+        drv_open(&d, &e, SMALL_MBUF, &redis_proto, true, true);
+        drv_feed(&d, in, n, steps[s]);
+        assert_false(d.failed);
+        assert_int_equal(d.nout, 2);
+        assert_int_equal(d.out[0]->rsp_type, RSP_BULK);
+        assert_int_equal(d.out[0]->len, n - 4);
+        assert_true(d.out[0]->nspans > 200);
+        char *t = msg_text(d.out[0]);
+        assert_memory_equal(t, in, n - 4);
+        free(t);
+        assert_int_equal(d.out[1]->integer, 1);
+        drv_close(&d);
+    }
+    free(in);
+}
+
+/* ---------------------------------------------------------------- fragment + coalesce */
+
+struct ftest {
+    struct tenv e;
+    struct drv rq;     /* parsed the client's request */
+    struct drv rs;     /* parsed the fragments' fake replies */
+    struct msg *req;
+    int argc;
+    const char *argv[1024];
+    char wbuf[32768];
+};
+
+/* Parses the request line (RESP or inline, fed in steps of step bytes). */
+static void ft_init(struct ftest *t, const char *line, bool inl, size_t mbuf, size_t step)
+{
+    memset(t, 0, sizeof(*t));
+    t->argc = split_words(line, t->wbuf, sizeof(t->wbuf), t->argv, (int)NC_ARRAY_LEN(t->argv));
+    size_t size = strlen(line) * 2 + 64 * 16;
+    char *in = malloc(size);
+    assert_non_null(in);
+    size_t len = inl ? (size_t)snprintf(in, size, "%s\r\n", line)
+                     : resp_build(in, size, t->argc, t->argv);
+    drv_open(&t->rq, &t->e, mbuf, &redis_proto, false, false);
+    drv_feed(&t->rq, in, len, step);
+    free(in);
+    assert_false(t->rq.failed);
+    assert_int_equal(t->rq.nout, 1);
+    t->req = t->rq.out[0];
+    assert_int_equal(t->req->reject, REJECT_NONE);
+    drv_init(&t->rs, &t->e, &redis_proto, true, true);
+}
+
+/* Puts the fragments (the core's job) and everything else; checks no leak. */
+static void ft_deinit(struct ftest *t)
+{
+    for (uint32_t f = 0; f < t->req->nfrags; f++) msg_put(&t->e.pp, t->req->frags[f]);
+    drv_deinit(&t->rs);
+    drv_deinit(&t->rq);
+    tenv_deinit(&t->e);
+}
+
+/* Checks the fragments against what they should be: one per server in order of first use,
+ * "*N\r\n$len\r\n<lowercase name>\r\n" then the keys (and MSET values) of that server. */
+static void ft_check_frags(struct ftest *t, const uint32_t *servers)
+{
+    struct msg *req = t->req;
+    bool mset = (req->cmd_flags & CMD_F_FRAG_MSET) != 0;
+    uint32_t order[128], nf = 0;
+    for (uint32_t i = 0; i < req->nkeys; i++) {
+        uint32_t f = 0;
+        while (f < nf && order[f] != servers[i]) f++;
+        if (f == nf) order[nf++] = servers[i];
+        assert_int_equal(req->key_frag[i], f);
+    }
+    assert_int_equal(req->nfrags, nf);
+    assert_int_equal(req->nfrags_done, 0);
+    char name[32];
+    snprintf(name, sizeof(name), "%s", redis_cmds[req->cmd].name);
+    for (uint32_t f = 0; f < nf; f++) {
+        struct msg *fr = req->frags[f];
+        const char *av[1024];
+        int ac = 0;
+        av[ac++] = name;
+        uint32_t fk = 0;
+        for (uint32_t i = 0; i < req->nkeys; i++) {
+            if (servers[i] != order[f]) continue;
+            int ai = mset ? 1 + 2 * (int)i : 1 + (int)i;
+            av[ac++] = t->argv[ai];
+            if (mset) av[ac++] = t->argv[ai + 1];
+            /* the fragment's key points at the request's key bytes */
+            assert_ptr_equal(fr->keys[fk].ptr, req->keys[i].ptr);
+            assert_int_equal(fr->keys[fk].len, req->keys[i].len);
+            char want[8192];
+            resp_build(want, sizeof(want), mset ? 2 : 1, &t->argv[ai]);
+            char *got = msg_range_text(fr, fr->keys[fk].start, fr->keys[fk].end);
+            assert_string_equal(got, strchr(want, '\n') + 1);
+            free(got);
+            fk++;
+        }
+        assert_int_equal(fr->nkeys, fk);
+        char want[65536];
+        resp_build(want, sizeof(want), ac, av);
+        char *got = msg_text(fr);
+        assert_string_equal(got, want);
+        free(got);
+        assert_ptr_equal(fr->frag_owner, req);
+        assert_int_equal(fr->server_idx, order[f]);
+        assert_int_equal(fr->cmd, req->cmd);
+        assert_int_equal(fr->cmd_flags, req->cmd_flags);
+        assert_int_equal(fr->nargs, (uint64_t)ac);
+        assert_ptr_equal(fr->name, req->name);
+        assert_int_equal(fr->reject, REJECT_NONE);
+    }
+}
+
+/* Parses replies[f] as fragment f's reply and pairs them. */
+static void ft_replies(struct ftest *t, const char *const *replies)
+{
+    size_t first = t->rs.nout;
+    for (uint32_t f = 0; f < t->req->nfrags; f++) drv_feed(&t->rs, replies[f], strlen(replies[f]), 1);
+    assert_false(t->rs.failed);
+    assert_int_equal(t->rs.nout, first + t->req->nfrags);
+    for (uint32_t f = 0; f < t->req->nfrags; f++) t->req->frags[f]->peer = t->rs.out[first + f];
+}
+
+/* Coalesces into a fresh msg; returns the rc, its text in *text (caller frees). */
+static int ft_coalesce(struct ftest *t, char **text, struct msg **out)
+{
+    struct msg *rsp = msg_get(&t->e.pp);
+    assert_non_null(rsp);
+    int rc = redis_proto.coalesce(t->req, rsp);
+    *text = msg_text(rsp);
+    if (out != NULL) *out = rsp;
+    else msg_put(&t->e.pp, rsp);
+    return rc;
+}
+
+/*
+ * Parses line, fragments it over servers (no pool mbuf taken: fragments are slices and literals),
+ * checks the fragments, parses replies[f] as fragment f's reply (want_elems as said) and coalesces.
+ * The coalesce rc must be want_rc; when 0, the reply is want with type want_type, else it is empty.
+ */
+struct roundtrip {
+    const char *line;
+    bool inl;
+    size_t mbuf, step;
+    const uint32_t *servers;
+    uint32_t nfrags;
+    const char *const *replies;
+    bool no_elems;
+    int want_rc;
+    const char *want;
+    uint8_t want_type;
+};
+
+static void roundtrip(const struct roundtrip *r)
+{
+    struct ftest t;
+    ft_init(&t, r->line, r->inl, r->mbuf ? r->mbuf : BIG_MBUF, r->step);
+    uint64_t nlive = t.e.mp.nlive;
+    assert_int_equal(redis_proto.fragment(t.req, r->servers, &t.e.pp), 0);
+    assert_int_equal(t.e.mp.nlive, nlive);
+    assert_int_equal(t.req->nfrags, r->nfrags);
+    ft_check_frags(&t, r->servers);
+    if (r->replies != NULL) {
+        t.rs.ps.want_elems = !r->no_elems;
+        ft_replies(&t, r->replies);
+        char *text;
+        struct msg *rsp;
+        int rc = ft_coalesce(&t, &text, &rsp);
+        if (rc != r->want_rc) print_error("%s: coalesce rc %d\n", r->line, rc);
+        assert_int_equal(rc, r->want_rc);
+        if (rc == 0) {
+            assert_string_equal(text, r->want);
+            assert_int_equal(rsp->rsp_type, r->want_type);
+        } else {
+            assert_int_equal(rsp->len, 0); /* replies are checked before anything is built */
+        }
+        free(text);
+        msg_put(&t.e.pp, rsp);
+    }
+    ft_deinit(&t);
+}
+
+static const uint32_t servers9[] = { 2, 0, 2, 1, 1, 0, 2, 0, 1 };
+
+static void test_fragment_mget(void **state)
+{
+    (void)state;
+    /* frag 0 = server 2: k0 k2 k6; frag 1 = server 0: key1 k5 k7; frag 2 = server 1: k3 k4 k8 */
+    static const char *const replies[] = {
+        "*3\r\n$2\r\nv0\r\n$-1\r\n$0\r\n\r\n",
+        "*3\r\n$4\r\nval1\r\n$2\r\nv5\r\n*1\r\n:7\r\n",
+        "*3\r\n$-1\r\n$2\r\nv4\r\n$2\r\nv8\r\n",
+    };
+    for (int inl = 0; inl <= 1; inl++)
+        roundtrip(&(struct roundtrip){
+            .line = "MGET k0 key1 k2 k3 k4 k5 k6 k7 k8", .inl = inl, .mbuf = SMALL_MBUF, .step = 3,
+            .servers = servers9, .nfrags = 3, .replies = replies, .want_type = RSP_ARRAY,
+            .want = "*9\r\n$2\r\nv0\r\n$4\r\nval1\r\n$-1\r\n$-1\r\n$2\r\nv4\r\n"
+                    "$2\r\nv5\r\n$0\r\n\r\n*1\r\n:7\r\n$2\r\nv8\r\n" });
+}
+
+static void test_fragment_sum_commands(void **state)
+{
+    (void)state;
+    static const char *const names[] = { "DEL", "UNLINK", "TOUCH", "EXISTS", "exists" };
+    static const char *const replies[] = { ":3\r\n", ":0\r\n", ":2\r\n" };
+    for (size_t c = 0; c < NC_ARRAY_LEN(names); c++) {
+        char line[256];
+        snprintf(line, sizeof(line), "%s k0 key1 k2 k3 k4 k5 k6 k7 k8", names[c]);
+        for (int inl = 0; inl <= 1; inl++)
+            roundtrip(&(struct roundtrip){ .line = line, .inl = inl, .servers = servers9,
+                                           .nfrags = 3, .replies = replies, .want = ":5\r\n",
+                                           .want_type = RSP_INTEGER });
+    }
+}
+
+static const char *const ok3[] = { "+OK\r\n", "+OK\r\n", "+OK\r\n" };
+
+static void test_fragment_mset(void **state)
+{
+    (void)state;
+    for (int inl = 0; inl <= 1; inl++)
+        roundtrip(&(struct roundtrip){
+            .line = "MSET k0 v0 key1 value1 k2 v2 k3 v3 k4 v4 k5 v5 k6 v6 k7 v7 k8 v8", .inl = inl,
+            .mbuf = SMALL_MBUF, .step = 1, .servers = servers9, .nfrags = 3, .replies = ok3,
+            .want = "+OK\r\n", .want_type = RSP_STATUS });
+}
+
+static void test_fragment_big_values(void **state)
+{
+    (void)state;
+    /* MSET with 3000-byte values over 512-byte mbufs: the groups are slices over many mbufs */
+    size_t vlen = 3000;
+    char *line = malloc(6 * (vlen + 8) + 16);
+    assert_non_null(line);
+    size_t n = (size_t)sprintf(line, "MSET");
+    for (int k = 0; k < 5; k++) {
+        n += (size_t)sprintf(line + n, " key%d ", k);
+        for (size_t i = 0; i < vlen; i++) line[n++] = (char)('a' + (i + (size_t)k) % 26);
+        line[n] = '\0';
+    }
+    static const uint32_t servers[] = { 1, 1, 0, 1, 2 };
+    static const size_t steps[] = { 0, 1, 100 };
+    for (size_t s = 0; s < NC_ARRAY_LEN(steps); s++)
+        roundtrip(&(struct roundtrip){ .line = line, .mbuf = SMALL_MBUF, .step = steps[s],
+                                       .servers = servers, .nfrags = 3, .replies = ok3,
+                                       .want = "+OK\r\n", .want_type = RSP_STATUS });
+    free(line);
+}
+
+static void test_fragment_one_or_many_servers(void **state)
+{
+    (void)state;
+    static const uint32_t servers[] = { 7, 7, 7 };
+    static const char *const replies[] = { "*3\r\n$1\r\nA\r\n$1\r\nB\r\n$1\r\nC\r\n" };
+    roundtrip(&(struct roundtrip){ .line = "MGET a b c", .servers = servers, .nfrags = 1,
+                                   .replies = replies, .want = replies[0],
+                                   .want_type = RSP_ARRAY });
+    /* many keys, many servers */
+    char line[8192];
+    uint32_t many[500];
+    size_t n = (size_t)sprintf(line, "DEL");
+    for (uint32_t i = 0; i < 500; i++) {
+        n += (size_t)sprintf(line + n, " k%u", i);
+        many[i] = (i * 7919u) % 97u;
+    }
+    roundtrip(&(struct roundtrip){ .line = line, .servers = many, .nfrags = 97 });
+}
+
+struct bad_case {
+    const char *line;
+    const char *replies[3];
+    int rc;
+    const char *text;   /* the coalesced reply when rc == 0 (an error reply) */
+};
+
+static const struct bad_case bad_cases[] = {
+    { "MGET k0 key1 k2 k3", { "*2\r\n$1\r\na\r\n$1\r\nb\r\n", ":1\r\n", "*1\r\n$1\r\nc\r\n" },
+      -EINVAL, NULL },
+    { "MGET k0 key1 k2 k3", { "*2\r\n$1\r\na\r\n$1\r\nb\r\n", "*2\r\n:1\r\n:2\r\n",
+                              "*1\r\n$1\r\nc\r\n" }, -EINVAL, NULL },
+    { "MGET k0 key1 k2 k3", { "*-1\r\n", "*1\r\n:1\r\n", "*1\r\n$1\r\nc\r\n" }, -EINVAL, NULL },
+    { "MGET k0 key1 k2 k3", { "*2\r\n$1\r\na\r\n$1\r\nb\r\n", "+OK\r\n", "*1\r\n$1\r\nc\r\n" },
+      -EINVAL, NULL },
+    { "DEL k0 key1 k2 k3", { ":1\r\n", "$1\r\n1\r\n", ":1\r\n" }, -EINVAL, NULL },
+    { "DEL k0 key1 k2 k3", { ":9223372036854775807\r\n", ":1\r\n", ":0\r\n" }, -EINVAL, NULL },
+    { "MSET k0 a key1 b k2 c k3 d", { "+OK\r\n", "+QUEUED\r\n", "+OK\r\n" }, -EINVAL, NULL },
+    { "MSET k0 a key1 b k2 c k3 d", { "+OK\r\n", ":1\r\n", "+OK\r\n" }, -EINVAL, NULL },
+    /* an error reply: the first one (in fragment order) is the whole command's reply */
+    { "MGET k0 key1 k2 k3", { "*2\r\n$1\r\na\r\n$1\r\nb\r\n", "-LOADING Redis is loading\r\n",
+                              "-ERR other\r\n" }, 0, "-LOADING Redis is loading\r\n" },
+    { "MSET k0 a key1 b k2 c k3 d", { "+OK\r\n", "+OK\r\n",
+                                      "-OOM command not allowed when used memory > 'maxmemory'.\r\n" },
+      0, "-OOM command not allowed when used memory > 'maxmemory'.\r\n" },
+    { "EXISTS k0 key1 k2 k3", { "-WRONGTYPE x\r\n", ":1\r\n", ":1\r\n" }, 0, "-WRONGTYPE x\r\n" },
+};
+
+static void test_coalesce_bad_replies(void **state)
+{
+    (void)state;
+    static const uint32_t servers[] = { 0, 1, 0, 2 };
+    for (size_t i = 0; i < NC_ARRAY_LEN(bad_cases); i++) {
+        const struct bad_case *b = &bad_cases[i];
+        roundtrip(&(struct roundtrip){ .line = b->line, .servers = servers, .nfrags = 3,
+                                       .replies = b->replies, .want_rc = b->rc, .want = b->text,
+                                       .want_type = RSP_ERROR });
+    }
+    /* MGET replies parsed without want_elems cannot be coalesced */
+    static const uint32_t two[] = { 0, 1 };
+    static const char *const replies[] = { "*1\r\n$1\r\nA\r\n", "*1\r\n$1\r\nB\r\n" };
+    roundtrip(&(struct roundtrip){ .line = "MGET a b", .servers = two, .nfrags = 2,
+                                   .replies = replies, .no_elems = true, .want_rc = -EINVAL });
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_rsp_types),
+        cmocka_unit_test(test_rsp_errors),
+        cmocka_unit_test(test_rsp_stream_every_split),
+        cmocka_unit_test(test_random_replies),
+        cmocka_unit_test(test_rsp_elems),
+        cmocka_unit_test(test_rsp_nested_depth_1000),
+        cmocka_unit_test(test_rsp_too_deep),
+        cmocka_unit_test(test_rsp_big_bulk_small_mbufs),
+        cmocka_unit_test(test_fragment_mget),
+        cmocka_unit_test(test_fragment_sum_commands),
+        cmocka_unit_test(test_fragment_mset),
+        cmocka_unit_test(test_fragment_big_values),
+        cmocka_unit_test(test_fragment_one_or_many_servers),
+        cmocka_unit_test(test_coalesce_bad_replies),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
