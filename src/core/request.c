@@ -207,6 +207,32 @@ static const char *request_auth_check(const struct conf_pool *cp, struct conn *c
     return "-ERR invalid password\r\n";
 }
 
+/* PING is answered as redis does: +PONG, or the message echoed as a bulk string. */
+static void request_ping(struct worker *w, struct msg *req)
+{
+    if (req->nkeys == 0) {
+        request_answer(w, req, "+PONG\r\n");
+        return;
+    }
+    if (req->nkeys > 1) {
+        request_answer(w, req, "-ERR wrong number of arguments for 'ping' command\r\n");
+        return;
+    }
+    char head[32];
+    const struct msg_key *k = &req->keys[0];
+    int n = snprintf(head, sizeof(head), "$%u\r\n", k->len);
+    struct msg *rsp = msg_get(&w->msgs);
+    if (rsp == NULL || msg_append_literal(rsp, head, (size_t)n) < 0 ||
+        msg_append_literal(rsp, k->ptr, k->len) < 0 || msg_append_literal(rsp, "\r\n", 2) < 0) {
+        if (rsp) msg_put(&w->msgs, rsp);
+        request_fail(w, req, ENOMEM);
+        return;
+    }
+    req->peer = rsp;
+    rsp->peer = req;
+    request_done(w, req);
+}
+
 int request_dispatch(struct conn *c, struct msg *req)
 {
     struct worker *w = c->w;
@@ -238,7 +264,7 @@ int request_dispatch(struct conn *c, struct msg *req)
         return 0;
     }
     if (req->cmd_flags & CMD_F_LOCAL_PING) {
-        request_answer(w, req, "+PONG\r\n");
+        request_ping(w, req);
         return 0;
     }
     request_forward(w, c, req);

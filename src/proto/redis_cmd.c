@@ -27,7 +27,7 @@
 
 const struct redis_cmd redis_cmds[] = {
     KEY1("append", 3, W),
-    NOKEY("auth", -2, CMD_F_AUTH),
+    KEYALL("auth", -2, CMD_F_AUTH), /* "keys": the arguments, for the proxy to check */
     KEY1("bitcount", -2, 0),
     KEY1("bitfield", -2, W),
     KEY1("bitpos", -3, 0),
@@ -97,7 +97,7 @@ const struct redis_cmd redis_cmds[] = {
     KEY1("pfadd", -2, W),
     KEYALL("pfcount", -2, 0),
     KEYALL("pfmerge", -2, W),
-    NOKEY("ping", -1, CMD_F_LOCAL_PING),
+    KEYALL("ping", -1, CMD_F_LOCAL_PING), /* "key": the optional message */
     KEY1("psetex", 4, W),
     KEY1("pttl", 2, 0),
     NOKEY("quit", -1, CMD_F_QUIT),

@@ -101,8 +101,8 @@ struct key_vector {
 
 static const struct key_vector key_vectors[] = {
     { "APPEND k v", "k" },
-    { "AUTH pw", "" },
-    { "auth user pw", "" },
+    { "AUTH pw", "pw" },            /* recorded for the proxy's own check, never routed */
+    { "auth user pw", "user pw" },
     { "BITCOUNT k 0 -1", "k" },
     { "BITFIELD k GET u8 0", "k" },
     { "BITPOS k 1", "k" },
@@ -177,7 +177,7 @@ static const struct key_vector key_vectors[] = {
     { "PFCOUNT h1 h2", "h1 h2" },
     { "PFMERGE d s1 s2", "d s1 s2" },
     { "PING", "" },
-    { "PING hello", "" },
+    { "PING hello", "hello" },      /* the message the proxy echoes */
     { "PSETEX k 100 v", "k" },
     { "PTTL k", "k" },
     { "QUIT", "" },
@@ -667,8 +667,10 @@ static void test_special_commands(void **state)
     assert_int_equal(d.out[3]->cmd_flags, CMD_F_ANY_SERVER);
     assert_int_equal(d.out[4]->cmd_flags, CMD_F_ANY_SERVER);
     assert_int_equal(d.out[5]->cmd_flags, CMD_F_LOCAL_PING);
+    /* AUTH and PING record their arguments for the proxy's own use (password, message) */
+    static const uint32_t nkeys[6] = { 1, 2, 0, 0, 0, 1 };
     for (size_t i = 0; i < 6; i++) {
-        assert_int_equal(d.out[i]->nkeys, 0);
+        assert_int_equal(d.out[i]->nkeys, nkeys[i]);
         assert_int_equal(d.out[i]->reject, REJECT_NONE);
         if (i != 2) assert_false(d.out[i]->quit);
     }
