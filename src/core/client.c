@@ -18,7 +18,12 @@
 #include "core/server.h"
 #include "thread/worker.h"
 
-/* A client that sends this many requests without reading its replies is paused until it does. */
+/*
+ * Back-pressure: a client with this many requests queued is not read from while the oldest one
+ * still waits for its server (what is already buffered is still parsed). Replies that only wait
+ * for the client to read them never pause it: a client that writes its whole pipeline before
+ * reading any reply (redis-py, raw pipelines) would be waiting for us while we wait for it.
+ */
 #define CLIENT_MAX_PENDING 4096
 #define CLIENT_WRITE_BATCH 128
 
@@ -63,19 +68,29 @@ void client_close(struct conn *c)
     conn_destroy(c);
 }
 
+/* Whether reading from c must pause (see CLIENT_MAX_PENDING). */
+static bool client_should_pause(const struct conn *c)
+{
+    const struct msg *head = TAILQ_FIRST(&c->q1);
+    return c->nq1 >= CLIENT_MAX_PENDING && head != NULL && !head->done;
+}
+
 void client_reply_ready(struct conn *c)
 {
     struct msg *head = TAILQ_FIRST(&c->q1);
-    if (head != NULL && head->done) conn_want_write(c, true);
+    if (head == NULL || !head->done) return;
+    conn_want_write(c, true);
+    /* the replies now wait for the client, not for a server: read on (see CLIENT_MAX_PENDING) */
+    if (!c->closing && !c->reading) conn_want_read(c, true);
 }
 
 static int client_on_msg(struct conn *c, struct msg *req)
 {
     int stop = request_dispatch(c, req);
     if (stop) return stop;
-    /* back-pressure: a client that does not read its replies is not read from either (what is
-     * already buffered is still parsed); client_write resumes it */
-    if (c->nq1 >= CLIENT_MAX_PENDING) conn_want_read(c, false);
+    /* back-pressure (what is already buffered is still parsed); client_reply_ready and
+     * client_write resume it */
+    if (client_should_pause(c)) conn_want_read(c, false);
     return 0;
 }
 
@@ -119,7 +134,7 @@ static int client_write(struct conn *c)
     }
     struct msg *head = TAILQ_FIRST(&c->q1);
     conn_want_write(c, head != NULL && head->done);
-    if (!c->closing && !c->reading && c->nq1 < CLIENT_MAX_PENDING / 2) conn_want_read(c, true);
+    if (!c->closing && !c->reading && !client_should_pause(c)) conn_want_read(c, true);
     return 0;
 }
 
