@@ -1,7 +1,7 @@
 """pytest fixtures for the integration tests.
 
 - `redis_server` / `memcached_server`: factories that start real backends on free loopback ports
-  in the test's tmp dir and return (port, Popen).
+  in the test's tmp dir and return (port, Popen); extra command-line arguments may be passed.
 - `write_conf`: writes a YAML config (from a dict or text) into the tmp dir.
 - `nutcrackers`: a factory that starts src/nutcrackers (or $NUTCRACKERS_BIN) with chosen flags and
   a log file (-o), waits (bounded) until it is up, and returns a Proxy handle.
@@ -9,6 +9,10 @@
 Everything a fixture starts is stopped and reaped at the end of the test, pass or fail, including
 a daemon that double-forked away (this pytest process makes itself a child subreaper, so orphans
 come back to it). A failing test's report gets the proxy's log attached.
+
+`module_redis_server`, `module_memcached_server`, `module_nutcrackers` (and `module_reaper`) are
+the same factories at module scope, for processes shared by the tests of one module: they are
+stopped when the module's last test ends, and the per-test clean-up leaves them alone.
 """
 import os
 import shutil
@@ -19,6 +23,7 @@ from pathlib import Path
 
 import pytest
 
+import ncproxy
 import ncutil
 from ncutil import HOST, START_TIMEOUT
 
@@ -48,7 +53,8 @@ def pytest_runtest_makereport(item, call):
     report = outcome.get_result()
     if not report.failed:
         return
-    for title, path in getattr(item, "nc_logs", []):
+    logs = [log for node in item.listchain() for log in getattr(node, "nc_logs", [])]
+    for title, path in logs:
         text = ncutil.read_text(path)
         if len(text) > LOG_TAIL:
             text = "...\n" + text[-LOG_TAIL:]
@@ -64,14 +70,18 @@ def attach_log(request, title, path):
 
 
 class Reaper:
-    """Stops and reaps everything registered, last started first."""
+    """Stops and reaps everything registered, last started first. A shared reaper (module scope)
+    marks its processes as kept, so a test's clean-up (which reaps every other child) spares them."""
 
-    def __init__(self):
+    def __init__(self, shared=False):
         self.popens = []
         self.pids = []
+        self.shared = shared
 
     def add_popen(self, proc):
         self.popens.append(proc)
+        if self.shared:
+            ncutil.KEPT_PIDS.add(proc.pid)
         return proc
 
     def add_pid(self, pid):
@@ -81,8 +91,7 @@ class Reaper:
     def cleanup(self):
         for pid in reversed(self.pids):
             ncutil.stop_pid(pid)
-        for proc in reversed(self.popens):
-            ncutil.stop_popen(proc)
+        ncutil.stop_popens(list(reversed(self.popens)))
         ncutil.reap_orphans()
 
 
@@ -91,6 +100,18 @@ def reaper():
     r = Reaper()
     yield r
     r.cleanup()
+
+
+@pytest.fixture(scope="module")
+def module_reaper():
+    r = Reaper(shared=True)
+    yield r
+    r.cleanup()
+
+
+@pytest.fixture(scope="module")
+def module_tmp_path(tmp_path_factory, request):
+    return tmp_path_factory.mktemp(request.module.__name__)
 
 
 def _start_backend(args_for_port, name, tmp_path, reaper, request):
@@ -123,36 +144,30 @@ def _start_backend(args_for_port, name, tmp_path, reaper, request):
     pytest.fail(f"{name} did not start; see {last_log}")
 
 
-@pytest.fixture
-def redis_server(tmp_path, reaper, request):
-    """Factory: redis_server() -> (port, Popen) of a fresh redis-server on 127.0.0.1."""
-
-    def start():
+def _redis_factory(tmp_path, reaper, request):
+    def start(*extra):
         return _start_backend(
             lambda port: ["--port", str(port), "--bind", HOST, "--save", "", "--appendonly", "no",
-                          "--protected-mode", "no", "--daemonize", "no"],
+                          "--protected-mode", "no", "--daemonize", "no", *extra],
             "redis-server", tmp_path, reaper, request)
 
     return start
 
 
-@pytest.fixture
-def memcached_server(tmp_path, reaper, request):
-    """Factory: memcached_server() -> (port, Popen) of a fresh memcached on 127.0.0.1."""
-
-    def start():
+def _memcached_factory(tmp_path, reaper, request):
+    def start(*extra):
+        """extra: more flags; a later "-m" overrides the default memory limit."""
         args = ["-l", HOST, "-U", "0", "-m", "16", "-t", "1"]
         if os.geteuid() == 0:
             args += ["-u", "root"]  # memcached refuses to run as root without it
-        return _start_backend(lambda port: [*args, "-p", str(port)], "memcached", tmp_path,
-                              reaper, request)
+        return _start_backend(lambda port: [*args, *extra, "-p", str(port)], "memcached",
+                              tmp_path, reaper, request)
 
     return start
 
 
-@pytest.fixture
-def write_conf(tmp_path):
-    """Factory: write_conf(pools_dict_or_text, name="nutcrackers.yml") -> Path."""
+def _conf_writer(tmp_path, reaper=None, request=None):
+    """write_conf(pools_dict_or_text, name="nutcrackers.yml") -> Path."""
 
     def write(pools, name="nutcrackers.yml"):
         path = tmp_path / name
@@ -213,9 +228,8 @@ def _listen_ports(conf_path):
     return ports
 
 
-@pytest.fixture
-def nutcrackers(tmp_path, reaper, request):
-    """Factory: nutcrackers(conf_path, *flags, wait="listen"|"log"|None, log_name=...) -> Proxy.
+def _proxy_factory(tmp_path, reaper, request):
+    """nutcrackers(conf_path, *flags, wait="listen"|"log"|None, log_name=...) -> Proxy.
 
     Adds `-c conf_path -o <tmp>/<log_name>`, and `-s <free port> -a 127.0.0.1` unless the flags
     set them; the proxy runs in the test's tmp dir. wait="listen": until every pool's TCP listen
@@ -281,6 +295,81 @@ def nutcrackers(tmp_path, reaper, request):
     return start
 
 
+@pytest.fixture
+def stopped():
+    """stopped(proc) SIGSTOPs a backend; stopped.resume(), and the end of the test in any case,
+    SIGCONTs it (a stopped process would not even die of SIGTERM)."""
+    held = []
+
+    def stop(proc):
+        held.append(proc)
+        os.kill(proc.pid, signal.SIGSTOP)
+
+    def resume():
+        while held:
+            proc = held.pop()
+            if proc.poll() is None:
+                os.kill(proc.pid, signal.SIGCONT)
+
+    stop.resume = resume
+    yield stop
+    resume()
+
+
+def _fixture_pair(factory, name, doc):
+    """Two fixtures over one factory(tmp dir, reaper, request): `name` for one test, and
+    `module_<name>` shared by a module's tests (its own tmp dir; log names must differ)."""
+
+    def per_test(tmp_path, reaper, request):
+        return factory(tmp_path, reaper, request)
+
+    def per_module(module_tmp_path, module_reaper, request):
+        return factory(module_tmp_path, module_reaper, request)
+
+    per_test.__doc__ = per_module.__doc__ = doc
+    return (pytest.fixture(per_test, name=name),
+            pytest.fixture(per_module, name=f"module_{name}", scope="module"))
+
+
+redis_server, module_redis_server = _fixture_pair(
+    _redis_factory, "redis_server",
+    "Factory: redis_server(*extra_args) -> (port, Popen) of a fresh redis-server on 127.0.0.1.")
+memcached_server, module_memcached_server = _fixture_pair(
+    _memcached_factory, "memcached_server",
+    "Factory: memcached_server(*extra_args) -> (port, Popen) of a fresh memcached on 127.0.0.1.")
+write_conf, module_write_conf = _fixture_pair(
+    _conf_writer, "write_conf",
+    'Factory: write_conf(pools_dict_or_text, name="nutcrackers.yml") -> Path.')
+nutcrackers, module_nutcrackers = _fixture_pair(
+    _proxy_factory, "nutcrackers", "Factory: see _proxy_factory.")
+
+
+def _cluster_fixture(kind, request, start_backend, write_conf, start_proxy):
+    backends, threads = request.param
+    args = getattr(request.module, "REDIS_ARGS" if kind == "redis" else "MEMCACHED_ARGS", ())
+    cluster = ncproxy.start_cluster(kind, backends, threads, start_backend, write_conf, start_proxy,
+                                    name=f"{kind}-{ncproxy.matrix_id(request.param)}",
+                                    backend_args=args, hash_tag="{}")
+    yield cluster
+    rc = cluster.stop()
+    assert rc == 0, f"the proxy of {cluster.proxy.conf_path.name} exited with status {rc}"
+
+
+@pytest.fixture(scope="module", params=ncproxy.MATRIX, ids=ncproxy.matrix_id)
+def redis_cluster(request, module_redis_server, module_write_conf, module_nutcrackers):
+    """A ncproxy.Cluster: 1 or 4 redis-servers behind a proxy with -T 1 or -T 4 (hash_tag "{}"),
+    shared by the module's tests. A module may set REDIS_ARGS (extra redis-server flags)."""
+    yield from _cluster_fixture("redis", request, module_redis_server, module_write_conf,
+                                module_nutcrackers)
+
+
+@pytest.fixture(scope="module", params=ncproxy.MATRIX, ids=ncproxy.matrix_id)
+def mc_cluster(request, module_memcached_server, module_write_conf, module_nutcrackers):
+    """The same with memcached; a module may set MEMCACHED_ARGS (extra memcached flags)."""
+    yield from _cluster_fixture("memcache", request, module_memcached_server, module_write_conf,
+                                module_nutcrackers)
+
+
 def _running(proxy):
     if proxy.daemon_pid is not None:
         return ncutil.pid_alive(proxy.daemon_pid)
@@ -302,4 +391,4 @@ def good_conf(write_conf):
 
 def pytest_sessionfinish(session, exitstatus):
     # last resort: nothing this run started may outlive it
-    ncutil.reap_orphans()
+    ncutil.reap_orphans(spare=False)

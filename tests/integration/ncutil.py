@@ -18,6 +18,9 @@ DATA = Path(__file__).resolve().parent / "data"
 START_TIMEOUT = 10.0   # seconds a backend or the proxy gets to come up
 STOP_TIMEOUT = 5.0     # seconds between SIGTERM and SIGKILL
 
+# pids of processes shared by several tests (module-scoped fixtures): reap_orphans() spares them
+KEPT_PIDS = set()
+
 
 def nutcrackers_bin():
     """The binary under test: $NUTCRACKERS_BIN, else <repo>/src/nutcrackers."""
@@ -118,13 +121,16 @@ def own_children():
     return kids
 
 
-def reap_orphans():
+def reap_orphans(spare=True):
     """Kills and reaps every remaining child of this process: daemons whose pid a failed test
-    never learnt, and exited ones adopted as subreaper. Call only when no test process should be
-    running."""
+    never learnt, and exited ones adopted as subreaper (zombies are children too). With spare, the
+    processes of module-scoped fixtures (KEPT_PIDS) are left alone: their fixture reaps them. Call
+    only when no test process should be running."""
+    kept = KEPT_PIDS if spare else set()
     for pid in own_children():
-        stop_pid(pid)
-    while True:
+        if pid not in kept:
+            stop_pid(pid)
+    while not kept:
         try:
             pid, _ = os.waitpid(-1, os.WNOHANG)
         except ChildProcessError:
@@ -192,6 +198,17 @@ def stop_popen(proc, timeout=STOP_TIMEOUT):
             proc.kill()
             proc.wait(timeout=timeout)
     return proc.returncode
+
+
+def stop_popens(procs, timeout=STOP_TIMEOUT):
+    """stop_popen for several at once: SIGTERM to all first, then the waits (memcached notices
+    SIGTERM only on its one-second tick, so one after the other would add up)."""
+    for proc in procs:
+        if proc.poll() is None:
+            proc.terminate()
+    for proc in procs:
+        stop_popen(proc, timeout)
+        KEPT_PIDS.discard(proc.pid)
 
 
 def run(args, timeout=20, **kw):

@@ -1,0 +1,294 @@
+"""memcached commands through the proxy (1 and 4 memcacheds, -T 1 and -T 4), byte for byte on raw
+sockets and with pymemcache: get/gets/gat/gats split per server and reassembled in key order with
+one END, the storage commands with and without noreply, cas, incr/decr, delete (also
+`delete <key> 0`), touch, version, quit; CLIENT_ERROR for bad requests (the connection is closed
+only when the stream cannot be followed); SERVER_ERROR when a server cannot be reached."""
+import uuid
+
+import pytest
+
+import ncproxy
+import ncutil
+
+
+def value_block(key, value, flags=0, cas=None):
+    if isinstance(value, str):
+        value = value.encode()
+    head = f"VALUE {key} {flags} {len(value)}" + (f" {cas}" if cas is not None else "")
+    return head.encode() + b"\r\n" + value + b"\r\n"
+
+
+def store(verb, key, value, flags=0, exptime=0, extra=""):
+    if isinstance(value, str):
+        value = value.encode()
+    line = f"{verb} {key} {flags} {exptime} {len(value)}{extra}\r\n".encode()
+    return line + value + b"\r\n"
+
+
+def cas_of(conn, key):
+    """The cas unique of key, read with gets through conn."""
+    conn.send(f"gets {key}\r\n".encode())
+    reply = conn.mc_get_reply()
+    return int(reply.split(b"\r\n")[0].split()[4])
+
+
+@pytest.fixture
+def placed(mc_cluster):
+    prefix = f"mk{uuid.uuid4().hex[:8]}"
+    by_server = mc_cluster.place_keys(prefix, 3)
+    keys = [key for group in zip(*by_server) for key in group]  # servers take turns
+    return by_server, keys, [f"{prefix}:missing:{i}" for i in range(3)]
+
+
+def test_get_many_keys_in_key_order_one_end(mc_cluster, placed):
+    by_server, keys, missing = placed
+    asked = [missing[0], *keys[:5], missing[1], *keys[5:], keys[0], missing[2], keys[-1]]
+    expected = b"".join(value_block(k, k) for k in asked if k not in missing) + b"END\r\n"
+    with mc_cluster.raw() as c:
+        c.exchange(f"get {' '.join(asked)}\r\n".encode(), expected)
+        c.exchange(f"get {' '.join(missing)}\r\n".encode(), b"END\r\n")
+        c.exchange(f"get {keys[0]}\r\n".encode(), value_block(keys[0], keys[0]) + b"END\r\n")
+        # many spaces between keys, a bare "\n" line end: as memcached accepts them
+        c.exchange(f"get   {keys[0]}    {keys[1]}  \n".encode(),
+                   value_block(keys[0], keys[0]) + value_block(keys[1], keys[1]) + b"END\r\n")
+    assert mc_cluster.client().get_many(asked) == {k: k.encode() for k in asked if k not in missing}
+
+
+def test_gets_many_keys_carry_each_servers_cas(mc_cluster, placed):
+    by_server, keys, missing = placed
+    with mc_cluster.raw() as c:
+        cas = {k: cas_of(c, k) for k in keys}
+        asked = [keys[-1], missing[0], *keys]
+        expected = b"".join(value_block(k, k, cas=cas[k]) for k in asked if k not in missing)
+        c.exchange(f"gets {' '.join(asked)}\r\n".encode(), expected + b"END\r\n")
+
+
+def test_storage_commands(mc_cluster):
+    k = f"st{uuid.uuid4().hex}"
+    with mc_cluster.raw() as c:
+        c.exchange(store("set", k, "hello", flags=42), b"STORED\r\n")
+        c.exchange(f"get {k}\r\n".encode(), value_block(k, "hello", flags=42) + b"END\r\n")
+        c.exchange(store("add", k, "x"), b"NOT_STORED\r\n")
+        c.exchange(store("add", k + "a", "added"), b"STORED\r\n")
+        c.exchange(store("replace", k, "bye"), b"STORED\r\n")
+        c.exchange(store("replace", k + "nope", "x"), b"NOT_STORED\r\n")
+        c.exchange(store("append", k, "!!"), b"STORED\r\n")
+        c.exchange(store("prepend", k, "<<"), b"STORED\r\n")
+        c.exchange(store("append", k + "nope", "x"), b"NOT_STORED\r\n")
+        c.exchange(store("prepend", k + "nope", "x"), b"NOT_STORED\r\n")
+        c.exchange(f"get {k} {k}a\r\n".encode(),
+                   value_block(k, "<<bye!!") + value_block(k + "a", "added") + b"END\r\n")
+        # empty and binary values
+        c.exchange(store("set", k + "e", b""), b"STORED\r\n")
+        c.exchange(store("set", k + "b", b"\r\n\x00END\r\n"), b"STORED\r\n")
+        c.exchange(f"get {k}e {k}b\r\n".encode(),
+                   value_block(k + "e", b"") + value_block(k + "b", b"\r\n\x00END\r\n") + b"END\r\n")
+
+
+def test_noreply_commands_send_nothing(mc_cluster):
+    k = f"nr{uuid.uuid4().hex}"
+    noreply = b"".join([
+        store("set", k, "1", extra=" noreply"),
+        store("add", k + "a", "a", extra=" noreply"),
+        store("add", k, "no", extra=" noreply"),
+        store("replace", k, "10", extra=" noreply"),
+        store("append", k, "0", extra=" noreply"),
+        store("prepend", k, "2", extra=" noreply"),
+        f"incr {k} 5 noreply\r\n".encode(),
+        f"decr {k} 1 noreply\r\n".encode(),
+        f"touch {k} 1000 noreply\r\n".encode(),
+        f"delete {k}a noreply\r\n".encode(),
+        f"delete {k}nope noreply\r\n".encode(),
+    ])
+    with mc_cluster.raw() as c:
+        # the only reply is the get's: 2100 + 5 - 1
+        c.exchange(noreply + f"get {k} {k}a\r\n".encode(), value_block(k, "2104") + b"END\r\n")
+        c.send(f"gets {k}\r\n".encode())
+        cas = int(c.mc_get_reply().split()[4])
+        c.exchange(store("cas", k, "c", extra=f" {cas} noreply") + f"get {k}\r\n".encode(),
+                   value_block(k, "c") + b"END\r\n")
+
+
+def test_cas(mc_cluster):
+    k = f"cas{uuid.uuid4().hex}"
+    with mc_cluster.raw() as c:
+        c.exchange(store("set", k, "v1"), b"STORED\r\n")
+        cas = cas_of(c, k)
+        c.exchange(store("cas", k, "v2", extra=f" {cas}"), b"STORED\r\n")
+        c.exchange(store("cas", k, "v3", extra=f" {cas}"), b"EXISTS\r\n")
+        c.exchange(store("cas", k + "nope", "v", extra=" 1"), b"NOT_FOUND\r\n")
+        c.exchange(f"get {k}\r\n".encode(), value_block(k, "v2") + b"END\r\n")
+    client = mc_cluster.client()
+    value, token = client.gets(k)
+    assert value == b"v2"
+    assert client.cas(k, "v4", token) is True
+    assert client.cas(k, "v5", token) is False
+    assert client.get(k) == b"v4"
+
+
+def test_incr_decr(mc_cluster):
+    k = f"n{uuid.uuid4().hex}"
+    with mc_cluster.raw() as c:
+        c.exchange(store("set", k, "10"), b"STORED\r\n")
+        c.exchange(f"incr {k} 5\r\n".encode(), b"15\r\n")
+        c.exchange(f"decr {k} 20\r\n".encode(), b"0\r\n")
+        c.exchange(f"incr {k} 18446744073709551615\r\n".encode(), b"18446744073709551615\r\n")
+        c.exchange(f"incr {k} 1\r\n".encode(), b"0\r\n")
+        c.exchange(f"incr {k}nope 1\r\n".encode(), b"NOT_FOUND\r\n")
+        c.exchange(store("set", k + "s", "abc"), b"STORED\r\n")
+        c.exchange(f"incr {k}s 1\r\n".encode(),
+                   b"CLIENT_ERROR cannot increment or decrement non-numeric value\r\n")
+        c.exchange(f"incr {k} x\r\n".encode(), b"CLIENT_ERROR invalid numeric delta argument\r\n")
+        c.exchange(f"decr {k} -1\r\n".encode(), b"CLIENT_ERROR invalid numeric delta argument\r\n")
+    client = mc_cluster.client()
+    assert client.incr(k, 7) == 7
+    assert client.decr(k, 2) == 5
+
+
+def test_delete(mc_cluster):
+    k = f"d{uuid.uuid4().hex}"
+    with mc_cluster.raw() as c:
+        c.exchange(store("set", k, "v") + store("set", k + "2", "v"), b"STORED\r\n" * 2)
+        c.exchange(f"delete {k}\r\n".encode(), b"DELETED\r\n")
+        c.exchange(f"delete {k}\r\n".encode(), b"NOT_FOUND\r\n")
+        c.exchange(f"delete {k}2 0\r\n".encode(), b"DELETED\r\n")
+        c.exchange(f"delete {k}2 0\r\n".encode(), b"NOT_FOUND\r\n")
+        c.exchange(f"delete {k} 5\r\n".encode(),
+                   b"CLIENT_ERROR bad command line format.  Usage: delete <key> [noreply]\r\n")
+        c.exchange(f"get {k} {k}2\r\n".encode(), b"END\r\n")
+
+
+def test_touch_gat_gats(mc_cluster, placed):
+    by_server, keys, missing = placed
+    with mc_cluster.raw() as c:
+        c.exchange(f"touch {keys[0]} 1000\r\n".encode(), b"TOUCHED\r\n")
+        c.exchange(f"touch {missing[0]} 1000\r\n".encode(), b"NOT_FOUND\r\n")
+        c.exchange(f"touch {keys[0]} soon\r\n".encode(),
+                   b"CLIENT_ERROR invalid exptime argument\r\n")
+        asked = [missing[0], *keys, missing[1]]
+        c.exchange(f"gat 1000 {' '.join(asked)}\r\n".encode(),
+                   b"".join(value_block(k, k) for k in keys) + b"END\r\n")
+        cas = {k: cas_of(c, k) for k in keys}
+        c.exchange(f"gats 2000 {' '.join(reversed(asked))}\r\n".encode(),
+                   b"".join(value_block(k, k, cas=cas[k]) for k in reversed(keys)) + b"END\r\n")
+        c.exchange(f"gat 1000 {missing[0]}\r\n".encode(), b"END\r\n")
+    assert mc_cluster.client().touch(keys[1], 100) is True
+
+
+def test_version(mc_cluster):
+    want = ncproxy.RawConn(mc_cluster.ports[0])
+    want.send(b"version\r\n")
+    expected = want.line()
+    want.close()
+    assert expected.startswith(b"VERSION ")
+    with mc_cluster.raw() as c:
+        for _ in range(2 * len(mc_cluster.ports)):
+            c.exchange(b"version\r\n", expected)
+    assert mc_cluster.client().version() == expected[8:-2]
+
+
+def test_quit(mc_cluster):
+    k = f"q{uuid.uuid4().hex}"
+    with mc_cluster.raw() as c:
+        c.send(store("set", k, "v") + f"get {k}\r\nquit\r\nget {k}\r\n".encode())
+        c.expect(b"STORED\r\n" + value_block(k, "v") + b"END\r\n")
+        assert c.is_closed()
+
+
+def test_pymemcache_client(mc_cluster):
+    client = mc_cluster.client()
+    p = f"py{uuid.uuid4().hex[:8]}"
+    data = {f"{p}:{i}": f"value {i}".encode() for i in range(40)}
+    assert client.set_many(data) == []
+    assert client.get_many(list(data) + [p + "nope"]) == data
+    assert client.add(p + ":0", "x") is False
+    assert client.replace(p + ":0", "r") is True
+    assert client.append(p + ":0", "a") is True
+    assert client.prepend(p + ":0", "p") is True
+    assert client.get(p + ":0") == b"pra"
+    assert client.delete_many(list(data)) is True
+    assert client.get_many(list(data)) == {}
+    client.close()
+
+
+# --- bad requests
+
+
+def test_key_longer_than_250_bytes(mc_cluster):
+    ok_key = "k" * 250
+    long_key = "k" * 251
+    huge_key = "h" * 20000
+    with mc_cluster.raw() as c:
+        c.exchange(store("set", ok_key, "v"), b"STORED\r\n")
+        c.exchange(f"get {ok_key}\r\n".encode(), value_block(ok_key, "v") + b"END\r\n")
+        for request in [f"get {long_key}\r\n", f"get {ok_key} {long_key}\r\n",
+                        f"get {huge_key}\r\n", f"delete {long_key}\r\n",
+                        f"incr {long_key} 1\r\n", f"touch {long_key} 1\r\n"]:
+            c.exchange(request.encode(), b"CLIENT_ERROR bad command line format\r\n")
+            c.send(b"version\r\n")
+            assert c.line().startswith(b"VERSION ")
+        # the data block of a rejected storage command is skipped: the stream stays in sync
+        c.exchange(store("set", long_key, "data\r\nget x"), b"CLIENT_ERROR bad command line format\r\n")
+        c.exchange(f"get {ok_key}\r\n".encode(), value_block(ok_key, "v") + b"END\r\n")
+
+
+@pytest.mark.parametrize("request_bytes, reply", [
+    (b"set k abc 0 1\r\nx\r\n", b"CLIENT_ERROR bad command line format\r\n"),
+    (b"set k 0 0 1 extra\r\nx\r\n", b"CLIENT_ERROR bad command line format\r\n"),
+    (b"set k 0 0 1 noreply extra\r\nx\r\n", b"CLIENT_ERROR bad command line format\r\n"),
+    (b"get\r\n", b"CLIENT_ERROR bad command line format\r\n"),
+    (b"incr k\r\n", b"CLIENT_ERROR bad command line format\r\n"),
+    (b"cas k 0 0 1 notanumber\r\nx\r\n", b"CLIENT_ERROR bad command line format\r\n"),
+    (b"stats\r\n", b"CLIENT_ERROR unsupported command\r\n"),
+    (b"flush_all\r\n", b"CLIENT_ERROR unsupported command\r\n"),
+    (b"verbosity 1\r\n", b"CLIENT_ERROR unsupported command\r\n"),
+    (b"mg k v\r\n", b"CLIENT_ERROR unsupported command\r\n"),
+    (b"ms k 2\r\nxx\r\n", b"CLIENT_ERROR unsupported command\r\n"),
+    (b"nosuchcommand a b\r\n", b"ERROR\r\n"),
+    (b"GET k\r\n", b"ERROR\r\n"),
+    (b"\r\n", b"ERROR\r\n"),
+])
+def test_malformed_request_then_valid_one(mc_cluster, request_bytes, reply):
+    """A bad request the stream survives: its error, then the connection still works."""
+    k = f"m{uuid.uuid4().hex}"
+    with mc_cluster.raw() as c:
+        c.exchange(store("set", k, "v") + request_bytes + f"get {k}\r\n".encode(),
+                   b"STORED\r\n" + reply + value_block(k, "v") + b"END\r\n")
+
+
+@pytest.mark.parametrize("request_bytes, reason", [
+    (b"set k 0 0 abc\r\nxyz\r\n", "bad command line format"),
+    (b"set k 0 0 -1\r\n", "bad command line format"),
+    (b"set k 0 0\r\n", "bad command line format"),
+    (b"set k 0 0 3\r\nabcdef\r\n", "bad data chunk"),
+    (b"set k 0 " + b"9" * 3000 + b" 1\r\nx\r\n", "line too long"),
+])
+def test_unfollowable_stream_gets_client_error_and_close(mc_cluster, request_bytes, reason):
+    """Bad or missing <bytes>, data not ended by CRLF, an endless line: the proxy cannot tell where
+    the next request starts, so it answers CLIENT_ERROR <reason> after the earlier replies and
+    closes."""
+    with mc_cluster.raw() as c:
+        c.send(b"version\r\n" + request_bytes + b"version\r\n")
+        assert c.line().startswith(b"VERSION ")
+        c.expect(f"CLIENT_ERROR {reason}\r\n".encode())
+        assert c.is_closed()
+
+
+def test_backend_refused(memcached_server, write_conf, nutcrackers):
+    live, _ = memcached_server()
+    dead = ncutil.free_port()
+    cluster = ncproxy.start_cluster("memcache", 2, 2, None, write_conf, nutcrackers, "refused",
+                                    ports=[live, dead])
+    refused = b"SERVER_ERROR Connection refused\r\n"
+    keys_live, keys_dead = [], []
+    with cluster.raw() as c:
+        for key in ncproxy.spread_keys("refused", 60):
+            c.send(store("set", key, "v"))
+            reply = c.line()
+            assert reply in (b"STORED\r\n", refused)
+            (keys_live if reply == b"STORED\r\n" else keys_dead).append(key)
+        assert keys_live and keys_dead
+        c.exchange(f"get {keys_dead[0]}\r\n".encode(), refused)
+        c.exchange(f"get {keys_live[0]} {keys_dead[0]}\r\n".encode(), refused)
+        c.exchange(f"delete {keys_dead[0]}\r\n".encode(), refused)
+        c.exchange(f"get {keys_live[0]}\r\n".encode(), value_block(keys_live[0], "v") + b"END\r\n")

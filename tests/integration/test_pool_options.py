@@ -1,0 +1,283 @@
+"""Pool options that change how the proxy talks to clients and servers: redis_auth, redis_db,
+timeout (a SIGSTOPped backend), preconnect, client_connections (across workers),
+server_connections (per worker), and listening on a unix socket with permissions."""
+import os
+import signal
+import stat
+import time
+import uuid
+
+import pytest
+
+import ncproxy
+import ncutil
+from ncproxy import RawConn, bulk, resp
+
+
+def start(kind, n, threads, servers, write_conf, nutcrackers, name="pool", **pool):
+    return ncproxy.start_cluster(kind, n, threads, servers, write_conf, nutcrackers, name, **pool)
+
+
+# --- redis_auth
+
+
+@pytest.fixture
+def auth_cluster(redis_server, write_conf, nutcrackers):
+    """Two redis-servers that require a password the proxy knows; -T 2; redis_db 2 as well, so
+    both set-up commands (AUTH, SELECT) go first on each server connection."""
+    return start("redis", 2, 2, lambda: redis_server("--requirepass", "s3cret"), write_conf,
+                 nutcrackers, redis_auth="s3cret", redis_db=2)
+
+
+def test_redis_auth_required_before_anything(auth_cluster):
+    with auth_cluster.raw() as c:
+        for args in [("GET", "k"), ("SET", "k", "v"), ("MGET", "a", "b"), ("PING",),
+                     ("EVAL", "return 1", "1", "k")]:
+            c.exchange(resp(*args), b"-NOAUTH Authentication required.\r\n")
+        # as redis itself, an unknown command or a wrong arity is reported before NOAUTH
+        c.exchange(resp("KEYS", "*"), b"-ERR unsupported command 'keys'\r\n")
+        c.exchange(resp("GET"), b"-ERR wrong number of arguments for 'get' command\r\n")
+        c.exchange(b"GET k\r\n", b"-NOAUTH Authentication required.\r\n")
+        c.exchange(resp("AUTH", "wrong"), b"-ERR invalid password\r\n")
+        c.exchange(resp("GET", "k"), b"-NOAUTH Authentication required.\r\n")
+        c.exchange(resp("AUTH", "s3cret"), b"+OK\r\n")
+        c.exchange(resp("PING"), b"+PONG\r\n")
+        # a wrong password later takes the authentication back, as redis does
+        c.exchange(resp("AUTH", "wrong"), b"-ERR invalid password\r\n")
+        c.exchange(resp("PING"), b"-NOAUTH Authentication required.\r\n")
+
+
+def test_redis_auth_proxy_authenticates_its_server_connections(auth_cluster):
+    """The backends require a password: only the proxy's own AUTH lets the requests through, and
+    its reply is not passed on. redis_db: the keys land in db 2 on the backends."""
+    keys = ncproxy.spread_keys(f"auth:{uuid.uuid4().hex[:6]}", 20)
+    with auth_cluster.raw() as c:
+        c.exchange(resp("AUTH", "s3cret"), b"+OK\r\n")
+        for key in keys:
+            c.exchange(resp("SET", key, key), b"+OK\r\n")
+        c.exchange(resp("MGET", *keys), ncproxy.array(*[bulk(k) for k in keys]))
+    client = auth_cluster.client(password="s3cret")
+    assert client.get(keys[0]) == keys[0].encode()
+    seen = set()
+    for i, port in enumerate(auth_cluster.ports):
+        db2 = ncproxy.redis_client(port, password="s3cret", db=2)
+        db0 = ncproxy.redis_client(port, password="s3cret", db=0)
+        for key in keys:
+            if db2.exists(key):
+                seen.add(key)
+            assert not db0.exists(key), "the key must be in db 2, not db 0"
+    assert seen == set(keys)
+
+
+def test_redis_db_selects_on_every_server_connection(redis_server, write_conf, nutcrackers):
+    cluster = start("redis", 2, 4, redis_server, write_conf, nutcrackers, redis_db=5,
+                    server_connections=2)
+    keys = ncproxy.spread_keys(f"db:{uuid.uuid4().hex[:6]}", 30)
+    # many clients: every worker and every server connection carries some of the writes
+    for key in keys:
+        client = cluster.client()
+        assert client.set(key, "v")
+        client.close()
+    for key in keys:
+        where = [i for i, p in enumerate(cluster.ports)
+                 if ncproxy.redis_client(p, db=5).exists(key)]
+        assert len(where) == 1, key
+        assert not ncproxy.redis_client(cluster.ports[where[0]], db=0).exists(key)
+
+
+# --- timeout
+
+
+TIMEOUT_MS = 400
+
+
+class Speaker:
+    """The few requests and replies the option tests need, in either protocol."""
+
+    def __init__(self, kind):
+        self.redis = kind == "redis"
+
+    def set(self, key, value="v"):
+        if self.redis:
+            return resp("SET", key, value)
+        return b"set %s 0 0 %d\r\n%s\r\n" % (key.encode(), len(value), value.encode())
+
+    def get(self, *keys):
+        return resp("MGET" if len(keys) > 1 else "GET", *keys) if self.redis else \
+            b"get %s\r\n" % " ".join(keys).encode()
+
+    def stored(self):
+        return b"+OK\r\n" if self.redis else b"STORED\r\n"
+
+    def value(self, key, value="v"):
+        if self.redis:
+            return bulk(value)
+        return b"VALUE %s 0 %d\r\n%s\r\nEND\r\n" % (key.encode(), len(value), value.encode())
+
+    def error(self, text):
+        return (b"-ERR %s\r\n" if self.redis else b"SERVER_ERROR %s\r\n") % text.encode()
+
+    def read(self, conn):
+        return conn.reply() if self.redis else conn.mc_get_reply()
+
+    def ping(self):
+        return resp("PING") if self.redis else b"version\r\n"
+
+
+@pytest.mark.parametrize("kind", ["redis", "memcache"])
+def test_timeout_on_a_stopped_server(kind, redis_server, memcached_server, write_conf,
+                                     nutcrackers, stopped):
+    servers = redis_server if kind == "redis" else memcached_server
+    cluster = start(kind, 2, 2, servers, write_conf, nutcrackers, timeout=TIMEOUT_MS)
+    say = Speaker(kind)
+    keys = ncproxy.spread_keys(f"to{uuid.uuid4().hex[:6]}", 40)
+    with cluster.raw() as c:
+        for key in keys:
+            c.exchange(say.set(key), say.stored())
+    stale = [k for k in keys if cluster.holder(k) == [0]]
+    live = [k for k in keys if cluster.holder(k) == [1]]
+    assert stale and live
+    timed_out = say.error("Connection timed out")
+    limit = TIMEOUT_MS / 1000
+
+    stopped(cluster.procs[0])
+    with cluster.raw() as a, cluster.raw() as b:
+        t0 = time.monotonic()
+        a.send(say.get(stale[0]))
+        # meanwhile the other server answers at once
+        for key in live[:5]:
+            b.exchange(say.get(key), say.value(key))
+        assert time.monotonic() - t0 < limit * 0.8, "the live server was held up"
+        a.expect(timed_out)
+        elapsed = time.monotonic() - t0
+        assert limit * 0.9 <= elapsed < limit + 2.0, elapsed
+        # pipelined behind a stuck request, a live server's reply waits for its turn (replies
+        # keep request order), then comes
+        a.send(say.get(stale[1]) + say.get(live[0]))
+        a.expect(timed_out + say.value(live[0]))
+        # a multi-key request touching the stopped server fails as a whole
+        a.exchange(say.get(live[0], stale[0]), timed_out)
+    stopped.resume()
+
+    def back():
+        with cluster.raw() as c:
+            c.send(say.get(stale[0]))
+            return say.read(c) == say.value(stale[0])
+
+    ncutil.wait_until(back, 5, interval=0.1, what="the server to answer again after SIGCONT")
+
+
+# --- preconnect
+
+
+def backend_connections(cluster, i):
+    if cluster.redis:
+        return len(ncproxy.redis_clients(cluster.ports[i]))
+    return ncproxy.mc_connections(cluster.ports[i])
+
+
+@pytest.mark.parametrize("kind", ["redis", "memcache"])
+def test_preconnect(kind, redis_server, memcached_server, write_conf, nutcrackers):
+    """With preconnect, each worker opens its server_connections to every server at start."""
+    servers = redis_server if kind == "redis" else memcached_server
+    cluster = start(kind, 2, 4, servers, write_conf, nutcrackers, preconnect=True,
+                    server_connections=2)
+    for i in range(2):
+        ncutil.wait_until(lambda i=i: backend_connections(cluster, i) == 8, 5,
+                          what=f"8 connections (4 threads x 2) on backend {i} before any request")
+    # without it, a second proxy on the same servers opens none until it has requests
+    start(kind, 2, 4, None, write_conf, nutcrackers, name="lazy", ports=cluster.ports)
+    time.sleep(0.3)
+    for i in range(2):
+        assert backend_connections(cluster, i) == 8
+
+
+# --- client_connections
+
+
+@pytest.mark.parametrize("kind", ["redis", "memcache"])
+def test_client_connections_limit_across_workers(kind, redis_server, memcached_server,
+                                                 write_conf, nutcrackers):
+    servers = redis_server if kind == "redis" else memcached_server
+    say = Speaker(kind)
+    limit = 6
+    cluster = start(kind, 1, 4, servers, write_conf, nutcrackers, client_connections=limit)
+    refused = (b"-ERR ", b"SERVER_ERROR ")
+    clients = []
+    for _ in range(limit):
+        c = cluster.raw()
+        c.send(say.ping())
+        assert not c.line().startswith(refused)
+        clients.append(c)
+    # the next ones, whichever worker they would go to, are refused with an error, then closed
+    for _ in range(4):
+        with cluster.raw() as extra:
+            line = extra.line()
+            assert line.startswith(b"-ERR " if say.redis else b"SERVER_ERROR "), line
+            assert extra.is_closed()
+    # a client leaves: its place is free again (its worker releases it asynchronously)
+    clients.pop().close()
+
+    def admitted():
+        with cluster.raw() as c:
+            c.send(say.ping())
+            try:
+                return not c.line().startswith(refused)
+            except ConnectionError:
+                return False
+
+    ncutil.wait_until(admitted, 5, interval=0.1, what="a free client slot")
+    for c in clients:
+        c.send(say.ping())
+        assert not c.line().startswith(refused)
+        c.close()
+
+
+# --- server_connections
+
+
+@pytest.mark.parametrize("kind", ["redis", "memcache"])
+def test_server_connections_per_worker(kind, redis_server, memcached_server, write_conf,
+                                       nutcrackers):
+    """A backend sees up to threads x server_connections connections: with enough clients, that
+    many."""
+    servers = redis_server if kind == "redis" else memcached_server
+    say = Speaker(kind)
+    threads, per_server = 4, 3
+    cluster = start(kind, 1, threads, servers, write_conf, nutcrackers,
+                    server_connections=per_server)
+    key = f"sc{uuid.uuid4().hex}"
+    miss = b"$-1\r\n" if say.redis else b"END\r\n"
+    scripts = [(say.get(key) * 3, miss * 3)] * 60
+    assert ncproxy.run_clients(cluster.port, scripts) == {}
+    assert backend_connections(cluster, 0) == threads * per_server
+    assert ncproxy.run_clients(cluster.port, scripts) == {}
+    assert backend_connections(cluster, 0) == threads * per_server
+
+
+# --- unix socket listen
+
+
+@pytest.mark.parametrize("kind, perm", [("redis", 0o600), ("redis", 0o666), ("memcache", 0o640)])
+def test_listen_on_unix_socket(kind, perm, redis_server, memcached_server, write_conf,
+                               nutcrackers, tmp_path):
+    servers = redis_server if kind == "redis" else memcached_server
+    say = Speaker(kind)
+    path = tmp_path / f"{kind}.sock"
+    cluster = start(kind, 2, 2, servers, write_conf, nutcrackers, listen=f"{path} {perm:o}")
+    assert stat.S_ISSOCK(os.stat(path).st_mode)
+    assert stat.S_IMODE(os.stat(path).st_mode) == perm
+    keys = ncproxy.spread_keys("unix", 10)
+    client = cluster.client()
+    for key in keys:
+        assert client.set(key, key)
+    if say.redis:
+        assert client.mget(keys) == [k.encode() for k in keys]
+    else:
+        assert client.get_many(keys) == {k: k.encode() for k in keys}
+    client.close()
+    with RawConn(path=path) as c:
+        c.exchange(say.get(keys[0]), say.value(keys[0], keys[0]))
+    cluster.proxy.signal(signal.SIGTERM)
+    assert cluster.proxy.wait_exit() == 0
+    assert not path.exists(), "the socket file is removed on exit"
