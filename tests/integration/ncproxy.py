@@ -65,6 +65,21 @@ def integer(n):
     return b":%d\r\n" % n
 
 
+def mc_store(verb, key, value, flags=0, exptime=0, extra=""):
+    """A memcached storage request (set, add, ..., cas with its unique in extra)."""
+    if isinstance(value, str):
+        value = value.encode()
+    return f"{verb} {key} {flags} {exptime} {len(value)}{extra}\r\n".encode() + value + b"\r\n"
+
+
+def mc_value(key, value, flags=0, cas=None):
+    """A memcached VALUE block (without the END)."""
+    if isinstance(value, str):
+        value = value.encode()
+    head = f"VALUE {key} {flags} {len(value)}" + (f" {cas}" if cas is not None else "")
+    return head.encode() + b"\r\n" + value + b"\r\n"
+
+
 class RespError(str):
     """A decoded RESP error reply (the text after '-')."""
 
@@ -260,15 +275,6 @@ def mc_client(port=None, path=None, **kw):
     kw.setdefault("default_noreply", False)  # wait for (and check) every reply
     server = str(path) if path is not None else (HOST, port)
     return pymemcache.client.base.Client(server, **kw)
-
-
-def mc_set(port, key, value):
-    """Sets key directly on a memcached (or through the proxy); returns the raw reply line."""
-    if isinstance(value, str):
-        value = value.encode()
-    with RawConn(port) as c:
-        c.send(b"set %s 0 0 %d\r\n%s\r\n" % (key.encode(), len(value), value))
-        return c.line()
 
 
 def redis_clients(port):

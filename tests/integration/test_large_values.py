@@ -40,11 +40,11 @@ def test_redis_large_value_in_mget(redis_cluster):
 
 
 def mc_store(key, value):
-    return b"set %s 7 0 %d\r\n" % (key.encode(), len(value)) + value + b"\r\n"
+    return ncproxy.mc_store("set", key, value, flags=7)
 
 
 def mc_value(key, value):
-    return b"VALUE %s 7 %d\r\n" % (key.encode(), len(value)) + value + b"\r\n"
+    return ncproxy.mc_value(key, value, flags=7)
 
 
 @SIZES

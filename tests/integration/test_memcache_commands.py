@@ -9,20 +9,7 @@ import pytest
 
 import ncproxy
 import ncutil
-
-
-def value_block(key, value, flags=0, cas=None):
-    if isinstance(value, str):
-        value = value.encode()
-    head = f"VALUE {key} {flags} {len(value)}" + (f" {cas}" if cas is not None else "")
-    return head.encode() + b"\r\n" + value + b"\r\n"
-
-
-def store(verb, key, value, flags=0, exptime=0, extra=""):
-    if isinstance(value, str):
-        value = value.encode()
-    line = f"{verb} {key} {flags} {exptime} {len(value)}{extra}\r\n".encode()
-    return line + value + b"\r\n"
+from ncproxy import mc_store, mc_value
 
 
 def cas_of(conn, key):
@@ -43,14 +30,14 @@ def placed(mc_cluster):
 def test_get_many_keys_in_key_order_one_end(mc_cluster, placed):
     by_server, keys, missing = placed
     asked = [missing[0], *keys[:5], missing[1], *keys[5:], keys[0], missing[2], keys[-1]]
-    expected = b"".join(value_block(k, k) for k in asked if k not in missing) + b"END\r\n"
+    expected = b"".join(mc_value(k, k) for k in asked if k not in missing) + b"END\r\n"
     with mc_cluster.raw() as c:
         c.exchange(f"get {' '.join(asked)}\r\n".encode(), expected)
         c.exchange(f"get {' '.join(missing)}\r\n".encode(), b"END\r\n")
-        c.exchange(f"get {keys[0]}\r\n".encode(), value_block(keys[0], keys[0]) + b"END\r\n")
+        c.exchange(f"get {keys[0]}\r\n".encode(), mc_value(keys[0], keys[0]) + b"END\r\n")
         # many spaces between keys, a bare "\n" line end: as memcached accepts them
         c.exchange(f"get   {keys[0]}    {keys[1]}  \n".encode(),
-                   value_block(keys[0], keys[0]) + value_block(keys[1], keys[1]) + b"END\r\n")
+                   mc_value(keys[0], keys[0]) + mc_value(keys[1], keys[1]) + b"END\r\n")
     assert mc_cluster.client().get_many(asked) == {k: k.encode() for k in asked if k not in missing}
 
 
@@ -59,41 +46,41 @@ def test_gets_many_keys_carry_each_servers_cas(mc_cluster, placed):
     with mc_cluster.raw() as c:
         cas = {k: cas_of(c, k) for k in keys}
         asked = [keys[-1], missing[0], *keys]
-        expected = b"".join(value_block(k, k, cas=cas[k]) for k in asked if k not in missing)
+        expected = b"".join(mc_value(k, k, cas=cas[k]) for k in asked if k not in missing)
         c.exchange(f"gets {' '.join(asked)}\r\n".encode(), expected + b"END\r\n")
 
 
 def test_storage_commands(mc_cluster):
     k = f"st{uuid.uuid4().hex}"
     with mc_cluster.raw() as c:
-        c.exchange(store("set", k, "hello", flags=42), b"STORED\r\n")
-        c.exchange(f"get {k}\r\n".encode(), value_block(k, "hello", flags=42) + b"END\r\n")
-        c.exchange(store("add", k, "x"), b"NOT_STORED\r\n")
-        c.exchange(store("add", k + "a", "added"), b"STORED\r\n")
-        c.exchange(store("replace", k, "bye"), b"STORED\r\n")
-        c.exchange(store("replace", k + "nope", "x"), b"NOT_STORED\r\n")
-        c.exchange(store("append", k, "!!"), b"STORED\r\n")
-        c.exchange(store("prepend", k, "<<"), b"STORED\r\n")
-        c.exchange(store("append", k + "nope", "x"), b"NOT_STORED\r\n")
-        c.exchange(store("prepend", k + "nope", "x"), b"NOT_STORED\r\n")
+        c.exchange(mc_store("set", k, "hello", flags=42), b"STORED\r\n")
+        c.exchange(f"get {k}\r\n".encode(), mc_value(k, "hello", flags=42) + b"END\r\n")
+        c.exchange(mc_store("add", k, "x"), b"NOT_STORED\r\n")
+        c.exchange(mc_store("add", k + "a", "added"), b"STORED\r\n")
+        c.exchange(mc_store("replace", k, "bye"), b"STORED\r\n")
+        c.exchange(mc_store("replace", k + "nope", "x"), b"NOT_STORED\r\n")
+        c.exchange(mc_store("append", k, "!!"), b"STORED\r\n")
+        c.exchange(mc_store("prepend", k, "<<"), b"STORED\r\n")
+        c.exchange(mc_store("append", k + "nope", "x"), b"NOT_STORED\r\n")
+        c.exchange(mc_store("prepend", k + "nope", "x"), b"NOT_STORED\r\n")
         c.exchange(f"get {k} {k}a\r\n".encode(),
-                   value_block(k, "<<bye!!") + value_block(k + "a", "added") + b"END\r\n")
+                   mc_value(k, "<<bye!!") + mc_value(k + "a", "added") + b"END\r\n")
         # empty and binary values
-        c.exchange(store("set", k + "e", b""), b"STORED\r\n")
-        c.exchange(store("set", k + "b", b"\r\n\x00END\r\n"), b"STORED\r\n")
+        c.exchange(mc_store("set", k + "e", b""), b"STORED\r\n")
+        c.exchange(mc_store("set", k + "b", b"\r\n\x00END\r\n"), b"STORED\r\n")
         c.exchange(f"get {k}e {k}b\r\n".encode(),
-                   value_block(k + "e", b"") + value_block(k + "b", b"\r\n\x00END\r\n") + b"END\r\n")
+                   mc_value(k + "e", b"") + mc_value(k + "b", b"\r\n\x00END\r\n") + b"END\r\n")
 
 
 def test_noreply_commands_send_nothing(mc_cluster):
     k = f"nr{uuid.uuid4().hex}"
     noreply = b"".join([
-        store("set", k, "1", extra=" noreply"),
-        store("add", k + "a", "a", extra=" noreply"),
-        store("add", k, "no", extra=" noreply"),
-        store("replace", k, "10", extra=" noreply"),
-        store("append", k, "0", extra=" noreply"),
-        store("prepend", k, "2", extra=" noreply"),
+        mc_store("set", k, "1", extra=" noreply"),
+        mc_store("add", k + "a", "a", extra=" noreply"),
+        mc_store("add", k, "no", extra=" noreply"),
+        mc_store("replace", k, "10", extra=" noreply"),
+        mc_store("append", k, "0", extra=" noreply"),
+        mc_store("prepend", k, "2", extra=" noreply"),
         f"incr {k} 5 noreply\r\n".encode(),
         f"decr {k} 1 noreply\r\n".encode(),
         f"touch {k} 1000 noreply\r\n".encode(),
@@ -102,22 +89,22 @@ def test_noreply_commands_send_nothing(mc_cluster):
     ])
     with mc_cluster.raw() as c:
         # the only reply is the get's: 2100 + 5 - 1
-        c.exchange(noreply + f"get {k} {k}a\r\n".encode(), value_block(k, "2104") + b"END\r\n")
+        c.exchange(noreply + f"get {k} {k}a\r\n".encode(), mc_value(k, "2104") + b"END\r\n")
         c.send(f"gets {k}\r\n".encode())
         cas = int(c.mc_get_reply().split()[4])
-        c.exchange(store("cas", k, "c", extra=f" {cas} noreply") + f"get {k}\r\n".encode(),
-                   value_block(k, "c") + b"END\r\n")
+        c.exchange(mc_store("cas", k, "c", extra=f" {cas} noreply") + f"get {k}\r\n".encode(),
+                   mc_value(k, "c") + b"END\r\n")
 
 
 def test_cas(mc_cluster):
     k = f"cas{uuid.uuid4().hex}"
     with mc_cluster.raw() as c:
-        c.exchange(store("set", k, "v1"), b"STORED\r\n")
+        c.exchange(mc_store("set", k, "v1"), b"STORED\r\n")
         cas = cas_of(c, k)
-        c.exchange(store("cas", k, "v2", extra=f" {cas}"), b"STORED\r\n")
-        c.exchange(store("cas", k, "v3", extra=f" {cas}"), b"EXISTS\r\n")
-        c.exchange(store("cas", k + "nope", "v", extra=" 1"), b"NOT_FOUND\r\n")
-        c.exchange(f"get {k}\r\n".encode(), value_block(k, "v2") + b"END\r\n")
+        c.exchange(mc_store("cas", k, "v2", extra=f" {cas}"), b"STORED\r\n")
+        c.exchange(mc_store("cas", k, "v3", extra=f" {cas}"), b"EXISTS\r\n")
+        c.exchange(mc_store("cas", k + "nope", "v", extra=" 1"), b"NOT_FOUND\r\n")
+        c.exchange(f"get {k}\r\n".encode(), mc_value(k, "v2") + b"END\r\n")
     client = mc_cluster.client()
     value, token = client.gets(k)
     assert value == b"v2"
@@ -129,13 +116,13 @@ def test_cas(mc_cluster):
 def test_incr_decr(mc_cluster):
     k = f"n{uuid.uuid4().hex}"
     with mc_cluster.raw() as c:
-        c.exchange(store("set", k, "10"), b"STORED\r\n")
+        c.exchange(mc_store("set", k, "10"), b"STORED\r\n")
         c.exchange(f"incr {k} 5\r\n".encode(), b"15\r\n")
         c.exchange(f"decr {k} 20\r\n".encode(), b"0\r\n")
         c.exchange(f"incr {k} 18446744073709551615\r\n".encode(), b"18446744073709551615\r\n")
         c.exchange(f"incr {k} 1\r\n".encode(), b"0\r\n")
         c.exchange(f"incr {k}nope 1\r\n".encode(), b"NOT_FOUND\r\n")
-        c.exchange(store("set", k + "s", "abc"), b"STORED\r\n")
+        c.exchange(mc_store("set", k + "s", "abc"), b"STORED\r\n")
         c.exchange(f"incr {k}s 1\r\n".encode(),
                    b"CLIENT_ERROR cannot increment or decrement non-numeric value\r\n")
         c.exchange(f"incr {k} x\r\n".encode(), b"CLIENT_ERROR invalid numeric delta argument\r\n")
@@ -148,7 +135,7 @@ def test_incr_decr(mc_cluster):
 def test_delete(mc_cluster):
     k = f"d{uuid.uuid4().hex}"
     with mc_cluster.raw() as c:
-        c.exchange(store("set", k, "v") + store("set", k + "2", "v"), b"STORED\r\n" * 2)
+        c.exchange(mc_store("set", k, "v") + mc_store("set", k + "2", "v"), b"STORED\r\n" * 2)
         c.exchange(f"delete {k}\r\n".encode(), b"DELETED\r\n")
         c.exchange(f"delete {k}\r\n".encode(), b"NOT_FOUND\r\n")
         c.exchange(f"delete {k}2 0\r\n".encode(), b"DELETED\r\n")
@@ -167,10 +154,10 @@ def test_touch_gat_gats(mc_cluster, placed):
                    b"CLIENT_ERROR invalid exptime argument\r\n")
         asked = [missing[0], *keys, missing[1]]
         c.exchange(f"gat 1000 {' '.join(asked)}\r\n".encode(),
-                   b"".join(value_block(k, k) for k in keys) + b"END\r\n")
+                   b"".join(mc_value(k, k) for k in keys) + b"END\r\n")
         cas = {k: cas_of(c, k) for k in keys}
         c.exchange(f"gats 2000 {' '.join(reversed(asked))}\r\n".encode(),
-                   b"".join(value_block(k, k, cas=cas[k]) for k in reversed(keys)) + b"END\r\n")
+                   b"".join(mc_value(k, k, cas=cas[k]) for k in reversed(keys)) + b"END\r\n")
         c.exchange(f"gat 1000 {missing[0]}\r\n".encode(), b"END\r\n")
     assert mc_cluster.client().touch(keys[1], 100) is True
 
@@ -190,8 +177,8 @@ def test_version(mc_cluster):
 def test_quit(mc_cluster):
     k = f"q{uuid.uuid4().hex}"
     with mc_cluster.raw() as c:
-        c.send(store("set", k, "v") + f"get {k}\r\nquit\r\nget {k}\r\n".encode())
-        c.expect(b"STORED\r\n" + value_block(k, "v") + b"END\r\n")
+        c.send(mc_store("set", k, "v") + f"get {k}\r\nquit\r\nget {k}\r\n".encode())
+        c.expect(b"STORED\r\n" + mc_value(k, "v") + b"END\r\n")
         assert c.is_closed()
 
 
@@ -219,8 +206,8 @@ def test_key_longer_than_250_bytes(mc_cluster):
     long_key = "k" * 251
     huge_key = "h" * 20000
     with mc_cluster.raw() as c:
-        c.exchange(store("set", ok_key, "v"), b"STORED\r\n")
-        c.exchange(f"get {ok_key}\r\n".encode(), value_block(ok_key, "v") + b"END\r\n")
+        c.exchange(mc_store("set", ok_key, "v"), b"STORED\r\n")
+        c.exchange(f"get {ok_key}\r\n".encode(), mc_value(ok_key, "v") + b"END\r\n")
         for request in [f"get {long_key}\r\n", f"get {ok_key} {long_key}\r\n",
                         f"get {huge_key}\r\n", f"delete {long_key}\r\n",
                         f"incr {long_key} 1\r\n", f"touch {long_key} 1\r\n"]:
@@ -228,8 +215,8 @@ def test_key_longer_than_250_bytes(mc_cluster):
             c.send(b"version\r\n")
             assert c.line().startswith(b"VERSION ")
         # the data block of a rejected storage command is skipped: the stream stays in sync
-        c.exchange(store("set", long_key, "data\r\nget x"), b"CLIENT_ERROR bad command line format\r\n")
-        c.exchange(f"get {ok_key}\r\n".encode(), value_block(ok_key, "v") + b"END\r\n")
+        c.exchange(mc_store("set", long_key, "data\r\nget x"), b"CLIENT_ERROR bad command line format\r\n")
+        c.exchange(f"get {ok_key}\r\n".encode(), mc_value(ok_key, "v") + b"END\r\n")
 
 
 @pytest.mark.parametrize("request_bytes, reply", [
@@ -252,8 +239,8 @@ def test_malformed_request_then_valid_one(mc_cluster, request_bytes, reply):
     """A bad request the stream survives: its error, then the connection still works."""
     k = f"m{uuid.uuid4().hex}"
     with mc_cluster.raw() as c:
-        c.exchange(store("set", k, "v") + request_bytes + f"get {k}\r\n".encode(),
-                   b"STORED\r\n" + reply + value_block(k, "v") + b"END\r\n")
+        c.exchange(mc_store("set", k, "v") + request_bytes + f"get {k}\r\n".encode(),
+                   b"STORED\r\n" + reply + mc_value(k, "v") + b"END\r\n")
 
 
 @pytest.mark.parametrize("request_bytes, reason", [
@@ -283,7 +270,7 @@ def test_backend_refused(memcached_server, write_conf, nutcrackers):
     keys_live, keys_dead = [], []
     with cluster.raw() as c:
         for key in ncproxy.spread_keys("refused", 60):
-            c.send(store("set", key, "v"))
+            c.send(mc_store("set", key, "v"))
             reply = c.line()
             assert reply in (b"STORED\r\n", refused)
             (keys_live if reply == b"STORED\r\n" else keys_dead).append(key)
@@ -291,4 +278,4 @@ def test_backend_refused(memcached_server, write_conf, nutcrackers):
         c.exchange(f"get {keys_dead[0]}\r\n".encode(), refused)
         c.exchange(f"get {keys_live[0]} {keys_dead[0]}\r\n".encode(), refused)
         c.exchange(f"delete {keys_dead[0]}\r\n".encode(), refused)
-        c.exchange(f"get {keys_live[0]}\r\n".encode(), value_block(keys_live[0], "v") + b"END\r\n")
+        c.exchange(f"get {keys_live[0]}\r\n".encode(), mc_value(keys_live[0], "v") + b"END\r\n")

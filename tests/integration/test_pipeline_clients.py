@@ -11,7 +11,7 @@ import time
 import uuid
 
 import ncproxy
-from ncproxy import array, bulk, integer, resp
+from ncproxy import array, bulk, integer, mc_value, resp
 
 CLIENTS = 50
 COMMANDS = 1000
@@ -82,10 +82,6 @@ def redis_script(prefix, seed):
     return b"".join(req), b"".join(rep)
 
 
-def mc_block(key, value):
-    return f"VALUE {key} 0 {len(value)}\r\n{value}\r\n".encode()
-
-
 def mc_script(prefix, seed):
     rnd = random.Random(seed)
     keys = ncproxy.spread_keys(f"{prefix}:s", KEYS)
@@ -107,11 +103,11 @@ def mc_script(prefix, seed):
             model[k] = value
         elif op == 2:
             req.append(f"get {k}\r\n".encode())
-            rep.append((mc_block(k, model[k]) if k in model else b"") + b"END\r\n")
+            rep.append((mc_value(k, model[k]) if k in model else b"") + b"END\r\n")
         elif op == 3:
             some = [rnd.choice(keys) for _ in range(rnd.randrange(2, 8))]
             req.append(f"get {' '.join(some)}\r\n".encode())
-            rep.append(b"".join(mc_block(s, model[s]) for s in some if s in model) + b"END\r\n")
+            rep.append(b"".join(mc_value(s, model[s]) for s in some if s in model) + b"END\r\n")
         elif op == 4:
             req.append(f"add {k} 0 0 {len(value)}\r\n{value}\r\n".encode())
             rep.append(b"NOT_STORED\r\n" if k in model else b"STORED\r\n")
@@ -182,7 +178,7 @@ def test_memcache_request_one_byte_at_a_time(mc_cluster):
                f"get {' '.join(keys)}\r\n".encode() + b"nosuch\r\n" +
                f"delete {keys[1]} 0\r\n".encode())
     expected = (b"STORED\r\n" + b"VALUE %s 5 4\r\na\r\nb\r\n" % keys[0].encode() +
-                mc_block(keys[1], "x") + b"END\r\nERROR\r\nDELETED\r\n")
+                mc_value(keys[1], "x") + b"END\r\nERROR\r\nDELETED\r\n")
     with mc_cluster.raw() as c:
         feed_bytewise(c, request)
         c.expect(expected)
@@ -213,7 +209,7 @@ def test_back_pressure_deadlock_memcache_raw_pipeline(mc_cluster):
     values = [(f"{i:04d}" * 256) for i in range(BIG_PIPELINE)]
     request = b"".join(f"set {k} 0 0 {len(v)}\r\n{v}\r\nget {k}\r\n".encode()
                        for k, v in zip(keys, values))
-    expected = b"".join(b"STORED\r\n" + mc_block(k, v) + b"END\r\n" for k, v in zip(keys, values))
+    expected = b"".join(b"STORED\r\n" + mc_value(k, v) + b"END\r\n" for k, v in zip(keys, values))
     with mc_cluster.raw(timeout=STUCK) as c:
         c.send(request)  # all of it before reading anything (bounded by the socket timeout)
         c.expect(expected)

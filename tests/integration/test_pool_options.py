@@ -24,9 +24,10 @@ def start(kind, n, threads, servers, write_conf, nutcrackers, name="pool", **poo
 @pytest.fixture
 def auth_cluster(redis_server, write_conf, nutcrackers):
     """Two redis-servers that require a password the proxy knows; -T 2; redis_db 2 as well, so
-    both set-up commands (AUTH, SELECT) go first on each server connection."""
+    both set-up commands (AUTH, SELECT) go first on each server connection; preconnect, so they
+    are queued before any request."""
     return start("redis", 2, 2, lambda: redis_server("--requirepass", "s3cret"), write_conf,
-                 nutcrackers, redis_auth="s3cret", redis_db=2)
+                 nutcrackers, redis_auth="s3cret", redis_db=2, preconnect=True)
 
 
 def test_redis_auth_required_before_anything(auth_cluster):
@@ -88,7 +89,7 @@ def test_redis_db_selects_on_every_server_connection(redis_server, write_conf, n
 # --- timeout
 
 
-TIMEOUT_MS = 400
+TIMEOUT_MS = 600
 
 
 class Speaker:
@@ -100,7 +101,7 @@ class Speaker:
     def set(self, key, value="v"):
         if self.redis:
             return resp("SET", key, value)
-        return b"set %s 0 0 %d\r\n%s\r\n" % (key.encode(), len(value), value.encode())
+        return ncproxy.mc_store("set", key, value)
 
     def get(self, *keys):
         return resp("MGET" if len(keys) > 1 else "GET", *keys) if self.redis else \
@@ -112,7 +113,7 @@ class Speaker:
     def value(self, key, value="v"):
         if self.redis:
             return bulk(value)
-        return b"VALUE %s 0 %d\r\n%s\r\nEND\r\n" % (key.encode(), len(value), value.encode())
+        return ncproxy.mc_value(key, value) + b"END\r\n"
 
     def error(self, text):
         return (b"-ERR %s\r\n" if self.redis else b"SERVER_ERROR %s\r\n") % text.encode()

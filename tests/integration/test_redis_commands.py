@@ -327,6 +327,21 @@ def test_inline_commands(redis_cluster):
                    bulk("hello") * 2 + b"+PONG\r\n")
 
 
+def test_odd_inline_and_keys_same_as_redis(redis_cluster, reference):
+    """Bare LF line ends, extra blanks and tabs in inline commands, an empty key, CR LF inside a
+    key: the same replies as redis."""
+    key = tagger()("odd")
+    requests = [b"PING\n", b"SET %s b\n" % key.encode(), b"GET %s\n" % key.encode(),
+                b"GET  %s  \r\n" % key.encode(), b"  PING\r\n", b"\tPING\r\n",
+                b"GET a\tb\r\n", resp("SET", "", "empty"), resp("GET", ""),
+                resp("SET", "x\r\ny", "crlf"), resp("MGET", "x\r\ny", "", key, "nope")]
+    with redis_cluster.raw() as proxy, RawConn(reference) as ref:
+        for request in requests:
+            proxy.send(request)
+            ref.send(request)
+            assert proxy.reply() == ref.reply(), request
+
+
 def test_nested_replies_pass_through(redis_cluster, reference):
     """Deeply nested arrays, nils, statuses, errors inside arrays, empty arrays: the same bytes as
     redis sends."""
