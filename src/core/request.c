@@ -150,7 +150,7 @@ static void request_forward(struct worker *w, struct conn *c, struct msg *req)
         request_fail(w, req, EINVAL);
         return;
     }
-    uint32_t first = pool_route(p->shared, req->keys[0].ptr, req->keys[0].len);
+    uint32_t first = pool_rt_route(p, req->keys[0].ptr, req->keys[0].len);
     if (!(req->cmd_flags & CMD_F_FRAG_MASK) || req->nkeys < 2 || first == DIST_NONE) {
         request_forward_one(w, req, first, c->id);
         return;
@@ -163,7 +163,7 @@ static void request_forward(struct worker *w, struct conn *c, struct msg *req)
     bool one_server = true;
     where[0] = first;
     for (uint32_t i = 1; i < req->nkeys; i++) {
-        where[i] = pool_route(p->shared, req->keys[i].ptr, req->keys[i].len);
+        where[i] = pool_rt_route(p, req->keys[i].ptr, req->keys[i].len);
         if (where[i] == DIST_NONE) {
             free(where);
             request_fail(w, req, ECONNREFUSED);

@@ -19,6 +19,7 @@
 
 #include "common/log.h"
 #include "common/sock.h"
+#include "core/probe.h"
 #include "core/runtime.h"
 #include "thread/worker.h"
 
@@ -41,6 +42,7 @@ struct master {
     uint32_t nworkers;       /* initialised */
     uint32_t nstarted;
     uint32_t next_worker;
+    struct prober *prober;   /* re-admits ejected servers that answer again */
     struct listener *listeners;
     size_t nlisteners;
 };
@@ -224,6 +226,11 @@ int master_run(const struct nc_options *opts, struct conf *conf)
         log_error("cannot start the worker threads: %s", strerror(-err));
         goto out;
     }
+    m.prober = prober_create(m.base, m.rt);
+    if (m.prober == NULL) {
+        log_error("cannot start the liveness prober: out of memory");
+        goto out;
+    }
     if (master_listen(&m) < 0) goto out;
     log_notice("nutcrackers-%s started on pid %d with %d worker threads", PACKAGE_VERSION, (int)getpid(),
                opts->threads);
@@ -232,6 +239,7 @@ int master_run(const struct nc_options *opts, struct conf *conf)
     log_notice("nutcrackers-%s stopping", PACKAGE_VERSION);
 out:
     master_unlisten(&m);
+    prober_destroy(m.prober);
     master_stop_workers(&m);
     if (m.rt) runtime_destroy(m.rt);
     for (size_t i = 0; i < m.nsig; i++) event_free(m.sig_ev[i]);
