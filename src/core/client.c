@@ -18,8 +18,15 @@
 #include "core/server.h"
 #include "thread/worker.h"
 
-/* A client that sends this many requests without reading its replies is paused until it does. */
+/*
+ * Back-pressure: a client with this many requests queued, or this many reply bytes waiting to be
+ * written (it does not read its replies), is no longer read from until it catches up; what it
+ * already sent is still served. A client whose waiting reply bytes pass the hard limit anyway (its
+ * requests in flight had huge replies) is dropped: its memory, not the proxy's, is the limit.
+ */
 #define CLIENT_MAX_PENDING 4096
+#define CLIENT_OUT_SOFT_LIMIT (16u << 20)
+#define CLIENT_OUT_HARD_LIMIT (256u << 20)
 #define CLIENT_WRITE_BATCH 128
 
 int client_accept(struct worker *w, struct pool_rt *pool, int fd)
@@ -63,8 +70,24 @@ void client_close(struct conn *c)
     conn_destroy(c);
 }
 
-void client_reply_ready(struct conn *c)
+static bool client_over_soft_limit(const struct conn *c)
 {
+    return c->nq1 >= CLIENT_MAX_PENDING || c->out_bytes >= CLIENT_OUT_SOFT_LIMIT;
+}
+
+void client_reply_ready(struct conn *c, const struct msg *req)
+{
+    if (req->peer != NULL) c->out_bytes += req->peer->len;
+    if (c->out_bytes > CLIENT_OUT_HARD_LIMIT && !c->kill) {
+        log_warn("client %lu: %lu reply bytes not read: dropping the client", (unsigned long)c->id,
+                 (unsigned long)c->out_bytes);
+        c->kill = true;
+        c->err = ENOBUFS;
+        conn_want_read(c, false);
+        event_active(c->wev, EV_WRITE, 0); /* closed from its own write callback */
+        return;
+    }
+    if (client_over_soft_limit(c)) conn_want_read(c, false);
     struct msg *head = TAILQ_FIRST(&c->q1);
     if (head != NULL && head->done) conn_want_write(c, true);
 }
@@ -73,9 +96,8 @@ static int client_on_msg(struct conn *c, struct msg *req)
 {
     int stop = request_dispatch(c, req);
     if (stop) return stop;
-    /* back-pressure: a client that does not read its replies is not read from either (what is
-     * already buffered is still parsed); client_write resumes it */
-    if (c->nq1 >= CLIENT_MAX_PENDING) conn_want_read(c, false);
+    /* back-pressure (what is already buffered is still parsed); client_write resumes it */
+    if (client_over_soft_limit(c)) conn_want_read(c, false);
     return 0;
 }
 
@@ -111,6 +133,7 @@ static int client_write(struct conn *c)
             TAILQ_REMOVE(&c->q1, batch[i], client_link);
             c->nq1--;
             if (batch[i]->t_start != 0) request_record_latency(w, batch[i], ps, now);
+            c->out_bytes -= len;
             request_free(w, batch[i]);
             freed++;
         }
@@ -119,7 +142,9 @@ static int client_write(struct conn *c)
     }
     struct msg *head = TAILQ_FIRST(&c->q1);
     conn_want_write(c, head != NULL && head->done);
-    if (!c->closing && !c->reading && c->nq1 < CLIENT_MAX_PENDING / 2) conn_want_read(c, true);
+    if (!c->closing && !c->reading && c->nq1 < CLIENT_MAX_PENDING / 2 &&
+        c->out_bytes < CLIENT_OUT_SOFT_LIMIT / 2)
+        conn_want_read(c, true);
     return 0;
 }
 
@@ -128,6 +153,10 @@ void client_on_write(int fd, short what, void *arg)
     struct conn *c = arg;
     (void)fd;
     (void)what;
+    if (c->kill) {
+        client_close(c);
+        return;
+    }
     int rc = client_write(c);
     if (rc < 0) c->err = -rc;
     if (rc < 0 || (c->closing && c->nq1 == 0)) client_close(c);
@@ -144,9 +173,10 @@ void client_on_read(int fd, short what, void *arg)
         const char *why = rc == -E2BIG ? "request token larger than the buffer size (-m)"
                                        : (c->ps.error ? c->ps.error : "invalid request");
         log_debug(LOG_INFO, "client %lu: protocol error: %s", (unsigned long)c->id, why);
-        request_protocol_error(c, why);
+        c->err = EPROTO;
+        request_protocol_error(c, why); /* the error reply goes after the earlier replies */
         conn_want_read(c, false);
-        client_reply_ready(c);
+        if (c->nq1 == 0) client_close(c);
         return;
     }
     if (rc < 0) {

@@ -49,7 +49,7 @@ static void request_done(struct worker *w, struct msg *req)
         request_free(w, req);
         return;
     }
-    client_reply_ready(req->owner);
+    client_reply_ready(req->owner, req);
 }
 
 static void request_answer(struct worker *w, struct msg *req, const char *text)
