@@ -46,6 +46,32 @@ int pool_rt_init(struct pool_rt *p, struct worker *w, struct pool_shared *shared
 
 static void server_fail(struct conn *c, int err);
 
+/* This worker's stats of c's server. */
+static struct stats_server_block *server_stats(const struct conn *c)
+{
+    return &c->w->stats->pools[c->pool->shared->idx].servers[c->server->idx];
+}
+
+/* in_queue[_bytes] follow q1 (to write), out_queue[_bytes] q2 (written, awaiting the reply): +1 or
+ * -1 on every insert and removal. */
+static void server_stats_queue(const struct conn *c, bool out_q, const struct msg *m, int dir)
+{
+    struct stats_server_block *sb = server_stats(c);
+    stats_ctr_add(&sb->f[out_q ? STATS_SERVER_out_queue : STATS_SERVER_in_queue], dir);
+    stats_ctr_add(&sb->f[out_q ? STATS_SERVER_out_queue_bytes : STATS_SERVER_in_queue_bytes],
+                  dir * (int64_t)m->len);
+}
+
+/* A connected socket of c is being closed because of err (the peer's EOF when c->eof). */
+static void server_stats_closed(const struct conn *c, int err)
+{
+    struct stats_server_block *sb = server_stats(c);
+    stats_ctr_add(&sb->f[STATS_SERVER_server_connections], -1);
+    if (err == ETIMEDOUT) stats_ctr_add(&sb->f[STATS_SERVER_server_timedout], 1);
+    else if (c->eof) stats_ctr_add(&sb->f[STATS_SERVER_server_eof], 1);
+    else if (err != ECONNABORTED) stats_ctr_add(&sb->f[STATS_SERVER_server_err], 1);
+}
+
 void pool_rt_deinit(struct pool_rt *p)
 {
     for (uint32_t i = 0; p->servers != NULL && i < p->nservers; i++) {
@@ -66,8 +92,11 @@ static void server_fail(struct conn *c, int err)
 {
     struct worker *w = c->w;
     struct msg *m;
-    if (c->fd >= 0)
+    if (c->fd >= 0) {
         log_debug(LOG_INFO, "server %s: connection closed: %s", c->server->cs->stats_name, strerror(err));
+        server_stats_closed(c, err);
+    }
+    c->eof = false;
     conn_detach_fd(c);
     c->connected = c->connecting = false;
     c->q1_off = 0;
@@ -75,12 +104,14 @@ static void server_fail(struct conn *c, int err)
     while ((m = TAILQ_FIRST(&c->q2)) != NULL) {
         TAILQ_REMOVE(&c->q2, m, server_link);
         c->nq2--;
+        server_stats_queue(c, true, m, -1);
         m->err = err;
         request_complete(w, m);
     }
     while ((m = TAILQ_FIRST(&c->q1)) != NULL) {
         TAILQ_REMOVE(&c->q1, m, server_link);
         c->nq1--;
+        server_stats_queue(c, false, m, -1);
         m->err = err;
         request_complete(w, m);
     }
@@ -97,6 +128,7 @@ static int server_queue_literal(struct conn *c, const char *text, size_t len)
     m->swallow = true;
     TAILQ_INSERT_TAIL(&c->q1, m, server_link);
     c->nq1++;
+    server_stats_queue(c, false, m, 1);
     return 0;
 }
 
@@ -130,6 +162,7 @@ static int server_connect(struct conn *c)
                               : sock_connect_tcp(cs->addr.host, cs->addr.port, &in_progress);
     if (fd < 0) {
         log_debug(LOG_INFO, "server %s: connect failed: %s", cs->stats_name, strerror(-fd));
+        stats_ctr_add(&server_stats(c)->f[STATS_SERVER_server_err], 1);
         return fd;
     }
     if (cp->tcpkeepalive && !cs->addr.is_unix)
@@ -139,6 +172,7 @@ static int server_connect(struct conn *c)
         close(fd);
         return rc;
     }
+    stats_ctr_add(&server_stats(c)->f[STATS_SERVER_server_connections], 1);
     c->connecting = in_progress;
     c->connected = !in_progress;
     rc = server_queue_setup(c);
@@ -174,6 +208,9 @@ int server_enqueue(struct server_rt *s, struct msg *req, uint64_t hint)
     req->server_idx = s->idx;
     TAILQ_INSERT_TAIL(&c->q1, req, server_link);
     c->nq1++;
+    server_stats_queue(c, false, req, 1);
+    stats_ctr_add(&server_stats(c)->f[STATS_SERVER_requests], 1);
+    stats_ctr_add(&server_stats(c)->f[STATS_SERVER_request_bytes], (int64_t)req->len);
     conn_want_write(c, true);
     return 0;
 }
@@ -244,6 +281,7 @@ static int server_write(struct conn *c)
             off -= m->len;
             TAILQ_REMOVE(&c->q1, m, server_link);
             c->nq1--;
+            server_stats_queue(c, false, m, -1);
             sent++;
             m->t_sent = now;
             if (m->noreply) {
@@ -252,6 +290,7 @@ static int server_write(struct conn *c)
             }
             TAILQ_INSERT_TAIL(&c->q2, m, server_link);
             c->nq2++;
+            server_stats_queue(c, true, m, 1);
         }
         c->q1_off = off;
         if (sent > 0) server_arm_timer(c);
@@ -288,6 +327,14 @@ static int server_on_msg(struct conn *c, struct msg *rsp)
     }
     TAILQ_REMOVE(&c->q2, req, server_link);
     c->nq2--;
+    server_stats_queue(c, true, req, -1);
+    if (!req->swallow) {
+        struct stats_server_block *sb = server_stats(c);
+        uint64_t now = nc_usec_now();
+        stats_ctr_add(&sb->f[STATS_SERVER_responses], 1);
+        stats_ctr_add(&sb->f[STATS_SERVER_response_bytes], (int64_t)rsp->len);
+        stats_hist_record(&sb->server_latency, now > req->t_sent ? now - req->t_sent : 0);
+    }
     rsp->owner = c;
     req->peer = rsp;
     rsp->peer = req;
@@ -317,6 +364,10 @@ void server_on_read(int fd, short what, void *arg)
         server_fail(c, err);
         return;
     }
-    if (eof) server_fail(c, ECONNRESET);
-    else if (c->nq2 == 0 && c->tev) evtimer_del(c->tev);
+    if (eof) {
+        c->eof = true; /* counted as server_eof */
+        server_fail(c, ECONNRESET);
+    } else if (c->nq2 == 0 && c->tev) {
+        evtimer_del(c->tev);
+    }
 }
