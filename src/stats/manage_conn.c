@@ -31,6 +31,7 @@ struct manage_client {
     struct manage_server *ms;
     int fd;
     struct event *rev, *wev, *tev;
+    struct event *pev;      /* "more lines are waiting": run the next one on the next loop turn */
     enum manage_state state;
     char in[MANAGE_LINE_MAX];
     size_t inlen;
@@ -62,6 +63,7 @@ static void manage_client_close(struct manage_client *c)
     if (c->rev) event_free(c->rev);
     if (c->wev) event_free(c->wev);
     if (c->tev) event_free(c->tev);
+    if (c->pev) event_free(c->pev);
     close(c->fd);
     stats_buf_deinit(&c->out);
     free(c);
@@ -161,8 +163,8 @@ static void manage_line(struct manage_client *c, const char *line, size_t len)
     }
 }
 
-/* Runs the complete lines held in c->in, one reply at a time, until one has to wait for the
- * socket or more input is needed. */
+/* Runs the complete lines held in c->in until one produces a reply; if more lines wait, the next
+ * one runs on the next turn of the event loop, so every client gets its turn (one reply each). */
 static void manage_process(struct manage_client *c)
 {
     while (c->state == MC_READING && !c->close_after) {
@@ -182,8 +184,19 @@ static void manage_process(struct manage_client *c)
         manage_line(c, c->in, len);
         memmove(c->in, c->in + used, c->inlen - used);
         c->inlen -= used;
-        if ((c->out.len > 0 || c->close_after) && !manage_reply(c)) return;
+        if (c->out.len > 0 || c->close_after) {
+            if (manage_reply(c) && c->state == MC_READING && memchr(c->in, '\n', c->inlen) != NULL)
+                event_active(c->pev, EV_TIMEOUT, 1);
+            return;
+        }
     }
+}
+
+static void manage_on_pending(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    manage_process(arg);
 }
 
 /* The client closed its side: run a last unterminated line, or give a silent client the JSON. */
@@ -221,6 +234,10 @@ static void manage_on_read(evutil_socket_t fd, short what, void *arg)
         return;
     }
     if (c->state != MC_READING) return;
+    if (c->inlen == sizeof(c->in)) { /* full of lines still to run: run them first */
+        manage_process(c);
+        return;
+    }
     ssize_t n = recv(fd, c->in + c->inlen, sizeof(c->in) - c->inlen, 0);
     if (n < 0) {
         if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) manage_client_close(c);
@@ -278,13 +295,17 @@ static void manage_accept_one(struct manage_server *ms, int fd)
     }
     c->ms = ms;
     c->fd = fd;
+    /* a small send buffer: a client that does not read holds little of our work */
+    int sndbuf = MANAGE_SNDBUF;
+    setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf));
     stats_buf_init(&c->out, MANAGE_OUT_MAX);
     TAILQ_INSERT_TAIL(&ms->clients, c, link);
     ms->nclients++;
     c->rev = event_new(ms->base, fd, EV_READ | EV_PERSIST, manage_on_read, c);
     c->wev = event_new(ms->base, fd, EV_WRITE | EV_PERSIST, manage_on_write, c);
     c->tev = evtimer_new(ms->base, manage_on_timer, c);
-    if (c->rev == NULL || c->wev == NULL || c->tev == NULL || event_add(c->rev, NULL) < 0) {
+    c->pev = event_new(ms->base, -1, 0, manage_on_pending, c);
+    if (c->rev == NULL || c->wev == NULL || c->tev == NULL || c->pev == NULL || event_add(c->rev, NULL) < 0) {
         manage_client_close(c);
         return;
     }

@@ -5,7 +5,8 @@
  *   - a line is at most MANAGE_LINE_MAX bytes (CRLF or LF); a longer one gets an error and the
  *     connection is closed;
  *   - one reply at a time: while a reply is being written nothing more is read or run, so a client
- *     that does not read holds at most one reply and MANAGE_LINE_MAX bytes of input;
+ *     that does not read holds at most one reply, MANAGE_LINE_MAX bytes of input and a small
+ *     socket send buffer; clients take turns (one reply each per turn of the event loop);
  *   - a client that sends nothing for MANAGE_SILENT_MSEC (or closes its side without sending
  *     anything) gets the JSON of the last -i interval and is closed, as twemproxy's stats port does;
  *   - a connection idle for MANAGE_IDLE_SEC is closed; at most MANAGE_MAX_CLIENTS at once;
@@ -25,6 +26,7 @@ struct manage_server;
 
 #define MANAGE_LINE_MAX 4096
 #define MANAGE_OUT_MAX (64u << 20)      /* the largest reply */
+#define MANAGE_SNDBUF (64 << 10)        /* socket send buffer of a manage client */
 #define MANAGE_MAX_CLIENTS 256
 #define MANAGE_SILENT_MSEC 300
 #define MANAGE_IDLE_SEC 30
