@@ -156,10 +156,11 @@ def test_exact_counts_over_four_workers(cluster):
     assert lat["p50"] <= lat["p99"] <= lat["p999"] <= lat["max"]
     assert lat["sum"] >= lat["max"] > 0
 
-    # the same numbers per worker: every worker got clients (round-robin), and they sum up
+    # the same numbers per worker: every worker got clients, and they sum up
     workers = ncmanage.status(c["manage"], "workers")["workers"]
     assert [w["worker"] for w in workers] == [0, 1, 2, 3]
-    assert all(w["total_connections"] == clients // 4 for w in workers)
+    assert sum(w["total_connections"] for w in workers) == clients
+    assert all(w["total_connections"] >= 1 for w in workers), "every worker served clients"
     for name in c["redis"]:
         for field in ("requests", "request_bytes", "responses", "response_bytes"):
             assert sum(w["alpha"][name][field] for w in workers) == a[name][field]
