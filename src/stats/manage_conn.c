@@ -23,6 +23,7 @@
 #include "stats/manage_http.h"
 
 #define MANAGE_ACCEPTS_PER_EVENT 32
+#define MANAGE_KEEP_BUF (64u << 10) /* reply buffer kept between replies */
 
 enum manage_state { MC_READING, MC_WRITING, MC_LINGERING };
 
@@ -105,7 +106,12 @@ static bool manage_flush(struct manage_client *c)
         manage_client_close(c);
         return false;
     }
-    stats_buf_reset(&c->out);
+    if (c->out.cap > MANAGE_KEEP_BUF) { /* a big reply went out: give its memory back */
+        stats_buf_deinit(&c->out);
+        stats_buf_init(&c->out, MANAGE_OUT_MAX);
+    } else {
+        stats_buf_reset(&c->out);
+    }
     c->out_off = 0;
     event_del(c->wev);
     if (c->close_after) {
