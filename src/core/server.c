@@ -84,6 +84,16 @@ static struct stats_server_block *server_stats(const struct conn *c)
 
 #define SSTAT(c, field, d) stats_ctr_add(&server_stats(c)->f[STATS_SERVER_##field], (d))
 
+/* in_queue[_bytes] follow q1 (to write), out_queue[_bytes] q2 (written, awaiting the reply): +1 or
+ * -1 on every insert and removal. */
+static void server_stats_queue(const struct conn *c, bool out_q, const struct msg *m, int dir)
+{
+    struct stats_server_block *sb = server_stats(c);
+    stats_ctr_add(&sb->f[out_q ? STATS_SERVER_out_queue : STATS_SERVER_in_queue], dir);
+    stats_ctr_add(&sb->f[out_q ? STATS_SERVER_out_queue_bytes : STATS_SERVER_in_queue_bytes],
+                  dir * (int64_t)m->len);
+}
+
 /* One more failure of this server, seen by this worker; may eject it for every worker. */
 static void server_count_failure(struct conn *c)
 {
@@ -118,16 +128,14 @@ static void server_fail(struct conn *c, int err, enum server_end how)
     while ((m = TAILQ_FIRST(&c->q2)) != NULL) {
         TAILQ_REMOVE(&c->q2, m, server_link);
         c->nq2--;
-        SSTAT(c, out_queue, -1);
-        SSTAT(c, out_queue_bytes, -(int64_t)m->len);
+        server_stats_queue(c, true, m, -1);
         m->err = err;
         request_complete(w, m);
     }
     while ((m = TAILQ_FIRST(&c->q1)) != NULL) {
         TAILQ_REMOVE(&c->q1, m, server_link);
         c->nq1--;
-        SSTAT(c, in_queue, -1);
-        SSTAT(c, in_queue_bytes, -(int64_t)m->len);
+        server_stats_queue(c, false, m, -1);
         m->err = err;
         request_complete(w, m);
     }
@@ -144,8 +152,7 @@ static int server_queue_literal(struct conn *c, const char *text, size_t len)
     m->swallow = true;
     TAILQ_INSERT_TAIL(&c->q1, m, server_link);
     c->nq1++;
-    SSTAT(c, in_queue, 1);
-    SSTAT(c, in_queue_bytes, (int64_t)m->len);
+    server_stats_queue(c, false, m, 1);
     return 0;
 }
 
@@ -244,8 +251,7 @@ int server_enqueue(struct server_rt *s, struct msg *req, uint64_t hint)
     c->nq1++;
     SSTAT(c, requests, 1);
     SSTAT(c, request_bytes, (int64_t)req->len);
-    SSTAT(c, in_queue, 1);
-    SSTAT(c, in_queue_bytes, (int64_t)req->len);
+    server_stats_queue(c, false, req, 1);
     conn_want_write(c, true);
     return 0;
 }
@@ -312,8 +318,7 @@ static int server_write(struct conn *c)
             off -= m->len;
             TAILQ_REMOVE(&c->q1, m, server_link);
             c->nq1--;
-            SSTAT(c, in_queue, -1);
-            SSTAT(c, in_queue_bytes, -(int64_t)m->len);
+            server_stats_queue(c, false, m, -1);
             sent++;
             m->t_sent = now;
             if (m->noreply) {
@@ -322,8 +327,7 @@ static int server_write(struct conn *c)
             }
             TAILQ_INSERT_TAIL(&c->q2, m, server_link);
             c->nq2++;
-            SSTAT(c, out_queue, 1);
-            SSTAT(c, out_queue_bytes, (int64_t)m->len);
+            server_stats_queue(c, true, m, 1);
         }
         c->q1_off = off;
         if (sent > 0) server_arm_timer(c);
@@ -361,13 +365,14 @@ static int server_on_msg(struct conn *c, struct msg *rsp)
     }
     TAILQ_REMOVE(&c->q2, req, server_link);
     c->nq2--;
-    struct stats_server_block *ss = server_stats(c);
-    stats_ctr_add(&ss->f[STATS_SERVER_out_queue], -1);
-    stats_ctr_add(&ss->f[STATS_SERVER_out_queue_bytes], -(int64_t)req->len);
-    stats_ctr_add(&ss->f[STATS_SERVER_responses], 1);
-    stats_ctr_add(&ss->f[STATS_SERVER_response_bytes], (int64_t)rsp->len);
-    uint64_t now = nc_usec_now();
-    stats_hist_record(&ss->server_latency, now > req->t_sent ? now - req->t_sent : 0);
+    server_stats_queue(c, true, req, -1);
+    if (!req->swallow) { /* the proxy's own AUTH/SELECT are not the clients' requests */
+        struct stats_server_block *ss = server_stats(c);
+        uint64_t now = nc_usec_now();
+        stats_ctr_add(&ss->f[STATS_SERVER_responses], 1);
+        stats_ctr_add(&ss->f[STATS_SERVER_response_bytes], (int64_t)rsp->len);
+        stats_hist_record(&ss->server_latency, now > req->t_sent ? now - req->t_sent : 0);
+    }
     if (rsp->rsp_fatal) server_count_failure(c); /* -LOADING, -BUSY, ...: passed on, and counted */
     else pool_server_ok(c->pool->shared, c->server->idx);
     rsp->owner = c;
