@@ -107,7 +107,7 @@ static enum manage_rc manage_status_workers(struct manage_ctx *ctx, const struct
     return MANAGE_OK;
 }
 
-static const struct pool_shared *manage_find_pool(const struct manage_ctx *ctx, const struct manage_arg *a)
+static struct pool_shared *manage_find_pool(const struct manage_ctx *ctx, const struct manage_arg *a)
 {
     const struct runtime *rt = ctx->src->rt;
     for (size_t i = 0; i < rt->npools; i++) {
@@ -120,7 +120,7 @@ static const struct pool_shared *manage_find_pool(const struct manage_ctx *ctx, 
 static enum manage_rc manage_find_keys(struct manage_ctx *ctx, const struct manage_arg *args, size_t nargs,
                                        struct stats_buf *out)
 {
-    const struct pool_shared *p = manage_find_pool(ctx, &args[0]);
+    struct pool_shared *p = manage_find_pool(ctx, &args[0]);
     if (p == NULL) {
         stats_buf_adds(out, "ERR: pool doesn't exist!\r\n");
         return MANAGE_ERROR;

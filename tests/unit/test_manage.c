@@ -130,7 +130,7 @@ static void test_status_workers(void **state)
 static void test_find_key(void **state)
 {
     struct mfix *m = *state;
-    const struct pool_shared *p = &m->f.rt->pools[sfix_pool(&m->f, "alpha")];
+    struct pool_shared *p = &m->f.rt->pools[sfix_pool(&m->f, "alpha")];
     char line[128], want[128];
     for (int i = 0; i < 50; i++) {
         char key[32];
