@@ -62,10 +62,14 @@ static void probe_end(struct probe *pb, bool alive)
     free(pb);
 }
 
-/* A reply line that says "alive but not serving" keeps the server out. */
+/* Only a reply of the protocol is an answer: a memcached VERSION line, a redis status line or an
+ * error line other than "alive but not serving". Anything else (garbage) keeps the server out. */
 static bool probe_reply_alive(const struct probe *pb)
 {
     static const char *const not_ready[] = { "-LOADING", "-BUSY", "-MASTERDOWN" };
+    if (memchr(pb->reply, '\n', pb->reply_len) == NULL) return false;
+    if (!pb->pool->cp->redis) return pb->reply_len >= 8 && memcmp(pb->reply, "VERSION ", 8) == 0;
+    if (pb->reply[0] != '+' && pb->reply[0] != '-') return false;
     for (size_t i = 0; i < sizeof(not_ready) / sizeof(not_ready[0]); i++) {
         size_t n = strlen(not_ready[i]);
         if (pb->reply_len >= n && memcmp(pb->reply, not_ready[i], n) == 0) return false;

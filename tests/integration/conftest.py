@@ -60,7 +60,8 @@ def attach_log(request, title, path):
     logs = getattr(request.node, "nc_logs", None)
     if logs is None:
         logs = request.node.nc_logs = []
-    logs.append((title, str(path)))
+    if (title, str(path)) not in logs:
+        logs.append((title, str(path)))
 
 
 class Reaper:
@@ -93,19 +94,21 @@ def reaper():
     r.cleanup()
 
 
-def _start_backend(args_for_port, name, tmp_path, reaper, request):
+def _start_backend(args_for_port, name, tmp_path, reaper, request, port=None):
     """Starts a backend on a free port (a few tries: another process may take the port between
-    the pick and the bind); returns (port, Popen)."""
+    the pick and the bind), or on the given port (one try: a restart on the port a killed backend
+    had); returns (port, Popen)."""
     binary = shutil.which(name)
     if binary is None:
         pytest.fail(f"{name} is not installed (scripts/test.sh installs it)")
     last_log = None
-    for attempt in range(3):
-        port = ncutil.free_port()
+    fixed = port
+    for attempt in range(1 if fixed else 3):
+        port = fixed or ncutil.free_port()
         workdir = tmp_path / f"{name}-{port}"
         workdir.mkdir(exist_ok=True)
         log_path = workdir / "out.log"
-        with open(log_path, "wb") as log:
+        with open(log_path, "ab") as log:  # a restart on the same port appends
             proc = reaper.add_popen(subprocess.Popen(
                 [binary, *args_for_port(port)], cwd=workdir, stdin=subprocess.DEVNULL,
                 stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
@@ -125,27 +128,29 @@ def _start_backend(args_for_port, name, tmp_path, reaper, request):
 
 @pytest.fixture
 def redis_server(tmp_path, reaper, request):
-    """Factory: redis_server() -> (port, Popen) of a fresh redis-server on 127.0.0.1."""
+    """Factory: redis_server(port=None) -> (port, Popen) of a fresh redis-server on 127.0.0.1
+    (on a free port, or on `port`)."""
 
-    def start():
+    def start(port=None):
         return _start_backend(
             lambda port: ["--port", str(port), "--bind", HOST, "--save", "", "--appendonly", "no",
                           "--protected-mode", "no", "--daemonize", "no"],
-            "redis-server", tmp_path, reaper, request)
+            "redis-server", tmp_path, reaper, request, port)
 
     return start
 
 
 @pytest.fixture
 def memcached_server(tmp_path, reaper, request):
-    """Factory: memcached_server() -> (port, Popen) of a fresh memcached on 127.0.0.1."""
+    """Factory: memcached_server(port=None) -> (port, Popen) of a fresh memcached on 127.0.0.1
+    (on a free port, or on `port`)."""
 
-    def start():
+    def start(port=None):
         args = ["-l", HOST, "-U", "0", "-m", "16", "-t", "1"]
         if os.geteuid() == 0:
             args += ["-u", "root"]  # memcached refuses to run as root without it
-        return _start_backend(lambda port: [*args, "-p", str(port)], "memcached", tmp_path,
-                              reaper, request)
+        return _start_backend(lambda p: [*args, "-p", str(p)], "memcached", tmp_path,
+                              reaper, request, port)
 
     return start
 
