@@ -299,6 +299,14 @@ def test_kill9_without_ejection_fails_fast(rig, redis):
     r.finish()
 
 
+def _log_time(log, needle):
+    """The time (s) of the first log line containing needle: '[YYYY-MM-DD HH:MM:SS.mmm] ...'."""
+    line = next(x for x in log.splitlines() if needle in x)
+    hms = line[1:line.index("]")].split()[1]
+    h, m, sec = hms.split(":")
+    return int(h) * 3600 + int(m) * 60 + float(sec)
+
+
 def _worker_connections(r):
     """Client connections each worker has taken so far (manage port `status workers`)."""
     workers = ncmanage.status(r.proxy.manage_port, "workers")["workers"]
@@ -309,8 +317,9 @@ def test_ejection_is_pool_wide(rig):
     """Without concurrency the count is exact: with server_failure_limit L, the first L requests
     for a dead backend's key fail, whichever workers they reach, and then every worker routes the
     key elsewhere, those that never saw a failure too (L < 4 workers, and every worker serves
-    some of the writes that follow: a new connection per write). Once the backend is back, every
-    worker routes the key to it again. Per-worker counting would fail L writes on each worker."""
+    some of the writes that follow: a new connection per write). The backend is probed again
+    server_retry_timeout after the ejection; once it answers, every worker routes the key to it
+    again. Per-worker counting would fail L writes on each worker."""
     limit = 3
     n = 4 * THREADS
     r = rig(True, eject=True, server_failure_limit=limit, server_retry_timeout=1000)
@@ -339,6 +348,11 @@ def test_ejection_is_pool_wide(rig):
     log1 = r.log_mark()
     r.restart(victim)
     r.wait_log("back in the distribution", log1, timeout=4)
+    # the restarted backend answers at once, but is probed only server_retry_timeout after the
+    # ejection
+    out_for = (_log_time(r.proxy.log(), "back in the distribution") -
+               _log_time(r.proxy.log(), "ejected after")) % 86400  # (across midnight)
+    assert out_for >= 1.0 - 0.01, f"re-admitted {out_for:.3f} s after the ejection"
     before = _worker_connections(r)
     for i in range(n):
         with RespConn(r.listen) as c:
