@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "app/daemon.h"
 #include "app/options.h"
@@ -54,6 +55,19 @@ static int main_abspaths(struct nc_options *opts, char **owned, size_t n)
     return 0;
 }
 
+/* A proxy holds two sockets per client at worst: take every fd the hard limit allows. */
+static void main_raise_nofile(void)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        rlim_t soft = rl.rlim_cur;
+        rl.rlim_cur = rl.rlim_max;
+        if (setrlimit(RLIMIT_NOFILE, &rl) == 0)
+            log_info("open file limit raised from %lu to %lu", (unsigned long)soft,
+                     (unsigned long)rl.rlim_max);
+    }
+}
+
 static int main_run(struct nc_options *opts)
 {
     char *owned[3] = { NULL, NULL, NULL };
@@ -80,6 +94,7 @@ static int main_run(struct nc_options *opts)
         goto out_log;
     }
     signal(SIGPIPE, SIG_IGN);
+    main_raise_nofile();
     if (opts->daemonize) {
         err = daemon_detach(opts->output == NULL, &ready_fd);
         if (err < 0) {

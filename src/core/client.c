@@ -19,12 +19,17 @@
 #include "thread/worker.h"
 
 /*
- * Back-pressure: a client with this many requests queued is not read from while the oldest one
- * still waits for its server (what is already buffered is still parsed). Replies that only wait
- * for the client to read them never pause it: a client that writes its whole pipeline before
- * reading any reply (redis-py, raw pipelines) would be waiting for us while we wait for it.
+ * Back-pressure: a client with this many requests queued, or this many reply bytes waiting to be
+ * written, is no longer read from while the oldest of its requests still waits for its server;
+ * what it already sent is still parsed and served. Replies that only wait for the client to read
+ * them never pause it: a client that writes its whole pipeline before reading any reply (as
+ * redis-py's pipeline does) would be waiting for us while we wait for it. Those are bounded by the
+ * hard limit instead: a client whose waiting reply bytes pass it is dropped: its memory, not the
+ * proxy's, is the limit.
  */
 #define CLIENT_MAX_PENDING 4096
+#define CLIENT_OUT_SOFT_LIMIT (16u << 20)
+#define CLIENT_OUT_HARD_LIMIT (256u << 20)
 #define CLIENT_WRITE_BATCH 128
 
 int client_accept(struct worker *w, struct pool_rt *pool, int fd)
@@ -72,16 +77,30 @@ void client_close(struct conn *c)
 static bool client_should_pause(const struct conn *c)
 {
     const struct msg *head = TAILQ_FIRST(&c->q1);
-    return c->nq1 >= CLIENT_MAX_PENDING && head != NULL && !head->done;
+    bool over = c->nq1 >= CLIENT_MAX_PENDING || c->out_bytes >= CLIENT_OUT_SOFT_LIMIT;
+    return over && head != NULL && !head->done;
 }
 
-void client_reply_ready(struct conn *c)
+void client_reply_ready(struct conn *c, const struct msg *req)
 {
+    if (req->peer != NULL) c->out_bytes += req->peer->len;
+    if (c->out_bytes > CLIENT_OUT_HARD_LIMIT && !c->kill) {
+        log_warn("client %lu: %lu reply bytes not read: dropping the client", (unsigned long)c->id,
+                 (unsigned long)c->out_bytes);
+        c->kill = true;
+        c->err = ENOBUFS;
+        conn_want_read(c, false);
+        event_active(c->wev, EV_WRITE, 0); /* closed from its own write callback */
+        return;
+    }
     struct msg *head = TAILQ_FIRST(&c->q1);
-    if (head == NULL || !head->done) return;
+    if (head == NULL || !head->done) {
+        if (client_should_pause(c)) conn_want_read(c, false);
+        return;
+    }
     conn_want_write(c, true);
     /* the replies now wait for the client, not for a server: read on (see CLIENT_MAX_PENDING) */
-    if (!c->closing && !c->reading) conn_want_read(c, true);
+    if (!c->closing && !c->kill && !c->reading) conn_want_read(c, true);
 }
 
 static int client_on_msg(struct conn *c, struct msg *req)
@@ -126,6 +145,7 @@ static int client_write(struct conn *c)
             TAILQ_REMOVE(&c->q1, batch[i], client_link);
             c->nq1--;
             if (batch[i]->t_start != 0) request_record_latency(w, batch[i], ps, now);
+            c->out_bytes -= len;
             request_free(w, batch[i]);
             freed++;
         }
@@ -134,7 +154,7 @@ static int client_write(struct conn *c)
     }
     struct msg *head = TAILQ_FIRST(&c->q1);
     conn_want_write(c, head != NULL && head->done);
-    if (!c->closing && !c->reading && !client_should_pause(c)) conn_want_read(c, true);
+    if (!c->closing && !c->kill && !c->reading && !client_should_pause(c)) conn_want_read(c, true);
     return 0;
 }
 
@@ -143,6 +163,10 @@ void client_on_write(int fd, short what, void *arg)
     struct conn *c = arg;
     (void)fd;
     (void)what;
+    if (c->kill) {
+        client_close(c);
+        return;
+    }
     int rc = client_write(c);
     if (rc < 0) c->err = -rc;
     if (rc < 0 || (c->closing && c->nq1 == 0)) client_close(c);
@@ -159,9 +183,10 @@ void client_on_read(int fd, short what, void *arg)
         const char *why = rc == -E2BIG ? "request token larger than the buffer size (-m)"
                                        : (c->ps.error ? c->ps.error : "invalid request");
         log_debug(LOG_INFO, "client %lu: protocol error: %s", (unsigned long)c->id, why);
-        request_protocol_error(c, why);
+        c->err = EPROTO;
+        request_protocol_error(c, why); /* the error reply goes after the earlier replies */
         conn_want_read(c, false);
-        client_reply_ready(c);
+        if (c->nq1 == 0) client_close(c);
         return;
     }
     if (rc < 0) {

@@ -17,8 +17,9 @@ int client_accept(struct worker *w, struct pool_rt *pool, int fd);
 /* Closes the client now: its finished requests are freed, those in flight are orphaned (freed
  * when their replies arrive). */
 void client_close(struct conn *c);
-/* The reply of the request at the head of c's queue may be ready: schedule a write. */
-void client_reply_ready(struct conn *c);
+/* req (of client c) has its reply: account for its bytes and schedule a write when it is the
+ * head of the queue. A client over its output limit is dropped (at its next write event). */
+void client_reply_ready(struct conn *c, const struct msg *req);
 
 void client_on_read(int fd, short what, void *arg);
 void client_on_write(int fd, short what, void *arg);

@@ -49,7 +49,7 @@ static void request_done(struct worker *w, struct msg *req)
         request_free(w, req);
         return;
     }
-    client_reply_ready(req->owner);
+    client_reply_ready(req->owner, req);
 }
 
 static void request_answer(struct worker *w, struct msg *req, const char *text)
@@ -150,7 +150,7 @@ static void request_forward(struct worker *w, struct conn *c, struct msg *req)
         request_fail(w, req, EINVAL);
         return;
     }
-    uint32_t first = pool_route(p->shared, req->keys[0].ptr, req->keys[0].len);
+    uint32_t first = pool_rt_route(p, req->keys[0].ptr, req->keys[0].len);
     if (!(req->cmd_flags & CMD_F_FRAG_MASK) || req->nkeys < 2 || first == DIST_NONE) {
         request_forward_one(w, req, first, c->id);
         return;
@@ -163,7 +163,7 @@ static void request_forward(struct worker *w, struct conn *c, struct msg *req)
     bool one_server = true;
     where[0] = first;
     for (uint32_t i = 1; i < req->nkeys; i++) {
-        where[i] = pool_route(p->shared, req->keys[i].ptr, req->keys[i].len);
+        where[i] = pool_rt_route(p, req->keys[i].ptr, req->keys[i].len);
         if (where[i] == DIST_NONE) {
             free(where);
             request_fail(w, req, ECONNREFUSED);
@@ -271,11 +271,27 @@ int request_dispatch(struct conn *c, struct msg *req)
     return 0;
 }
 
+/* The slowlog entry of a request that took usec (its keys and name are still valid here). */
+static void request_record_slow(struct worker *w, const struct msg *req, uint64_t usec)
+{
+    const struct msg_key *k = req->nkeys > 0 ? &req->keys[0] : NULL;
+    struct stats_slow_req r = {
+        .duration_usec = usec,
+        .pool = req->owner->pool->shared->idx,
+        .server = req->nfrags > 0 ? STATS_SLOW_MANY : req->t_sent != 0 ? req->server_idx : STATS_SLOW_NONE,
+        .cmd = req->name,
+        .cmd_len = req->name_len,
+        .key = k != NULL ? k->ptr : NULL,
+        .key_len = k != NULL ? k->len : 0,
+    };
+    stats_slowlog_record(&w->stats->slowlog, &r, nc_usec_wall());
+}
+
 void request_record_latency(struct worker *w, struct msg *req, struct stats_pool_block *ps, uint64_t now)
 {
-    (void)w;
     uint64_t usec = now > req->t_start ? now - req->t_start : 0;
     stats_hist_record(&ps->request_latency, usec);
+    if (stats_slowlog_wants(&w->stats->slowlog, usec)) request_record_slow(w, req, usec);
 }
 
 void request_protocol_error(struct conn *c, const char *why)

@@ -1,31 +1,58 @@
 /*
  * runtime.h - what every thread shares for one config generation: the conf, and per pool its
- * protocol and its key distribution (the routing table). Built by the master before the workers
- * start, immutable afterwards, so every worker routes a key to the same server by construction.
+ * protocol, the health of its servers and its routing table (the distribution over the live
+ * servers).
  *
- * Threads: created and destroyed by the master; read by workers and the stats thread. The only
- * mutable field, pool_shared.nclients, is an atomic (client_connections is enforced across workers).
+ * Routing tables are immutable and refcounted (struct route). A pool publishes a new one when its
+ * live set changes (a server ejected or re-admitted): under the pool's mutex it builds the table,
+ * swaps it in and bumps `version`. A worker keeps a reference to the table it routes with and
+ * checks `version` (one relaxed load) per request; only when it changed does it take the mutex to
+ * pick up the new table. So every worker routes with the same live set, except for the instant a
+ * change propagates, and no lock is taken on the request path.
+ *
+ * Threads: built/destroyed by the master; pools' health and routes are shared by every worker,
+ * the stats thread and the master's prober, through atomics and the per-pool mutex only.
  */
 #ifndef NC_RUNTIME_H
 #define NC_RUNTIME_H
 
+#include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "conf/conf.h"
 #include "hash/dist.h"
 #include "proto/proto.h"
 
+/* An immutable routing table with its reference count. */
+struct route {
+    atomic_uint refs;
+    struct dist *dist;
+    uint64_t version;
+};
+
+/* Liveness of one server, shared by all workers (auto_eject_hosts). */
+struct server_health {
+    atomic_uint failures;            /* consecutive failures seen by any worker */
+    _Atomic uint64_t ejected_until;  /* monotonic usec; 0 = in the distribution */
+    _Atomic uint64_t ejected_at;     /* wall-clock usec of the last ejection (stats) */
+    atomic_bool probing;             /* the master's prober is trying it */
+};
+
 struct pool_shared {
     uint32_t idx;
     const struct conf_pool *cp;
     const struct proto_ops *proto;
-    struct dist *dist;            /* routing table over cp->servers, all live */
-    atomic_long nclients;         /* client connections of this pool, all workers */
+    atomic_long nclients;            /* client connections of this pool, all workers */
+    struct server_health *health;    /* cp->nservers */
+    _Atomic uint64_t version;        /* bumped with every new route */
+    pthread_mutex_t lock;            /* guards route (publication and pick-up) */
+    struct route *route;             /* current routing table */
 };
 
 struct runtime {
-    struct conf *conf;            /* a reference */
+    struct conf *conf;               /* a reference */
     struct pool_shared *pools;
     size_t npools;
 };
@@ -34,7 +61,32 @@ struct runtime {
 struct runtime *runtime_create(struct conf *conf);
 void runtime_destroy(struct runtime *rt);
 
-/* The server index for a key in this pool, or DIST_NONE. */
-uint32_t pool_route(const struct pool_shared *p, const uint8_t *key, size_t len);
+/* The current routing table of p, with a reference for the caller. */
+struct route *pool_route_get(struct pool_shared *p);
+void route_put(struct route *r);
+
+/* The hash of a key in this pool (hash_tag applied). */
+uint32_t pool_key_hash(const struct pool_shared *p, const uint8_t *key, size_t len);
+/* The server index for a key with the pool's current table (takes the mutex: for the manage
+ * port and tests; workers route through their cached table), or DIST_NONE. */
+uint32_t pool_route(struct pool_shared *p, const uint8_t *key, size_t len);
+
+/*
+ * Health. A failure of server s (connect error, reset, EOF with requests outstanding, timeout, a
+ * reply saying the server is unusable): with auto_eject_hosts, the server_failure_limit-th
+ * consecutive one ejects it for server_retry_timeout ms and publishes a new route. Returns true
+ * when this call ejected it. A good reply resets the count.
+ */
+bool pool_server_failed(struct pool_shared *p, uint32_t s, uint64_t now_usec);
+static inline void pool_server_ok(struct pool_shared *p, uint32_t s)
+{
+    if (atomic_load_explicit(&p->health[s].failures, memory_order_relaxed) != 0)
+        atomic_store_explicit(&p->health[s].failures, 0, memory_order_relaxed);
+}
+bool pool_server_ejected(const struct pool_shared *p, uint32_t s);
+/* Puts an ejected server back (it answered a probe) and publishes a new route. */
+void pool_server_readmit(struct pool_shared *p, uint32_t s);
+/* Keeps s ejected for another retry period (its probe failed). */
+void pool_server_reeject(struct pool_shared *p, uint32_t s, uint64_t now_usec);
 
 #endif

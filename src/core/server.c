@@ -1,8 +1,9 @@
 /*
  * server.c - a worker's server connections (see server.h): lazy non-blocking connect, AUTH/SELECT
- * on connect, pipelined writev of queued requests, FIFO matching of replies, timeouts, failure.
+ * on connect, pipelined writev of queued requests, FIFO matching of replies, timeouts, failure
+ * accounting (ejection is pool-wide, see runtime.h), and the counters of each server.
  *
- * Threads: the owning worker only.
+ * Threads: the owning worker only (health and routes are shared through core/runtime.c).
  */
 #include "config.h"
 #include "core/server.h"
@@ -22,6 +23,11 @@
 
 #define SERVER_WRITE_BATCH 256
 
+/* how a connection ended, for the counters */
+enum server_end { SERVER_END_ERR, SERVER_END_EOF, SERVER_END_TIMEOUT, SERVER_END_SHUTDOWN };
+
+static void server_fail(struct conn *c, int err, enum server_end how);
+
 int pool_rt_init(struct pool_rt *p, struct worker *w, struct pool_shared *shared)
 {
     memset(p, 0, sizeof(*p));
@@ -29,6 +35,8 @@ int pool_rt_init(struct pool_rt *p, struct worker *w, struct pool_shared *shared
     p->shared = shared;
     p->cp = shared->cp;
     p->proto = shared->proto;
+    p->route = pool_route_get(shared);
+    p->route_version = p->route->version;
     p->nservers = (uint32_t)p->cp->nservers;
     p->servers = calloc(p->nservers ? p->nservers : 1, sizeof(*p->servers));
     if (p->servers == NULL) return -ENOMEM;
@@ -44,30 +52,75 @@ int pool_rt_init(struct pool_rt *p, struct worker *w, struct pool_shared *shared
     return 0;
 }
 
-static void server_fail(struct conn *c, int err);
-
 void pool_rt_deinit(struct pool_rt *p)
 {
     for (uint32_t i = 0; p->servers != NULL && i < p->nservers; i++) {
         struct server_rt *s = &p->servers[i];
         for (uint32_t j = 0; s->conns != NULL && j < s->nconns; j++) {
             if (s->conns[j] == NULL) continue;
-            server_fail(s->conns[j], ECONNABORTED);
+            server_fail(s->conns[j], ECONNABORTED, SERVER_END_SHUTDOWN);
             conn_destroy(s->conns[j]);
         }
         free(s->conns);
     }
     free(p->servers);
     p->servers = NULL;
+    route_put(p->route);
+    p->route = NULL;
+}
+
+void pool_rt_refresh(struct pool_rt *p)
+{
+    struct route *r = pool_route_get(p->shared);
+    route_put(p->route);
+    p->route = r;
+    p->route_version = r->version;
+}
+
+static struct stats_server_block *server_stats(const struct conn *c)
+{
+    return &c->w->stats->pools[c->pool->shared->idx].servers[c->server->idx];
+}
+
+#define SSTAT(c, field, d) stats_ctr_add(&server_stats(c)->f[STATS_SERVER_##field], (d))
+
+/* in_queue[_bytes] follow q1 (to write), out_queue[_bytes] q2 (written, awaiting the reply): +1 or
+ * -1 on every insert and removal. */
+static void server_stats_queue(const struct conn *c, bool out_q, const struct msg *m, int dir)
+{
+    struct stats_server_block *sb = server_stats(c);
+    stats_ctr_add(&sb->f[out_q ? STATS_SERVER_out_queue : STATS_SERVER_in_queue], dir);
+    stats_ctr_add(&sb->f[out_q ? STATS_SERVER_out_queue_bytes : STATS_SERVER_in_queue_bytes],
+                  dir * (int64_t)m->len);
+}
+
+/* One more failure of this server, seen by this worker; may eject it for every worker. */
+static void server_count_failure(struct conn *c)
+{
+    struct pool_shared *ps = c->pool->shared;
+    if (pool_server_failed(ps, c->server->idx, nc_usec_now())) {
+        STATS_POOL_ADD(c->w->stats, ps->idx, server_ejects, 1);
+        stats_ctr_set(&server_stats(c)->f[STATS_SERVER_server_ejected_at],
+                      atomic_load(&ps->health[c->server->idx].ejected_at));
+    }
 }
 
 /* Fails every request the connection holds and closes its socket (it reconnects on demand). */
-static void server_fail(struct conn *c, int err)
+static void server_fail(struct conn *c, int err, enum server_end how)
 {
     struct worker *w = c->w;
     struct msg *m;
-    if (c->fd >= 0)
+    bool outstanding = c->nq1 + c->nq2 > 0;
+    bool was_open = c->fd >= 0;
+    if (was_open) {
         log_debug(LOG_INFO, "server %s: connection closed: %s", c->server->cs->stats_name, strerror(err));
+        SSTAT(c, server_connections, -1);
+        if (how == SERVER_END_TIMEOUT) SSTAT(c, server_timedout, 1);
+        else if (how == SERVER_END_EOF) SSTAT(c, server_eof, 1);
+        else if (how == SERVER_END_ERR) SSTAT(c, server_err, 1);
+    }
+    /* an idle connection the server closed is not a failure; a failed connect or a lost request is */
+    if (how != SERVER_END_SHUTDOWN && (outstanding || c->connecting)) server_count_failure(c);
     conn_detach_fd(c);
     c->connected = c->connecting = false;
     c->q1_off = 0;
@@ -75,12 +128,14 @@ static void server_fail(struct conn *c, int err)
     while ((m = TAILQ_FIRST(&c->q2)) != NULL) {
         TAILQ_REMOVE(&c->q2, m, server_link);
         c->nq2--;
+        server_stats_queue(c, true, m, -1);
         m->err = err;
         request_complete(w, m);
     }
     while ((m = TAILQ_FIRST(&c->q1)) != NULL) {
         TAILQ_REMOVE(&c->q1, m, server_link);
         c->nq1--;
+        server_stats_queue(c, false, m, -1);
         m->err = err;
         request_complete(w, m);
     }
@@ -97,6 +152,7 @@ static int server_queue_literal(struct conn *c, const char *text, size_t len)
     m->swallow = true;
     TAILQ_INSERT_TAIL(&c->q1, m, server_link);
     c->nq1++;
+    server_stats_queue(c, false, m, 1);
     return 0;
 }
 
@@ -121,6 +177,20 @@ static int server_queue_setup(struct conn *c)
     return 0;
 }
 
+static void server_on_timeout(int fd, short what, void *arg);
+
+static void server_timer_at(struct conn *c, uint64_t deadline)
+{
+    if (c->tev == NULL) {
+        c->tev = evtimer_new(c->w->base, server_on_timeout, c);
+        if (c->tev == NULL) return;
+    }
+    uint64_t now = nc_usec_now();
+    uint64_t wait = deadline > now ? deadline - now : 0;
+    struct timeval tv = { .tv_sec = (time_t)(wait / 1000000u), .tv_usec = (suseconds_t)(wait % 1000000u) };
+    evtimer_add(c->tev, &tv);
+}
+
 static int server_connect(struct conn *c)
 {
     const struct conf_server *cs = c->server->cs;
@@ -130,6 +200,8 @@ static int server_connect(struct conn *c)
                               : sock_connect_tcp(cs->addr.host, cs->addr.port, &in_progress);
     if (fd < 0) {
         log_debug(LOG_INFO, "server %s: connect failed: %s", cs->stats_name, strerror(-fd));
+        SSTAT(c, server_err, 1);
+        server_count_failure(c);
         return fd;
     }
     if (cp->tcpkeepalive && !cs->addr.is_unix)
@@ -139,13 +211,16 @@ static int server_connect(struct conn *c)
         close(fd);
         return rc;
     }
+    SSTAT(c, server_connections, 1);
     c->connecting = in_progress;
     c->connected = !in_progress;
     rc = server_queue_setup(c);
     if (rc < 0) {
-        server_fail(c, -rc);
+        server_fail(c, -rc, SERVER_END_ERR);
         return rc;
     }
+    /* a connect that hangs (a host that drops packets) fails after `timeout` too */
+    if (in_progress && cp->timeout > 0) server_timer_at(c, nc_usec_now() + (uint64_t)cp->timeout * 1000u);
     conn_want_read(c, true);
     conn_want_write(c, true);
     return 0;
@@ -174,6 +249,9 @@ int server_enqueue(struct server_rt *s, struct msg *req, uint64_t hint)
     req->server_idx = s->idx;
     TAILQ_INSERT_TAIL(&c->q1, req, server_link);
     c->nq1++;
+    SSTAT(c, requests, 1);
+    SSTAT(c, request_bytes, (int64_t)req->len);
+    server_stats_queue(c, false, req, 1);
     conn_want_write(c, true);
     return 0;
 }
@@ -186,23 +264,14 @@ void server_preconnect(struct server_rt *s)
     }
 }
 
-static void server_on_timeout(int fd, short what, void *arg);
-
+/* (Re)arms the timer for the oldest request written and not yet answered. */
 static void server_arm_timer(struct conn *c)
 {
     int64_t timeout = c->pool->cp->timeout;
     struct msg *head = TAILQ_FIRST(&c->q2);
     if (timeout <= 0 || head == NULL) return;
-    if (c->tev == NULL) {
-        c->tev = evtimer_new(c->w->base, server_on_timeout, c);
-        if (c->tev == NULL) return;
-    }
-    if (evtimer_pending(c->tev, NULL)) return;
-    uint64_t now = nc_usec_now();
-    uint64_t deadline = head->t_sent + (uint64_t)timeout * 1000u;
-    uint64_t wait = deadline > now ? deadline - now : 0;
-    struct timeval tv = { .tv_sec = (time_t)(wait / 1000000u), .tv_usec = (suseconds_t)(wait % 1000000u) };
-    evtimer_add(c->tev, &tv);
+    if (c->tev != NULL && evtimer_pending(c->tev, NULL)) return;
+    server_timer_at(c, head->t_sent + (uint64_t)timeout * 1000u);
 }
 
 static void server_on_timeout(int fd, short what, void *arg)
@@ -210,12 +279,17 @@ static void server_on_timeout(int fd, short what, void *arg)
     struct conn *c = arg;
     (void)fd;
     (void)what;
+    uint64_t timeout = (uint64_t)c->pool->cp->timeout * 1000u;
+    if (c->connecting) {
+        log_debug(LOG_INFO, "server %s: connect timed out", c->server->cs->stats_name);
+        server_fail(c, ETIMEDOUT, SERVER_END_TIMEOUT);
+        return;
+    }
     struct msg *head = TAILQ_FIRST(&c->q2);
     if (head == NULL) return;
-    uint64_t now = nc_usec_now();
-    if (now >= head->t_sent + (uint64_t)c->pool->cp->timeout * 1000u) {
+    if (nc_usec_now() >= head->t_sent + timeout) {
         log_debug(LOG_INFO, "server %s: request timed out", c->server->cs->stats_name);
-        server_fail(c, ETIMEDOUT); /* replies can no longer be matched on this stream */
+        server_fail(c, ETIMEDOUT, SERVER_END_TIMEOUT); /* later replies could not be matched */
         return;
     }
     server_arm_timer(c);
@@ -244,6 +318,7 @@ static int server_write(struct conn *c)
             off -= m->len;
             TAILQ_REMOVE(&c->q1, m, server_link);
             c->nq1--;
+            server_stats_queue(c, false, m, -1);
             sent++;
             m->t_sent = now;
             if (m->noreply) {
@@ -252,6 +327,7 @@ static int server_write(struct conn *c)
             }
             TAILQ_INSERT_TAIL(&c->q2, m, server_link);
             c->nq2++;
+            server_stats_queue(c, true, m, 1);
         }
         c->q1_off = off;
         if (sent > 0) server_arm_timer(c);
@@ -269,14 +345,15 @@ void server_on_write(int fd, short what, void *arg)
     if (c->connecting) {
         int rc = sock_connect_result(c->fd);
         if (rc < 0) {
-            server_fail(c, -rc);
+            server_fail(c, -rc, SERVER_END_ERR);
             return;
         }
         c->connecting = false;
         c->connected = true;
+        if (c->tev) evtimer_del(c->tev);
     }
     int rc = server_write(c);
-    if (rc < 0) server_fail(c, -rc);
+    if (rc < 0) server_fail(c, -rc, SERVER_END_ERR);
 }
 
 static int server_on_msg(struct conn *c, struct msg *rsp)
@@ -288,6 +365,16 @@ static int server_on_msg(struct conn *c, struct msg *rsp)
     }
     TAILQ_REMOVE(&c->q2, req, server_link);
     c->nq2--;
+    server_stats_queue(c, true, req, -1);
+    if (!req->swallow) { /* the proxy's own AUTH/SELECT are not the clients' requests */
+        struct stats_server_block *ss = server_stats(c);
+        uint64_t now = nc_usec_now();
+        stats_ctr_add(&ss->f[STATS_SERVER_responses], 1);
+        stats_ctr_add(&ss->f[STATS_SERVER_response_bytes], (int64_t)rsp->len);
+        stats_hist_record(&ss->server_latency, now > req->t_sent ? now - req->t_sent : 0);
+    }
+    if (rsp->rsp_fatal) server_count_failure(c); /* -LOADING, -BUSY, ...: passed on, and counted */
+    else pool_server_ok(c->pool->shared, c->server->idx);
     rsp->owner = c;
     req->peer = rsp;
     rsp->peer = req;
@@ -314,9 +401,9 @@ void server_on_read(int fd, short what, void *arg)
         if (rc == -EPROTO)
             log_warn("server %s: unparseable reply (%s): closing the connection",
                      c->server->cs->stats_name, c->ps.error ? c->ps.error : "unexpected data");
-        server_fail(c, err);
+        server_fail(c, err, SERVER_END_ERR);
         return;
     }
-    if (eof) server_fail(c, ECONNRESET);
-    else if (c->nq2 == 0 && c->tev) evtimer_del(c->tev);
+    if (eof) server_fail(c, ECONNRESET, SERVER_END_EOF);
+    else if (c->nq2 == 0 && c->tev && !c->connecting) evtimer_del(c->tev);
 }

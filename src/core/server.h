@@ -31,7 +31,20 @@ struct pool_rt {
     const struct proto_ops *proto;
     struct server_rt *servers;
     uint32_t nservers;
+    struct route *route;          /* the routing table this worker uses (a reference) */
+    uint64_t route_version;
 };
+
+/* Picks up the pool's new routing table (after an ejection or a return). */
+void pool_rt_refresh(struct pool_rt *p);
+
+/* The server for a key: one relaxed load to see whether the table changed, then the lookup. */
+static inline uint32_t pool_rt_route(struct pool_rt *p, const uint8_t *key, size_t len)
+{
+    if (atomic_load_explicit(&p->shared->version, memory_order_relaxed) != p->route_version)
+        pool_rt_refresh(p);
+    return dist_dispatch(p->route->dist, pool_key_hash(p->shared, key, len));
+}
 
 int pool_rt_init(struct pool_rt *p, struct worker *w, struct pool_shared *shared);
 /* Closes every server connection, failing what they hold. */

@@ -14,9 +14,10 @@
  * rsp_fatal: error replies that say the server cannot serve anything now, so they count as a
  * server failure (ejection): -LOADING (loading its dataset), -BUSY (a script or function runs too
  * long), -MASTERDOWN (replica lost its master, serve-stale-data off), -NOAUTH (the proxy is not
- * authenticated: a config problem) and "-ERR max number of clients reached". Not fatal, unlike
- * twemproxy's -OOM: -OOM, -MISCONF, -READONLY and -NOREPLICAS refuse writes only; the server still
- * serves reads, and ejecting a full server would only move its load onto the other full ones.
+ * authenticated: a config problem), -MISCONF (it cannot persist: the issue and twemproxy treat it
+ * as unusable) and "-ERR max number of clients reached". Not fatal, unlike twemproxy's -OOM: -OOM,
+ * -READONLY and -NOREPLICAS refuse writes only; the server still serves reads, and ejecting a full
+ * server would only move its load onto the other full ones.
  *
  * ps use: state (enum rs_state); c = bulk bytes still to consume; depth and stack = open arrays,
  * elements still to come in each (heap, grown by doubling, freed by parse_free); elem_start =
@@ -39,7 +40,7 @@ enum rs_state {
 };
 
 static const char *const rs_fatal_codes[] = {
-    "LOADING", "BUSY", "MASTERDOWN", "NOAUTH", "ERR max number of clients reached",
+    "LOADING", "BUSY", "MASTERDOWN", "NOAUTH", "MISCONF", "ERR max number of clients reached",
 };
 
 static int rs_error(struct parse_state *ps, const char *why)

@@ -6,33 +6,22 @@
  * no shared cache line). The stats thread reads every worker's block with relaxed loads and sums
  * counters and gauges; timestamps take the latest.
  *
- * Latency histograms (microsecond resolution, log-linear buckets) are recorded the same way:
- * single writer, relaxed atomics.
+ * Latency histograms (stats_hist.h) are recorded the same way: single writer, relaxed atomics.
+ * Each block also holds its worker's slowlog ring (stats_slowlog.h).
  *
  * Threads: a block is written by its worker only, read by the stats thread.
  */
 #ifndef NC_STATS_H
 #define NC_STATS_H
 
-#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "stats/stats_desc.h"
+#include "stats/stats_hist.h"
+#include "stats/stats_slowlog.h"
 
 struct runtime;
-
-typedef _Atomic uint64_t stats_ctr;
-
-/* Log-linear buckets: values < 16 us have their own bucket; above, 8 buckets per power of two. */
-#define STATS_HIST_NBUCKETS 320
-
-struct stats_hist {
-    stats_ctr count;
-    stats_ctr sum_usec;
-    stats_ctr max_usec;
-    stats_ctr bucket[STATS_HIST_NBUCKETS];
-};
 
 struct stats_server_block {
     stats_ctr f[STATS_SERVER_NFIELD];
@@ -50,31 +39,12 @@ struct stats_worker {
     stats_ctr curr_connections;        /* open now (clients of this worker) */
     struct stats_pool_block *pools;    /* rt->npools of them */
     size_t npools;
+    _Alignas(64) struct stats_slowlog slowlog; /* this worker's slow requests (own cache lines) */
 };
 
 /* Allocates a zeroed block shaped after rt's pools and servers (cache-line aligned). */
 struct stats_worker *stats_worker_create(const struct runtime *rt);
 void stats_worker_destroy(struct stats_worker *s);
-
-/* single-writer increments */
-static inline void stats_ctr_add(stats_ctr *c, int64_t d)
-{
-    atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + (uint64_t)d,
-                          memory_order_relaxed);
-}
-
-static inline void stats_ctr_set(stats_ctr *c, uint64_t v)
-{
-    atomic_store_explicit(c, v, memory_order_relaxed);
-}
-
-static inline uint64_t stats_ctr_get(const stats_ctr *c)
-{
-    return atomic_load_explicit((stats_ctr *)c, memory_order_relaxed);
-}
-
-/* Records one value (usec) in h. Called by the block's worker only. */
-void stats_hist_record(struct stats_hist *h, uint64_t usec);
 
 #define STATS_POOL_ADD(sw, pool, field, d) \
     stats_ctr_add(&(sw)->pools[(pool)].f[STATS_POOL_##field], (d))

@@ -16,6 +16,15 @@ const struct stats_field_desc stats_pool_desc[STATS_POOL_NFIELD] = {
 const struct stats_field_desc stats_server_desc[STATS_SERVER_NFIELD] = {
     STATS_SERVER_FIELDS(STATS_DESC_ROW)
 };
+const struct stats_field_desc stats_pool_hist_desc[STATS_POOL_NHIST] = {
+    STATS_POOL_HISTS(STATS_DESC_ROW)
+};
+const struct stats_field_desc stats_server_hist_desc[STATS_SERVER_NHIST] = {
+    STATS_SERVER_HISTS(STATS_DESC_ROW)
+};
+const struct stats_field_desc stats_hist_field_desc[STATS_HIST_NFIELD] = {
+    STATS_HIST_FIELDS(STATS_DESC_ROW)
+};
 #undef STATS_DESC_ROW
 
 const char *stats_type_name(enum stats_type t)
@@ -25,14 +34,13 @@ const char *stats_type_name(enum stats_type t)
     case STATS_COUNTER: return "counter";
     case STATS_GAUGE: return "gauge";
     case STATS_TIMESTAMP: return "timestamp";
+    case STATS_HISTOGRAM: return "histogram";
     }
     return "?";
 }
 
-static void stats_describe_section(FILE *f, const char *title, const struct stats_field_desc *d,
-                                   size_t n)
+static void stats_describe_rows(FILE *f, const struct stats_field_desc *d, size_t n)
 {
-    fprintf(f, "%s:\n", title);
     for (size_t i = 0; i < n; i++) {
         fprintf(f, "  %-20s%-11s\"%s\"\n", d[i].name, stats_type_name(d[i].type), d[i].desc);
     }
@@ -40,9 +48,14 @@ static void stats_describe_section(FILE *f, const char *title, const struct stat
 
 void stats_describe(FILE *f)
 {
-    stats_describe_section(f, "pool stats", stats_pool_desc, STATS_POOL_NFIELD);
-    fputc('\n', f);
-    stats_describe_section(f, "server stats", stats_server_desc, STATS_SERVER_NFIELD);
-    fputc('\n', f);
-    stats_describe_section(f, "top-level fields", stats_header_desc, STATS_HEADER_NFIELD);
+    fputs("pool stats:\n", f);
+    stats_describe_rows(f, stats_pool_desc, STATS_POOL_NFIELD);
+    stats_describe_rows(f, stats_pool_hist_desc, STATS_POOL_NHIST);
+    fputs("\nserver stats:\n", f);
+    stats_describe_rows(f, stats_server_desc, STATS_SERVER_NFIELD);
+    stats_describe_rows(f, stats_server_hist_desc, STATS_SERVER_NHIST);
+    fputs("\ntop-level fields:\n", f);
+    stats_describe_rows(f, stats_header_desc, STATS_HEADER_NFIELD);
+    fputs("\nhistogram fields:\n", f);
+    stats_describe_rows(f, stats_hist_field_desc, STATS_HIST_NFIELD);
 }

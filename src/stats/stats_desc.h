@@ -17,6 +17,7 @@ enum stats_type {
     STATS_COUNTER,   /* monotonic accumulator */
     STATS_GAUGE,     /* goes up and down */
     STATS_TIMESTAMP, /* a point in time */
+    STATS_HISTOGRAM, /* a latency distribution (an object of STATS_HIST_FIELDS) */
 };
 
 /* ACTION(name, type, description): the top-level fields, before the pools. */
@@ -55,6 +56,28 @@ enum stats_type {
     ACTION(out_queue, STATS_GAUGE, "# requests in outgoing queue")                           \
     ACTION(out_queue_bytes, STATS_GAUGE, "current request bytes in outgoing queue")
 
+/* ACTION(name, type, description): latency histograms, after the pool's fields and servers. */
+#define STATS_POOL_HISTS(ACTION)                                                             \
+    ACTION(request_latency, STATS_HISTOGRAM,                                                 \
+           "client-observed latency: request read to reply written")
+
+/* ACTION(name, type, description): latency histograms, after the server's fields. */
+#define STATS_SERVER_HISTS(ACTION)                                                           \
+    ACTION(server_latency, STATS_HISTOGRAM,                                                  \
+           "server latency: request written to the server to its reply parsed")
+
+/* ACTION(name, type, description): the members of every latency histogram object. */
+#define STATS_HIST_FIELDS(ACTION)                                                            \
+    ACTION(count, STATS_COUNTER, "# requests measured")                                      \
+    ACTION(sum, STATS_COUNTER, "sum of their latencies, in usec")                            \
+    ACTION(max, STATS_GAUGE, "largest latency seen, in usec")                                \
+    ACTION(p50, STATS_GAUGE, "median latency, in usec (within 12.5%)")                       \
+    ACTION(p99, STATS_GAUGE, "99th percentile latency, in usec (within 12.5%)")              \
+    ACTION(p999, STATS_GAUGE, "99.9th percentile latency, in usec (within 12.5%)")           \
+    ACTION(buckets, STATS_COUNTER,                                                           \
+           "# requests per bucket, keyed by upper bound in msec: 1, 10, 20, 50, 100, 200, "  \
+           "500, 1000, 2000, 3000, +inf (a latency goes in the first bucket >= it)")
+
 #define STATS_DESC_ENUM(name, type, desc) STATS_HEADER_##name,
 enum stats_header_field { STATS_HEADER_FIELDS(STATS_DESC_ENUM) STATS_HEADER_NFIELD };
 #undef STATS_DESC_ENUM
@@ -63,6 +86,15 @@ enum stats_pool_field { STATS_POOL_FIELDS(STATS_DESC_ENUM) STATS_POOL_NFIELD };
 #undef STATS_DESC_ENUM
 #define STATS_DESC_ENUM(name, type, desc) STATS_SERVER_##name,
 enum stats_server_field { STATS_SERVER_FIELDS(STATS_DESC_ENUM) STATS_SERVER_NFIELD };
+#undef STATS_DESC_ENUM
+#define STATS_DESC_ENUM(name, type, desc) STATS_POOL_HIST_##name,
+enum stats_pool_hist { STATS_POOL_HISTS(STATS_DESC_ENUM) STATS_POOL_NHIST };
+#undef STATS_DESC_ENUM
+#define STATS_DESC_ENUM(name, type, desc) STATS_SERVER_HIST_##name,
+enum stats_server_hist { STATS_SERVER_HISTS(STATS_DESC_ENUM) STATS_SERVER_NHIST };
+#undef STATS_DESC_ENUM
+#define STATS_DESC_ENUM(name, type, desc) STATS_HIST_##name,
+enum stats_hist_field { STATS_HIST_FIELDS(STATS_DESC_ENUM) STATS_HIST_NFIELD };
 #undef STATS_DESC_ENUM
 
 struct stats_field_desc {
@@ -75,13 +107,17 @@ struct stats_field_desc {
 extern const struct stats_field_desc stats_header_desc[STATS_HEADER_NFIELD];
 extern const struct stats_field_desc stats_pool_desc[STATS_POOL_NFIELD];
 extern const struct stats_field_desc stats_server_desc[STATS_SERVER_NFIELD];
+extern const struct stats_field_desc stats_pool_hist_desc[STATS_POOL_NHIST];
+extern const struct stats_field_desc stats_server_hist_desc[STATS_SERVER_NHIST];
+extern const struct stats_field_desc stats_hist_field_desc[STATS_HIST_NFIELD];
 
-/* "counter", "gauge", "timestamp" or "string". */
+/* "counter", "gauge", "timestamp", "string" or "histogram". */
 const char *stats_type_name(enum stats_type t);
 
 /*
  * Prints every field with its type and description (`-D`): twemproxy's `--describe-stats` layout
- * plus a type column, and the top-level fields after the pool and server ones.
+ * plus a type column; each level's histograms after its fields, then the top-level fields, then
+ * the members of a histogram object.
  */
 void stats_describe(FILE *f);
 

@@ -1,5 +1,6 @@
-# src/thread: the master (listeners, accept, signals), the workers and their inboxes.
+# src/thread: the master (listeners, accept, signals), the workers and their inboxes, the stats thread.
 src_libnutcrackers_la_SOURCES += \
 	src/thread/inbox.c src/thread/inbox.h \
 	src/thread/master.c src/thread/master.h \
+	src/thread/stats_thread.c src/thread/stats_thread.h \
 	src/thread/worker.c src/thread/worker.h

@@ -19,7 +19,9 @@
 
 #include "common/log.h"
 #include "common/sock.h"
+#include "core/probe.h"
 #include "core/runtime.h"
+#include "thread/stats_thread.h"
 #include "thread/worker.h"
 
 #define MASTER_ACCEPTS_PER_EVENT 64
@@ -41,8 +43,10 @@ struct master {
     uint32_t nworkers;       /* initialised */
     uint32_t nstarted;
     uint32_t next_worker;
+    struct prober *prober;   /* re-admits ejected servers that answer again */
     struct listener *listeners;
     size_t nlisteners;
+    struct stats_thread *stats;  /* the manage port; started after the workers, stopped before */
 };
 
 static void master_on_signal(evutil_socket_t signo, short what, void *arg)
@@ -181,6 +185,7 @@ static int master_start_workers(struct master *m)
         m->nworkers++;
         int rc = worker_init(&m->workers[i], i, m->rt, m->opts->mbuf_size);
         if (rc < 0) return rc;
+        stats_slowlog_configure(&m->workers[i].stats->slowlog, i, (uint64_t)m->opts->slowlog_usec);
     }
     for (uint32_t i = 0; i < n; i++) {
         int rc = worker_start(&m->workers[i]);
@@ -224,6 +229,13 @@ int master_run(const struct nc_options *opts, struct conf *conf)
         log_error("cannot start the worker threads: %s", strerror(-err));
         goto out;
     }
+    m.prober = prober_create(m.base, m.rt);
+    if (m.prober == NULL) {
+        log_error("cannot start the liveness prober: out of memory");
+        goto out;
+    }
+    m.stats = stats_thread_start(opts, m.rt, m.workers, m.nstarted);
+    if (m.stats == NULL) goto out;
     if (master_listen(&m) < 0) goto out;
     log_notice("nutcrackers-%s started on pid %d with %d worker threads", PACKAGE_VERSION, (int)getpid(),
                opts->threads);
@@ -232,6 +244,8 @@ int master_run(const struct nc_options *opts, struct conf *conf)
     log_notice("nutcrackers-%s stopping", PACKAGE_VERSION);
 out:
     master_unlisten(&m);
+    prober_destroy(m.prober);
+    stats_thread_stop(m.stats);
     master_stop_workers(&m);
     if (m.rt) runtime_destroy(m.rt);
     for (size_t i = 0; i < m.nsig; i++) event_free(m.sig_ev[i]);

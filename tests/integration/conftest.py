@@ -1,7 +1,7 @@
 """pytest fixtures for the integration tests.
 
 - `redis_server` / `memcached_server`: factories that start real backends on free loopback ports
-  in the test's tmp dir and return (port, Popen); extra command-line arguments may be passed.
+  in the test's tmp dir and return (port, Popen); a port and extra flags may be passed.
 - `write_conf`: writes a YAML config (from a dict or text) into the tmp dir.
 - `nutcrackers`: a factory that starts src/nutcrackers (or $NUTCRACKERS_BIN) with chosen flags and
   a log file (-o), waits (bounded) until it is up, and returns a Proxy handle.
@@ -66,7 +66,8 @@ def attach_log(request, title, path):
     logs = getattr(request.node, "nc_logs", None)
     if logs is None:
         logs = request.node.nc_logs = []
-    logs.append((title, str(path)))
+    if (title, str(path)) not in logs:
+        logs.append((title, str(path)))
 
 
 class Reaper:
@@ -114,19 +115,21 @@ def module_tmp_path(tmp_path_factory, request):
     return tmp_path_factory.mktemp(request.module.__name__)
 
 
-def _start_backend(args_for_port, name, tmp_path, reaper, request):
+def _start_backend(args_for_port, name, tmp_path, reaper, request, port=None):
     """Starts a backend on a free port (a few tries: another process may take the port between
-    the pick and the bind); returns (port, Popen)."""
+    the pick and the bind), or on the given port (one try: a restart on the port a killed backend
+    had); returns (port, Popen)."""
     binary = shutil.which(name)
     if binary is None:
         pytest.fail(f"{name} is not installed (scripts/test.sh installs it)")
     last_log = None
-    for attempt in range(3):
-        port = ncutil.free_port()
+    fixed = port
+    for attempt in range(1 if fixed else 3):
+        port = fixed or ncutil.free_port()
         workdir = tmp_path / f"{name}-{port}"
         workdir.mkdir(exist_ok=True)
         log_path = workdir / "out.log"
-        with open(log_path, "wb") as log:
+        with open(log_path, "ab") as log:  # a restart on the same port appends
             proc = reaper.add_popen(subprocess.Popen(
                 [binary, *args_for_port(port)], cwd=workdir, stdin=subprocess.DEVNULL,
                 stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
@@ -145,23 +148,23 @@ def _start_backend(args_for_port, name, tmp_path, reaper, request):
 
 
 def _redis_factory(tmp_path, reaper, request):
-    def start(*extra):
+    def start(port=None, args=()):
         return _start_backend(
-            lambda port: ["--port", str(port), "--bind", HOST, "--save", "", "--appendonly", "no",
-                          "--protected-mode", "no", "--daemonize", "no", *extra],
-            "redis-server", tmp_path, reaper, request)
+            lambda p: ["--port", str(p), "--bind", HOST, "--save", "", "--appendonly", "no",
+                       "--protected-mode", "no", "--daemonize", "no", *args],
+            "redis-server", tmp_path, reaper, request, port)
 
     return start
 
 
 def _memcached_factory(tmp_path, reaper, request):
-    def start(*extra):
-        """extra: more flags; a later "-m" overrides the default memory limit."""
-        args = ["-l", HOST, "-U", "0", "-m", "16", "-t", "1"]
+    def start(port=None, args=()):
+        """args: more flags; a later "-m" overrides the default memory limit."""
+        flags = ["-l", HOST, "-U", "0", "-m", "16", "-t", "1"]
         if os.geteuid() == 0:
-            args += ["-u", "root"]  # memcached refuses to run as root without it
-        return _start_backend(lambda port: [*args, *extra, "-p", str(port)], "memcached",
-                              tmp_path, reaper, request)
+            flags += ["-u", "root"]  # memcached refuses to run as root without it
+        return _start_backend(lambda p: [*flags, *args, "-p", str(p)], "memcached", tmp_path,
+                              reaper, request, port)
 
     return start
 
@@ -333,10 +336,12 @@ def _fixture_pair(factory, name, doc):
 
 redis_server, module_redis_server = _fixture_pair(
     _redis_factory, "redis_server",
-    "Factory: redis_server(*extra_args) -> (port, Popen) of a fresh redis-server on 127.0.0.1.")
+    "Factory: redis_server(port=None, args=()) -> (port, Popen) of a fresh redis-server on "
+    "127.0.0.1 (on a free port, or on `port`; args: more flags).")
 memcached_server, module_memcached_server = _fixture_pair(
     _memcached_factory, "memcached_server",
-    "Factory: memcached_server(*extra_args) -> (port, Popen) of a fresh memcached on 127.0.0.1.")
+    "Factory: memcached_server(port=None, args=()) -> (port, Popen) of a fresh memcached on "
+    "127.0.0.1 (on a free port, or on `port`; args: more flags).")
 write_conf, module_write_conf = _fixture_pair(
     _conf_writer, "write_conf",
     'Factory: write_conf(pools_dict_or_text, name="nutcrackers.yml") -> Path.')

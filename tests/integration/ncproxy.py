@@ -398,14 +398,14 @@ class Cluster:
 
 def start_cluster(kind, backends, threads, start_backend, write_conf, start_proxy, name,
                   backend_args=(), ports=None, listen=None, flags=(), **pool):
-    """Starts `backends` backends with start_backend(*backend_args) (or uses `ports`: backends
+    """Starts `backends` backends with start_backend(args=backend_args) (or uses `ports`: backends
     already running or deliberately absent), writes a one-pool config (extra pool keys in
     **pool, listen on a free port or `listen`) and starts the proxy with -T threads."""
     procs = []
     if ports is None:
         ports = []
         for _ in range(backends):
-            port, proc = start_backend(*backend_args)
+            port, proc = start_backend(args=backend_args)
             ports.append(port)
             procs.append(proc)
     port = None

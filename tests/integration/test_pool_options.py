@@ -26,8 +26,9 @@ def auth_cluster(redis_server, write_conf, nutcrackers):
     """Two redis-servers that require a password the proxy knows; -T 2; redis_db 2 as well, so
     both set-up commands (AUTH, SELECT) go first on each server connection; preconnect, so they
     are queued before any request."""
-    return start("redis", 2, 2, lambda: redis_server("--requirepass", "s3cret"), write_conf,
-                 nutcrackers, redis_auth="s3cret", redis_db=2, preconnect=True)
+    return start("redis", 2, 2, redis_server, write_conf, nutcrackers,
+                 backend_args=("--requirepass", "s3cret"), redis_auth="s3cret", redis_db=2,
+                 preconnect=True)
 
 
 def test_redis_auth_required_before_anything(auth_cluster):

@@ -187,7 +187,6 @@ def test_proxy_listens_on_its_pools(nutcrackers, write_conf, redis_server, memca
     assert proxy.wait_exit() == 0
 
 
-@pytest.mark.xfail(reason="the manage port is not on main yet", strict=False)
 def test_proxy_listens_on_manage_port(nutcrackers, write_conf, redis_server, memcached_server):
     conf = _two_pool_conf(write_conf, redis_server, memcached_server)
     nutcrackers(conf, "-T", "2", wait="listen", wait_manage=True, timeout=3)

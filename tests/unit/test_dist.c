@@ -1,7 +1,8 @@
 /*
  * test_dist.c - unit tests of the distributions: every line of every case in tests/vectors (the
  * answers of the real twemproxy 0.5.0), then the live mask, DIST_NONE and random dispatch.
- * The vectors are found through NC_VECTORS_DIR (set by `make check`); without them the test fails.
+ * Each case's pool is built from its .yml by the config loader and routed through the runtime,
+ * exactly as the proxy does. The vectors are found through NC_VECTORS_DIR (set by `make check`); without them the test fails.
  *
  * Threads: the test's own; test_random_concurrent starts a few dispatch threads.
  */
@@ -19,27 +20,22 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "conf/conf.h"
+#include "core/runtime.h"
 #include "hash/dist.h"
 #include "hash/hash.h"
 
 #define VEC_MAX_CASES 64
-#define VEC_MAX_SERVERS 8
 #define VEC_NAME_MAX 128                     /* case names, server names, host:port:weight */
-#define VEC_LABEL_MAX (2 * VEC_NAME_MAX + 16) /* a ketama or sort name built from them */
 #define VEC_MAX_KEY 4096
 #define VEC_SHOW_MISMATCHES 5
 
-/* One case of tests/vectors: how its pool is configured. */
+/* One case of tests/vectors: its name and key count (cases.tsv); its pool comes from <name>.yml. */
 struct vec_case {
     char name[VEC_NAME_MAX];
-    enum hash_type hash;
+    enum hash_type hash;  /* from cases.tsv, checked against what the .yml says */
     enum dist_type dist;
-    char tag[3];  /* "" without hash_tag */
-    size_t nkeys; /* lines in <name>.tsv */
-    size_t nservers;
-    struct dist_server servers[VEC_MAX_SERVERS];
-    char ketama_names[VEC_MAX_SERVERS][VEC_LABEL_MAX];
-    char sort_names[VEC_MAX_SERVERS][VEC_LABEL_MAX];
+    size_t nkeys;         /* lines in <name>.tsv */
 };
 
 static const char *vec_dir(void)
@@ -74,77 +70,7 @@ static size_t split_tabs(char *line, char **fields, size_t max)
     return n;
 }
 
-/* Parses one `servers:` entry of a case's .yml ("host:port:weight [name]") into slot i. */
-static bool parse_server(struct vec_case *c, size_t i, const char *entry, unsigned *port)
-{
-    char pname[VEC_NAME_MAX], name[VEC_NAME_MAX] = "";
-    if (sscanf(entry, "%127s %127s", pname, name) < 1)
-        return false;
-    char *colon_w = strrchr(pname, ':');
-    if (colon_w == NULL)
-        return false;
-    *colon_w = '\0';
-    char *colon_p = strrchr(pname, ':');
-    if (colon_p == NULL)
-        return false;
-    *colon_p = '\0';
-    const char *host = pname;
-    *port = (unsigned)strtoul(colon_p + 1, NULL, 10);
-    unsigned long weight = strtoul(colon_w + 1, NULL, 10);
-
-    if (name[0] != '\0')
-        snprintf(c->ketama_names[i], VEC_LABEL_MAX, "%s", name);
-    else if (*port == 11211)
-        snprintf(c->ketama_names[i], VEC_LABEL_MAX, "%s", host);
-    else
-        snprintf(c->ketama_names[i], VEC_LABEL_MAX, "%s:%u", host, *port);
-    if (name[0] != '\0')
-        snprintf(c->sort_names[i], VEC_LABEL_MAX, "%s", name);
-    else
-        snprintf(c->sort_names[i], VEC_LABEL_MAX, "%s:%u:%lu", host, *port, weight);
-    c->servers[i].ketama_name = c->ketama_names[i];
-    c->servers[i].sort_name = c->sort_names[i];
-    c->servers[i].weight = (uint32_t)weight;
-    return true;
-}
-
-/*
- * Reads the servers of a case from the `servers:` list of its .yml. A stand-in for the config
- * loader: it knows only the shape gen_vectors.py writes.
- */
-static bool load_yml_servers(struct vec_case *c, unsigned ports[VEC_MAX_SERVERS])
-{
-    char file[VEC_NAME_MAX + 8];
-    snprintf(file, sizeof(file), "%s.yml", c->name);
-    FILE *f = vec_open(file);
-    if (f == NULL)
-        return false;
-    char line[512];
-    bool in_servers = false, ok = true;
-    c->nservers = 0;
-    while (ok && fgets(line, sizeof(line), f) != NULL) {
-        char *p = line + strspn(line, " ");
-        if (strncmp(p, "servers:", 8) == 0) {
-            in_servers = true;
-        } else if (in_servers && p[0] == '-' && p[1] == ' ') {
-            ok = c->nservers < VEC_MAX_SERVERS &&
-                 parse_server(c, c->nservers, p + 2, &ports[c->nservers]);
-            c->nservers++;
-        } else {
-            in_servers = false;
-        }
-    }
-    fclose(f);
-    return ok && c->nservers > 0;
-}
-
-/*
- * Builds case c from its cases.tsv row (fields as in the header) and its .yml. The servers come
- * from the .yml: cases.tsv's server_names column is wrong for
- * modula_fnv1a_64_named_unsorted_w1234 (it says server1..4; the .yml and the .tsv use zulu,
- * alpha, mike-long, bravo). Weights and ports of the row must agree with the .yml.
- * To be replaced by the config loader reading <case>.yml.
- */
+/* Takes case c's name, hash, distribution and key count from its cases.tsv row. */
 static bool load_case(struct vec_case *c, char **f, size_t nf)
 {
     /* case hash distribution weights server_names hash_tag ports port_dependent nkeys sha256 */
@@ -163,30 +89,7 @@ static bool load_case(struct vec_case *c, char **f, size_t nf)
     }
     c->hash = (enum hash_type)h;
     c->dist = (enum dist_type)d;
-    if (strcmp(f[5], "-") != 0) {
-        if (strlen(f[5]) != 2)
-            return false;
-        memcpy(c->tag, f[5], 3);
-    }
     c->nkeys = strtoul(f[8], NULL, 10);
-
-    unsigned ports[VEC_MAX_SERVERS];
-    if (!load_yml_servers(c, ports)) {
-        fprintf(stderr, "test_dist: %s: cannot read servers from %s.yml\n", c->name, c->name);
-        return false;
-    }
-    char weights[128] = "", portlist[128] = "";
-    for (size_t i = 0; i < c->nservers; i++) {
-        size_t wl = strlen(weights), pl = strlen(portlist);
-        snprintf(weights + wl, sizeof(weights) - wl, "%s%" PRIu32, i ? "," : "",
-                 c->servers[i].weight);
-        snprintf(portlist + pl, sizeof(portlist) - pl, "%s%u", i ? "," : "", ports[i]);
-    }
-    if (strcmp(weights, f[3]) != 0 || strcmp(portlist, f[6]) != 0) {
-        fprintf(stderr, "test_dist: %s: .yml has weights %s ports %s, cases.tsv %s and %s\n",
-                c->name, weights, portlist, f[3], f[6]);
-        return false;
-    }
     return true;
 }
 
@@ -214,8 +117,17 @@ static void test_vector_case(void **state)
     FILE *f = vec_open(file);
     assert_non_null(f);
 
-    struct dist *d = dist_build(c->dist, c->servers, c->nservers, NULL);
-    assert_non_null(d);
+    /* the pool exactly as the proxy builds it: the config loader, then the shared runtime */
+    char yml[1024];
+    snprintf(yml, sizeof(yml), "%s/%s.yml", vec_dir(), c->name);
+    struct conf *conf = conf_load(yml, NULL, NULL);
+    assert_non_null(conf);
+    assert_int_equal(conf->npools, 1);
+    assert_int_equal(conf->pools[0].hash, c->hash);
+    assert_int_equal(conf->pools[0].distribution, c->dist);
+    struct runtime *rt = runtime_create(conf);
+    assert_non_null(rt);
+    struct pool_shared *pool = &rt->pools[0];
 
     char *line = NULL;
     size_t cap = 0, nlines = 0, bad = 0;
@@ -230,8 +142,8 @@ static void test_vector_case(void **state)
             continue;
         }
         uint32_t want = (uint32_t)strtoul(fields[1], NULL, 10);
-        uint32_t hash = hash_key(c->hash, c->tag[0] ? c->tag : NULL, key, (size_t)klen);
-        uint32_t got = dist_dispatch(d, hash);
+        uint32_t hash = pool_key_hash(pool, key, (size_t)klen);
+        uint32_t got = pool_route(pool, key, (size_t)klen);
         if (got != want) {
             if (bad < VEC_SHOW_MISMATCHES)
                 fprintf(stderr, "  %s line %zu: key %s hash %08" PRIx32 " -> %" PRIu32
@@ -241,7 +153,8 @@ static void test_vector_case(void **state)
     }
     free(line);
     fclose(f);
-    dist_destroy(d);
+    runtime_destroy(rt);
+    conf_unref(conf);
 
     printf("  %-38s %5zu lines, %zu mismatches\n", c->name, nlines, bad);
     if (nlines != c->nkeys)

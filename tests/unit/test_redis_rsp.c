@@ -70,7 +70,7 @@ static const struct rsp_vector rsp_vectors[] = {
     { "-ERR max number of clients\r\n", RSP_ERROR, 0, false },
     { "-OOM command not allowed when used memory > 'maxmemory'.\r\n", RSP_ERROR, 0, false },
     { "-MISCONF Redis is configured to save RDB snapshots, but it's currently unable to persist\r\n",
-      RSP_ERROR, 0, false },
+      RSP_ERROR, 0, true },
     { "-READONLY You can't write against a read only replica.\r\n", RSP_ERROR, 0, false },
     { "-\r\n", RSP_ERROR, 0, false },
 };

@@ -1,0 +1,204 @@
+/*
+ * probe.c - the liveness prober (see probe.h).
+ *
+ * Threads: the master's event loop only.
+ */
+#include "config.h"
+#include "core/probe.h"
+
+#include <errno.h>
+#include <event2/event.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/queue.h>
+#include <unistd.h>
+
+#include "common/clock.h"
+#include "common/log.h"
+#include "common/sock.h"
+#include "core/runtime.h"
+
+#define PROBE_TICK_USEC 100000
+#define PROBE_DEFAULT_TIMEOUT_MS 1000
+
+struct probe {
+    LIST_ENTRY(probe) link;
+    struct prober *pr;
+    struct pool_shared *pool;
+    uint32_t server;
+    int fd;
+    bool connecting;
+    struct event *ev;       /* read or write, as needed */
+    struct event *timer;
+    const char *req;
+    size_t req_len, req_off;
+    char reply[64];
+    size_t reply_len;
+};
+
+struct prober {
+    struct event_base *base;
+    struct runtime *rt;
+    struct event *tick;
+    LIST_HEAD(, probe) active;
+};
+
+static void probe_end(struct probe *pb, bool alive)
+{
+    struct pool_shared *p = pb->pool;
+    if (alive) {
+        pool_server_readmit(p, pb->server);
+    } else {
+        log_info("pool '%s': server %s still does not answer: ejected for another %ld ms", p->cp->name,
+                 p->cp->servers[pb->server].stats_name, (long)p->cp->server_retry_timeout);
+        pool_server_reeject(p, pb->server, nc_usec_now());
+    }
+    atomic_store(&p->health[pb->server].probing, false);
+    LIST_REMOVE(pb, link);
+    if (pb->ev) event_free(pb->ev);
+    if (pb->timer) event_free(pb->timer);
+    if (pb->fd >= 0) close(pb->fd);
+    free(pb);
+}
+
+/* Only a reply of the protocol is an answer: a memcached VERSION line, a redis status line or an
+ * error line other than "alive but not serving". Anything else (garbage) keeps the server out. */
+static bool probe_reply_alive(const struct probe *pb)
+{
+    static const char *const not_ready[] = { "-LOADING", "-BUSY", "-MASTERDOWN" };
+    if (memchr(pb->reply, '\n', pb->reply_len) == NULL) return false;
+    if (!pb->pool->cp->redis) return pb->reply_len >= 8 && memcmp(pb->reply, "VERSION ", 8) == 0;
+    if (pb->reply[0] != '+' && pb->reply[0] != '-') return false;
+    for (size_t i = 0; i < sizeof(not_ready) / sizeof(not_ready[0]); i++) {
+        size_t n = strlen(not_ready[i]);
+        if (pb->reply_len >= n && memcmp(pb->reply, not_ready[i], n) == 0) return false;
+    }
+    return true;
+}
+
+static void probe_on_io(int fd, short what, void *arg);
+
+static int probe_wait(struct probe *pb, short what)
+{
+    if (pb->ev) event_free(pb->ev);
+    pb->ev = event_new(pb->pr->base, pb->fd, what | EV_PERSIST, probe_on_io, pb);
+    return pb->ev != NULL && event_add(pb->ev, NULL) == 0 ? 0 : -ENOMEM;
+}
+
+static void probe_on_io(int fd, short what, void *arg)
+{
+    struct probe *pb = arg;
+    if (what & EV_WRITE) {
+        if (pb->connecting) {
+            if (sock_connect_result(fd) < 0) {
+                probe_end(pb, false);
+                return;
+            }
+            pb->connecting = false;
+        }
+        ssize_t n = write(fd, pb->req + pb->req_off, pb->req_len - pb->req_off);
+        if (n < 0 && errno != EAGAIN && errno != EINTR) {
+            probe_end(pb, false);
+            return;
+        }
+        if (n > 0) pb->req_off += (size_t)n;
+        if (pb->req_off == pb->req_len && probe_wait(pb, EV_READ) < 0) probe_end(pb, false);
+        return;
+    }
+    ssize_t n = read(fd, pb->reply + pb->reply_len, sizeof(pb->reply) - 1 - pb->reply_len);
+    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
+        probe_end(pb, false);
+        return;
+    }
+    if (n < 0) return;
+    pb->reply_len += (size_t)n;
+    if (memchr(pb->reply, '\n', pb->reply_len) != NULL || pb->reply_len == sizeof(pb->reply) - 1)
+        probe_end(pb, probe_reply_alive(pb));
+}
+
+static void probe_on_timeout(int fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    probe_end(arg, false);
+}
+
+static void probe_start(struct prober *pr, struct pool_shared *p, uint32_t s)
+{
+    const struct conf_pool *cp = p->cp;
+    const struct conf_server *cs = &cp->servers[s];
+    bool expected = false;
+    if (!atomic_compare_exchange_strong(&p->health[s].probing, &expected, true)) return;
+    struct probe *pb = calloc(1, sizeof(*pb));
+    if (pb == NULL) {
+        atomic_store(&p->health[s].probing, false);
+        return;
+    }
+    pb->pr = pr;
+    pb->pool = p;
+    pb->server = s;
+    pb->req = cp->redis ? "*1\r\n$4\r\nPING\r\n" : "version\r\n";
+    pb->req_len = strlen(pb->req);
+    LIST_INSERT_HEAD(&pr->active, pb, link);
+    bool in_progress = false;
+    pb->fd = cs->addr.is_unix ? sock_connect_unix(cs->addr.host, &in_progress)
+                              : sock_connect_tcp(cs->addr.host, cs->addr.port, &in_progress);
+    if (pb->fd < 0) {
+        probe_end(pb, false);
+        return;
+    }
+    pb->connecting = in_progress;
+    int64_t ms = cp->timeout > 0 ? cp->timeout : PROBE_DEFAULT_TIMEOUT_MS;
+    struct timeval tv = { .tv_sec = (time_t)(ms / 1000), .tv_usec = (suseconds_t)(ms % 1000) * 1000 };
+    pb->timer = evtimer_new(pr->base, probe_on_timeout, pb);
+    if (pb->timer == NULL || evtimer_add(pb->timer, &tv) < 0 || probe_wait(pb, EV_WRITE) < 0)
+        probe_end(pb, false);
+}
+
+static void prober_on_tick(int fd, short what, void *arg)
+{
+    struct prober *pr = arg;
+    (void)fd;
+    (void)what;
+    uint64_t now = nc_usec_now();
+    for (size_t i = 0; i < pr->rt->npools; i++) {
+        struct pool_shared *p = &pr->rt->pools[i];
+        if (!p->cp->auto_eject_hosts) continue;
+        for (uint32_t s = 0; s < p->cp->nservers; s++) {
+            uint64_t until = atomic_load(&p->health[s].ejected_until);
+            if (until != 0 && now >= until) probe_start(pr, p, s);
+        }
+    }
+}
+
+struct prober *prober_create(struct event_base *base, struct runtime *rt)
+{
+    struct prober *pr = calloc(1, sizeof(*pr));
+    if (pr == NULL) return NULL;
+    pr->base = base;
+    pr->rt = rt;
+    LIST_INIT(&pr->active);
+    pr->tick = event_new(base, -1, EV_PERSIST, prober_on_tick, pr);
+    struct timeval tv = { .tv_sec = 0, .tv_usec = PROBE_TICK_USEC };
+    if (pr->tick == NULL || event_add(pr->tick, &tv) < 0) {
+        prober_destroy(pr);
+        return NULL;
+    }
+    return pr;
+}
+
+void prober_destroy(struct prober *pr)
+{
+    if (pr == NULL) return;
+    while (!LIST_EMPTY(&pr->active)) {
+        struct probe *pb = LIST_FIRST(&pr->active);
+        LIST_REMOVE(pb, link);
+        if (pb->ev) event_free(pb->ev);
+        if (pb->timer) event_free(pb->timer);
+        if (pb->fd >= 0) close(pb->fd);
+        free(pb);
+    }
+    if (pr->tick) event_free(pr->tick);
+    free(pr);
+}

@@ -1,0 +1,324 @@
+/*
+ * manage_cmd.c - the manage port's command table and commands (see manage_cmd.h).
+ *
+ * Threads: the stats thread only.
+ */
+#include "config.h"
+#include "stats/manage_cmd.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "common/clock.h"
+#include "core/runtime.h"
+#include "stats/stats_json.h"
+#include "stats/stats_prom.h"
+
+#define MANAGE_MAX_ARGS 1024
+
+struct manage_arg {
+    const char *p;
+    size_t len;
+};
+
+struct manage_cmd {
+    const char *name;
+    const char *sub;      /* a required first argument ("workers", "get", ...), or NULL */
+    size_t min_args;      /* arguments after name (and sub) */
+    size_t max_args;
+    enum manage_rc (*run)(struct manage_ctx *ctx, const struct manage_arg *args, size_t nargs,
+                          struct stats_buf *out);
+    const char *usage;
+    const char *help;
+};
+
+int manage_ctx_init(struct manage_ctx *ctx, const struct stats_source *src)
+{
+    memset(ctx, 0, sizeof(*ctx));
+    ctx->src = src;
+    ctx->nlogs = src->nblocks;
+    ctx->logs = calloc(src->nblocks ? src->nblocks : 1, sizeof(*ctx->logs));
+    ctx->fresh = stats_snapshot_create(src);
+    ctx->cached = stats_snapshot_create(src);
+    if (ctx->logs == NULL || ctx->fresh == NULL || ctx->cached == NULL) {
+        manage_ctx_deinit(ctx);
+        return -ENOMEM;
+    }
+    for (size_t i = 0; i < src->nblocks; i++) ctx->logs[i] = &src->blocks[i]->slowlog;
+    manage_ctx_refresh(ctx);
+    return 0;
+}
+
+void manage_ctx_deinit(struct manage_ctx *ctx)
+{
+    free(ctx->logs);
+    stats_snapshot_destroy(ctx->fresh);
+    stats_snapshot_destroy(ctx->cached);
+    memset(ctx, 0, sizeof(*ctx));
+}
+
+void manage_ctx_refresh(struct manage_ctx *ctx)
+{
+    stats_snapshot_take(ctx->cached, -1);
+}
+
+void manage_render_status(struct manage_ctx *ctx, struct stats_buf *out, bool fresh)
+{
+    if (fresh) stats_snapshot_take(ctx->fresh, -1);
+    stats_json_render(out, fresh ? ctx->fresh : ctx->cached);
+}
+
+void manage_render_metrics(struct manage_ctx *ctx, struct stats_buf *out)
+{
+    stats_snapshot_take(ctx->fresh, -1);
+    stats_prom_render(out, ctx->fresh);
+}
+
+static enum manage_rc manage_error(struct stats_buf *out, const char *msg)
+{
+    stats_buf_addf(out, "ERR: %s\r\n", msg);
+    return MANAGE_ERROR;
+}
+
+static enum manage_rc manage_status(struct manage_ctx *ctx, const struct manage_arg *args, size_t nargs,
+                                    struct stats_buf *out)
+{
+    (void)args;
+    (void)nargs;
+    manage_render_status(ctx, out, true);
+    stats_buf_adds(out, "\r\n");
+    return MANAGE_OK;
+}
+
+static enum manage_rc manage_status_workers(struct manage_ctx *ctx, const struct manage_arg *args,
+                                            size_t nargs, struct stats_buf *out)
+{
+    (void)args;
+    (void)nargs;
+    stats_buf_adds(out, "{\"workers\":[");
+    for (size_t i = 0; i < ctx->src->nblocks; i++) {
+        if (i > 0) stats_buf_addc(out, ',');
+        stats_snapshot_take(ctx->fresh, (long)i);
+        stats_json_render(out, ctx->fresh);
+    }
+    stats_buf_adds(out, "]}\r\n");
+    return MANAGE_OK;
+}
+
+static struct pool_shared *manage_find_pool(const struct manage_ctx *ctx, const struct manage_arg *a)
+{
+    const struct runtime *rt = ctx->src->rt;
+    for (size_t i = 0; i < rt->npools; i++) {
+        const char *name = rt->pools[i].cp->name;
+        if (strlen(name) == a->len && memcmp(name, a->p, a->len) == 0) return &rt->pools[i];
+    }
+    return NULL;
+}
+
+static enum manage_rc manage_find_keys(struct manage_ctx *ctx, const struct manage_arg *args, size_t nargs,
+                                       struct stats_buf *out)
+{
+    struct pool_shared *p = manage_find_pool(ctx, &args[0]);
+    if (p == NULL) {
+        stats_buf_adds(out, "ERR: pool doesn't exist!\r\n");
+        return MANAGE_ERROR;
+    }
+    for (size_t i = 1; i < nargs; i++) {
+        uint32_t s = pool_route(p, (const uint8_t *)args[i].p, args[i].len);
+        if (s == DIST_NONE || s >= p->cp->nservers) {
+            stats_buf_adds(out, "ERR: no live server for the key\r\n");
+            continue;
+        }
+        const struct conf_server *cs = &p->cp->servers[s];
+        stats_buf_addf(out, "%s %s\r\n", cs->pname, cs->stats_name);
+    }
+    return MANAGE_OK;
+}
+
+/* "slowlog get [n]": n > 0, at most every entry the rings can hold */
+static enum manage_rc manage_slowlog_get(struct manage_ctx *ctx, const struct manage_arg *args, size_t nargs,
+                                         struct stats_buf *out)
+{
+    size_t cap = ctx->nlogs * STATS_SLOWLOG_CAP;
+    size_t want = MANAGE_SLOWLOG_GET_DEFAULT;
+    if (nargs == 1) {
+        char num[24];
+        char *end;
+        if (args[0].len == 0 || args[0].len >= sizeof(num)) return manage_error(out, "usage: slowlog get [n]");
+        memcpy(num, args[0].p, args[0].len);
+        num[args[0].len] = '\0';
+        errno = 0;
+        unsigned long long v = strtoull(num, &end, 10);
+        if (*end != '\0' || errno != 0 || v == 0 || num[0] == '-') return manage_error(out, "usage: slowlog get [n]");
+        want = v < cap ? (size_t)v : cap;
+    }
+    if (want > cap) want = cap;
+    struct stats_slow_entry *e = malloc((want ? want : 1) * sizeof(*e));
+    if (e == NULL) return manage_error(out, "out of memory");
+    size_t n = stats_slowlog_collect(ctx->logs, ctx->nlogs, e, want);
+    const struct runtime *rt = ctx->src->rt;
+    for (size_t i = 0; i < n; i++) {
+        const struct conf_pool *cp = e[i].pool < rt->npools ? rt->pools[e[i].pool].cp : NULL;
+        const char *server = e[i].server == STATS_SLOW_NONE ? "-"
+                             : e[i].server == STATS_SLOW_MANY ? "*"
+                             : (cp != NULL && e[i].server < cp->nservers) ? cp->servers[e[i].server].stats_name
+                                                                          : "?";
+        const char *pool = cp != NULL ? cp->name : "?";
+        stats_buf_addf(out, "%zu) id=%lu worker=%u time=%lu.%06lu duration_us=%lu pool=\"", i + 1,
+                       (unsigned long)e[i].id, e[i].worker, (unsigned long)(e[i].start_usec / 1000000u),
+                       (unsigned long)(e[i].start_usec % 1000000u), (unsigned long)e[i].duration_usec);
+        stats_buf_add_quoted(out, (const uint8_t *)pool, strlen(pool));
+        stats_buf_adds(out, "\" server=\"");
+        stats_buf_add_quoted(out, (const uint8_t *)server, strlen(server));
+        stats_buf_adds(out, "\" command=\"");
+        stats_buf_add_quoted(out, (const uint8_t *)e[i].cmd, e[i].cmd_len);
+        stats_buf_addc(out, '"');
+        if (e[i].has_key) {
+            size_t kl = e[i].key_len < STATS_SLOWLOG_KEY_MAX ? e[i].key_len : STATS_SLOWLOG_KEY_MAX;
+            stats_buf_adds(out, " key=\"");
+            stats_buf_add_quoted(out, e[i].key, kl);
+            stats_buf_addf(out, "\" key_len=%u", e[i].key_len);
+        }
+        stats_buf_adds(out, "\r\n");
+    }
+    free(e);
+    stats_buf_adds(out, "END\r\n");
+    return MANAGE_OK;
+}
+
+static enum manage_rc manage_slowlog_len(struct manage_ctx *ctx, const struct manage_arg *args, size_t nargs,
+                                         struct stats_buf *out)
+{
+    (void)args;
+    (void)nargs;
+    stats_buf_addf(out, "%zu\r\n", stats_slowlog_len(ctx->logs, ctx->nlogs));
+    return MANAGE_OK;
+}
+
+static enum manage_rc manage_slowlog_reset(struct manage_ctx *ctx, const struct manage_arg *args,
+                                           size_t nargs, struct stats_buf *out)
+{
+    (void)args;
+    (void)nargs;
+    stats_slowlog_reset(ctx->logs, ctx->nlogs);
+    stats_buf_adds(out, "OK\r\n");
+    return MANAGE_OK;
+}
+
+static enum manage_rc manage_help(struct manage_ctx *ctx, const struct manage_arg *args, size_t nargs,
+                                  struct stats_buf *out);
+
+static enum manage_rc manage_quit(struct manage_ctx *ctx, const struct manage_arg *args, size_t nargs,
+                                  struct stats_buf *out)
+{
+    (void)ctx;
+    (void)args;
+    (void)nargs;
+    (void)out;
+    return MANAGE_QUIT;
+}
+
+/* the order of `help`; a form with a subcommand is matched only when the subcommand is there */
+static const struct manage_cmd manage_cmds[] = {
+    { "status", NULL, 0, 0, manage_status, "status",
+      "stats of every pool and server, summed over the workers (JSON)" },
+    { "status", "workers", 0, 0, manage_status_workers, "status workers",
+      "the same for each worker: {\"workers\":[...]}" },
+    { "find_key", NULL, 2, 2, manage_find_keys, "find_key <pool> <key>",
+      "the server owning key: host:port:weight name" },
+    { "find_keys", NULL, 2, MANAGE_MAX_ARGS, manage_find_keys, "find_keys <pool> <key>...",
+      "one such line per key" },
+    { "slowlog", "get", 0, 1, manage_slowlog_get, "slowlog get [n]",
+      "the n (default 10) newest slow requests, newest first, then END" },
+    { "slowlog", "len", 0, 0, manage_slowlog_len, "slowlog len", "how many slow requests are held" },
+    { "slowlog", "reset", 0, 0, manage_slowlog_reset, "slowlog reset", "forget them" },
+    { "help", NULL, 0, 0, manage_help, "help", "this list" },
+    { "quit", NULL, 0, 0, manage_quit, "quit", "close the connection" },
+};
+
+static enum manage_rc manage_help(struct manage_ctx *ctx, const struct manage_arg *args, size_t nargs,
+                                  struct stats_buf *out)
+{
+    (void)ctx;
+    (void)args;
+    (void)nargs;
+    stats_buf_adds(out, "*****\r\n");
+    for (size_t i = 0; i < sizeof(manage_cmds) / sizeof(manage_cmds[0]); i++)
+        stats_buf_addf(out, "%-26s %s\r\n", manage_cmds[i].usage, manage_cmds[i].help);
+    stats_buf_addf(out, "%-26s %s\r\n", "GET /metrics HTTP/1.1", "Prometheus text format");
+    stats_buf_addf(out, "%-26s %s\r\n", "GET / HTTP/1.1", "the status JSON over HTTP");
+    stats_buf_adds(out, "(a client that sends nothing gets the JSON of the last -i interval)\r\n");
+    stats_buf_adds(out, "*****\r\n");
+    return MANAGE_OK;
+}
+
+static bool manage_word_is(const struct manage_arg *a, const char *w)
+{
+    return strlen(w) == a->len && strncasecmp(a->p, w, a->len) == 0;
+}
+
+static size_t manage_split(const char *line, size_t len, struct manage_arg *args, size_t max)
+{
+    size_t n = 0, i = 0;
+    while (i < len) {
+        while (i < len && (line[i] == ' ' || line[i] == '\t')) i++;
+        if (i == len) break;
+        size_t start = i;
+        while (i < len && line[i] != ' ' && line[i] != '\t') i++;
+        if (n == max) return max + 1;
+        args[n].p = line + start;
+        args[n].len = i - start;
+        n++;
+    }
+    return n;
+}
+
+enum manage_rc manage_exec(struct manage_ctx *ctx, const char *line, size_t len, struct stats_buf *out)
+{
+    struct manage_arg args[MANAGE_MAX_ARGS + 2];
+    size_t n = manage_split(line, len, args, MANAGE_MAX_ARGS + 2);
+    enum manage_rc rc;
+    if (n == 0) {
+        rc = MANAGE_OK; /* an empty line: nothing to do */
+        goto out;
+    }
+    if (n > MANAGE_MAX_ARGS + 1) {
+        rc = manage_error(out, "too many arguments");
+        goto out;
+    }
+    const struct manage_cmd *known = NULL;
+    for (size_t i = 0; i < sizeof(manage_cmds) / sizeof(manage_cmds[0]); i++) {
+        const struct manage_cmd *c = &manage_cmds[i];
+        if (!manage_word_is(&args[0], c->name)) continue;
+        known = c;
+        size_t skip = 1;
+        if (c->sub != NULL) {
+            if (n < 2 || !manage_word_is(&args[1], c->sub)) continue;
+            skip = 2;
+        }
+        size_t nargs = n - skip;
+        if (nargs < c->min_args || nargs > c->max_args) {
+            if (c->sub == NULL && c->max_args == 0 && nargs > 0) continue; /* "status foo" */
+            stats_buf_addf(out, "ERR: usage: %s\r\n", c->usage);
+            rc = MANAGE_ERROR;
+            goto out;
+        }
+        rc = c->run(ctx, args + skip, nargs, out);
+        goto out;
+    }
+    if (known != NULL) {
+        /* a known word with a bad subcommand: show the forms of that command */
+        stats_buf_adds(out, "ERR: usage:");
+        for (size_t i = 0; i < sizeof(manage_cmds) / sizeof(manage_cmds[0]); i++) {
+            if (manage_word_is(&args[0], manage_cmds[i].name)) stats_buf_addf(out, " '%s'", manage_cmds[i].usage);
+        }
+        stats_buf_adds(out, "\r\n");
+        rc = MANAGE_ERROR;
+        goto out;
+    }
+    rc = manage_error(out, "unknown command, try 'help'");
+out:
+    return rc;
+}

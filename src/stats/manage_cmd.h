@@ -1,0 +1,56 @@
+/*
+ * manage_cmd.h - the manage port's commands: one text line in, a reply appended to a buffer.
+ *
+ *   status                  the stats JSON (twemproxy's document, "service":"nutcrackers"), fresh
+ *   status workers          {"workers":[...]}: the same document for each worker
+ *   find_key <pool> <key>   "host:port:weight name" of the server owning key
+ *   find_keys <pool> <k...> one such line per key
+ *   slowlog get [n]         the n (default 10) newest slow requests of all workers, newest first
+ *   slowlog len | reset     how many are held | forget them
+ *   help | quit
+ *
+ * Commands are matched case-insensitively; arguments are separated by spaces or tabs. Every
+ * reply line ends with CRLF; errors are one line starting with "ERR:".
+ *
+ * Threads: the stats thread (it owns the context and its snapshots); reads the shared immutable
+ * runtime and the worker blocks.
+ */
+#ifndef NC_MANAGE_CMD_H
+#define NC_MANAGE_CMD_H
+
+#include <stddef.h>
+
+#include "stats/stats_buf.h"
+#include "stats/stats_slowlog.h"
+#include "stats/stats_snapshot.h"
+
+#define MANAGE_SLOWLOG_GET_DEFAULT 10
+
+struct manage_ctx {
+    const struct stats_source *src;
+    struct stats_slowlog **logs;     /* every worker's ring */
+    size_t nlogs;
+    struct stats_snapshot *fresh;    /* taken for each status / metrics request */
+    struct stats_snapshot *cached;   /* taken every -i ms (what a silent client gets) */
+};
+
+enum manage_rc {
+    MANAGE_OK,
+    MANAGE_ERROR,   /* the reply is an error line */
+    MANAGE_QUIT,    /* close the connection (after the reply, if any) */
+};
+
+/* Prepares a context over src (which must outlive it); takes the first cached snapshot. */
+int manage_ctx_init(struct manage_ctx *ctx, const struct stats_source *src);
+void manage_ctx_deinit(struct manage_ctx *ctx);
+/* The -i tick: refreshes the cached snapshot. */
+void manage_ctx_refresh(struct manage_ctx *ctx);
+
+/* Runs one command line (its line end already removed) and appends the reply. */
+enum manage_rc manage_exec(struct manage_ctx *ctx, const char *line, size_t len, struct stats_buf *out);
+
+/* Body renderers shared with the HTTP side (no line end appended). */
+void manage_render_status(struct manage_ctx *ctx, struct stats_buf *out, bool fresh);
+void manage_render_metrics(struct manage_ctx *ctx, struct stats_buf *out);
+
+#endif

@@ -1,0 +1,364 @@
+/*
+ * manage_conn.c - manage port connection handling (see manage_conn.h).
+ *
+ * A client is in one of three states: READING (lines are read and run one by one), WRITING (a reply
+ * is pending; nothing is read) and LINGERING (its side is shut down; input is drained and dropped
+ * until EOF, a byte limit or a timer). One timer per client serves the silent-client wait, the idle
+ * timeout and the linger limit.
+ *
+ * Threads: the stats thread only.
+ */
+#include "config.h"
+#include "stats/manage_conn.h"
+
+#include <errno.h>
+#include <event2/event.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/queue.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "stats/manage_http.h"
+
+#define MANAGE_ACCEPTS_PER_EVENT 32
+#define MANAGE_KEEP_BUF (64u << 10) /* reply buffer kept between replies */
+
+enum manage_state { MC_READING, MC_WRITING, MC_LINGERING };
+
+struct manage_client {
+    TAILQ_ENTRY(manage_client) link;
+    struct manage_server *ms;
+    int fd;
+    struct event *rev, *wev, *tev;
+    struct event *pev;      /* "more lines are waiting": run the next one on the next loop turn */
+    enum manage_state state;
+    char in[MANAGE_LINE_MAX];
+    size_t inlen;
+    bool got_input;         /* any byte ever received */
+    bool close_after;       /* close once the pending reply is written */
+    bool http;              /* an HTTP request line was seen: reading its headers */
+    unsigned http_headers;
+    struct manage_http_req http_req;
+    unsigned errors;
+    struct stats_buf out;
+    size_t out_off;
+    size_t drained;
+};
+
+struct manage_server {
+    struct event_base *base;
+    int lfd;
+    struct event *lev;
+    struct manage_ctx *ctx;
+    TAILQ_HEAD(, manage_client) clients;
+    uint32_t nclients;
+};
+
+static void manage_client_close(struct manage_client *c)
+{
+    struct manage_server *ms = c->ms;
+    TAILQ_REMOVE(&ms->clients, c, link);
+    ms->nclients--;
+    if (c->rev) event_free(c->rev);
+    if (c->wev) event_free(c->wev);
+    if (c->tev) event_free(c->tev);
+    if (c->pev) event_free(c->pev);
+    close(c->fd);
+    stats_buf_deinit(&c->out);
+    free(c);
+}
+
+static void manage_timer(struct manage_client *c, long msec)
+{
+    struct timeval tv = { .tv_sec = msec / 1000, .tv_usec = (msec % 1000) * 1000 };
+    evtimer_add(c->tev, &tv);
+}
+
+static void manage_linger(struct manage_client *c)
+{
+    c->state = MC_LINGERING;
+    shutdown(c->fd, SHUT_WR);
+    event_del(c->wev);
+    event_add(c->rev, NULL);
+    manage_timer(c, MANAGE_LINGER_MSEC);
+}
+
+/* Writes what is pending; when all is written, lingers (close_after) or reads again. Returns false
+ * when the client was closed. */
+static bool manage_flush(struct manage_client *c)
+{
+    while (c->out_off < c->out.len) {
+        ssize_t n = send(c->fd, c->out.data + c->out_off, c->out.len - c->out_off, MSG_NOSIGNAL);
+        if (n > 0) {
+            c->out_off += (size_t)n;
+            manage_timer(c, MANAGE_IDLE_SEC * 1000L);
+            continue;
+        }
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            c->state = MC_WRITING;
+            event_del(c->rev);
+            event_add(c->wev, NULL);
+            return true;
+        }
+        manage_client_close(c);
+        return false;
+    }
+    if (c->out.cap > MANAGE_KEEP_BUF) { /* a big reply went out: give its memory back */
+        stats_buf_deinit(&c->out);
+        stats_buf_init(&c->out, MANAGE_OUT_MAX);
+    } else {
+        stats_buf_reset(&c->out);
+    }
+    c->out_off = 0;
+    event_del(c->wev);
+    if (c->close_after) {
+        manage_linger(c);
+        return true;
+    }
+    c->state = MC_READING;
+    event_add(c->rev, NULL);
+    return true;
+}
+
+/* The reply is ready in c->out: send it (an error instead if rendering failed). Returns false
+ * when the client was closed. */
+static bool manage_reply(struct manage_client *c)
+{
+    if (stats_buf_failed(&c->out)) {
+        stats_buf_reset(&c->out);
+        stats_buf_adds(&c->out, "ERR: the reply is too large or out of memory\r\n");
+        c->close_after = true;
+    }
+    if (c->out.len == 0 && !c->close_after) return true;
+    return manage_flush(c);
+}
+
+static void manage_silent_json(struct manage_client *c)
+{
+    manage_render_status(c->ms->ctx, &c->out, false);
+    stats_buf_adds(&c->out, "\r\n");
+    c->close_after = true;
+}
+
+static void manage_line(struct manage_client *c, const char *line, size_t len)
+{
+    struct manage_ctx *ctx = c->ms->ctx;
+    if (c->http) {
+        if (len == 0) {
+            manage_http_respond(ctx, &c->http_req, &c->out);
+            c->close_after = true;
+        } else if (++c->http_headers > MANAGE_HTTP_MAX_HEADERS) {
+            manage_http_error(&c->out, 431, "Request Header Fields Too Large");
+            c->close_after = true;
+        }
+        return;
+    }
+    if (manage_http_request_line(line, len, &c->http_req)) {
+        c->http = true;
+        return;
+    }
+    enum manage_rc rc = manage_exec(ctx, line, len, &c->out);
+    if (rc == MANAGE_QUIT) {
+        c->close_after = true;
+    } else if (rc == MANAGE_ERROR && ++c->errors >= MANAGE_MAX_ERRORS) {
+        stats_buf_adds(&c->out, "ERR: too many errors, closing\r\n");
+        c->close_after = true;
+    }
+}
+
+/* Runs the complete lines held in c->in until one produces a reply; if more lines wait, the next
+ * one runs on the next turn of the event loop, so every client gets its turn (one reply each). */
+static void manage_process(struct manage_client *c)
+{
+    while (c->state == MC_READING && !c->close_after) {
+        char *nl = memchr(c->in, '\n', c->inlen);
+        if (nl == NULL) {
+            if (c->inlen < sizeof(c->in)) return;
+            if (c->http) manage_http_error(&c->out, 431, "Request Header Fields Too Large");
+            else stats_buf_addf(&c->out, "ERR: line too long (the limit is %d bytes)\r\n", MANAGE_LINE_MAX);
+            c->inlen = 0;
+            c->close_after = true;
+            manage_reply(c);
+            return;
+        }
+        size_t len = (size_t)(nl - c->in);
+        size_t used = len + 1;
+        if (len > 0 && c->in[len - 1] == '\r') len--;
+        manage_line(c, c->in, len);
+        memmove(c->in, c->in + used, c->inlen - used);
+        c->inlen -= used;
+        if (c->out.len > 0 || c->close_after) {
+            if (manage_reply(c) && c->state == MC_READING && memchr(c->in, '\n', c->inlen) != NULL)
+                event_active(c->pev, EV_TIMEOUT, 1);
+            return;
+        }
+    }
+}
+
+static void manage_on_pending(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    manage_process(arg);
+}
+
+/* The client closed its side: run a last unterminated line, or give a silent client the JSON. */
+static void manage_on_eof(struct manage_client *c)
+{
+    if (c->inlen > 0 && !c->close_after) {
+        size_t len = c->inlen;
+        if (c->in[len - 1] == '\r') len--;
+        c->inlen = 0;
+        manage_line(c, c->in, len);
+    }
+    if (!c->got_input) manage_silent_json(c);
+    else if (c->http && c->out.len == 0) manage_http_respond(c->ms->ctx, &c->http_req, &c->out);
+    c->close_after = true;
+    if (c->out.len == 0) {
+        manage_client_close(c);
+        return;
+    }
+    manage_reply(c);
+}
+
+static void manage_on_read(evutil_socket_t fd, short what, void *arg)
+{
+    struct manage_client *c = arg;
+    (void)what;
+    if (c->state == MC_LINGERING) {
+        char sink[16384];
+        ssize_t n = recv(fd, sink, sizeof(sink), 0);
+        if (n > 0) {
+            c->drained += (size_t)n;
+            if (c->drained > MANAGE_LINGER_BYTES) manage_client_close(c);
+        } else if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
+            manage_client_close(c);
+        }
+        return;
+    }
+    if (c->state != MC_READING) return;
+    if (c->inlen == sizeof(c->in)) { /* full of lines still to run: run them first */
+        manage_process(c);
+        return;
+    }
+    ssize_t n = recv(fd, c->in + c->inlen, sizeof(c->in) - c->inlen, 0);
+    if (n < 0) {
+        if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) manage_client_close(c);
+        return;
+    }
+    if (n == 0) {
+        manage_on_eof(c);
+        return;
+    }
+    c->got_input = true;
+    c->inlen += (size_t)n;
+    manage_timer(c, MANAGE_IDLE_SEC * 1000L);
+    manage_process(c);
+}
+
+static void manage_on_write(evutil_socket_t fd, short what, void *arg)
+{
+    struct manage_client *c = arg;
+    (void)fd;
+    (void)what;
+    if (manage_flush(c) && c->state == MC_READING) manage_process(c);
+}
+
+static void manage_on_timer(evutil_socket_t fd, short what, void *arg)
+{
+    struct manage_client *c = arg;
+    (void)fd;
+    (void)what;
+    if (c->state == MC_READING && !c->got_input) {
+        manage_silent_json(c);
+        manage_reply(c);
+        return;
+    }
+    manage_client_close(c); /* idle, stuck writing, or lingering too long */
+}
+
+static void manage_refuse(int fd)
+{
+    static const char msg[] = "ERR: too many manage clients\r\n";
+    ssize_t n = send(fd, msg, sizeof(msg) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+    (void)n;
+    close(fd);
+}
+
+static void manage_accept_one(struct manage_server *ms, int fd)
+{
+    if (ms->nclients >= MANAGE_MAX_CLIENTS) {
+        manage_refuse(fd);
+        return;
+    }
+    struct manage_client *c = calloc(1, sizeof(*c));
+    if (c == NULL) {
+        close(fd);
+        return;
+    }
+    c->ms = ms;
+    c->fd = fd;
+    /* a small send buffer: a client that does not read holds little of our work */
+    int sndbuf = MANAGE_SNDBUF;
+    setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf));
+    stats_buf_init(&c->out, MANAGE_OUT_MAX);
+    TAILQ_INSERT_TAIL(&ms->clients, c, link);
+    ms->nclients++;
+    c->rev = event_new(ms->base, fd, EV_READ | EV_PERSIST, manage_on_read, c);
+    c->wev = event_new(ms->base, fd, EV_WRITE | EV_PERSIST, manage_on_write, c);
+    c->tev = evtimer_new(ms->base, manage_on_timer, c);
+    c->pev = event_new(ms->base, -1, 0, manage_on_pending, c);
+    if (c->rev == NULL || c->wev == NULL || c->tev == NULL || c->pev == NULL || event_add(c->rev, NULL) < 0) {
+        manage_client_close(c);
+        return;
+    }
+    manage_timer(c, MANAGE_SILENT_MSEC);
+}
+
+static void manage_on_accept(evutil_socket_t lfd, short what, void *arg)
+{
+    struct manage_server *ms = arg;
+    (void)what;
+    for (int i = 0; i < MANAGE_ACCEPTS_PER_EVENT; i++) {
+        int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0) {
+            if (errno == EINTR || errno == ECONNABORTED) continue;
+            if (errno != EAGAIN && errno != EWOULDBLOCK)
+                log_warn("manage port: accept failed: %s", strerror(errno));
+            return;
+        }
+        manage_accept_one(ms, fd);
+    }
+}
+
+struct manage_server *manage_server_create(struct event_base *base, int lfd, struct manage_ctx *ctx)
+{
+    struct manage_server *ms = calloc(1, sizeof(*ms));
+    if (ms == NULL) {
+        close(lfd);
+        return NULL;
+    }
+    ms->base = base;
+    ms->lfd = lfd;
+    ms->ctx = ctx;
+    TAILQ_INIT(&ms->clients);
+    ms->lev = event_new(base, lfd, EV_READ | EV_PERSIST, manage_on_accept, ms);
+    if (ms->lev == NULL || event_add(ms->lev, NULL) < 0) {
+        manage_server_destroy(ms);
+        return NULL;
+    }
+    return ms;
+}
+
+void manage_server_destroy(struct manage_server *ms)
+{
+    if (ms == NULL) return;
+    struct manage_client *c;
+    while ((c = TAILQ_FIRST(&ms->clients)) != NULL) manage_client_close(c);
+    if (ms->lev) event_free(ms->lev);
+    close(ms->lfd);
+    free(ms);
+}

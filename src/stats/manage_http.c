@@ -1,0 +1,93 @@
+/*
+ * manage_http.c - HTTP request lines and responses of the manage port (see manage_http.h).
+ *
+ * Threads: the stats thread.
+ */
+#include "config.h"
+#include "stats/manage_http.h"
+
+#include <string.h>
+
+#define MANAGE_HTTP_JSON "application/json"
+#define MANAGE_HTTP_PROM "text/plain; version=0.0.4; charset=utf-8"
+#define MANAGE_HTTP_TEXT "text/plain; charset=utf-8"
+
+bool manage_http_request_line(const char *line, size_t len, struct manage_http_req *req)
+{
+    const char *sp1 = memchr(line, ' ', len);
+    if (sp1 == NULL || sp1 == line) return false;
+    size_t mlen = (size_t)(sp1 - line);
+    const char *target = sp1 + 1;
+    size_t rest = len - mlen - 1;
+    const char *sp2 = memchr(target, ' ', rest);
+    if (sp2 == NULL || sp2 == target) return false;
+    size_t tlen = (size_t)(sp2 - target);
+    const char *version = sp2 + 1;
+    size_t vlen = rest - tlen - 1;
+    if (vlen != 8 || memcmp(version, "HTTP/1.", 7) != 0 || (version[7] != '0' && version[7] != '1'))
+        return false;
+    if (mlen >= sizeof(req->method)) return false;
+    for (size_t i = 0; i < mlen; i++) {
+        if (line[i] < 'A' || line[i] > 'Z') return false;
+    }
+    memcpy(req->method, line, mlen);
+    req->method[mlen] = '\0';
+    const char *q = memchr(target, '?', tlen);
+    if (q != NULL) tlen = (size_t)(q - target);
+    req->truncated = tlen >= sizeof(req->path);
+    if (req->truncated) tlen = sizeof(req->path) - 1;
+    memcpy(req->path, target, tlen);
+    req->path[tlen] = '\0';
+    return true;
+}
+
+static void manage_http_head(struct stats_buf *out, int status, const char *reason, const char *type,
+                             size_t length, const char *extra)
+{
+    stats_buf_addf(out, "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n%s"
+                        "Cache-Control: no-cache\r\nConnection: close\r\n\r\n",
+                   status, reason, type, length, extra ? extra : "");
+}
+
+static void manage_http_text(struct stats_buf *out, int status, const char *reason, const char *extra)
+{
+    size_t len = strlen(reason) + 1;
+    manage_http_head(out, status, reason, MANAGE_HTTP_TEXT, len, extra);
+    stats_buf_addf(out, "%s\n", reason);
+}
+
+void manage_http_error(struct stats_buf *out, int status, const char *reason)
+{
+    manage_http_text(out, status, reason, NULL);
+}
+
+void manage_http_respond(struct manage_ctx *ctx, const struct manage_http_req *req, struct stats_buf *out)
+{
+    bool head = strcmp(req->method, "HEAD") == 0;
+    if (!head && strcmp(req->method, "GET") != 0) {
+        manage_http_text(out, 405, "Method Not Allowed", "Allow: GET, HEAD\r\n");
+        return;
+    }
+    bool metrics = !req->truncated && strcmp(req->path, "/metrics") == 0;
+    bool json = !req->truncated && strcmp(req->path, "/") == 0;
+    if (!metrics && !json) {
+        manage_http_text(out, 404, "Not Found", NULL);
+        return;
+    }
+    struct stats_buf body;
+    stats_buf_init(&body, out->limit);
+    if (metrics) {
+        manage_render_metrics(ctx, &body);
+    } else {
+        manage_render_status(ctx, &body, true);
+        stats_buf_addc(&body, '\n');
+    }
+    if (stats_buf_failed(&body)) {
+        stats_buf_deinit(&body);
+        manage_http_text(out, 500, "Internal Server Error", NULL);
+        return;
+    }
+    manage_http_head(out, 200, "OK", metrics ? MANAGE_HTTP_PROM : MANAGE_HTTP_JSON, body.len, NULL);
+    if (!head) stats_buf_add(out, body.data, body.len);
+    stats_buf_deinit(&body);
+}

@@ -1,0 +1,31 @@
+/*
+ * manage_http.h - the little HTTP the manage port speaks, so people can curl it and Prometheus can
+ * scrape it: "GET /metrics" (Prometheus text format) and "GET /" (the status JSON), HEAD too; every
+ * response closes the connection. Anything else gets 404 or 405 (the port is read-only).
+ *
+ * Threads: the stats thread.
+ */
+#ifndef NC_MANAGE_HTTP_H
+#define NC_MANAGE_HTTP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "stats/manage_cmd.h"
+
+struct manage_http_req {
+    char method[16];
+    char path[256];   /* without the query string; truncated paths are not found */
+    bool truncated;
+};
+
+/* Whether line is an HTTP request line ("<METHOD> <target> HTTP/1.x"); fills req if so. */
+bool manage_http_request_line(const char *line, size_t len, struct manage_http_req *req);
+
+/* Appends the whole response to req (status line, headers, body). */
+void manage_http_respond(struct manage_ctx *ctx, const struct manage_http_req *req, struct stats_buf *out);
+
+/* Appends a response with the given status and a one-line text body (errors). */
+void manage_http_error(struct stats_buf *out, int status, const char *reason);
+
+#endif

@@ -1,0 +1,122 @@
+/*
+ * stats_json.c - rendering a snapshot as the twemproxy-shaped JSON document (see stats_json.h).
+ * Key order follows the field tables of stats_desc.h, which is twemproxy's order.
+ *
+ * Threads: the snapshot's owner (the stats thread).
+ */
+#include "config.h"
+#include "stats/stats_json.h"
+
+#include <string.h>
+
+#include "core/runtime.h"
+
+static void stats_json_key(struct stats_buf *b, const char *name)
+{
+    stats_buf_add_json_str(b, name, strlen(name));
+    stats_buf_addc(b, ':');
+}
+
+/* A counter or timestamp as unsigned, a gauge as signed. */
+static void stats_json_number(struct stats_buf *b, enum stats_type type, uint64_t v)
+{
+    if (type == STATS_GAUGE) stats_buf_add_i64(b, stats_snapshot_signed(v));
+    else stats_buf_add_u64(b, v);
+}
+
+static void stats_json_fields(struct stats_buf *b, const uint64_t *f, const struct stats_field_desc *d,
+                              size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (i > 0) stats_buf_addc(b, ',');
+        stats_json_key(b, d[i].name);
+        stats_json_number(b, d[i].type, f[i]);
+    }
+}
+
+static void stats_json_hists(struct stats_buf *b, const struct stats_hist_sum *h,
+                             const struct stats_field_desc *d, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        stats_buf_addc(b, ',');
+        stats_json_key(b, d[i].name);
+        stats_json_render_hist(b, &h[i]);
+    }
+}
+
+void stats_json_render_hist(struct stats_buf *b, const struct stats_hist_sum *h)
+{
+    stats_buf_addc(b, '{');
+    for (size_t i = 0; i < STATS_HIST_NFIELD; i++) {
+        if (i > 0) stats_buf_addc(b, ',');
+        stats_json_key(b, stats_hist_field_desc[i].name);
+        switch ((enum stats_hist_field)i) {
+        case STATS_HIST_count: stats_buf_add_u64(b, h->count); break;
+        case STATS_HIST_sum: stats_buf_add_u64(b, h->sum_usec); break;
+        case STATS_HIST_max: stats_buf_add_u64(b, h->max_usec); break;
+        case STATS_HIST_p50: stats_buf_add_u64(b, stats_hist_quantile(h, 50, 100)); break;
+        case STATS_HIST_p99: stats_buf_add_u64(b, stats_hist_quantile(h, 99, 100)); break;
+        case STATS_HIST_p999: stats_buf_add_u64(b, stats_hist_quantile(h, 999, 1000)); break;
+        case STATS_HIST_buckets:
+            stats_buf_addc(b, '{');
+            for (unsigned k = 0; k < STATS_LAT_NCOARSE; k++) {
+                if (k > 0) stats_buf_addc(b, ',');
+                if (k < STATS_LAT_NBOUNDS) stats_buf_addf(b, "\"%u\":", stats_lat_bound_msec[k]);
+                else stats_buf_adds(b, "\"+inf\":");
+                stats_buf_add_u64(b, h->coarse[k]);
+            }
+            stats_buf_addc(b, '}');
+            break;
+        case STATS_HIST_NFIELD: break;
+        }
+    }
+    stats_buf_addc(b, '}');
+}
+
+static void stats_json_header(struct stats_buf *b, const struct stats_snapshot *s)
+{
+    for (size_t i = 0; i < STATS_HEADER_NFIELD; i++) {
+        if (i > 0) stats_buf_addc(b, ',');
+        stats_json_key(b, stats_header_desc[i].name);
+        switch ((enum stats_header_field)i) {
+        case STATS_HEADER_service: stats_buf_adds(b, "\"nutcrackers\""); break;
+        case STATS_HEADER_source:
+            stats_buf_add_json_str(b, s->src->host, strlen(s->src->host));
+            break;
+        case STATS_HEADER_version: stats_buf_adds(b, "\"" PACKAGE_VERSION "\""); break;
+        case STATS_HEADER_uptime: stats_buf_add_u64(b, s->uptime_sec); break;
+        case STATS_HEADER_timestamp: stats_buf_add_u64(b, s->timestamp_sec); break;
+        case STATS_HEADER_total_connections: stats_buf_add_u64(b, s->total_connections); break;
+        case STATS_HEADER_curr_connections: stats_buf_add_i64(b, s->curr_connections); break;
+        case STATS_HEADER_NFIELD: break;
+        }
+    }
+}
+
+void stats_json_render(struct stats_buf *b, const struct stats_snapshot *s)
+{
+    const struct runtime *rt = s->src->rt;
+    stats_buf_addc(b, '{');
+    if (s->worker >= 0) stats_buf_addf(b, "\"worker\":%ld,", s->worker);
+    stats_json_header(b, s);
+    for (size_t p = 0; p < s->npools; p++) {
+        const struct conf_pool *cp = rt->pools[p].cp;
+        const struct stats_pool_snap *ps = &s->pools[p];
+        stats_buf_addc(b, ',');
+        stats_buf_add_json_str(b, cp->name, strlen(cp->name));
+        stats_buf_adds(b, ":{");
+        stats_json_fields(b, ps->f, stats_pool_desc, STATS_POOL_NFIELD);
+        for (size_t k = 0; k < ps->nservers; k++) {
+            const char *name = cp->servers[k].stats_name;
+            stats_buf_addc(b, ',');
+            stats_buf_add_json_str(b, name, strlen(name));
+            stats_buf_adds(b, ":{");
+            stats_json_fields(b, ps->servers[k].f, stats_server_desc, STATS_SERVER_NFIELD);
+            stats_json_hists(b, ps->servers[k].latency, stats_server_hist_desc, STATS_SERVER_NHIST);
+            stats_buf_addc(b, '}');
+        }
+        stats_json_hists(b, ps->latency, stats_pool_hist_desc, STATS_POOL_NHIST);
+        stats_buf_addc(b, '}');
+    }
+    stats_buf_addc(b, '}');
+}

@@ -1,0 +1,195 @@
+/*
+ * stats_prom.c - Prometheus text rendering of a snapshot (see stats_prom.h). Every family is
+ * written whole (HELP, TYPE, then its samples for every pool or server) as the format requires.
+ *
+ * Threads: the snapshot's owner (the stats thread).
+ */
+#include "config.h"
+#include "stats/stats_prom.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "core/runtime.h"
+
+enum stats_prom_level { PROM_HEADER, PROM_POOL, PROM_SERVER };
+
+static const char *const stats_prom_prefix[] = {
+    [PROM_HEADER] = "nutcrackers_",
+    [PROM_POOL] = "nutcrackers_pool_",
+    [PROM_SERVER] = "nutcrackers_server_",
+};
+
+void stats_prom_label_value(struct stats_buf *b, const char *s)
+{
+    for (; *s != '\0'; s++) {
+        if (*s == '\\') stats_buf_adds(b, "\\\\");
+        else if (*s == '"') stats_buf_adds(b, "\\\"");
+        else if (*s == '\n') stats_buf_adds(b, "\\n");
+        else stats_buf_addc(b, *s);
+    }
+}
+
+static void stats_prom_help_text(struct stats_buf *b, const char *s)
+{
+    for (; *s != '\0'; s++) {
+        if (*s == '\\') stats_buf_adds(b, "\\\\");
+        else if (*s == '\n') stats_buf_adds(b, "\\n");
+        else stats_buf_addc(b, *s);
+    }
+}
+
+/* "# HELP <name> <desc>\n# TYPE <name> <type>\n" */
+static void stats_prom_family(struct stats_buf *b, enum stats_prom_level lvl, const struct stats_field_desc *d,
+                              const char *suffix, const char *type)
+{
+    stats_buf_addf(b, "# HELP %s%s%s ", stats_prom_prefix[lvl], d->name, suffix);
+    stats_prom_help_text(b, d->desc);
+    stats_buf_addf(b, "\n# TYPE %s%s%s %s\n", stats_prom_prefix[lvl], d->name, suffix, type);
+}
+
+static const char *stats_prom_suffix(enum stats_type t)
+{
+    return t == STATS_COUNTER ? "_total" : "";
+}
+
+static const char *stats_prom_type(enum stats_type t)
+{
+    return t == STATS_COUNTER ? "counter" : "gauge";
+}
+
+/* {pool="..."} or {pool="...",server="..."}, with an extra label pair when extra is not NULL */
+static void stats_prom_labels(struct stats_buf *b, const struct conf_pool *cp, const struct conf_server *cs,
+                              const char *extra)
+{
+    stats_buf_adds(b, "{pool=\"");
+    stats_prom_label_value(b, cp->name);
+    stats_buf_addc(b, '"');
+    if (cs != NULL) {
+        stats_buf_adds(b, ",server=\"");
+        stats_prom_label_value(b, cs->stats_name);
+        stats_buf_addc(b, '"');
+    }
+    if (extra != NULL) {
+        stats_buf_addc(b, ',');
+        stats_buf_adds(b, extra);
+    }
+    stats_buf_addc(b, '}');
+}
+
+static void stats_prom_value(struct stats_buf *b, enum stats_type t, uint64_t v)
+{
+    stats_buf_addc(b, ' ');
+    if (t == STATS_GAUGE) stats_buf_add_i64(b, stats_snapshot_signed(v));
+    else stats_buf_add_u64(b, v);
+    stats_buf_addc(b, '\n');
+}
+
+static void stats_prom_header(struct stats_buf *b, const struct stats_snapshot *s)
+{
+    stats_buf_adds(b, "# HELP nutcrackers_info the proxy: service name, host name (source) and version\n"
+                      "# TYPE nutcrackers_info gauge\nnutcrackers_info{service=\"nutcrackers\",source=\"");
+    stats_prom_label_value(b, s->src->host);
+    stats_buf_adds(b, "\",version=\"" PACKAGE_VERSION "\"} 1\n");
+    for (size_t i = 0; i < STATS_HEADER_NFIELD; i++) {
+        const struct stats_field_desc *d = &stats_header_desc[i];
+        uint64_t v;
+        switch ((enum stats_header_field)i) {
+        case STATS_HEADER_uptime: v = s->uptime_sec; break;
+        case STATS_HEADER_timestamp: v = s->timestamp_sec; break;
+        case STATS_HEADER_total_connections: v = s->total_connections; break;
+        case STATS_HEADER_curr_connections: v = (uint64_t)s->curr_connections; break;
+        default: continue; /* the strings are nutcrackers_info's labels */
+        }
+        stats_prom_family(b, PROM_HEADER, d, stats_prom_suffix(d->type), stats_prom_type(d->type));
+        stats_buf_addf(b, "%s%s%s", stats_prom_prefix[PROM_HEADER], d->name, stats_prom_suffix(d->type));
+        stats_prom_value(b, d->type, v);
+    }
+}
+
+/* usec as seconds, exactly and without trailing zeros ("0.001", "2", "0.012345") */
+static void stats_prom_seconds_str(char *out, size_t n, uint64_t usec)
+{
+    uint64_t frac = usec % 1000000u;
+    int digits = 6;
+    while (frac != 0 && frac % 10u == 0) {
+        frac /= 10u;
+        digits--;
+    }
+    if (frac == 0) snprintf(out, n, "%lu", (unsigned long)(usec / 1000000u));
+    else snprintf(out, n, "%lu.%0*lu", (unsigned long)(usec / 1000000u), digits, (unsigned long)frac);
+}
+
+static void stats_prom_hist(struct stats_buf *b, const char *name, const struct conf_pool *cp,
+                            const struct conf_server *cs, const struct stats_hist_sum *h)
+{
+    char le[48], secs[32];
+    uint64_t cum = 0;
+    for (unsigned k = 0; k < STATS_LAT_NCOARSE; k++) {
+        cum += h->coarse[k];
+        if (k < STATS_LAT_NBOUNDS) {
+            stats_prom_seconds_str(secs, sizeof(secs), (uint64_t)stats_lat_bound_msec[k] * 1000u);
+            snprintf(le, sizeof(le), "le=\"%s\"", secs);
+        } else {
+            snprintf(le, sizeof(le), "le=\"+Inf\"");
+        }
+        stats_buf_addf(b, "%s_bucket", name);
+        stats_prom_labels(b, cp, cs, le);
+        stats_buf_addc(b, ' ');
+        stats_buf_add_u64(b, cum);
+        stats_buf_addc(b, '\n');
+    }
+    stats_prom_seconds_str(secs, sizeof(secs), h->sum_usec);
+    stats_buf_addf(b, "%s_sum", name);
+    stats_prom_labels(b, cp, cs, NULL);
+    stats_buf_addf(b, " %s\n%s_count", secs, name);
+    stats_prom_labels(b, cp, cs, NULL);
+    stats_buf_addc(b, ' ');
+    stats_buf_add_u64(b, cum);
+    stats_buf_addc(b, '\n');
+}
+
+void stats_prom_render(struct stats_buf *b, const struct stats_snapshot *s)
+{
+    const struct runtime *rt = s->src->rt;
+    stats_prom_header(b, s);
+    for (size_t i = 0; i < STATS_POOL_NFIELD; i++) {
+        const struct stats_field_desc *d = &stats_pool_desc[i];
+        stats_prom_family(b, PROM_POOL, d, stats_prom_suffix(d->type), stats_prom_type(d->type));
+        for (size_t p = 0; p < s->npools; p++) {
+            stats_buf_addf(b, "%s%s%s", stats_prom_prefix[PROM_POOL], d->name, stats_prom_suffix(d->type));
+            stats_prom_labels(b, rt->pools[p].cp, NULL, NULL);
+            stats_prom_value(b, d->type, s->pools[p].f[i]);
+        }
+    }
+    for (size_t i = 0; i < STATS_SERVER_NFIELD; i++) {
+        const struct stats_field_desc *d = &stats_server_desc[i];
+        stats_prom_family(b, PROM_SERVER, d, stats_prom_suffix(d->type), stats_prom_type(d->type));
+        for (size_t p = 0; p < s->npools; p++) {
+            const struct conf_pool *cp = rt->pools[p].cp;
+            for (size_t k = 0; k < s->pools[p].nservers; k++) {
+                stats_buf_addf(b, "%s%s%s", stats_prom_prefix[PROM_SERVER], d->name, stats_prom_suffix(d->type));
+                stats_prom_labels(b, cp, &cp->servers[k], NULL);
+                stats_prom_value(b, d->type, s->pools[p].servers[k].f[i]);
+            }
+        }
+    }
+    char name[128];
+    for (size_t i = 0; i < STATS_POOL_NHIST; i++) {
+        const struct stats_field_desc *d = &stats_pool_hist_desc[i];
+        stats_prom_family(b, PROM_POOL, d, "_seconds", "histogram");
+        snprintf(name, sizeof(name), "%s%s_seconds", stats_prom_prefix[PROM_POOL], d->name);
+        for (size_t p = 0; p < s->npools; p++)
+            stats_prom_hist(b, name, rt->pools[p].cp, NULL, &s->pools[p].latency[i]);
+    }
+    for (size_t i = 0; i < STATS_SERVER_NHIST; i++) {
+        const struct stats_field_desc *d = &stats_server_hist_desc[i];
+        stats_prom_family(b, PROM_SERVER, d, "_seconds", "histogram");
+        snprintf(name, sizeof(name), "%s%s_seconds", stats_prom_prefix[PROM_SERVER], d->name);
+        for (size_t p = 0; p < s->npools; p++) {
+            const struct conf_pool *cp = rt->pools[p].cp;
+            for (size_t k = 0; k < s->pools[p].nservers; k++)
+                stats_prom_hist(b, name, cp, &cp->servers[k], &s->pools[p].servers[k].latency[i]);
+        }
+    }
+}

@@ -1,0 +1,103 @@
+/*
+ * stats_snapshot.c - summing the worker blocks into a snapshot (see stats_snapshot.h).
+ *
+ * Threads: the stats thread (or a unit test); reads worker blocks with relaxed atomic loads.
+ */
+#include "config.h"
+#include "stats/stats_snapshot.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/clock.h"
+#include "core/runtime.h"
+
+struct stats_snapshot *stats_snapshot_create(const struct stats_source *src)
+{
+    const struct runtime *rt = src->rt;
+    struct stats_snapshot *s = calloc(1, sizeof(*s));
+    if (s == NULL) return NULL;
+    s->src = src;
+    s->worker = -1;
+    s->npools = rt->npools;
+    s->pools = calloc(rt->npools ? rt->npools : 1, sizeof(*s->pools));
+    if (s->pools == NULL) goto fail;
+    for (size_t i = 0; i < rt->npools; i++) {
+        size_t n = rt->pools[i].cp->nservers;
+        s->pools[i].nservers = n;
+        s->pools[i].servers = calloc(n ? n : 1, sizeof(*s->pools[i].servers));
+        if (s->pools[i].servers == NULL) goto fail;
+    }
+    return s;
+fail:
+    stats_snapshot_destroy(s);
+    return NULL;
+}
+
+void stats_snapshot_destroy(struct stats_snapshot *s)
+{
+    if (s == NULL) return;
+    for (size_t i = 0; s->pools != NULL && i < s->npools; i++) free(s->pools[i].servers);
+    free(s->pools);
+    free(s);
+}
+
+int64_t stats_snapshot_signed(uint64_t v)
+{
+    return v <= (uint64_t)INT64_MAX ? (int64_t)v : -(int64_t)(UINT64_MAX - v) - 1;
+}
+
+/* Adds one block's field into the snapshot's: counters and gauges add up, timestamps keep the
+ * latest. server_ejected_at comes from here too for now; once server liveness is shared per
+ * pool, this is the one place to read it from the runtime instead. */
+static void stats_fold(uint64_t *dst, const stats_ctr *src, const struct stats_field_desc *desc, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        uint64_t v = stats_ctr_get(&src[i]);
+        if (desc[i].type == STATS_TIMESTAMP) {
+            if (v > dst[i]) dst[i] = v;
+        } else {
+            dst[i] += v;
+        }
+    }
+}
+
+static void stats_snapshot_add_block(struct stats_snapshot *s, const struct stats_worker *b)
+{
+    s->total_connections += stats_ctr_get(&b->total_connections);
+    s->curr_connections += stats_snapshot_signed(stats_ctr_get(&b->curr_connections));
+    size_t np = b->npools < s->npools ? b->npools : s->npools;
+    for (size_t p = 0; p < np; p++) {
+        struct stats_pool_snap *ps = &s->pools[p];
+        const struct stats_pool_block *pb = &b->pools[p];
+        stats_fold(ps->f, pb->f, stats_pool_desc, STATS_POOL_NFIELD);
+        stats_hist_sum_add(&ps->latency[STATS_POOL_HIST_request_latency], &pb->request_latency);
+        for (size_t k = 0; k < ps->nservers; k++) {
+            struct stats_server_snap *ss = &ps->servers[k];
+            const struct stats_server_block *sb = &pb->servers[k];
+            stats_fold(ss->f, sb->f, stats_server_desc, STATS_SERVER_NFIELD);
+            stats_hist_sum_add(&ss->latency[STATS_SERVER_HIST_server_latency], &sb->server_latency);
+        }
+    }
+}
+
+void stats_snapshot_take(struct stats_snapshot *s, long worker)
+{
+    const struct stats_source *src = s->src;
+    s->worker = worker;
+    s->total_connections = 0;
+    s->curr_connections = 0;
+    for (size_t p = 0; p < s->npools; p++) {
+        struct stats_pool_snap *ps = &s->pools[p];
+        memset(ps->f, 0, sizeof(ps->f));
+        memset(ps->latency, 0, sizeof(ps->latency));
+        memset(ps->servers, 0, ps->nservers * sizeof(*ps->servers));
+    }
+    for (size_t i = 0; i < src->nblocks; i++) {
+        if (worker >= 0 && (size_t)worker != i) continue;
+        if (src->blocks[i] != NULL) stats_snapshot_add_block(s, src->blocks[i]);
+    }
+    uint64_t now = nc_usec_wall();
+    s->timestamp_sec = now / 1000000u;
+    s->uptime_sec = now > src->start_wall_usec ? (now - src->start_wall_usec) / 1000000u : 0;
+}

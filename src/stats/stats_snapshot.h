@@ -1,0 +1,63 @@
+/*
+ * stats_snapshot.h - aggregation: the worker counter blocks read (relaxed loads) and summed into a
+ * plain snapshot the renderers (JSON, Prometheus) and the manage port use. Counters and gauges are
+ * summed over the workers, timestamps take the latest, histograms are merged. A snapshot can also
+ * hold a single worker's values (`status workers`).
+ *
+ * Threads: the stats thread owns its snapshots and the stats_source; the worker blocks it reads are
+ * written by their workers at the same time (every read is a relaxed atomic load, so a snapshot is
+ * a consistent view of each counter, not of all counters at one instant).
+ */
+#ifndef NC_STATS_SNAPSHOT_H
+#define NC_STATS_SNAPSHOT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "stats/stats.h"
+
+struct runtime;
+
+/* Where the numbers come from: the runtime (names, shape) and every worker's block. */
+struct stats_source {
+    const struct runtime *rt;
+    struct stats_worker *const *blocks;  /* one per worker, index = worker id */
+    size_t nblocks;
+    uint64_t start_wall_usec;            /* when the proxy started (for uptime) */
+    char host[256];                      /* "source": this machine's host name */
+};
+
+struct stats_server_snap {
+    uint64_t f[STATS_SERVER_NFIELD];     /* gauges may be read back as int64_t */
+    struct stats_hist_sum latency[STATS_SERVER_NHIST];
+};
+
+struct stats_pool_snap {
+    uint64_t f[STATS_POOL_NFIELD];
+    struct stats_hist_sum latency[STATS_POOL_NHIST];
+    struct stats_server_snap *servers;   /* the pool's nservers */
+    size_t nservers;
+};
+
+struct stats_snapshot {
+    const struct stats_source *src;
+    long worker;                         /* -1: all workers summed; else that worker only */
+    uint64_t uptime_sec;
+    uint64_t timestamp_sec;              /* wall clock of the snapshot */
+    uint64_t total_connections;
+    int64_t curr_connections;
+    struct stats_pool_snap *pools;       /* rt->npools */
+    size_t npools;
+};
+
+/* A zeroed snapshot shaped after src->rt. NULL when out of memory. */
+struct stats_snapshot *stats_snapshot_create(const struct stats_source *src);
+void stats_snapshot_destroy(struct stats_snapshot *s);
+
+/* Fills s from the blocks now: all of them summed (worker < 0) or one worker's. */
+void stats_snapshot_take(struct stats_snapshot *s, long worker);
+
+/* The value of a field as rendered: gauges are signed (a sum of per-worker deltas). */
+int64_t stats_snapshot_signed(uint64_t v);
+
+#endif

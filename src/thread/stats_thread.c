@@ -1,0 +1,166 @@
+/*
+ * stats_thread.c - the stats thread (see stats_thread.h): owns the manage port (stats/manage_conn)
+ * and the snapshots (stats/manage_cmd); stopped through an inbox like a worker.
+ *
+ * Threads: start/stop on the master; the event loop and everything it reaches on the stats thread.
+ */
+#include "config.h"
+#include "thread/stats_thread.h"
+
+#include <errno.h>
+#include <event2/event.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/clock.h"
+#include "common/log.h"
+#include "common/sock.h"
+#include "stats/manage_cmd.h"
+#include "stats/manage_conn.h"
+#include "thread/inbox.h"
+#include "thread/worker.h"
+
+#define STATS_LISTEN_BACKLOG 128
+
+struct stats_thread {
+    pthread_t tid;
+    bool started;
+    struct event_base *base;
+    struct inbox inbox;
+    bool inbox_ok;
+    struct event *inbox_ev;
+    struct event *tick_ev;
+    struct stats_worker **blocks;
+    struct stats_source src;
+    struct manage_ctx ctx;
+    bool ctx_ok;
+    struct manage_server *ms;
+};
+
+static void stats_thread_on_inbox(evutil_socket_t fd, short what, void *arg)
+{
+    struct stats_thread *st = arg;
+    (void)fd;
+    (void)what;
+    struct inbox_item *it = inbox_take_all(&st->inbox);
+    while (it != NULL) {
+        struct inbox_item *next = it->next;
+        if (it->type == INBOX_STOP) event_base_loopbreak(st->base);
+        else if (it->fd >= 0) close(it->fd);
+        free(it);
+        it = next;
+    }
+}
+
+static void stats_thread_on_tick(evutil_socket_t fd, short what, void *arg)
+{
+    struct stats_thread *st = arg;
+    (void)fd;
+    (void)what;
+    manage_ctx_refresh(&st->ctx);
+}
+
+static void *stats_thread_main(void *arg)
+{
+    struct stats_thread *st = arg;
+    event_base_dispatch(st->base);
+    return NULL;
+}
+
+static void stats_thread_free(struct stats_thread *st)
+{
+    manage_server_destroy(st->ms);
+    if (st->ctx_ok) manage_ctx_deinit(&st->ctx);
+    if (st->inbox_ev) event_free(st->inbox_ev);
+    if (st->tick_ev) event_free(st->tick_ev);
+    if (st->base) event_base_free(st->base);
+    if (st->inbox_ok) inbox_deinit(&st->inbox);
+    free(st->blocks);
+    free(st);
+}
+
+/* Event base, inbox, timer and snapshots. Returns 0 or -errno. */
+static int stats_thread_setup(struct stats_thread *st, const struct nc_options *opts)
+{
+    struct event_config *cfg = event_config_new();
+    if (cfg == NULL) return -ENOMEM;
+    event_config_set_flag(cfg, EVENT_BASE_FLAG_NOLOCK);
+    st->base = event_base_new_with_config(cfg);
+    event_config_free(cfg);
+    if (st->base == NULL) return -ENOMEM;
+    int rc = inbox_init(&st->inbox);
+    if (rc < 0) return rc;
+    st->inbox_ok = true;
+    st->inbox_ev = event_new(st->base, st->inbox.efd, EV_READ | EV_PERSIST, stats_thread_on_inbox, st);
+    if (st->inbox_ev == NULL || event_add(st->inbox_ev, NULL) < 0) return -ENOMEM;
+    rc = manage_ctx_init(&st->ctx, &st->src);
+    if (rc < 0) return rc;
+    st->ctx_ok = true;
+    int64_t ms = opts->stats_interval > 0 ? opts->stats_interval : 1;
+    struct timeval every = { .tv_sec = (time_t)(ms / 1000), .tv_usec = (suseconds_t)(ms % 1000) * 1000 };
+    st->tick_ev = event_new(st->base, -1, EV_PERSIST, stats_thread_on_tick, st);
+    if (st->tick_ev == NULL || event_add(st->tick_ev, &every) < 0) return -ENOMEM;
+    return 0;
+}
+
+struct stats_thread *stats_thread_start(const struct nc_options *opts, const struct runtime *rt,
+                                        struct worker *workers, uint32_t nworkers)
+{
+    struct stats_thread *st = calloc(1, sizeof(*st));
+    if (st == NULL) goto oom;
+    st->blocks = calloc(nworkers ? nworkers : 1, sizeof(*st->blocks));
+    if (st->blocks == NULL) goto oom;
+    for (uint32_t i = 0; i < nworkers; i++) st->blocks[i] = workers[i].stats;
+    st->src.rt = rt;
+    st->src.blocks = st->blocks;
+    st->src.nblocks = nworkers;
+    st->src.start_wall_usec = nc_usec_wall();
+    if (gethostname(st->src.host, sizeof(st->src.host) - 1) < 0) strcpy(st->src.host, "unknown");
+    int rc = stats_thread_setup(st, opts);
+    if (rc < 0) {
+        log_error("cannot set up the stats thread: %s", strerror(-rc));
+        goto fail;
+    }
+    int lfd = sock_listen_tcp(opts->stats_addr, opts->stats_port, STATS_LISTEN_BACKLOG, false);
+    if (lfd < 0) {
+        log_error("cannot listen on the manage port %s:%u: %s", opts->stats_addr, (unsigned)opts->stats_port,
+                  strerror(-lfd));
+        goto fail;
+    }
+    st->ms = manage_server_create(st->base, lfd, &st->ctx);
+    if (st->ms == NULL) goto oom;
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &old); /* signals are the master's */
+    rc = pthread_create(&st->tid, NULL, stats_thread_main, st);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (rc != 0) {
+        log_error("cannot start the stats thread: %s", strerror(rc));
+        goto fail;
+    }
+    st->started = true;
+    log_notice("manage port listening on %s:%u", opts->stats_addr, (unsigned)opts->stats_port);
+    return st;
+oom:
+    log_error("cannot start the stats thread: out of memory");
+fail:
+    if (st != NULL) stats_thread_free(st);
+    return NULL;
+}
+
+void stats_thread_stop(struct stats_thread *st)
+{
+    if (st == NULL) return;
+    if (st->started) {
+        struct inbox_item stop = { .type = INBOX_STOP, .fd = -1 };
+        if (inbox_push(&st->inbox, &stop) < 0) {
+            log_error("cannot stop the stats thread: leaving it to the exit");
+            return;
+        }
+        pthread_join(st->tid, NULL);
+    }
+    stats_thread_free(st);
+}

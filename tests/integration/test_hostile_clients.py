@@ -1,0 +1,233 @@
+"""Hostile clients: malformed or abusive input gets an error reply or a close, for that client only.
+
+After each attack the proxy must still be alive, its open fd count back near its baseline, and a
+well-behaved client (the "witness") must keep getting exactly the replies it expects.
+"""
+import os
+import resource
+import socket
+import time
+
+import pytest
+
+import ncutil
+from ncutil import HOST
+
+IO_TIMEOUT = 10.0
+
+
+def fd_count(pid):
+    return len(os.listdir(f"/proc/{pid}/fd"))
+
+
+def rss_kb(pid):
+    for line in open(f"/proc/{pid}/status"):
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    return 0
+
+
+def resp(*args):
+    out = [b"*%d\r\n" % len(args)]
+    for a in args:
+        a = a if isinstance(a, bytes) else str(a).encode()
+        out.append(b"$%d\r\n%s\r\n" % (len(a), a))
+    return b"".join(out)
+
+
+def read_until_closed(sock, timeout=IO_TIMEOUT, limit=1 << 20):
+    """Everything the proxy sends until it closes the connection (bounded in time and size)."""
+    sock.settimeout(timeout)
+    data = b""
+    deadline = time.time() + timeout
+    while time.time() < deadline and len(data) < limit:
+        try:
+            chunk = sock.recv(65536)
+        except (ConnectionResetError, socket.timeout):
+            break
+        if not chunk:
+            break
+        data += chunk
+    return data
+
+
+class Witness:
+    """A well-behaved redis client on its own connection: SET then GET must round-trip."""
+
+    def __init__(self, port):
+        self.port = port
+        self.n = 0
+
+    def check(self):
+        with socket.create_connection((HOST, self.port), timeout=IO_TIMEOUT) as s:
+            self.n += 1
+            key, val = f"witness:{self.n}".encode(), os.urandom(16).hex().encode()
+            s.sendall(resp("SET", key, val) + resp("GET", key))
+            want = b"+OK\r\n$%d\r\n%s\r\n" % (len(val), val)
+            got = b""
+            s.settimeout(IO_TIMEOUT)
+            while len(got) < len(want):
+                chunk = s.recv(65536)
+                assert chunk, f"witness: connection closed after {got!r}"
+                got += chunk
+            assert got == want
+
+
+@pytest.fixture
+def redis_proxy(redis_server, write_conf, nutcrackers):
+    ports = [redis_server()[0] for _ in range(2)]
+    conf = write_conf({"hostile": {
+        "listen": f"{HOST}:{ncutil.free_port()}", "redis": True, "timeout": 5000,
+        "servers": [f"{HOST}:{p}:1" for p in ports]}})
+    proxy = nutcrackers(conf, "-T", "2")
+    port = int(conf.read_text().split("listen: ")[1].split()[0].rsplit(":", 1)[1])
+    time.sleep(0.2)
+    return proxy, port
+
+
+def settle_fds(pid, baseline, slack=4, timeout=5.0):
+    ncutil.wait_until(lambda: fd_count(pid) <= baseline + slack, timeout,
+                      what=f"fd count back to {baseline}(+{slack}), now {fd_count(pid)}")
+
+
+@pytest.mark.parametrize("attack, want_prefix", [
+    (b"*1\r\n$9223372036854775808\r\n", b"-ERR Protocol error"),
+    (b"*1\r\n$-5\r\n", b"-ERR Protocol error"),
+    (b"*1\r\n$abc\r\n", b"-ERR Protocol error"),
+    (b"*2\r\n*1\r\n$3\r\nGET\r\n", b"-ERR Protocol error"),
+    (b"*x\r\n", b"-ERR Protocol error"),
+])
+def test_bad_lengths_get_protocol_error_and_close(redis_proxy, attack, want_prefix):
+    proxy, port = redis_proxy
+    witness = Witness(port)
+    witness.check()
+    base = fd_count(proxy.pid)
+    with socket.create_connection((HOST, port), timeout=IO_TIMEOUT) as s:
+        s.sendall(resp("PING") + attack)
+        got = read_until_closed(s)
+    assert got.startswith(b"+PONG\r\n" + want_prefix), got[:200]
+    witness.check()
+    settle_fds(proxy.pid, base)
+
+
+def test_billion_element_array_declared(redis_proxy):
+    proxy, port = redis_proxy
+    rss0 = rss_kb(proxy.pid)
+    with socket.create_connection((HOST, port), timeout=IO_TIMEOUT) as s:
+        s.sendall(b"*1000000000\r\n$3\r\nDEL\r\n$1\r\na\r\n")
+        time.sleep(0.3)
+        Witness(port).check()
+        assert rss_kb(proxy.pid) < rss0 + 64 * 1024, "the declared size must not be allocated up front"
+    Witness(port).check()
+
+
+def test_announced_512mb_value_never_sent(redis_proxy):
+    proxy, port = redis_proxy
+    rss0 = rss_kb(proxy.pid)
+    with socket.create_connection((HOST, port), timeout=IO_TIMEOUT) as s:
+        s.sendall(b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$536870912\r\n" + b"x" * 65536)
+        time.sleep(0.3)
+        Witness(port).check()
+        assert rss_kb(proxy.pid) < rss0 + 64 * 1024, "an announced value must not be allocated up front"
+    Witness(port).check()
+
+
+def test_binary_keys_with_nul_and_crlf_round_trip(redis_proxy):
+    _, port = redis_proxy
+    with socket.create_connection((HOST, port), timeout=IO_TIMEOUT) as s:
+        for key in (b"a\x00b", b"line\r\nbreak", b"\r\n", b"\x00", b"\xff\xfe{tag}\r"):
+            s.sendall(resp("SET", key, b"v\r\n\x00") + resp("GET", key))
+            want = b"+OK\r\n$4\r\nv\r\n\x00\r\n"
+            got = b""
+            while len(got) < len(want):
+                got += s.recv(4096)
+            assert got == want, key
+
+
+def test_key_larger_than_a_buffer_is_refused_cleanly(redis_proxy):
+    proxy, port = redis_proxy
+    base = fd_count(proxy.pid)
+    with socket.create_connection((HOST, port), timeout=IO_TIMEOUT) as s:
+        s.sendall(resp("GET", b"k" * (1 << 20)))
+        got = read_until_closed(s)
+    assert got.startswith(b"-ERR Protocol error"), got[:200]
+    Witness(port).check()
+    settle_fds(proxy.pid, base)
+
+
+def test_mget_of_100000_keys(redis_proxy):
+    _, port = redis_proxy
+    n = 100000
+    with socket.create_connection((HOST, port), timeout=30) as s:
+        s.sendall(resp("MSET", *[x for i in range(0, n, 1000) for x in (f"mk{i}", f"v{i}")]))
+        assert s.recv(100) == b"+OK\r\n"
+        s.sendall(resp("MGET", *[f"mk{i}" for i in range(n)]))
+        buf = b""
+        s.settimeout(30)
+        deadline = time.time() + 30
+        # every 1000th key has a value, the others are nil; key order is kept across servers
+        want = b"*%d\r\n" % n + b"".join(
+            (b"$%d\r\nv%d\r\n" % (len(f"v{i}"), i)) if i % 1000 == 0 else b"$-1\r\n"
+            for i in range(n))
+        while len(buf) < len(want) and time.time() < deadline:
+            chunk = s.recv(1 << 20)
+            assert chunk
+            buf += chunk
+    assert buf == want
+
+
+def test_connect_and_close_storm(redis_proxy):
+    proxy, port = redis_proxy
+    base = fd_count(proxy.pid)
+    for i in range(1500):
+        s = socket.create_connection((HOST, port), timeout=IO_TIMEOUT)
+        if i % 3 == 0:
+            s.sendall(resp("GET", "x"))  # closed with a request in flight
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00"
+                     if i % 2 else b"\x00" * 8)  # every other one with a reset
+        s.close()
+    Witness(port).check()
+    settle_fds(proxy.pid, base)
+
+
+def test_client_that_never_reads_is_dropped_not_the_proxy(redis_proxy):
+    """Pipelines GETs of a 1 MB value without reading: the proxy stops reading it at 16 MB of
+    waiting replies and drops it past 256 MB; its memory comes back; others are served."""
+    proxy, port = redis_proxy
+    with socket.create_connection((HOST, port), timeout=IO_TIMEOUT) as s:
+        s.sendall(resp("SET", "big", b"x" * (1 << 20)))
+        assert s.recv(100) == b"+OK\r\n"
+    rss0 = rss_kb(proxy.pid)
+    hog = socket.create_connection((HOST, port), timeout=IO_TIMEOUT)
+    hog.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    hog.sendall(resp("GET", "big") * 400)
+    proxy.wait_log("dropping the client", timeout=30)
+    Witness(port).check()
+    ncutil.wait_until(lambda: rss_kb(proxy.pid) < rss0 + 32 * 1024, 10,
+                      what="RSS back near its baseline after the hog was dropped")
+    hog.close()
+
+
+@pytest.mark.parametrize("limit", [0, 11000])
+def test_10000_idle_connections(redis_server, write_conf, nutcrackers, limit):
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard < 10500:
+        pytest.skip(f"the hard open-file limit ({hard}) is below 10500")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    port_b = redis_server()[0]
+    listen = ncutil.free_port()
+    conf = write_conf({"idle": {"listen": f"{HOST}:{listen}", "redis": True,
+                                "client_connections": limit, "servers": [f"{HOST}:{port_b}:1"]}})
+    proxy = nutcrackers(conf, "-T", "2")
+    socks = []
+    try:
+        for _ in range(10000):
+            socks.append(socket.create_connection((HOST, listen), timeout=IO_TIMEOUT))
+        Witness(listen).check()
+        ncutil.wait_until(lambda: fd_count(proxy.pid) >= 10000, 10, what="10000 clients accepted")
+    finally:
+        for s in socks:
+            s.close()
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    ncutil.wait_until(lambda: fd_count(proxy.pid) < 100, 15, what="fds released")
+    Witness(listen).check()

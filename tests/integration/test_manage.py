@@ -1,0 +1,244 @@
+"""The manage port protocol against a running proxy with real backends: find_key/find_keys agree
+with where keys really landed, slowlog records a request to a backend stopped with SIGSTOP,
+garbage and over-long lines get an error while the proxy keeps serving, silent clients get the
+JSON (twemproxy's stats port behaviour), HTTP (curl, Prometheus), help/quit/unknown commands, and
+slow or stalled manage clients do not hold up anybody else."""
+import json
+import os
+import re
+import signal
+import socket
+import threading
+import time
+
+import pytest
+
+import ncmanage
+import ncutil
+from ncmanage import Conn
+from ncutil import HOST
+
+
+@pytest.fixture
+def proxy3(nutcrackers, write_conf, redis_server):
+    """A redis pool 'alpha' over 3 named servers (r0..r2), 4 workers. Returns (proxy, {name:
+    (port, Popen)})."""
+
+    def start(*flags, extra=None):
+        redis = {f"r{i}": redis_server() for i in range(3)}
+        pool = {"listen": f"{HOST}:{ncutil.free_port()}", "redis": True,
+                "servers": [f"{HOST}:{port}:1 {name}" for name, (port, _) in redis.items()]}
+        pool.update(extra or {})
+        conf = write_conf({"alpha": pool})
+        proxy = nutcrackers(conf, "-T", "4", *flags, wait="listen", wait_manage=True)
+        return proxy, redis
+
+    return start
+
+
+def _owner(redis, key):
+    found = []
+    for name, (port, _) in redis.items():
+        with Conn(port) as b:
+            if b.call("EXISTS", key) == 1:
+                found.append(name)
+    assert len(found) == 1, (key, found)
+    return found[0]
+
+
+def test_find_key_agrees_with_where_keys_landed(proxy3):
+    proxy, redis = proxy3()
+    keys = [f"user:{i}" for i in range(200)]
+    with Conn(proxy.listen_ports[0]) as c:
+        for k in keys:
+            assert c.call("SET", k, "1") == b"OK"
+    text = ncmanage.command(proxy.manage_port, *[f"find_key alpha {k}" for k in keys])
+    lines = text.splitlines()
+    assert len(lines) == len(keys)
+    names = set()
+    for k, line in zip(keys, lines):
+        m = re.fullmatch(r"127\.0\.0\.1:(\d+):1 (r\d)", line)
+        assert m, line
+        name = m.group(2)
+        assert int(m.group(1)) == redis[name][0]
+        assert name == _owner(redis, k), k
+        names.add(name)
+    assert len(names) >= 2
+    # find_keys: one line per key, in order
+    multi = ncmanage.command(proxy.manage_port, "find_keys alpha " + " ".join(keys[:10]))
+    assert multi.splitlines() == lines[:10]
+
+
+def test_find_key_unknown_pool(proxy3):
+    proxy, _ = proxy3()
+    assert ncmanage.command(proxy.manage_port, "find_key nope k") == "ERR: pool doesn't exist!\r\n"
+
+
+def test_slowlog_records_a_request_to_a_stopped_backend(proxy3):
+    proxy, redis = proxy3("-S", "200000")  # 200 ms
+    port = proxy.listen_ports[0]
+    with Conn(port) as c:
+        assert c.call("SET", "slow:key", "v") == b"OK"  # fast: not recorded
+    assert ncmanage.command(proxy.manage_port, "slowlog len") == "0\r\n"
+    line = ncmanage.command(proxy.manage_port, "find_key alpha slow:key").strip()
+    name = line.split()[1]
+    backend = redis[name][1]
+    result = {}
+
+    def get():
+        with Conn(port, timeout=20) as c:
+            result["reply"] = c.call("GET", "slow:key")
+
+    backend.send_signal(signal.SIGSTOP)
+    try:
+        t = threading.Thread(target=get)
+        t.start()
+        time.sleep(0.6)
+    finally:
+        backend.send_signal(signal.SIGCONT)
+    t.join(20)
+    assert result.get("reply") == b"v"
+
+    def recorded():
+        return ncmanage.command(proxy.manage_port, "slowlog len") == "1\r\n"
+
+    ncutil.wait_until(recorded, 5, what="the slow request in the slowlog")
+    text = ncmanage.command(proxy.manage_port, "slowlog get")
+    lines = text.splitlines()
+    assert lines[-1] == "END" and len(lines) == 2, text
+    m = re.fullmatch(r'1\) id=\d+ worker=\d time=(\d+)\.\d{6} duration_us=(\d+) pool="alpha" '
+                     r'server="(\w+)" command="(\w+)" key="slow:key" key_len=8', lines[0])
+    assert m, lines[0]
+    assert abs(int(m.group(1)) - time.time()) < 60
+    assert 500000 <= int(m.group(2)) < 20000000
+    assert m.group(3) == name
+    assert m.group(4).lower() == "get"
+    # the histograms saw it too
+    doc = ncmanage.status(proxy.manage_port)
+    slow_buckets = ["500", "1000", "2000", "3000", "+inf"]
+    assert sum(doc["alpha"]["request_latency"]["buckets"][b] for b in slow_buckets) == 1
+    assert sum(doc["alpha"][name]["server_latency"]["buckets"][b] for b in slow_buckets) == 1
+    assert doc["alpha"]["request_latency"]["max"] >= 500000
+    assert ncmanage.command(proxy.manage_port, "slowlog reset", "slowlog len") == "OK\r\n0\r\n"
+
+
+def _still_serves(proxy):
+    with Conn(proxy.listen_ports[0]) as c:
+        assert c.call("SET", "alive", "yes") == b"OK"
+        assert c.call("GET", "alive") == b"yes"
+    doc = ncmanage.status(proxy.manage_port)
+    assert doc["service"] == "nutcrackers"
+
+
+def _blast(port, payload):
+    """Sends payload from a thread while reading; returns everything read until the close."""
+    out = {}
+    with socket.create_connection((HOST, port), timeout=10) as s:
+        def send():
+            try:
+                s.sendall(payload)
+            except OSError as e:  # the proxy may close before all of it is read
+                out["send_error"] = e
+
+        t = threading.Thread(target=send)
+        t.start()
+        data = ncmanage.recv_all(s, timeout=10)
+        t.join(10)
+    return data
+
+
+@pytest.mark.parametrize("kind", ["random", "one_long_line"])
+def test_one_megabyte_of_garbage(proxy3, kind):
+    proxy, _ = proxy3()
+    payload = os.urandom(1 << 20) if kind == "random" else b"x" * (1 << 20)
+    data = _blast(proxy.manage_port, payload)
+    assert data.startswith(b"ERR"), data[:200]
+    if kind == "one_long_line":
+        assert data == b"ERR: line too long (the limit is 4096 bytes)\r\n"
+    else:
+        assert data.endswith(b"ERR: too many errors, closing\r\n") or b"line too long" in data
+    _still_serves(proxy)
+
+
+def test_silent_client_gets_the_json(proxy3):
+    proxy, _ = proxy3()
+    start = time.monotonic()
+    doc = json.loads(ncmanage.silent(proxy.manage_port))
+    assert time.monotonic() - start < 3
+    assert doc["service"] == "nutcrackers"
+    assert "alpha" in doc and "r0" in doc["alpha"]
+    # `printf "" | nc host port`: the client closes its side at once
+    doc = json.loads(ncmanage.silent(proxy.manage_port, half_close=True))
+    assert list(doc)[:3] == ["service", "source", "version"]
+
+
+def test_http(proxy3):
+    proxy, _ = proxy3()
+    status, headers, body = ncmanage.http_get(proxy.manage_port, "/")
+    assert status == 200 and headers["content-type"] == "application/json"
+    assert int(headers["content-length"]) == len(body)
+    assert json.loads(body)["service"] == "nutcrackers"
+    status, headers, body = ncmanage.http_get(proxy.manage_port, "/metrics")
+    assert status == 200 and b"# TYPE nutcrackers_server_requests_total counter" in body
+    status, _, body = ncmanage.http_get(proxy.manage_port, "/metrics", method="HEAD")
+    assert status == 200 and body == b""
+    assert ncmanage.http_get(proxy.manage_port, "/nope")[0] == 404
+    assert ncmanage.http_get(proxy.manage_port, "/", method="POST")[0] == 405
+
+
+def test_help_quit_unknown(proxy3):
+    proxy, _ = proxy3()
+    text = ncmanage.command(proxy.manage_port, "help")
+    assert text.startswith("*****\r\n") and text.endswith("*****\r\n")
+    for cmd in ("status", "status workers", "find_key", "find_keys", "slowlog get", "slowlog len",
+                "slowlog reset", "quit"):
+        assert cmd in text
+    assert ncmanage.command(proxy.manage_port, "config set x y") == "ERR: unknown command, try 'help'\r\n"
+    # LF alone works as a line end; quit closes the connection after earlier replies
+    with socket.create_connection((HOST, proxy.manage_port), timeout=10) as s:
+        s.sendall(b"slowlog len\nquit\nslowlog len\n")
+        assert ncmanage.recv_all(s) == b"0\r\n"
+
+
+def test_stalled_manage_clients_do_not_block_anybody(proxy3):
+    proxy, _ = proxy3()
+    stalled = []
+    try:
+        for _ in range(20):
+            s = socket.socket()
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            s.connect((HOST, proxy.manage_port))
+            s.setblocking(False)
+            try:  # pipelines many commands and never reads a reply
+                s.send(b"status workers\r\n" * 2000)
+            except BlockingIOError:
+                pass
+            stalled.append(s)
+        idle = [socket.create_connection((HOST, proxy.manage_port)) for _ in range(20)]
+        stalled.extend(idle)  # connected, mid-line, never finishing it
+        for s in idle:
+            s.sendall(b"stat")
+        start = time.monotonic()
+        for _ in range(5):
+            _still_serves(proxy)
+            assert ncmanage.command(proxy.manage_port, "slowlog len") == "0\r\n"
+        assert time.monotonic() - start < 5
+    finally:
+        for s in stalled:
+            s.close()
+    _still_serves(proxy)
+
+
+def test_manage_port_in_use_is_fatal(write_conf, tmp_path):
+    """As twemproxy: a manage port that cannot be listened on stops the start (exit 1, logged)."""
+    conf = write_conf({"alpha": {"listen": f"{HOST}:{ncutil.free_port()}", "redis": True,
+                                 "servers": [f"{HOST}:{ncutil.free_port()}:1"]}})
+    with socket.socket() as taken:
+        taken.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        taken.bind((HOST, 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        log = tmp_path / "nc.log"
+        r = ncutil.run(["-c", str(conf), "-s", str(port), "-a", HOST, "-o", str(log)])
+    assert r.returncode == 1
+    assert f"cannot listen on the manage port {HOST}:{port}" in ncutil.read_text(log)

@@ -1,0 +1,295 @@
+/*
+ * test_manage.c - unit tests of the manage port's commands and HTTP side, without sockets: help,
+ * status (JSON, fresh), status workers, find_key/find_keys against the routing table, the unknown
+ * pool error, usage and unknown-command errors, slowlog get/len/reset and its line format, HTTP
+ * request lines and responses.
+ *
+ * Threads: the test's only.
+ */
+#include "config.h"
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "json_check.h"
+#include "stats/manage_cmd.h"
+#include "stats/manage_http.h"
+#include "stats_fixture.h"
+
+struct mfix {
+    struct sfix f;
+    struct manage_ctx ctx;
+    struct stats_buf out;
+};
+
+static int setup(void **state)
+{
+    struct mfix *m = calloc(1, sizeof(*m));
+    sfix_init(&m->f, sfix_yaml, 3);
+    assert_int_equal(manage_ctx_init(&m->ctx, &m->f.src), 0);
+    stats_buf_init(&m->out, 1 << 20);
+    *state = m;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct mfix *m = *state;
+    stats_buf_deinit(&m->out);
+    manage_ctx_deinit(&m->ctx);
+    sfix_deinit(&m->f);
+    free(m);
+    return 0;
+}
+
+/* runs a line; returns the reply as a C string (free it) */
+static char *run(struct mfix *m, const char *line, enum manage_rc expect)
+{
+    stats_buf_reset(&m->out);
+    enum manage_rc rc = manage_exec(&m->ctx, line, strlen(line), &m->out);
+    char *s = sfix_cstr(&m->out);
+    if (rc != expect) fail_msg("'%s': rc %d, reply '%s'", line, (int)rc, s);
+    return s;
+}
+
+/* runs a line and checks its reply: equal to want (when want is not NULL) */
+static void expect(struct mfix *m, const char *line, enum manage_rc rc, const char *want)
+{
+    char *r = run(m, line, rc);
+    if (want != NULL) assert_string_equal(r, want);
+    free(r);
+}
+
+static void test_help(void **state)
+{
+    struct mfix *m = *state;
+    char *s = run(m, "help", MANAGE_OK);
+    assert_true(strncmp(s, "*****\r\n", 7) == 0);
+    assert_non_null(strstr(s, "\r\n*****\r\n"));
+    for (const char *w = "status\0status workers\0find_key\0find_keys\0slowlog get\0slowlog len\0slowlog reset\0quit\0";
+         *w; w += strlen(w) + 1)
+        assert_non_null(strstr(s, w));
+    free(s);
+    s = run(m, "HELP", MANAGE_OK); /* commands are case-insensitive */
+    assert_true(strncmp(s, "*****", 5) == 0);
+    free(s);
+}
+
+static void test_status_is_fresh_json(void **state)
+{
+    struct mfix *m = *state;
+    size_t alpha = sfix_pool(&m->f, "alpha");
+    STATS_SERVER_ADD(m->f.blocks[2], alpha, 0, requests, 5); /* after the cached snapshot */
+    char *s = run(m, "status", MANAGE_OK);
+    size_t len = strlen(s);
+    assert_true(len > 2 && strcmp(s + len - 2, "\r\n") == 0);
+    struct jv *v = jv_parse(s, len);
+    assert_non_null(v);
+    assert_int_equal(jv_path(v, "alpha", "s1", "requests", NULL)->i, 5);
+    jv_free(v);
+    free(s);
+
+    /* the cached snapshot (what a silent client gets) moves only on the -i tick */
+    stats_buf_reset(&m->out);
+    manage_render_status(&m->ctx, &m->out, false);
+    v = jv_parse(m->out.data, m->out.len);
+    assert_int_equal(jv_path(v, "alpha", "s1", "requests", NULL)->i, 0);
+    jv_free(v);
+    manage_ctx_refresh(&m->ctx);
+    stats_buf_reset(&m->out);
+    manage_render_status(&m->ctx, &m->out, false);
+    v = jv_parse(m->out.data, m->out.len);
+    assert_int_equal(jv_path(v, "alpha", "s1", "requests", NULL)->i, 5);
+    jv_free(v);
+}
+
+static void test_status_workers(void **state)
+{
+    struct mfix *m = *state;
+    size_t alpha = sfix_pool(&m->f, "alpha");
+    for (size_t i = 0; i < 3; i++) STATS_SERVER_ADD(m->f.blocks[i], alpha, 2, responses, (int64_t)(i + 1));
+    char *s = run(m, "status   workers", MANAGE_OK);
+    struct jv *v = jv_parse(s, strlen(s));
+    assert_non_null(v);
+    const struct jv *ws = jv_get(v, "workers");
+    assert_int_equal(ws->type, JV_ARRAY);
+    assert_int_equal(ws->n, 3);
+    for (size_t i = 0; i < 3; i++) {
+        assert_int_equal(jv_get(ws->vals[i], "worker")->i, (int64_t)i);
+        assert_int_equal(jv_path(ws->vals[i], "alpha", "s3", "responses", NULL)->i, (int64_t)(i + 1));
+    }
+    jv_free(v);
+    free(s);
+}
+
+static void test_find_key(void **state)
+{
+    struct mfix *m = *state;
+    struct pool_shared *p = &m->f.rt->pools[sfix_pool(&m->f, "alpha")];
+    char line[128], want[128];
+    for (int i = 0; i < 50; i++) {
+        char key[32];
+        snprintf(key, sizeof(key), "key:%d", i);
+        uint32_t s = pool_route(p, (const uint8_t *)key, strlen(key));
+        snprintf(line, sizeof(line), "find_key alpha %s", key);
+        snprintf(want, sizeof(want), "%s %s\r\n", p->cp->servers[s].pname, p->cp->servers[s].stats_name);
+        char *r = run(m, line, MANAGE_OK);
+        assert_string_equal(r, want);
+        free(r);
+    }
+    char *r = run(m, "find_key alpha foo", MANAGE_OK);
+    assert_true(strncmp(r, "127.0.0.1:63", 12) == 0); /* host:port:weight name */
+    free(r);
+    r = run(m, "find_keys alpha a b c", MANAGE_OK);
+    int lines = 0;
+    for (char *q = r; (q = strstr(q, "\r\n")) != NULL; q += 2) lines++;
+    assert_int_equal(lines, 3);
+    free(r);
+    expect(m, "find_key nope foo", MANAGE_ERROR, "ERR: pool doesn't exist!\r\n");
+    expect(m, "find_keys nope a b", MANAGE_ERROR, "ERR: pool doesn't exist!\r\n");
+    expect(m, "find_key alpha", MANAGE_ERROR, "ERR: usage: find_key <pool> <key>\r\n");
+    expect(m, "find_key alpha a b", MANAGE_ERROR, NULL);
+}
+
+static void test_errors(void **state)
+{
+    struct mfix *m = *state;
+    expect(m, "flushall", MANAGE_ERROR, "ERR: unknown command, try 'help'\r\n");
+    /* the garbage is not echoed */
+    expect(m, "\x01\xff garbage \x7f", MANAGE_ERROR, "ERR: unknown command, try 'help'\r\n");
+    char *r = run(m, "status nope", MANAGE_ERROR);
+    assert_non_null(strstr(r, "'status'"));
+    assert_non_null(strstr(r, "'status workers'"));
+    free(r);
+    r = run(m, "slowlog", MANAGE_ERROR);
+    assert_non_null(strstr(r, "'slowlog get [n]'"));
+    free(r);
+    expect(m, "   ", MANAGE_OK, "");
+    expect(m, "quit", MANAGE_QUIT, NULL);
+}
+
+static void slow(struct stats_worker *b, uint32_t pool, uint32_t server, uint64_t start, uint64_t dur,
+                 const char *cmd, const char *key)
+{
+    struct stats_slow_req r = {
+        .duration_usec = dur, .pool = pool, .server = server,
+        .cmd = (const uint8_t *)cmd, .cmd_len = strlen(cmd),
+        .key = (const uint8_t *)key, .key_len = key ? strlen(key) : 0,
+    };
+    stats_slowlog_record(&b->slowlog, &r, start + dur);
+}
+
+static void test_slowlog(void **state)
+{
+    struct mfix *m = *state;
+    uint32_t alpha = (uint32_t)sfix_pool(&m->f, "alpha");
+    uint32_t weird = (uint32_t)sfix_pool(&m->f, "we\"ird\\pool\tname \xc3\xa9");
+    expect(m, "slowlog len", MANAGE_OK, "0\r\n");
+    expect(m, "slowlog get", MANAGE_OK, "END\r\n");
+    slow(m->f.blocks[0], alpha, 1, 1700000000000000, 250000, "get", "user:1");
+    slow(m->f.blocks[2], weird, STATS_SLOW_MANY, 1700000001000000, 1500, "mget", "a\"b");
+    slow(m->f.blocks[1], alpha, STATS_SLOW_NONE, 1700000000500000, 20000, "ping", NULL);
+    expect(m, "slowlog len", MANAGE_OK, "3\r\n");
+    expect(m, "slowlog get", MANAGE_OK,
+        "1) id=1 worker=2 time=1700000001.000000 duration_us=1500 pool=\"we\\\"ird\\\\pool\\x09name \\xc3\\xa9\" "
+        "server=\"*\" command=\"mget\" key=\"a\\\"b\" key_len=3\r\n"
+        "2) id=1 worker=1 time=1700000000.500000 duration_us=20000 pool=\"alpha\" server=\"-\" command=\"ping\"\r\n"
+        "3) id=1 worker=0 time=1700000000.000000 duration_us=250000 pool=\"alpha\" server=\"s2\" "
+        "command=\"get\" key=\"user:1\" key_len=6\r\n"
+        "END\r\n");
+    char *r = run(m, "slowlog get 1", MANAGE_OK);
+    assert_non_null(strstr(r, "1) id=1 worker=2 "));
+    assert_null(strstr(r, "2) "));
+    free(r);
+    r = run(m, "SLOWLOG GET 100000", MANAGE_OK);
+    assert_non_null(strstr(r, "3) "));
+    free(r);
+    expect(m, "slowlog get 0", MANAGE_ERROR, "ERR: usage: slowlog get [n]\r\n");
+    expect(m, "slowlog get -1", MANAGE_ERROR, NULL);
+    expect(m, "slowlog get x", MANAGE_ERROR, NULL);
+    expect(m, "slowlog reset", MANAGE_OK, "OK\r\n");
+    expect(m, "slowlog len", MANAGE_OK, "0\r\n");
+}
+
+static void test_http_request_line(void **state)
+{
+    (void)state;
+    struct manage_http_req req;
+#define LINE(s) s, strlen(s)
+    assert_true(manage_http_request_line(LINE("GET /metrics HTTP/1.1"), &req));
+    assert_string_equal(req.method, "GET");
+    assert_string_equal(req.path, "/metrics");
+    assert_true(manage_http_request_line(LINE("HEAD /?x=1&y HTTP/1.0"), &req));
+    assert_string_equal(req.method, "HEAD");
+    assert_string_equal(req.path, "/");
+    assert_true(manage_http_request_line(LINE("POST / HTTP/1.1"), &req));
+    assert_false(manage_http_request_line(LINE("GET / HTTP/2"), &req));
+    assert_false(manage_http_request_line(LINE("GET /"), &req));
+    assert_false(manage_http_request_line(LINE("get / HTTP/1.1"), &req));
+    assert_false(manage_http_request_line(LINE("status"), &req));
+    assert_false(manage_http_request_line(LINE(" / HTTP/1.1"), &req));
+    assert_false(manage_http_request_line(LINE("GET  HTTP/1.1"), &req));
+#undef LINE
+}
+
+/* status code, and the body after the headers (checks Content-Length) */
+static int http(struct mfix *m, const char *line, const char **body)
+{
+    struct manage_http_req req;
+    assert_true(manage_http_request_line(line, strlen(line), &req));
+    stats_buf_reset(&m->out);
+    manage_http_respond(&m->ctx, &req, &m->out);
+    stats_buf_addc(&m->out, '\0');
+    int status = 0;
+    assert_int_equal(sscanf(m->out.data, "HTTP/1.1 %d ", &status), 1);
+    const char *cl = strstr(m->out.data, "\r\nContent-Length: ");
+    assert_non_null(cl);
+    size_t length = strtoul(cl + 18, NULL, 10);
+    const char *b = strstr(m->out.data, "\r\n\r\n");
+    assert_non_null(b);
+    b += 4;
+    if (strncmp(line, "HEAD", 4) == 0) assert_int_equal(strlen(b), 0);
+    else assert_int_equal(strlen(b), length);
+    *body = b;
+    return status;
+}
+
+static void test_http_responses(void **state)
+{
+    struct mfix *m = *state;
+    const char *body;
+    assert_int_equal(http(m, "GET / HTTP/1.1", &body), 200);
+    assert_non_null(strstr(m->out.data, "Content-Type: application/json\r\n"));
+    struct jv *v = jv_parse(body, strlen(body));
+    assert_non_null(v);
+    assert_string_equal(jv_get(v, "service")->s, "nutcrackers");
+    jv_free(v);
+    assert_int_equal(http(m, "GET /metrics HTTP/1.1", &body), 200);
+    assert_non_null(strstr(m->out.data, "Content-Type: text/plain; version=0.0.4"));
+    assert_non_null(strstr(body, "# TYPE nutcrackers_server_requests_total counter\n"));
+    assert_int_equal(http(m, "HEAD /metrics HTTP/1.1", &body), 200);
+    assert_int_equal(http(m, "GET /nope HTTP/1.1", &body), 404);
+    assert_int_equal(http(m, "POST / HTTP/1.1", &body), 405);
+    assert_non_null(strstr(m->out.data, "Allow: GET, HEAD\r\n"));
+    assert_int_equal(http(m, "DELETE /metrics HTTP/1.0", &body), 405);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_help, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_status_is_fresh_json, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_status_workers, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_find_key, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_errors, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_slowlog, setup, teardown),
+        cmocka_unit_test(test_http_request_line),
+        cmocka_unit_test_setup_teardown(test_http_responses, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
