@@ -48,6 +48,8 @@ struct conn {
     struct msg_tqh q1, q2;
     uint32_t nq1, nq2;
     uint64_t q1_off;
+    uint64_t t_wblocked;           /* server: usec since when bytes wait for a full socket with no
+                                    * progress (0: none waiting); the timeout covers it too */
     uint64_t out_bytes;            /* client: bytes of ready replies not yet written */
     bool kill;                     /* client: close at the next write event (output limit) */
 

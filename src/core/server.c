@@ -124,6 +124,7 @@ static void server_fail(struct conn *c, int err, enum server_end how)
     conn_detach_fd(c);
     c->connected = c->connecting = false;
     c->q1_off = 0;
+    c->t_wblocked = 0;
     if (c->tev) evtimer_del(c->tev);
     while ((m = TAILQ_FIRST(&c->q2)) != NULL) {
         TAILQ_REMOVE(&c->q2, m, server_link);
@@ -264,14 +265,28 @@ void server_preconnect(struct server_rt *s)
     }
 }
 
-/* (Re)arms the timer for the oldest request written and not yet answered. */
+/*
+ * When the connection times out (0: nothing to wait for): `timeout` after the oldest request
+ * written and not yet answered, or after the socket stopped taking bytes that wait to be written
+ * (a stopped server that no longer reads: a request it never fully receives must fail too).
+ */
+static uint64_t server_deadline(const struct conn *c)
+{
+    uint64_t timeout = (uint64_t)c->pool->cp->timeout * 1000u;
+    const struct msg *head = TAILQ_FIRST(&c->q2);
+    uint64_t deadline = head != NULL ? head->t_sent + timeout : 0;
+    if (c->t_wblocked != 0 && (deadline == 0 || c->t_wblocked + timeout < deadline))
+        deadline = c->t_wblocked + timeout;
+    return deadline;
+}
+
+/* (Re)arms the timer for server_deadline. */
 static void server_arm_timer(struct conn *c)
 {
-    int64_t timeout = c->pool->cp->timeout;
-    struct msg *head = TAILQ_FIRST(&c->q2);
-    if (timeout <= 0 || head == NULL) return;
+    if (c->pool->cp->timeout <= 0) return;
     if (c->tev != NULL && evtimer_pending(c->tev, NULL)) return;
-    server_timer_at(c, head->t_sent + (uint64_t)timeout * 1000u);
+    uint64_t deadline = server_deadline(c);
+    if (deadline != 0) server_timer_at(c, deadline);
 }
 
 static void server_on_timeout(int fd, short what, void *arg)
@@ -279,15 +294,14 @@ static void server_on_timeout(int fd, short what, void *arg)
     struct conn *c = arg;
     (void)fd;
     (void)what;
-    uint64_t timeout = (uint64_t)c->pool->cp->timeout * 1000u;
     if (c->connecting) {
         log_debug(LOG_INFO, "server %s: connect timed out", c->server->cs->stats_name);
         server_fail(c, ETIMEDOUT, SERVER_END_TIMEOUT);
         return;
     }
-    struct msg *head = TAILQ_FIRST(&c->q2);
-    if (head == NULL) return;
-    if (nc_usec_now() >= head->t_sent + timeout) {
+    uint64_t deadline = server_deadline(c);
+    if (deadline == 0) return;
+    if (nc_usec_now() >= deadline) {
         log_debug(LOG_INFO, "server %s: request timed out", c->server->cs->stats_name);
         server_fail(c, ETIMEDOUT, SERVER_END_TIMEOUT); /* later replies could not be matched */
         return;
@@ -330,10 +344,15 @@ static int server_write(struct conn *c)
             server_stats_queue(c, true, m, 1);
         }
         c->q1_off = off;
+        if (wrote > 0) c->t_wblocked = 0;
         if (sent > 0) server_arm_timer(c);
         if (sent < n || wrote == 0) break;
     }
-    conn_want_write(c, !TAILQ_EMPTY(&c->q1));
+    bool blocked = !TAILQ_EMPTY(&c->q1); /* the socket took less than everything */
+    if (!blocked) c->t_wblocked = 0;
+    else if (c->t_wblocked == 0) c->t_wblocked = nc_usec_now();
+    if (blocked) server_arm_timer(c);
+    conn_want_write(c, blocked);
     return 0;
 }
 
@@ -405,5 +424,5 @@ void server_on_read(int fd, short what, void *arg)
         return;
     }
     if (eof) server_fail(c, ECONNRESET, SERVER_END_EOF);
-    else if (c->nq2 == 0 && c->tev && !c->connecting) evtimer_del(c->tev);
+    else if (c->nq2 == 0 && c->tev && !c->connecting && c->t_wblocked == 0) evtimer_del(c->tev);
 }

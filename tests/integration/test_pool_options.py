@@ -169,6 +169,37 @@ def test_timeout_on_a_stopped_server(kind, redis_server, memcached_server, write
     ncutil.wait_until(back, 5, interval=0.1, what="the server to answer again after SIGCONT")
 
 
+# regression: write-stall timeout. A request too big for the socket buffers of a stopped server
+# was never fully written, so its timeout never started: it, and every request queued behind it
+# on that connection, waited forever. Now a connection whose socket takes no byte for `timeout`
+# fails too.
+
+
+@pytest.mark.parametrize("kind", ["redis", "memcache"])
+def test_timeout_write_stall_on_a_stopped_server(kind, redis_server, memcached_server, write_conf,
+                                                 nutcrackers, stopped):
+    servers = redis_server if kind == "redis" else memcached_server
+    cluster = start(kind, 1, 1, servers, write_conf, nutcrackers, timeout=TIMEOUT_MS,
+                    backend_args=() if kind == "redis" else ("-I", "128m", "-m", "256"))
+    say = Speaker(kind)
+    timed_out = say.error("Connection timed out")
+    limit = TIMEOUT_MS / 1000
+    stopped(cluster.procs[0])
+    with cluster.raw(timeout=30) as big, cluster.raw() as small:
+        t0 = time.monotonic()
+        # the proxy takes it all; the stopped server's socket cannot (64 MB is more than the
+        # largest TCP receive plus send buffers Linux gives by default: 32 MB + 4 MB)
+        big.send(say.set("big", "x" * (64 << 20)))
+        small.send(say.get("small"))  # queued behind it on the one server connection
+        small.expect(timed_out)
+        big.expect(timed_out)
+        elapsed = time.monotonic() - t0
+        assert limit * 0.9 <= elapsed < limit + 3.0, elapsed
+    stopped.resume()
+    with cluster.raw() as c:
+        c.exchange(say.set("after", "v"), say.stored())
+
+
 # --- preconnect
 
 
