@@ -13,6 +13,8 @@
 #   NC_DISTCHECK=1    also run `make distcheck`
 #   NC_SANITIZERS=0   skip the ASan and TSan stages (NC_ASAN=0 / NC_TSAN=0: one of them)
 #   NC_FUZZ=0         skip the fuzz stage; NC_FUZZ_TIME=N: seconds per target (default 45)
+#   NC_ASAN_PYTEST_ARGS, NC_TSAN_PYTEST_ARGS   extra pytest arguments of one sanitizer stage only,
+#                     e.g. a subset ("-k 'not slow'") should the suite outgrow the time budget
 #
 # All builds are out of tree, so a source tree configured in place (./configure run in it) is
 # cleaned first with `make distclean` (autoconf refuses out-of-tree builds of such a tree).
@@ -127,12 +129,13 @@ asan_unit() {
     ASAN_OPTIONS=detect_leaks=1:halt_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
         unit_tests "$ROOT/build-asan"
 }
+# shellcheck disable=SC2086  # NC_*_PYTEST_ARGS are lists of words
 asan_integration() {
     local san="$ROOT/build-asan/san" rc=0
     rm -rf "$san" && mkdir -p "$san"
     ASAN_OPTIONS="detect_leaks=1:halt_on_error=1:exitcode=86:log_path=$san/asan" \
         UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:log_path=$san/ubsan" \
-        pytest_run "$ROOT/build-asan/src/nutcrackers" || rc=$?
+        pytest_run "$ROOT/build-asan/src/nutcrackers" ${NC_ASAN_PYTEST_ARGS:-} || rc=$?
     san_reports "$san" || rc=1
     return "$rc"
 }
@@ -143,12 +146,14 @@ tsan_build() {
 tsan_unit() {
     TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 unit_tests "$ROOT/build-tsan"
 }
+# shellcheck disable=SC2086
 tsan_integration() {
     local san="$ROOT/build-tsan/san" rc=0
     rm -rf "$san" && mkdir -p "$san"
     # "threaded": the tests that start a proxy (conftest.py marks them); -T 4 unless a test sets -T
     TSAN_OPTIONS="halt_on_error=1:exitcode=87:second_deadlock_stack=1:log_path=$san/tsan" \
-        NC_TEST_THREADS=4 pytest_run "$ROOT/build-tsan/src/nutcrackers" -m threaded || rc=$?
+        NC_TEST_THREADS=4 pytest_run "$ROOT/build-tsan/src/nutcrackers" -m threaded \
+        ${NC_TSAN_PYTEST_ARGS:-} || rc=$?
     san_reports "$san" || rc=1
     return "$rc"
 }
