@@ -302,7 +302,7 @@ static void fz_parse(struct fz_feed *f)
         if (st == PARSE_AGAIN) {
             /* it took all it could: the same bytes again change nothing */
             size_t left = f->rb->len - f->rpos, again = (size_t)-1;
-            if (left > 0) {
+            if (left > 0 && !f->light) {
                 struct fz_snap s;
                 fz_snap_take(&s, f);
                 FZ_CHECK(fz_call(f, f->rb->data + f->rpos, left, &again) == PARSE_AGAIN);
@@ -312,7 +312,7 @@ static void fz_parse(struct fz_feed *f)
             return;
         }
         FZ_CHECK(consumed > 0);
-        fz_check_msg(f, f->cur);
+        if (!f->light) fz_check_msg(f, f->cur);
         struct msg *m = f->cur;
         f->cur = NULL;
         f->nmsgs++;

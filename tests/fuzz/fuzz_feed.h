@@ -50,6 +50,7 @@ struct fz_feed {
     enum fz_status status;
     size_t nmsgs;
     bool nested;               /* a re-parse of an element: its elements are not re-parsed */
+    bool light;                /* a reference run: only what the summaries need is checked */
     fz_msg_fn on_msg;
     void *ctx;
 };
