@@ -1,12 +1,23 @@
 #!/usr/bin/env bash
 # scripts/test.sh - the whole test run on a (fresh) Debian 12 machine: installs what is missing,
-# builds, runs the C unit tests (make check) and the integration tests (pytest, real redis-server
-# and memcached on loopback). Exits non-zero on any failure and prints a summary.
+# builds out of tree (build/), runs the C unit tests (make check) and the integration tests
+# (pytest, real redis-server and memcached on loopback); then the hardening stages: an ASan+UBSan
+# build (build-asan/) with the unit tests and the whole integration suite, a TSan build
+# (build-tsan/) with the unit tests and the threaded integration tests at -T 4, and a short run
+# of every libFuzzer target (scripts/fuzz.sh). Any sanitizer report fails its stage. Exits
+# non-zero on any failure and prints a summary with each stage's time.
 #
-#   CONFIGURE_FLAGS   extra ./configure flags, e.g. "--enable-debug=full --enable-sanitizer=address"
-#   PYTEST_ARGS       extra pytest arguments, e.g. "-k daemon"
+#   CONFIGURE_FLAGS   extra ./configure flags of the main build, e.g. "--enable-debug=full"
+#   PYTEST_ARGS       extra pytest arguments (every pytest stage), e.g. "-k daemon"
 #   NC_SKIP_DEPS=1    do not install anything
 #   NC_DISTCHECK=1    also run `make distcheck`
+#   NC_SANITIZERS=0   skip the ASan and TSan stages (NC_ASAN=0 / NC_TSAN=0: one of them)
+#   NC_FUZZ=0         skip the fuzz stage; NC_FUZZ_TIME=N: seconds per target (default 45)
+#   NC_ASAN_PYTEST_ARGS, NC_TSAN_PYTEST_ARGS   extra pytest arguments of one sanitizer stage only,
+#                     e.g. a subset ("-k 'not slow'") should the suite outgrow the time budget
+#
+# All builds are out of tree, so a source tree configured in place (./configure run in it) is
+# cleaned first with `make distclean` (autoconf refuses out-of-tree builds of such a tree).
 # shellcheck disable=SC2317  # functions run through step/trap look unreachable to it
 set -euo pipefail
 
@@ -19,13 +30,17 @@ declare -A RESULT=()
 STEPS=()
 FAILED=0
 
-step() {  # step NAME command...: runs it, records ok/FAILED, never aborts the script
-    local name="$1" rc=0
+step() {  # step NAME command...: runs it, records ok/FAILED and its time, never aborts the script
+    local name="$1" rc=0 t0=$SECONDS
     shift
     nc_log "$name"
     STEPS+=("$name")
     "$@" || rc=$?
-    if [ "$rc" -eq 0 ]; then RESULT[$name]=ok; else RESULT[$name]="FAILED (exit $rc)"; FAILED=1; fi
+    local took="$((SECONDS - t0)) s"
+    if [ "$rc" -eq 0 ]; then RESULT[$name]="ok ($took)"; else
+        RESULT[$name]="FAILED (exit $rc, $took)"
+        FAILED=1
+    fi
     return "$rc"
 }
 
@@ -35,7 +50,8 @@ summary() {
     echo
     echo "==================== nutcrackers test summary ===================="
     local s
-    for s in "${STEPS[@]}"; do printf '  %-28s %s\n' "$s" "${RESULT[$s]}"; done
+    for s in "${STEPS[@]}"; do printf '  %-40s %s\n' "$s" "${RESULT[$s]}"; done
+    echo "  total: $SECONDS s"
     if [ "$FAILED" -eq 0 ]; then echo "  result: all steps passed"; else echo "  result: FAILED"; fi
     echo "=================================================================="
 }
@@ -46,37 +62,136 @@ deps() {
     nc_install_pyreqs tests/integration/requirements.txt
 }
 
-build() {
-    autoreconf -fi
-    # shellcheck disable=SC2086  # CONFIGURE_FLAGS is a list of words
-    ./configure --enable-werror ${CONFIGURE_FLAGS:-}
-    make -j2
+BUILD="$ROOT/build"
+
+# configure_in DIR FLAGS...: an out-of-tree build tree in DIR
+configure_in() {
+    local dir="$1"
+    shift
+    mkdir -p "$dir"
+    (cd "$dir" && "$ROOT/configure" --enable-werror "$@")
 }
 
+build() {
+    autoreconf -fi
+    if [ -f "$ROOT/config.status" ]; then
+        nc_log "the source tree is configured in place: make distclean (builds are out of tree)"
+        make -C "$ROOT" distclean
+    fi
+    # shellcheck disable=SC2086  # CONFIGURE_FLAGS is a list of words
+    configure_in "$BUILD" ${CONFIGURE_FLAGS:-}
+    make -C "$BUILD" -j2
+}
+
+# unit_tests DIR: make check in a build tree, the failing tests' logs on failure
 unit_tests() {
     local rc=0
-    make -j2 check || rc=$?
+    make -C "$1" -j2 check || rc=$?
     if [ "$rc" -ne 0 ]; then
         echo "---- test-suite.log (failing unit tests) ----"
-        cat test-suite.log 2>/dev/null || true
+        cat "$1/test-suite.log" 2>/dev/null || true
     fi
     return "$rc"
 }
 
-integration_tests() {
+# pytest_run BINARY ARGS...: the integration tests against BINARY
+pytest_run() {
+    local bin="$1"
+    shift
     # timeout sends SIGTERM first: the fixtures then stop every process they started
     # shellcheck disable=SC2086  # PYTEST_ARGS is a list of words
-    NUTCRACKERS_BIN="$ROOT/src/nutcrackers" timeout --kill-after=30 1800 \
-        python3 -m pytest -q -p no:cacheprovider tests/integration ${PYTEST_ARGS:-}
+    NUTCRACKERS_BIN="$bin" timeout --kill-after=30 1800 \
+        python3 -m pytest -q -p no:cacheprovider tests/integration "$@" ${PYTEST_ARGS:-}
+}
+
+integration_tests() { pytest_run "$BUILD/src/nutcrackers"; }
+
+# san_reports DIR: fails (and prints them) if a sanitized process wrote a report into DIR
+san_reports() {
+    local f found=0
+    for f in "$1"/*; do
+        [ -f "$f" ] || continue
+        found=1
+        echo "---- sanitizer report $f ----"
+        cat "$f"
+    done
+    [ "$found" -eq 0 ] || nc_log "sanitizer reports found in $1"
+    return "$found"
+}
+
+# A sanitized proxy started by the tests writes any report to <build>/san/<kind>.<pid> and exits
+# with a distinctive status; the stage fails on a failed test or on any report file.
+asan_build() {
+    configure_in "$ROOT/build-asan" --enable-debug=yes --enable-sanitizer=address
+    make -C "$ROOT/build-asan" -j2
+}
+asan_unit() {
+    ASAN_OPTIONS=detect_leaks=1:halt_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+        unit_tests "$ROOT/build-asan"
+}
+# shellcheck disable=SC2086  # NC_*_PYTEST_ARGS are lists of words
+asan_integration() {
+    local san="$ROOT/build-asan/san" rc=0
+    rm -rf "$san" && mkdir -p "$san"
+    ASAN_OPTIONS="detect_leaks=1:halt_on_error=1:exitcode=86:log_path=$san/asan" \
+        UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:log_path=$san/ubsan" \
+        pytest_run "$ROOT/build-asan/src/nutcrackers" ${NC_ASAN_PYTEST_ARGS:-} || rc=$?
+    san_reports "$san" || rc=1
+    return "$rc"
+}
+tsan_build() {
+    configure_in "$ROOT/build-tsan" --enable-debug=yes --enable-sanitizer=thread
+    make -C "$ROOT/build-tsan" -j2
+}
+tsan_unit() {
+    TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 unit_tests "$ROOT/build-tsan"
+}
+# shellcheck disable=SC2086
+tsan_integration() {
+    local san="$ROOT/build-tsan/san" rc=0
+    rm -rf "$san" && mkdir -p "$san"
+    # "threaded": the tests that start a proxy (conftest.py marks them); -T 4 unless a test sets -T
+    TSAN_OPTIONS="halt_on_error=1:exitcode=87:second_deadlock_stack=1:log_path=$san/tsan" \
+        NC_TEST_THREADS=4 pytest_run "$ROOT/build-tsan/src/nutcrackers" -m threaded \
+        ${NC_TSAN_PYTEST_ARGS:-} || rc=$?
+    san_reports "$san" || rc=1
+    return "$rc"
+}
+fuzz_smoke() {
+    FUZZ_BUILD="$BUILD" FUZZ_TIME="${NC_FUZZ_TIME:-45}" scripts/fuzz.sh
+}
+
+# sanitizer_stage NAME BUILD UNIT INTEGRATION: the build, then its two test stages
+sanitizer_stage() {
+    if step "$1 build" "$2"; then
+        step "$1 unit tests" "$3" || true
+        step "$1 integration tests" "$4" || true
+    else
+        skip "$1 unit tests"
+        skip "$1 integration tests"
+    fi
 }
 
 if [ "${NC_SKIP_DEPS:-0}" = 1 ]; then skip "install dependencies"; else
     step "install dependencies" deps || true
 fi
 if step "build" build; then
-    step "unit tests (make check)" unit_tests || true
+    step "unit tests (make check)" unit_tests "$BUILD" || true
     step "integration tests (pytest)" integration_tests || true
-    if [ "${NC_DISTCHECK:-0}" = 1 ]; then step "make distcheck" make -j2 distcheck || true; fi
+    if [ "${NC_SANITIZERS:-1}" != 0 ] && [ "${NC_ASAN:-1}" != 0 ]; then
+        sanitizer_stage "ASan+UBSan" asan_build asan_unit asan_integration
+    else
+        skip "ASan+UBSan build"
+    fi
+    if [ "${NC_SANITIZERS:-1}" != 0 ] && [ "${NC_TSAN:-1}" != 0 ]; then
+        sanitizer_stage "TSan" tsan_build tsan_unit tsan_integration
+    else
+        skip "TSan build"
+    fi
+    if [ "${NC_FUZZ:-1}" != 0 ]; then step "fuzz smoke (libFuzzer)" fuzz_smoke || true; else
+        skip "fuzz smoke (libFuzzer)"
+    fi
+    if [ "${NC_DISTCHECK:-0}" = 1 ]; then step "make distcheck" make -C "$BUILD" -j2 distcheck || true; fi
 else
     skip "unit tests (make check)"
     skip "integration tests (pytest)"

@@ -2,7 +2,8 @@
 # scripts/lib/deps.sh - installs what nutcrackers needs to build, test and run on Debian 12, and
 # only what is missing. Sourced by scripts/test.sh and scripts/run.sh; defines functions only.
 #
-#   nc_install_debs      Debian packages (build tools, libraries, redis, memcached, nc, python3)
+#   nc_install_debs      Debian packages (build tools, libraries, redis, memcached, nc, python3,
+#                        clang and its sanitizer/libFuzzer runtimes for `make fuzz`)
 #   nc_install_pyreqs    the pinned Python test requirements (tests/integration/requirements.txt)
 #
 # Runs apt-get as root, through sudo when not root and sudo exists. `apt-get update` runs once, and
@@ -13,6 +14,7 @@ NC_DEB_PACKAGES=(
     build-essential autoconf automake libtool pkg-config
     libyaml-dev libevent-dev libcmocka-dev
     redis-server redis-tools memcached netcat-openbsd
+    clang libclang-rt-14-dev
 )
 
 nc_log() { printf '==> %s\n' "$*" >&2; }

@@ -40,6 +40,14 @@ def pytest_configure(config):
     signal.signal(signal.SIGTERM, _terminate)
 
 
+def pytest_collection_modifyitems(config, items):
+    # "threaded": every test that starts a proxy through the fixture (its worker threads run);
+    # scripts/test.sh runs these under ThreadSanitizer with NC_TEST_THREADS=4
+    for item in items:
+        if "nutcrackers" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.threaded)
+
+
 def pytest_sessionstart(session):
     binary = ncutil.nutcrackers_bin()
     if not os.access(binary, os.X_OK):
@@ -238,7 +246,8 @@ def _proxy_factory(tmp_path, reaper, request):
     set them; the proxy runs in the test's tmp dir. wait="listen": until every pool's TCP listen
     port accepts (and the manage port too with wait_manage=True); "log": until the master logs that it started and has its signal
     handlers; "signals": only the latter (for quiet -v levels); None: return at once. With -d, the launcher's exit is
-    awaited and the daemon's pid is read from -p (added if absent)."""
+    awaited and the daemon's pid is read from -p (added if absent). $NC_TEST_THREADS, when set,
+    is the -T of every proxy whose test sets none."""
 
     def start(conf_path, *flags, wait="listen", wait_manage=False, log_name="nutcrackers.log",
               relative_log=False, timeout=START_TIMEOUT):
@@ -251,6 +260,9 @@ def _proxy_factory(tmp_path, reaper, request):
             args += ["-s", str(manage_port)]
         if not {"-a", "--addr"} & set(flags):
             args += ["-a", HOST]
+        threads = os.environ.get("NC_TEST_THREADS")
+        if threads and not {"-T", "--thread_num", "--thread-num"} & {str(f).split("=")[0] for f in flags}:
+            args += ["-T", threads]  # the test did not choose: use the run's worker count
         daemon = "-d" in flags or "--daemonize" in flags
         pid_file = None
         for i, flag in enumerate(flags):

@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# scripts/fuzz.sh - builds the libFuzzer targets (`make fuzz`, clang, ASan+UBSan) and runs each one
+# for a bounded time from its seed corpus (tests/fuzz/corpus/<target>/). Exits non-zero when a
+# target crashes (a failed check, a sanitizer report, a leak, a timeout); the crashing input is
+# kept and printed (base64), and its log is printed. scripts/test.sh runs it as its fuzz stage.
+#
+#   scripts/fuzz.sh [TARGET...]     targets: redis_req redis_rsp mc_req mc_rsp conf (default: all)
+#
+#   FUZZ_TIME=60        seconds per target (libFuzzer -max_total_time)
+#   FUZZ_BUILD=<dir>    a configured build tree to run `make fuzz` in (default: build/, configured
+#                       here, out of tree, when it has no Makefile)
+#   FUZZ_OUT=<dir>      working corpora, logs and crashes (default: <build>/tests/fuzz/run); the
+#                       repo's seed corpora are never written to
+#   FUZZ_NICE=19        nice level of the fuzzers
+#   FUZZ_ARGS           extra libFuzzer flags, e.g. "-max_len=2048"
+# shellcheck disable=SC2317
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+ALL_TARGETS=(redis_req redis_rsp mc_req mc_rsp conf)
+TIME=${FUZZ_TIME:-60}
+BUILD=${FUZZ_BUILD:-$ROOT/build}
+NICE=${FUZZ_NICE:-19}
+
+log() { printf '==> %s\n' "$*" >&2; }
+
+if [ ! -f "$BUILD/Makefile" ]; then
+    [ -x "$ROOT/configure" ] || (cd "$ROOT" && autoreconf -fi)
+    mkdir -p "$BUILD"
+    log "configuring $BUILD"
+    (cd "$BUILD" && "$ROOT/configure" --enable-werror >/dev/null)
+fi
+BUILD=$(cd "$BUILD" && pwd)
+OUT=${FUZZ_OUT:-$BUILD/tests/fuzz/run}
+log "make fuzz (in $BUILD)"
+make -C "$BUILD" -j2 fuzz
+
+targets=("$@")
+[ "${#targets[@]}" -gt 0 ] || targets=("${ALL_TARGETS[@]}")
+failed=0
+# any sanitizer report is fatal; leaks too (libFuzzer reports them as crashes)
+export ASAN_OPTIONS="${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1:allocator_may_return_null=1}"
+export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
+for t in "${targets[@]}"; do
+    bin="$BUILD/tests/fuzz/bin/fuzz_$t"
+    seeds="$ROOT/tests/fuzz/corpus/$t"
+    dict="$ROOT/tests/fuzz/dict/$t.dict"
+    [ -x "$bin" ] || { log "no such target: $t"; failed=1; continue; }
+    mkdir -p "$OUT/$t/corpus"
+    rm -f "$OUT/$t"/crash-* "$OUT/$t"/leak-* "$OUT/$t"/timeout-* "$OUT/$t"/oom-*
+    args=(-max_total_time="$TIME" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1
+          -artifact_prefix="$OUT/$t/")
+    [ -f "$dict" ] && args+=(-dict="$dict")
+    # shellcheck disable=SC2206  # FUZZ_ARGS is a list of words
+    args+=(${FUZZ_ARGS:-})
+    log "fuzzing $t for ${TIME}s (log: $OUT/$t/fuzz.log)"
+    rc=0
+    nice -n "$NICE" "$bin" "${args[@]}" "$OUT/$t/corpus" "$seeds" >"$OUT/$t/fuzz.log" 2>&1 || rc=$?
+    runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$OUT/$t/fuzz.log" | tail -1)
+    if [ "$rc" -ne 0 ]; then
+        failed=1
+        log "$t: FAILED (exit $rc) after ${runs:-?} executions"
+        tail -n 60 "$OUT/$t/fuzz.log" >&2
+        for a in "$OUT/$t"/crash-* "$OUT/$t"/leak-* "$OUT/$t"/timeout-* "$OUT/$t"/oom-*; do
+            [ -f "$a" ] || continue
+            log "input $a (base64):"
+            base64 -w 76 "$a" >&2
+        done
+    else
+        log "$t: ok, ${runs:-?} executions in ${TIME}s without a crash"
+    fi
+done
+exit "$failed"

@@ -1,0 +1,85 @@
+# libFuzzer targets (tests/fuzz/, notes/fuzzing.md). `make fuzz` builds them with clang into
+# tests/fuzz/bin/ of the build tree, with -fsanitize=address,undefined: the sources under test
+# with libFuzzer's coverage instrumentation, the harness (fuzz_feed.c, fuzz_proto.c) without it,
+# so its own branches are not fuzzing goals. Nothing is shared with the gcc build (the normal
+# `make` neither builds nor needs them). FUZZ_CC picks the compiler (`make fuzz FUZZ_CC=clang-14`).
+# scripts/fuzz.sh builds and runs them.
+FUZZ_CC = clang
+FUZZ_CFLAGS = -std=gnu11 -g -O1 -fno-omit-frame-pointer \
+	-fsanitize=address,undefined -fno-sanitize-recover=all \
+	-DNC_ASSERT_ABORT=1 -Wall -Wextra -Wno-unused-parameter -Wvla -Werror
+FUZZ_CPPFLAGS = -I$(abs_top_srcdir)/src -I$(abs_top_builddir) -I$(abs_top_srcdir)/tests/fuzz
+
+FUZZ_BIN = tests/fuzz/bin
+FUZZ_OBJ = $(FUZZ_BIN)/obj
+FUZZ_BINS = $(FUZZ_BIN)/fuzz_redis_req $(FUZZ_BIN)/fuzz_redis_rsp \
+	$(FUZZ_BIN)/fuzz_mc_req $(FUZZ_BIN)/fuzz_mc_rsp $(FUZZ_BIN)/fuzz_conf
+
+# the sources under test (file names are unique: the objects share one directory)
+FUZZ_PROTO_SRCS = src/common/log.c src/msg/mbuf.c src/msg/msg.c \
+	src/proto/memcache_cmd.c src/proto/memcache_token.c src/proto/memcache_req.c \
+	src/proto/memcache_rsp.c src/proto/memcache_frag.c src/proto/memcache_proto.c \
+	src/proto/redis_cmd.c src/proto/redis_req.c src/proto/redis_rsp.c \
+	src/proto/redis_frag.c src/proto/redis_proto.c
+FUZZ_CONF_SRCS = src/conf/conf.c src/conf/conf_yaml.c src/conf/conf_keys.c src/conf/conf_addr.c \
+	src/hash/hash.c src/hash/md5.c src/hash/crc.c src/hash/fnv.c src/hash/jenkins.c \
+	src/hash/hsieh.c src/hash/murmur.c src/hash/dist.c src/hash/ketama.c \
+	src/hash/modula.c src/hash/random.c
+FUZZ_HARNESS_SRCS = tests/fuzz/fuzz_feed.c tests/fuzz/fuzz_proto.c
+FUZZ_HDRS = tests/fuzz/fuzz_check.h tests/fuzz/fuzz_feed.h \
+	src/common/log.h src/common/util.h src/msg/mbuf.h src/msg/msg.h \
+	src/proto/proto.h src/proto/memcache.h src/proto/redis.h src/proto/redis_cmd.h \
+	src/conf/conf.h src/conf/conf_int.h src/hash/hash.h src/hash/hash_impl.h \
+	src/hash/md5.h src/hash/dist.h src/hash/dist_impl.h
+
+# their objects (kept in step with the lists above)
+FUZZ_PROTO_OBJS = $(FUZZ_OBJ)/log.o $(FUZZ_OBJ)/mbuf.o $(FUZZ_OBJ)/msg.o \
+	$(FUZZ_OBJ)/memcache_cmd.o $(FUZZ_OBJ)/memcache_token.o $(FUZZ_OBJ)/memcache_req.o \
+	$(FUZZ_OBJ)/memcache_rsp.o $(FUZZ_OBJ)/memcache_frag.o $(FUZZ_OBJ)/memcache_proto.o \
+	$(FUZZ_OBJ)/redis_cmd.o $(FUZZ_OBJ)/redis_req.o $(FUZZ_OBJ)/redis_rsp.o \
+	$(FUZZ_OBJ)/redis_frag.o $(FUZZ_OBJ)/redis_proto.o \
+	$(FUZZ_OBJ)/fuzz_feed.o $(FUZZ_OBJ)/fuzz_proto.o
+FUZZ_CONF_OBJS = $(FUZZ_OBJ)/log.o \
+	$(FUZZ_OBJ)/conf.o $(FUZZ_OBJ)/conf_yaml.o $(FUZZ_OBJ)/conf_keys.o $(FUZZ_OBJ)/conf_addr.o \
+	$(FUZZ_OBJ)/hash.o $(FUZZ_OBJ)/md5.o $(FUZZ_OBJ)/crc.o $(FUZZ_OBJ)/fnv.o \
+	$(FUZZ_OBJ)/jenkins.o $(FUZZ_OBJ)/hsieh.o $(FUZZ_OBJ)/murmur.o $(FUZZ_OBJ)/dist.o \
+	$(FUZZ_OBJ)/ketama.o $(FUZZ_OBJ)/modula.o $(FUZZ_OBJ)/random.o
+
+# one stamp per group of objects, compiled in one clang command each
+$(FUZZ_OBJ)/lib.stamp: $(FUZZ_PROTO_SRCS) $(FUZZ_CONF_SRCS) $(FUZZ_HDRS) config.h
+	$(AM_V_CC)$(MKDIR_P) $(FUZZ_OBJ) && cd $(FUZZ_OBJ) && \
+	  $(FUZZ_CC) -c $(FUZZ_CPPFLAGS) $(YAML_CFLAGS) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link \
+	  $(addprefix $(abs_top_srcdir)/,$(FUZZ_PROTO_SRCS) $(FUZZ_CONF_SRCS)) && touch lib.stamp
+$(FUZZ_OBJ)/harness.stamp: $(FUZZ_HARNESS_SRCS) $(FUZZ_HDRS) config.h
+	$(AM_V_CC)$(MKDIR_P) $(FUZZ_OBJ) && cd $(FUZZ_OBJ) && \
+	  $(FUZZ_CC) -c $(FUZZ_CPPFLAGS) $(FUZZ_CFLAGS) \
+	  $(addprefix $(abs_top_srcdir)/,$(FUZZ_HARNESS_SRCS)) && touch harness.stamp
+
+FUZZ_LINK = $(FUZZ_CC) $(FUZZ_CPPFLAGS) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@
+FUZZ_PROTO_DEPS = $(FUZZ_OBJ)/lib.stamp $(FUZZ_OBJ)/harness.stamp
+
+$(FUZZ_BIN)/fuzz_redis_req: tests/fuzz/fuzz_redis_req.c $(FUZZ_PROTO_DEPS)
+	$(AM_V_CCLD)$(FUZZ_LINK) $(srcdir)/tests/fuzz/fuzz_redis_req.c $(FUZZ_PROTO_OBJS)
+$(FUZZ_BIN)/fuzz_redis_rsp: tests/fuzz/fuzz_redis_rsp.c $(FUZZ_PROTO_DEPS)
+	$(AM_V_CCLD)$(FUZZ_LINK) $(srcdir)/tests/fuzz/fuzz_redis_rsp.c $(FUZZ_PROTO_OBJS)
+$(FUZZ_BIN)/fuzz_mc_req: tests/fuzz/fuzz_mc_req.c $(FUZZ_PROTO_DEPS)
+	$(AM_V_CCLD)$(FUZZ_LINK) $(srcdir)/tests/fuzz/fuzz_mc_req.c $(FUZZ_PROTO_OBJS)
+$(FUZZ_BIN)/fuzz_mc_rsp: tests/fuzz/fuzz_mc_rsp.c $(FUZZ_PROTO_DEPS)
+	$(AM_V_CCLD)$(FUZZ_LINK) $(srcdir)/tests/fuzz/fuzz_mc_rsp.c $(FUZZ_PROTO_OBJS)
+$(FUZZ_BIN)/fuzz_conf: tests/fuzz/fuzz_conf.c $(FUZZ_OBJ)/lib.stamp
+	$(AM_V_CCLD)$(FUZZ_LINK) $(YAML_CFLAGS) $(srcdir)/tests/fuzz/fuzz_conf.c \
+	  $(FUZZ_CONF_OBJS) $(YAML_LIBS) -lm
+
+fuzz: $(FUZZ_BINS)
+
+clean-fuzz:
+	-rm -rf $(FUZZ_BIN)
+
+clean-local: clean-fuzz
+
+.PHONY: fuzz clean-fuzz
+
+EXTRA_DIST += tests/fuzz/fuzz.mk tests/fuzz/fuzz_check.h tests/fuzz/fuzz_feed.h \
+	tests/fuzz/fuzz_feed.c tests/fuzz/fuzz_proto.c tests/fuzz/fuzz_redis_req.c \
+	tests/fuzz/fuzz_redis_rsp.c tests/fuzz/fuzz_mc_req.c tests/fuzz/fuzz_mc_rsp.c \
+	tests/fuzz/fuzz_conf.c tests/fuzz/seeds.py tests/fuzz/corpus tests/fuzz/dict

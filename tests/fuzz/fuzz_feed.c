@@ -1,0 +1,412 @@
+/*
+ * fuzz_feed.c - the core-like feeding and the parser-contract checks of fuzz_feed.h.
+ *
+ * Threads: the fuzzer's only.
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fuzz_feed.h"
+
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define FZ_ASAN 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__)
+#define FZ_ASAN 1
+#endif
+#ifdef FZ_ASAN
+#include <sanitizer/asan_interface.h>
+#endif
+
+uint64_t fz_rand(uint64_t *state)
+{
+    uint64_t x = *state;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    *state = x;
+    return x * 0x2545F4914F6CDD1DULL;
+}
+
+uint64_t fz_seed(const uint8_t *data, size_t n)
+{
+    uint64_t h = 0xcbf29ce484222325ULL;
+    for (size_t i = 0; i < n; i++) h = (h ^ data[i]) * 0x100000001b3ULL;
+    return h != 0 ? h : 1;
+}
+
+void fz_params(struct fz_params *p, const uint8_t **data, size_t *size)
+{
+    static const size_t sizes[4] = { 512, 549, 1024, 4096 };
+    uint8_t h[4] = { 0, 0, 0, 0 };
+    size_t n = *size < 4 ? *size : 4;
+    memcpy(h, *data, n);
+    *data += n;
+    *size -= n;
+    p->mbuf_size = sizes[h[0] & 3];
+    p->want_elems = (h[0] & 4) != 0;
+    p->nservers = 1 + ((h[0] >> 3) & 3);
+    memcpy(p->reads, h + 1, 3);
+}
+
+uint8_t *fz_msg_bytes(const struct msg *m)
+{
+    uint8_t *b = malloc(m->len + 1);
+    FZ_CHECK(b != NULL);
+    FZ_CHECK(msg_copy_out(m, 0, b, m->len) == m->len);
+    return b;
+}
+
+void fz_feed_init(struct fz_feed *f, const struct proto_ops *ops, bool rsp, bool want_elems,
+                  struct mbuf_pool *mp, struct msg_pool *pp, const uint8_t *stream,
+                  fz_msg_fn on_msg, void *ctx)
+{
+    memset(f, 0, sizeof(*f));
+    f->ops = ops;
+    f->rsp = rsp;
+    f->want_elems = want_elems;
+    f->mp = mp;
+    f->pp = pp;
+    f->stream = stream;
+    f->on_msg = on_msg;
+    f->ctx = ctx;
+    ops->parse_reset(&f->ps);
+}
+
+void fz_feed_deinit(struct fz_feed *f)
+{
+    if (f->cur != NULL) msg_put(f->pp, f->cur);
+    if (f->rb != NULL) mbuf_unref(f->rb);
+    f->ops->parse_free(&f->ps);
+    f->cur = NULL;
+    f->rb = NULL;
+}
+
+/* The stream offset of rb->data[rpos]. */
+static uint64_t fz_stream_pos(const struct fz_feed *f)
+{
+    return f->fed - (f->rb != NULL ? f->rb->len - f->rpos : 0);
+}
+
+/* Where p[0..len) lies in m (as an offset), if it lies inside one of m's spans. */
+static bool fz_offset_in(const struct msg *m, const uint8_t *p, uint32_t len, uint64_t *off)
+{
+    uint64_t pos = 0;
+    for (uint32_t i = 0; i < m->nspans; i++) {
+        const struct span *s = &m->spans[i];
+        const uint8_t *b = s->mb->data + s->off;
+        if (p >= b && p <= b + s->len && (size_t)(p - b) + len <= s->len) {
+            *off = pos + (uint64_t)(p - b);
+            return true;
+        }
+        pos += s->len;
+    }
+    return false;
+}
+
+static bool fz_one_line(const char *buf, size_t n, size_t size)
+{
+    if (n < 3 || n >= size || buf[n - 2] != '\r' || buf[n - 1] != '\n') return false;
+    for (size_t i = 0; i + 2 < n; i++)
+        if (buf[i] == '\r' || buf[i] == '\n') return false;
+    return true;
+}
+
+/* A reply slice (an element) must parse alone as one complete reply. */
+static size_t fz_parse_nested(const struct proto_ops *ops, bool rsp, bool want_elems,
+                              struct mbuf_pool *mp, struct msg_pool *pp, const uint8_t *data,
+                              size_t n, const uint8_t reads[3], struct msg **out, size_t max,
+                              enum fz_status *status, uint64_t *left, bool nested);
+
+static void fz_check_alone(const struct fz_feed *f, const uint8_t *b, size_t n, bool want,
+                           uint32_t expect_elems)
+{
+    static const uint8_t whole[3] = { 0, 0, 0 };
+    struct msg *out = NULL;
+    enum fz_status st;
+    uint64_t left;
+    size_t k = fz_parse_nested(f->ops, true, want, f->mp, f->pp, b, n, whole, &out, 1, &st, &left,
+                               true);
+    FZ_CHECK(k == 1 && st == FZ_OK && left == 0);
+    FZ_CHECK(out->len == n);
+    if (want) FZ_CHECK(out->nelems == expect_elems);
+    msg_put(f->pp, out);
+}
+
+static void fz_check_rsp(const struct fz_feed *f, const struct msg *m, const uint8_t *b)
+{
+    bool redis = f->ops == &redis_proto;
+    FZ_CHECK(m->rsp_type != RSP_NONE);
+    FZ_CHECK(m->nkeys == 0);
+    if (!f->want_elems) FZ_CHECK(m->nelems == 0);
+    uint64_t prev_end = 0;
+    for (uint32_t i = 0; i < m->nelems; i++) {
+        const struct msg_elem *e = &m->elems[i];
+        FZ_CHECK(e->start >= prev_end && e->start < e->end && e->end <= m->len);
+        prev_end = e->end;
+        if (redis) {
+            FZ_CHECK(e->key == NULL);
+        } else {
+            uint64_t off;
+            FZ_CHECK(e->key != NULL && fz_offset_in(m, e->key, e->key_len, &off));
+            FZ_CHECK(off > e->start && off + e->key_len < e->end);
+            FZ_CHECK(e->end - e->start > 6 && memcmp(b + e->start, "VALUE ", 6) == 0);
+        }
+        if (i < 8 && !f->nested) {
+            if (redis) {
+                fz_check_alone(f, b + e->start, (size_t)(e->end - e->start), false, 0);
+            } else {
+                size_t n = (size_t)(e->end - e->start);
+                uint8_t *one = malloc(n + 5);
+                FZ_CHECK(one != NULL);
+                memcpy(one, b + e->start, n);
+                memcpy(one + n, "END\r\n", 5);
+                fz_check_alone(f, one, n + 5, true, 1);
+                free(one);
+            }
+        }
+    }
+    if (redis && m->rsp_type == RSP_ARRAY && f->want_elems) {
+        FZ_CHECK(b[0] == '*');
+        FZ_CHECK((uint64_t)strtoll((const char *)b + 1, NULL, 10) == m->nelems);
+    }
+    if (redis && m->rsp_type == RSP_INTEGER) {
+        FZ_CHECK(b[0] == ':');
+        FZ_CHECK(strtoll((const char *)b + 1, NULL, 10) == m->integer);
+    }
+}
+
+static void fz_check_req(const struct fz_feed *f, const struct msg *m)
+{
+    FZ_CHECK(m->rsp_type == RSP_NONE && m->nelems == 0);
+    bool redis = f->ops == &redis_proto;
+    if (m->name != NULL) {
+        uint64_t off;
+        FZ_CHECK(fz_offset_in(m, m->name, m->name_len, &off));
+    }
+    uint64_t prev_start = 0;
+    for (uint32_t i = 0; i < m->nkeys; i++) {
+        const struct msg_key *k = &m->keys[i];
+        uint64_t off;
+        FZ_CHECK(k->start <= k->end && k->end <= m->len);
+        FZ_CHECK(k->start >= prev_start);
+        prev_start = k->start;
+        FZ_CHECK(fz_offset_in(m, k->ptr, k->len, &off));
+        FZ_CHECK(off >= k->start && off + k->len <= k->end);
+        if (!redis) FZ_CHECK(off == k->start && k->end - k->start == k->len);
+    }
+    if (m->reject != REJECT_NONE) {
+        FZ_CHECK(m->nkeys == 0 && !m->noreply && !m->quit);
+        char buf[256];
+        size_t n = f->ops->reject_reply(m, buf, sizeof(buf));
+        FZ_CHECK(fz_one_line(buf, n, sizeof(buf)));
+    } else {
+        /* a forwarded request names its server by a key (the core fails it otherwise) */
+        uint32_t keyless = CMD_F_ANY_SERVER | CMD_F_LOCAL_PING | CMD_F_QUIT | CMD_F_AUTH;
+        FZ_CHECK(m->nkeys >= 1 || (m->cmd_flags & keyless) != 0);
+        if (redis) FZ_CHECK(m->nargs >= 1 && m->name != NULL);
+    }
+}
+
+/* A complete msg: its bytes are the stream's, and what the parser recorded is within them. */
+static void fz_check_msg(const struct fz_feed *f, const struct msg *m)
+{
+    FZ_CHECK(m->len > 0);
+    FZ_CHECK(f->cur_start + m->len == fz_stream_pos(f));
+    uint64_t total = 0;
+    for (uint32_t i = 0; i < m->nspans; i++) {
+        const struct span *s = &m->spans[i];
+        FZ_CHECK(s->len > 0 && (uint64_t)s->off + s->len <= s->mb->len);
+        total += s->len;
+    }
+    FZ_CHECK(total == m->len);
+    uint8_t *b = fz_msg_bytes(m);
+    b[m->len] = '\0'; /* for strtoll: a reply line always ends before it */
+    FZ_CHECK(memcmp(b, f->stream + f->cur_start, m->len) == 0);
+    if (f->rsp) fz_check_rsp(f, m, b);
+    else fz_check_req(f, m);
+    free(b);
+}
+
+/* What a call that consumed nothing may not change. */
+struct fz_snap {
+    struct parse_state ps;
+    uint64_t stack_top[4];
+    struct msg m;
+    struct msg_key last_key;
+    struct msg_elem last_elem;
+};
+
+static void fz_snap_take(struct fz_snap *s, const struct fz_feed *f)
+{
+    memset(s, 0, sizeof(*s));
+    s->ps = f->ps;
+    for (uint32_t i = 0; i < 4 && i < f->ps.depth; i++)
+        s->stack_top[i] = f->ps.stack[f->ps.depth - 1 - i];
+    s->m = *f->cur;
+    if (f->cur->nkeys > 0) s->last_key = f->cur->keys[f->cur->nkeys - 1];
+    if (f->cur->nelems > 0) s->last_elem = f->cur->elems[f->cur->nelems - 1];
+}
+
+static void fz_snap_same(const struct fz_snap *s, const struct fz_feed *f)
+{
+    struct fz_snap now;
+    fz_snap_take(&now, f);
+    const struct parse_state *a = &s->ps, *b = &now.ps;
+    FZ_CHECK(a->state == b->state && a->a == b->a && a->b == b->b && a->c == b->c &&
+             a->d == b->d && a->off == b->off && a->depth == b->depth &&
+             a->elem_start == b->elem_start && a->want_elems == b->want_elems &&
+             a->error == b->error);
+    FZ_CHECK(memcmp(s->stack_top, now.stack_top, sizeof(s->stack_top)) == 0);
+    FZ_CHECK(memcmp(&s->m, &now.m, sizeof(s->m)) == 0);
+    FZ_CHECK(memcmp(&s->last_key, &now.last_key, sizeof(s->last_key)) == 0);
+    FZ_CHECK(memcmp(&s->last_elem, &now.last_elem, sizeof(s->last_elem)) == 0);
+}
+
+static int fz_call(struct fz_feed *f, const uint8_t *buf, size_t len, size_t *consumed)
+{
+    return f->rsp ? f->ops->parse_rsp(&f->ps, f->cur, buf, len, consumed)
+                  : f->ops->parse_req(&f->ps, f->cur, buf, len, consumed);
+}
+
+/* Parses what rb holds past rpos (src/core/conn.c conn_parse). */
+static void fz_parse(struct fz_feed *f)
+{
+    while (f->status == FZ_OK && f->rpos < f->rb->len) {
+        if (f->cur == NULL) {
+            f->cur = msg_get(f->pp);
+            FZ_CHECK(f->cur != NULL);
+            f->ops->parse_reset(&f->ps);
+            f->ps.want_elems = f->want_elems;
+            f->cur_start = fz_stream_pos(f);
+        }
+        size_t avail = f->rb->len - f->rpos, consumed = (size_t)-1;
+        int st = fz_call(f, f->rb->data + f->rpos, avail, &consumed);
+        FZ_CHECK(st == PARSE_DONE || st == PARSE_AGAIN || st == PARSE_ERROR);
+        FZ_CHECK(consumed <= avail);
+        if (consumed > 0) {
+            FZ_CHECK(msg_append(f->cur, f->rb, f->rpos, (uint32_t)consumed) == 0);
+            f->rpos += (uint32_t)consumed;
+        }
+        if (st == PARSE_ERROR) {
+            FZ_CHECK(f->ps.error != NULL && f->ps.error[0] != '\0');
+            f->status = FZ_ERROR;
+            return;
+        }
+        FZ_CHECK(f->ps.error == NULL);
+        if (st == PARSE_AGAIN) {
+            /* it took all it could: the same bytes again change nothing */
+            size_t left = f->rb->len - f->rpos, again = (size_t)-1;
+            if (left > 0 && !f->light) {
+                struct fz_snap s;
+                fz_snap_take(&s, f);
+                FZ_CHECK(fz_call(f, f->rb->data + f->rpos, left, &again) == PARSE_AGAIN);
+                FZ_CHECK(again == 0);
+                fz_snap_same(&s, f);
+            }
+            return;
+        }
+        FZ_CHECK(consumed > 0);
+        if (!f->light) fz_check_msg(f, f->cur);
+        struct msg *m = f->cur;
+        f->cur = NULL;
+        f->nmsgs++;
+        f->done_end = fz_stream_pos(f);
+        f->on_msg(f, m, f->ctx);
+    }
+}
+
+/* Makes room in rb (src/core/conn.c conn_rbuf_ready): a full mbuf's unconsumed tail moves to a
+ * fresh one; a tail that fills a whole mbuf gives up. */
+static void fz_rbuf_ready(struct fz_feed *f)
+{
+    struct mbuf *rb = f->rb;
+    if (rb != NULL && mbuf_room(rb) > 0) return;
+    struct mbuf *nb = mbuf_get(f->mp);
+    FZ_CHECK(nb != NULL);
+    if (rb != NULL) {
+        uint32_t tail = rb->len - f->rpos;
+        if (tail > 0 && f->rpos == 0) {
+            mbuf_unref(nb);
+            f->status = FZ_GAVE_UP;
+            return;
+        }
+        memcpy(nb->data, rb->data + f->rpos, tail);
+        nb->len = tail;
+        /* the parser may keep no pointer into unconsumed bytes: make any later read fail */
+        memset(rb->data + f->rpos, '#', tail);
+#ifdef FZ_ASAN
+        if (rb->refs > 1) ASAN_POISON_MEMORY_REGION(rb->data + f->rpos, tail);
+#endif
+        mbuf_unref(rb);
+    }
+    f->rb = nb;
+    f->rpos = 0;
+}
+
+void fz_feed_read(struct fz_feed *f, size_t n)
+{
+    while (n > 0 && f->status == FZ_OK) {
+        fz_rbuf_ready(f);
+        if (f->status != FZ_OK) return;
+        uint32_t room = mbuf_room(f->rb);
+        size_t k = n < room ? n : room;
+        memcpy(f->rb->data + f->rb->len, f->stream + f->fed, k);
+        f->rb->len += (uint32_t)k;
+        f->fed += k;
+        n -= k;
+        fz_parse(f);
+        /* a short read ends the event; an idle connection then holds no buffer */
+        if (k < room && f->status == FZ_OK && f->rpos == f->rb->len) {
+            mbuf_unref(f->rb);
+            f->rb = NULL;
+            f->rpos = 0;
+        }
+    }
+}
+
+struct fz_collect {
+    struct msg **out;
+    size_t max, n;
+    struct msg_pool *pp;
+};
+
+static void fz_collect_msg(struct fz_feed *f, struct msg *m, void *ctx)
+{
+    struct fz_collect *c = ctx;
+    if (c->n < c->max) c->out[c->n] = m;
+    else msg_put(c->pp, m);
+    c->n++;
+}
+
+static size_t fz_parse_nested(const struct proto_ops *ops, bool rsp, bool want_elems,
+                              struct mbuf_pool *mp, struct msg_pool *pp, const uint8_t *data,
+                              size_t n, const uint8_t reads[3], struct msg **out, size_t max,
+                              enum fz_status *status, uint64_t *left, bool nested)
+{
+    struct fz_collect c = { .out = out, .max = max, .n = 0, .pp = pp };
+    struct fz_feed f;
+    fz_feed_init(&f, ops, rsp, want_elems, mp, pp, data, fz_collect_msg, &c);
+    f.nested = nested;
+    for (unsigned r = 0; f.fed < n && f.status == FZ_OK; r++) {
+        size_t k = reads[r % 3] != 0 ? reads[r % 3] : n;
+        fz_feed_read(&f, k < n - f.fed ? k : n - f.fed);
+    }
+    *status = f.status;
+    *left = f.fed - f.done_end;
+    fz_feed_deinit(&f);
+    return c.n;
+}
+
+size_t fz_parse_all(const struct proto_ops *ops, bool rsp, bool want_elems, struct mbuf_pool *mp,
+                    struct msg_pool *pp, const uint8_t *data, size_t n, const uint8_t reads[3],
+                    struct msg **out, size_t max, enum fz_status *status, uint64_t *left)
+{
+    return fz_parse_nested(ops, rsp, want_elems, mp, pp, data, n, reads, out, max, status, left,
+                           false);
+}

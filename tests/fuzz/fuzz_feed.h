@@ -1,0 +1,102 @@
+/*
+ * fuzz_feed.h - the libFuzzer harness shared by the protocol targets (tests/fuzz/fuzz_*.c): feeds
+ * the fuzz input to a proto_ops parser the way the core does (src/core/conn.c: reads into mbufs of
+ * the pool's size, the parser sees the unconsumed bytes of the current mbuf, consumed bytes are
+ * appended to the msg, a full mbuf's unconsumed tail moves to a fresh mbuf, a tail filling a whole
+ * mbuf gives up, an idle connection drops its mbuf), checks the parser contract (proto.h) on every
+ * call and every message, and runs fragment()+coalesce() on multi-key requests with fake replies.
+ *
+ * Input format (see notes/fuzzing.md): a 4-byte header, then the byte stream.
+ *   h[0] bits 0-1  mbuf chunk size: 512, 549, 1024, 4096 bytes (header included)
+ *   h[0] bit 2     want_elems for reply parsing
+ *   h[0] bits 3-4  servers for fragments - 1 (1..4)
+ *   h[1..3]        read sizes, used in turn (0: as much as the mbuf takes)
+ * Shorter inputs are all header (defaults).
+ *
+ * Threads: the fuzzer's only.
+ */
+#ifndef NC_FUZZ_FEED_H
+#define NC_FUZZ_FEED_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fuzz_check.h"
+#include "msg/mbuf.h"
+#include "msg/msg.h"
+#include "proto/proto.h"
+
+enum fz_status { FZ_OK = 0, FZ_ERROR, FZ_GAVE_UP };
+
+struct fz_feed;
+/* Called with each complete msg; the callee owns it (msg_put it, or keep it). */
+typedef void (*fz_msg_fn)(struct fz_feed *f, struct msg *m, void *ctx);
+
+struct fz_feed {
+    const struct proto_ops *ops;
+    bool rsp;                  /* parse_rsp instead of parse_req */
+    bool want_elems;
+    struct mbuf_pool *mp;
+    struct msg_pool *pp;
+    struct parse_state ps;
+    struct mbuf *rb;           /* the read buffer (NULL when idle, as the core) */
+    uint32_t rpos;             /* its first unconsumed byte */
+    struct msg *cur;           /* the msg being parsed */
+    const uint8_t *stream;     /* every byte of the stream (fed or to come) */
+    size_t fed;                /* bytes of stream read so far */
+    uint64_t cur_start;        /* stream offset of cur's first byte */
+    uint64_t done_end;         /* stream offset after the last complete msg */
+    enum fz_status status;
+    size_t nmsgs;
+    bool nested;               /* a re-parse of an element: its elements are not re-parsed */
+    bool light;                /* a reference run: only what the summaries need is checked */
+    fz_msg_fn on_msg;
+    void *ctx;
+};
+
+/* The header (h[0..3]) decoded. */
+struct fz_params {
+    size_t mbuf_size;
+    bool want_elems;
+    uint32_t nservers;
+    uint8_t reads[3];
+};
+
+/* Decodes the header; data and size are advanced past it. */
+void fz_params(struct fz_params *p, const uint8_t **data, size_t *size);
+
+void fz_feed_init(struct fz_feed *f, const struct proto_ops *ops, bool rsp, bool want_elems,
+                  struct mbuf_pool *mp, struct msg_pool *pp, const uint8_t *stream,
+                  fz_msg_fn on_msg, void *ctx);
+/* One read of the next n bytes of the stream (split further by the mbuf's room). */
+void fz_feed_read(struct fz_feed *f, size_t n);
+/* Puts the msg in progress and the read buffer, frees the parse state. */
+void fz_feed_deinit(struct fz_feed *f);
+
+/*
+ * Parses data[0..n) alone through a fresh feed in one read per reads[] cycle; stores up to max
+ * complete msgs in out (the caller puts them; extra ones are put here). Returns the number of
+ * complete msgs; *status and *left (bytes after the last complete msg) say how the stream ended.
+ */
+size_t fz_parse_all(const struct proto_ops *ops, bool rsp, bool want_elems, struct mbuf_pool *mp,
+                    struct msg_pool *pp, const uint8_t *data, size_t n, const uint8_t reads[3],
+                    struct msg **out, size_t max, enum fz_status *status, uint64_t *left);
+
+/* A msg's bytes as a malloc'd buffer (n bytes). */
+uint8_t *fz_msg_bytes(const struct msg *m);
+
+/* A small deterministic PRNG (xorshift64*), seeded from the input. */
+uint64_t fz_rand(uint64_t *state);
+uint64_t fz_seed(const uint8_t *data, size_t n);
+
+/*
+ * A whole protocol target: the header, then the stream through a feed of ops (requests or
+ * replies); each complete request with a CMD_F_FRAG_* command and >= 2 keys is split with
+ * fragment(), every fragment is checked by parsing it again, each gets a fake reply (from a PRNG
+ * seeded with the input) and coalesce() builds the client's reply, which must parse as one reply.
+ * No mbuf or msg is left live at the end.
+ */
+int fz_run_proto(const struct proto_ops *ops, bool rsp, const uint8_t *data, size_t size);
+
+#endif

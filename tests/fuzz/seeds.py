@@ -1,0 +1,163 @@
+#!/usr/bin/env python3
+"""Writes the seed corpora of the libFuzzer targets (tests/fuzz/corpus/<target>/) from the
+hand-written inputs below; run it after editing them (`python3 tests/fuzz/seeds.py`).
+
+A protocol seed is a 4-byte header (fuzz_feed.h: mbuf size, want_elems, servers, read sizes)
+then the byte stream. The config seeds are the unit tests' good configs plus a few written here.
+"""
+import shutil
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[1]
+CORPUS = HERE / "corpus"
+MBUF = {512: 0, 549: 1, 1024: 2, 4096: 3}
+
+
+def header(mbuf=512, want=False, servers=3, reads=(0, 0, 0)):
+    h0 = MBUF[mbuf] | (4 if want else 0) | ((servers - 1) << 3)
+    return bytes([h0, *reads])
+
+
+def resp(*args):
+    out = b"*%d\r\n" % len(args)
+    for a in args:
+        a = a if isinstance(a, bytes) else a.encode()
+        out += b"$%d\r\n%s\r\n" % (len(a), a)
+    return out
+
+
+REDIS_REQ = {
+    "get": resp("GET", "key"),
+    "set": resp("SET", "key", "value", "EX", "10"),
+    "mget": resp("MGET", "a", "b", "c", "d", "e", "f"),
+    "mget_tags": resp("mget", "{user}:1", "{user}:2", "other"),
+    "mset": resp("MSET", "a", "1", "b", "2", "c", "3", "d", "4"),
+    "mset_odd": resp("MSET", "a", "1", "b"),
+    "del": resp("DEL", "a", "b", "c", "a"),
+    "exists": resp("EXISTS", "x", "y", "z"),
+    "unlink_touch": resp("UNLINK", "p", "q") + resp("TOUCH", "p", "q", "r"),
+    "eval": resp("EVAL", "return 1", "2", "k1", "k2", "arg"),
+    "eval_nokey": resp("EVALSHA", "abc", "0"),
+    "zunionstore": resp("ZUNIONSTORE", "dst", "2", "s1", "s2", "WEIGHTS", "1", "2"),
+    "ping_quit": resp("PING") + resp("PING", "hello") + resp("QUIT"),
+    "auth": resp("AUTH", "secret"),
+    "unknown": resp("FLUSHALL") + resp("NOSUCHCOMMAND", "x"),
+    "arity": resp("GET") + resp("GET", "a", "b"),
+    "empty": b"*0\r\n*-1\r\n\r\n" + resp("GET", "k"),
+    "inline": b"get a\r\nmget a b c\nmset k1 v1 k2 v2\r\nPING\r\n",
+    "inline_blanks": b"  del\ta \t b  c \r\n\r\n",
+    "long_name": resp("X" * 100, "k"),
+    "big_value": resp("SET", "k", "v" * 1500),
+    "binary_key": resp("GET", b"\x00\r\n\xff key"),
+    "empty_key": resp("MGET", "", "", "z"),
+    "pipeline": resp("SET", "a", "1") + resp("GET", "a") + resp("MGET", "a", "b") +
+                resp("DEL", "a", "b") + resp("INCRBY", "n", "5"),
+    "bad_len": b"*2\r\n$3\r\nGET\r\n$-5\r\n",
+    "nested": b"*2\r\n*1\r\n$3\r\nGET\r\n",
+    "no_crlf": b"*1\r\n$4\r\nPINGxx",
+    "leading_zero": b"*02\r\n$3\r\nGET\r\n$1\r\na\r\n",
+}
+
+REDIS_RSP = {
+    "status": b"+OK\r\n+PONG\r\n",
+    "error": b"-ERR unknown command\r\n-WRONGTYPE Operation against a key\r\n",
+    "fatal": b"-LOADING Redis is loading the dataset in memory\r\n-BUSY script\r\n"
+             b"-MASTERDOWN x\r\n-NOAUTH Authentication required.\r\n"
+             b"-ERR max number of clients reached\r\n",
+    "long_error": b"-ERR " + b"e" * 200 + b"\r\n",
+    "integer": b":0\r\n:-1\r\n:9223372036854775807\r\n:-9223372036854775808\r\n",
+    "bulk": b"$5\r\nhello\r\n$0\r\n\r\n$-1\r\n",
+    "bulk_crlf": b"$4\r\n\r\n\r\n\r\n",
+    "array": b"*3\r\n$1\r\na\r\n$-1\r\n:5\r\n",
+    "nil_array": b"*-1\r\n*0\r\n",
+    "nested": b"*2\r\n*2\r\n+a\r\n-b\r\n*1\r\n*1\r\n$1\r\nz\r\n",
+    "mget_reply": b"*4\r\n$3\r\none\r\n$-1\r\n$3\r\ntwo\r\n$0\r\n\r\n",
+    "big_bulk": b"$2000\r\n" + b"b" * 2000 + b"\r\n",
+    "bad_type": b"%2\r\n",
+    "bad_len": b"$-2\r\n",
+    "deep": b"*1\r\n" * 40 + b":1\r\n",
+}
+
+MC_REQ = {
+    "get": b"get key\r\n",
+    "get_many": b"get a b c d e f g\r\n",
+    "gets": b"gets k1 k2 k3\r\n",
+    "gat": b"gat 100 k1 k2 k3\r\ngats -1 a b\r\n",
+    "set": b"set k 0 0 5\r\nhello\r\n",
+    "set_noreply": b"set k 1 2 3 noreply\r\nabc\r\nadd k 0 0 1\r\nx\r\n",
+    "cas": b"cas k 0 0 2 12345\r\nhi\r\nappend k 0 0 1\r\n!\r\nprepend k 0 0 1\r\n<\r\n",
+    "incr": b"incr n 5\r\ndecr n 2 noreply\r\n",
+    "delete": b"delete k\r\ndelete k 0\r\ndelete k noreply\r\ndelete k 1\r\n",
+    "touch": b"touch k 10\r\nversion\r\nquit\r\n",
+    "unsupported": b"flush_all\r\nstats\r\nverbosity 1\r\nms k 2\r\nhi\r\nmg k v\r\n",
+    "unknown": b"bogus command\r\n\r\n",
+    "bare_lf": b"get a b\nset k 0 0 1\nx\r\n",
+    "spaces": b"get   a    b  \r\n",
+    "long_key": b"get " + b"k" * 251 + b" b\r\n",
+    "key_250": b"get " + b"k" * 250 + b"\r\n",
+    "bad_len": b"set k 0 0 -1\r\n",
+    "bad_chunk": b"set k 0 0 2\r\nabc\r\n",
+    "long_line": b"set " + b"x " * 1100 + b"\r\n",
+    "pipeline": b"set a 0 0 1\r\n1\r\nget a b\r\nincr a 1\r\ndelete a\r\nget a\r\n",
+    "big_data": b"set big 0 0 1500\r\n" + b"d" * 1500 + b"\r\n",
+}
+
+MC_RSP = {
+    "end": b"END\r\n",
+    "values": b"VALUE a 0 1\r\n1\r\nVALUE b 5 3 99\r\nabc\r\nEND\r\n",
+    "statuses": b"STORED\r\nNOT_STORED\r\nEXISTS\r\nNOT_FOUND\r\nDELETED\r\nTOUCHED\r\nOK\r\n",
+    "number": b"42\r\n18446744073709551615\r\n",
+    "text": b"VERSION 1.6.21\r\nERROR\r\nCLIENT_ERROR bad data chunk\r\n"
+            b"SERVER_ERROR out of memory storing object\r\n",
+    "value_crlf": b"VALUE k 0 4\r\n\r\n\r\n\r\nEND\r\n",
+    "bare_lf": b"VALUE k 0 1\nx\r\nEND\n",
+    "big_value": b"VALUE k 0 2000\r\n" + b"v" * 2000 + b"\r\nEND\r\n",
+    "bad_after_value": b"VALUE k 0 1\r\nx\r\nSTORED\r\n",
+    "bad_value": b"VALUE k x 1\r\nx\r\nEND\r\n",
+    "unknown": b"WHAT\r\n",
+    "extra": b"STORED extra\r\n",
+}
+
+CONF_EXTRA = {
+    "flow.yml": b"a: {listen: 127.0.0.1:1, servers: [127.0.0.1:2:1, 127.0.0.1:3:2 b]}\n",
+    "unix.yml": b"u:\n  listen: /tmp/x.sock 0600\n  servers:\n   - /tmp/s.sock:1 one\n",
+    "anchors.yml": b"a: &x\n  listen: 127.0.0.1:1\nb: *x\n",
+    "two_docs.yml": b"a: 1\n---\nb: 2\n",
+    "bad_key.yml": b"p:\n  listen: 127.0.0.1:1\n  hash: nosuch\n  servers:\n   - h:1:0\n",
+}
+
+# headers: (mbuf, want_elems, servers, reads)
+VARIANTS = [
+    ("", header(512, False, 3, (0, 0, 0))),
+    ("_split", header(549, True, 2, (1, 7, 50))),
+    ("_big", header(4096, True, 4, (200, 0, 3))),
+]
+
+
+def write_proto(target, seeds):
+    d = CORPUS / target
+    d.mkdir(parents=True, exist_ok=True)
+    for name, data in seeds.items():
+        for suffix, h in VARIANTS:
+            (d / f"{name}{suffix}").write_bytes(h + data)
+
+
+def main():
+    if CORPUS.exists():
+        shutil.rmtree(CORPUS)
+    write_proto("redis_req", REDIS_REQ)
+    write_proto("redis_rsp", REDIS_RSP)
+    write_proto("mc_req", MC_REQ)
+    write_proto("mc_rsp", MC_RSP)
+    conf = CORPUS / "conf"
+    conf.mkdir(parents=True)
+    for p in sorted((REPO / "tests/unit/data/conf/good").glob("*.yml")):
+        shutil.copy(p, conf / p.name)
+    shutil.copy(REPO / "conf/nutcrackers.yml", conf / "nutcrackers.yml")
+    for name, data in CONF_EXTRA.items():
+        (conf / name).write_bytes(data)
+
+
+if __name__ == "__main__":
+    main()
