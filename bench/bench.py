@@ -41,6 +41,7 @@ VARIANTS = {
     "nc1": ("nutcrackers", 1, {1}, {0}),
     "nc1f": ("nutcrackers", 1, {0, 1}, {0, 1}),
     "nc2f": ("nutcrackers", 2, {0, 1}, {0, 1}),
+    "ncb": ("nutcrackers-b", 1, {1}, {0}),  # --nc-bin-b, pinned like nc1: A/B of two builds
 }
 DEFAULT_VARIANTS = ["tw", "nc1", "nc1f", "nc2f"]
 
@@ -189,7 +190,8 @@ class Bench:
         if kind == "twemproxy":
             cmd = [self.tw_bin, "-c", self.conf, "-s", str(stats), "-a", "127.0.0.1", "-o", logf]
         else:
-            cmd = [self.nc_bin, "-c", self.conf, "-s", str(stats), "-a", "127.0.0.1", "-o", logf,
+            binary = self.args.nc_bin_b if kind == "nutcrackers-b" else self.nc_bin
+            cmd = [binary, "-c", self.conf, "-s", str(stats), "-a", "127.0.0.1", "-o", logf,
                    "-T", str(threads)]
         cmd = ["taskset", "-c", ",".join(map(str, sorted(cpus)))] + cmd
         p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=self.dir)
@@ -359,6 +361,10 @@ def report_workload(w, variants, res):
         lines.append(f"| **nc2f/nc1f** | **{fmt(ratio(a['rps'], b['rps']))}** | {fmt(ratio(a['proxy_us'], b['proxy_us']))}"
                      f" | {fmt(ratio(a['backend_us'], b['backend_us']))} | {fmt(ratio(a['load_us'], b['load_us']))}"
                      f" | {fmt(ratio(a['p50_ms'], b['p50_ms']))} | {fmt(ratio(a['p99_ms'], b['p99_ms']))} |")
+    if "ncb" in m and "nc1" in m:
+        a, b = m["nc1"], m["ncb"]
+        lines.append(f"| **nc1/ncb** | **{fmt(ratio(a['rps'], b['rps']))}** | **{fmt(ratio(a['proxy_us'], b['proxy_us']))}**"
+                     f" | | | {fmt(ratio(a['p50_ms'], b['p50_ms']))} | {fmt(ratio(a['p99_ms'], b['p99_ms']))} |")
     if "nc1" in m:
         lines.append(f"| **nc1 proxy/backend CPU** | | **{fmt(ratio(m['nc1']['proxy_us'], m['nc1']['backend_us']))}** | | | | |")
     return "\n".join(lines) + "\n", m
@@ -375,6 +381,7 @@ def main():
     ap.add_argument("--burst", type=int, default=1, help="pipelined GETs per connection in the burst")
     ap.add_argument("--burst-value", type=int, default=16, help="value size of the keys the burst GETs")
     ap.add_argument("--nc-bin", default=os.path.join(ROOT, "src", "nutcrackers"))
+    ap.add_argument("--nc-bin-b", help="a second nutcrackers build, run as variant ncb (e.g. --variants nc1,ncb)")
     ap.add_argument("--tw-bin", default=shutil.which("nutcracker") or "/usr/sbin/nutcracker")
     ap.add_argument("--json", help="also write every run's numbers to this file")
     ap.add_argument("--keep", action="store_true", help="keep the temporary directory (configs, logs)")
@@ -383,6 +390,8 @@ def main():
     for v in variants:
         if v not in VARIANTS:
             ap.error(f"unknown variant {v}")
+    if "ncb" in variants and not args.nc_bin_b:
+        ap.error("variant ncb needs --nc-bin-b")
     if os.cpu_count() < 2:
         ap.error("needs 2 CPUs (pins the proxy to CPU 1)")
     nofile = raise_nofile()
@@ -424,7 +433,7 @@ def main():
             print(text, flush=True)
         if do_idle:
             b.preload("redis", args.burst_value)
-            iv = [v for v in variants if v in ("tw", "nc1", "nc2f")]
+            iv = [v for v in variants if v in ("tw", "nc1", "nc2f", "ncb")]
             res = {v: [] for v in iv}
             for rnd in range(args.rounds):
                 for v in iv:

@@ -66,7 +66,7 @@ void client_close(struct conn *c)
 void client_reply_ready(struct conn *c)
 {
     struct msg *head = TAILQ_FIRST(&c->q1);
-    if (head != NULL && head->done) conn_want_write(c, true);
+    if (head != NULL && head->done && !c->wev_on) conn_flush_later(c);
 }
 
 static int client_on_msg(struct conn *c, struct msg *req)
@@ -123,14 +123,18 @@ static int client_write(struct conn *c)
     return 0;
 }
 
-void client_on_write(int fd, short what, void *arg)
+void client_flush(struct conn *c)
 {
-    struct conn *c = arg;
-    (void)fd;
-    (void)what;
     int rc = client_write(c);
     if (rc < 0) c->err = -rc;
     if (rc < 0 || (c->closing && c->nq1 == 0)) client_close(c);
+}
+
+void client_on_write(int fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    client_flush(arg);
 }
 
 void client_on_read(int fd, short what, void *arg)

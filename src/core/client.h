@@ -19,6 +19,8 @@ int client_accept(struct worker *w, struct pool_rt *pool, int fd);
 void client_close(struct conn *c);
 /* The reply of the request at the head of c's queue may be ready: schedule a write. */
 void client_reply_ready(struct conn *c);
+/* Writes the replies that are ready (the worker's flush queue); may close c. */
+void client_flush(struct conn *c);
 
 void client_on_read(int fd, short what, void *arg);
 void client_on_write(int fd, short what, void *arg);

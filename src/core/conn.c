@@ -22,6 +22,7 @@
 
 #define CONN_READS_PER_EVENT 16 /* fairness between connections of one worker */
 #define CONN_IOV_MAX 512
+#define CONN_FLUSH_MAX 65536    /* conns flushed per run of the queue; the rest in the next one */
 
 struct conn *conn_create(struct worker *w, enum conn_kind kind, int fd, struct pool_rt *pool)
 {
@@ -76,6 +77,8 @@ void conn_detach_fd(struct conn *c)
 
 void conn_destroy(struct conn *c)
 {
+    if (c->flush_queued) TAILQ_REMOVE(&c->w->flushq, c, flush_link);
+    c->flush_queued = false;
     conn_detach_fd(c);
     if (c->tev) event_free(c->tev);
     if (c->pool) c->pool->proto->parse_free(&c->ps);
@@ -96,6 +99,30 @@ void conn_want_read(struct conn *c, bool on)
     if (on) event_add(c->rev, NULL);
     else event_del(c->rev);
     c->reading = on;
+}
+
+void conn_flush_later(struct conn *c)
+{
+    struct worker *w = c->w;
+    if (c->flush_queued) return;
+    if (TAILQ_EMPTY(&w->flushq)) event_active(w->flush_ev, EV_TIMEOUT, 1);
+    TAILQ_INSERT_TAIL(&w->flushq, c, flush_link);
+    c->flush_queued = true;
+}
+
+void conn_flush_queue(struct worker *w)
+{
+    /* a flush may queue other conns (a memcached noreply request written completes its client's
+     * turn); each conn is in the queue at most once, and the loop is bounded all the same */
+    for (uint32_t i = 0; i < CONN_FLUSH_MAX; i++) {
+        struct conn *c = TAILQ_FIRST(&w->flushq);
+        if (c == NULL) return;
+        TAILQ_REMOVE(&w->flushq, c, flush_link);
+        c->flush_queued = false;
+        if (c->kind == CONN_CLIENT) client_flush(c);
+        else server_flush(c);
+    }
+    if (!TAILQ_EMPTY(&w->flushq)) event_active(w->flush_ev, EV_TIMEOUT, 1);
 }
 
 /* Makes sure rbuf has room; moves an unconsumed partial token to a fresh mbuf. */

@@ -30,6 +30,8 @@ TAILQ_HEAD(conn_tqh, conn);
 
 struct conn {
     TAILQ_ENTRY(conn) link;        /* clients: the worker's list of clients */
+    TAILQ_ENTRY(conn) flush_link;  /* the worker's flush queue (while flush_queued) */
+    bool flush_queued;
     enum conn_kind kind;
     int fd;
     struct worker *w;
@@ -69,6 +71,17 @@ void conn_destroy(struct conn *c);
 
 void conn_want_write(struct conn *c, bool on);
 void conn_want_read(struct conn *c, bool on);
+
+/*
+ * Output is written without waiting for EV_WRITE: a conn with something to write is queued on its
+ * worker, and the queue is flushed once the callbacks of the current loop iteration have run (so
+ * the requests of many clients go to a server in one writev, and a client's pipelined replies in
+ * one). EV_WRITE is added only when a socket is full. Idempotent; the conn leaves the queue when
+ * it is flushed or destroyed.
+ */
+void conn_flush_later(struct conn *c);
+/* Runs the worker's flush queue (the worker's flush event). */
+void conn_flush_queue(struct worker *w);
 
 /*
  * Reads what the socket has and parses it into messages, calling on_msg for each one completed.

@@ -246,7 +246,7 @@ int server_enqueue(struct server_rt *s, struct msg *req, uint64_t hint)
     SSTAT(c, request_bytes, (int64_t)req->len);
     SSTAT(c, in_queue, 1);
     SSTAT(c, in_queue_bytes, (int64_t)req->len);
-    conn_want_write(c, true);
+    if (c->connected && !c->wev_on) conn_flush_later(c); /* else EV_WRITE is on */
     return 0;
 }
 
@@ -348,6 +348,13 @@ void server_on_write(int fd, short what, void *arg)
         c->connected = true;
         if (c->tev) evtimer_del(c->tev);
     }
+    int rc = server_write(c);
+    if (rc < 0) server_fail(c, -rc, SERVER_END_ERR);
+}
+
+void server_flush(struct conn *c)
+{
+    if (c->fd < 0 || !c->connected || c->wev_on) return;
     int rc = server_write(c);
     if (rc < 0) server_fail(c, -rc, SERVER_END_ERR);
 }

@@ -37,6 +37,13 @@ static void worker_on_trim(int fd, short what, void *arg)
     }
 }
 
+static void worker_on_flush(int fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    conn_flush_queue(arg);
+}
+
 static void worker_on_inbox(int fd, short what, void *arg)
 {
     struct worker *w = arg;
@@ -69,6 +76,7 @@ int worker_init(struct worker *w, uint32_t id, struct runtime *rt, size_t mbuf_s
     w->id = id;
     w->rt = rt;
     TAILQ_INIT(&w->clients);
+    TAILQ_INIT(&w->flushq);
     mbuf_pool_init(&w->mbufs, mbuf_size, WORKER_MBUF_FREE_MAX);
     msg_pool_init(&w->msgs, WORKER_MSG_FREE_MAX);
     int rc = inbox_init(&w->inbox);
@@ -81,6 +89,8 @@ int worker_init(struct worker *w, uint32_t id, struct runtime *rt, size_t mbuf_s
     if (w->base == NULL) return -ENOMEM;
     w->inbox_ev = event_new(w->base, w->inbox.efd, EV_READ | EV_PERSIST, worker_on_inbox, w);
     if (w->inbox_ev == NULL || event_add(w->inbox_ev, NULL) < 0) return -ENOMEM;
+    w->flush_ev = event_new(w->base, -1, 0, worker_on_flush, w);
+    if (w->flush_ev == NULL) return -ENOMEM;
     struct timeval every = { .tv_sec = WORKER_TRIM_SEC };
     w->trim_ev = event_new(w->base, -1, EV_PERSIST, worker_on_trim, w);
     if (w->trim_ev == NULL || event_add(w->trim_ev, &every) < 0) return -ENOMEM;
@@ -135,6 +145,8 @@ void worker_deinit(struct worker *w)
     if (w->inbox_ev) event_free(w->inbox_ev);
     if (w->trim_ev) event_free(w->trim_ev);
     w->trim_ev = NULL;
+    if (w->flush_ev) event_free(w->flush_ev);
+    w->flush_ev = NULL;
     if (w->base) event_base_free(w->base);
     w->inbox_ev = NULL;
     w->base = NULL;

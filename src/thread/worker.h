@@ -27,6 +27,8 @@ struct worker {
     struct event_base *base;
     struct event *inbox_ev;
     struct event *trim_ev;        /* periodic return of unused buffers */
+    struct event *flush_ev;       /* activated while flushq is not empty */
+    struct conn_tqh flushq;       /* conns with output to write (conn_flush_later) */
     struct inbox inbox;
     struct mbuf_pool mbufs;
     struct msg_pool msgs;
