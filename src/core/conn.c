@@ -223,9 +223,17 @@ int64_t conn_writev(struct conn *c, struct msg *const *msgs, uint32_t n, uint64_
                 skip -= sp->len;
                 continue;
             }
-            iov[niov].iov_base = sp->mb->data + sp->off + skip;
-            iov[niov].iov_len = sp->len - skip;
+            uint8_t *base = sp->mb->data + sp->off + skip;
+            size_t len = sp->len - skip;
             skip = 0;
+            /* spans that follow each other in one buffer (a pipelined client's requests, a
+             * server's replies) go out as one iovec: the kernel pays per iovec */
+            if (niov > 0 && (uint8_t *)iov[niov - 1].iov_base + iov[niov - 1].iov_len == base) {
+                iov[niov - 1].iov_len += len;
+                continue;
+            }
+            iov[niov].iov_base = base;
+            iov[niov].iov_len = len;
             niov++;
         }
     }
