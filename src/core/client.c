@@ -123,18 +123,15 @@ static int client_write(struct conn *c)
     return 0;
 }
 
-void client_flush(struct conn *c)
+bool client_flush(struct conn *c)
 {
     int rc = client_write(c);
     if (rc < 0) c->err = -rc;
-    if (rc < 0 || (c->closing && c->nq1 == 0)) client_close(c);
-}
-
-void client_on_write(int fd, short what, void *arg)
-{
-    (void)fd;
-    (void)what;
-    client_flush(arg);
+    if (rc < 0 || (c->closing && c->nq1 == 0)) {
+        client_close(c);
+        return true;
+    }
+    return false;
 }
 
 void client_on_read(int fd, short what, void *arg)

@@ -19,10 +19,11 @@ int client_accept(struct worker *w, struct pool_rt *pool, int fd);
 void client_close(struct conn *c);
 /* The reply of the request at the head of c's queue may be ready: schedule a write. */
 void client_reply_ready(struct conn *c);
-/* Writes the replies that are ready (the worker's flush queue); may close c. */
-void client_flush(struct conn *c);
+/* Writes the replies that are ready (the worker's flush queue, EV_WRITE). Returns true when it
+ * closed c (c is freed). */
+bool client_flush(struct conn *c);
 
+/* The socket is readable (called from the conn's event, conn.c). */
 void client_on_read(int fd, short what, void *arg);
-void client_on_write(int fd, short what, void *arg);
 
 #endif

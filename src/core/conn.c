@@ -46,14 +46,30 @@ struct conn *conn_create(struct worker *w, enum conn_kind kind, int fd, struct p
     return c;
 }
 
+/* The socket's one event: writes first (a client may be closed by them), then reads. */
+static void conn_on_event(evutil_socket_t fd, short what, void *arg)
+{
+    struct conn *c = arg;
+    if (what & EV_WRITE) {
+        if (c->kind == CONN_CLIENT) {
+            if (client_flush(c)) return; /* closed: c is gone */
+        } else {
+            server_on_write(fd, what, c);
+            if (c->fd != fd) return;     /* failed: the socket is closed */
+        }
+    }
+    if ((what & EV_READ) && c->reading) {
+        if (c->kind == CONN_CLIENT) client_on_read(fd, what, c);
+        else server_on_read(fd, what, c);
+    }
+}
+
 int conn_attach_fd(struct conn *c, int fd)
 {
-    event_callback_fn rcb = c->kind == CONN_CLIENT ? client_on_read : server_on_read;
-    event_callback_fn wcb = c->kind == CONN_CLIENT ? client_on_write : server_on_write;
     c->fd = fd;
-    c->rev = event_new(c->w->base, fd, EV_READ | EV_PERSIST, rcb, c);
-    c->wev = event_new(c->w->base, fd, EV_WRITE | EV_PERSIST, wcb, c);
-    if (c->rev == NULL || c->wev == NULL) {
+    c->reading = c->wev_on = false;
+    c->ev = event_new(c->w->base, fd, EV_PERSIST, conn_on_event, c);
+    if (c->ev == NULL) {
         conn_detach_fd(c);
         return -ENOMEM;
     }
@@ -62,9 +78,8 @@ int conn_attach_fd(struct conn *c, int fd)
 
 void conn_detach_fd(struct conn *c)
 {
-    if (c->rev) event_free(c->rev);
-    if (c->wev) event_free(c->wev);
-    c->rev = c->wev = NULL;
+    if (c->ev) event_free(c->ev);
+    c->ev = NULL;
     c->wev_on = c->reading = false;
     if (c->fd >= 0) close(c->fd);
     c->fd = -1;
@@ -85,20 +100,27 @@ void conn_destroy(struct conn *c)
     free(c);
 }
 
+/* Re-arms the event for what is wanted now (rare: back-pressure, a full socket, connect). */
+static void conn_set_events(struct conn *c, bool rd, bool wr)
+{
+    if (c->ev == NULL || (c->reading == rd && c->wev_on == wr)) return;
+    if (c->reading || c->wev_on) event_del(c->ev);
+    c->reading = rd;
+    c->wev_on = wr;
+    if (!rd && !wr) return;
+    short what = (short)((rd ? EV_READ : 0) | (wr ? EV_WRITE : 0) | EV_PERSIST);
+    event_assign(c->ev, c->w->base, c->fd, what, conn_on_event, c);
+    event_add(c->ev, NULL);
+}
+
 void conn_want_write(struct conn *c, bool on)
 {
-    if (c->wev == NULL || c->wev_on == on) return;
-    if (on) event_add(c->wev, NULL);
-    else event_del(c->wev);
-    c->wev_on = on;
+    conn_set_events(c, c->reading, on);
 }
 
 void conn_want_read(struct conn *c, bool on)
 {
-    if (c->rev == NULL || c->reading == on) return;
-    if (on) event_add(c->rev, NULL);
-    else event_del(c->rev);
-    c->reading = on;
+    conn_set_events(c, on, c->wev_on);
 }
 
 void conn_flush_later(struct conn *c)

@@ -28,41 +28,44 @@ enum conn_kind { CONN_CLIENT, CONN_SERVER };
 
 TAILQ_HEAD(conn_tqh, conn);
 
+/* Laid out so that an idle client costs little memory: no padding holes, one libevent event. */
 struct conn {
     TAILQ_ENTRY(conn) link;        /* clients: the worker's list of clients */
     TAILQ_ENTRY(conn) flush_link;  /* the worker's flush queue (while flush_queued) */
-    bool flush_queued;
-    enum conn_kind kind;
-    int fd;
     struct worker *w;
     struct pool_rt *pool;
     struct server_rt *server;      /* server conns: the server */
-    uint32_t slot;                 /* server conns: index among the server's connections */
-    struct event *rev, *wev, *tev; /* read, write (added only while output waits), timeout */
-    bool wev_on;
-    bool reading;                  /* rev added */
+    struct event *ev;              /* the socket's event: EV_READ while reading, EV_WRITE only
+                                    * while output waits for room */
+    struct event *tev;             /* server conns: timeout */
 
     struct mbuf *rbuf;             /* current read buffer (NULL when idle) */
-    uint32_t rpos;                 /* first byte of rbuf not yet consumed by the parser */
     struct msg *rmsg;              /* message being parsed */
     struct parse_state ps;
 
     struct msg_tqh q1, q2;
-    uint32_t nq1, nq2;
     uint64_t q1_off;
-
     uint64_t id;
+
+    int fd;
+    int err;                       /* the error that ends the connection, 0 if none */
+    uint32_t rpos;                 /* first byte of rbuf not yet consumed by the parser */
+    uint32_t nq1, nq2;
+    uint32_t slot;                 /* server conns: index among the server's connections */
+    uint8_t kind;                  /* enum conn_kind */
+    bool flush_queued;
+    bool wev_on;                   /* EV_WRITE wanted */
+    bool reading;                  /* EV_READ wanted */
     bool connecting;               /* server: non-blocking connect in progress */
     bool connected;
     bool authed;                   /* client: passed redis_auth */
     bool closing;                  /* client: close once the replies before `quit` are written */
     bool eof;                      /* the peer closed its side */
-    int err;                       /* the error that ends the connection, 0 if none */
 };
 
 /* Creates a conn for fd (takes the fd over; closes it on failure). Events are not yet added. */
 struct conn *conn_create(struct worker *w, enum conn_kind kind, int fd, struct pool_rt *pool);
-/* Attaches a socket: creates the read and write events (not added). */
+/* Attaches a socket: creates its event (not added). */
 int conn_attach_fd(struct conn *c, int fd);
 /* Frees the events, the read buffer and the partial msg, and closes the fd (the conn stays). */
 void conn_detach_fd(struct conn *c);
