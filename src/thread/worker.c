@@ -22,6 +22,7 @@
 #define WORKER_MSG_FREE_MAX 4096
 #define WORKER_TRIM_SEC 1  /* how often free chunks beyond the recent need are released */
 #define WORKER_KEEP_MIN 16
+#define WORKER_KEEP_MIN_MSGS 256
 
 /* After a burst, memory goes back to its baseline: every second, free chunks beyond what the
  * worker has in use (plus a few) are returned, and malloc gives the pages back. */
@@ -31,8 +32,10 @@ static void worker_on_trim(int fd, short what, void *arg)
     (void)fd;
     (void)what;
     uint32_t keep = w->mbufs.nlive < WORKER_KEEP_MIN ? WORKER_KEEP_MIN : (uint32_t)w->mbufs.nlive;
-    if (w->mbufs.nfree > keep) {
+    uint32_t keep_msgs = w->msgs.nlive < WORKER_KEEP_MIN_MSGS ? WORKER_KEEP_MIN_MSGS : (uint32_t)w->msgs.nlive;
+    if (w->mbufs.nfree > keep || w->msgs.nfree > keep_msgs) {
         mbuf_pool_trim(&w->mbufs, keep);
+        msg_pool_trim(&w->msgs, keep_msgs);
         malloc_trim(0);
     }
 }
