@@ -15,6 +15,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "core/client.h"
 #include "core/server.h"
@@ -220,6 +221,7 @@ int conn_recv(struct conn *c, bool *eof, conn_msg_fn on_msg)
             break;
         }
         rb->len += (uint32_t)n;
+        c->w->read_usec = nc_usec_now(); /* one clock read per read(), not per message */
         rc = conn_parse(c, on_msg);
         if (rc != 0 || (uint32_t)n < room || !c->reading) break;
     }

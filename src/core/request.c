@@ -238,7 +238,7 @@ int request_dispatch(struct conn *c, struct msg *req)
     struct worker *w = c->w;
     const struct conf_pool *cp = c->pool->cp;
     req->owner = c;
-    req->t_start = nc_usec_now();
+    req->t_start = w->read_usec;
     TAILQ_INSERT_TAIL(&c->q1, req, client_link);
     c->nq1++;
 

@@ -373,7 +373,7 @@ static int server_on_msg(struct conn *c, struct msg *rsp)
     stats_ctr_add(&ss->f[STATS_SERVER_out_queue_bytes], -(int64_t)req->len);
     stats_ctr_add(&ss->f[STATS_SERVER_responses], 1);
     stats_ctr_add(&ss->f[STATS_SERVER_response_bytes], (int64_t)rsp->len);
-    uint64_t now = nc_usec_now();
+    uint64_t now = c->w->read_usec;
     stats_hist_record(&ss->server_latency, now > req->t_sent ? now - req->t_sent : 0);
     if (rsp->rsp_fatal) server_count_failure(c); /* -LOADING, -BUSY, ...: passed on, and counted */
     else pool_server_ok(c->pool->shared, c->server->idx);
