@@ -8,9 +8,11 @@ stime of the whole proxy process, all threads, from /proc/PID/stat), backend CPU
 (all backends of the pool, same way), load generator CPU us per request, p50/p99 latency, and the
 ratios nutcrackers / twemproxy. Then the idle-connections test (RSS per client connection).
 
-Cores (the machine has 2): in the pinned variants the proxy runs alone on CPU 1 and the load
-generator and every backend share CPU 0; in the free variants (suffix 'f') every process may run
-on both CPUs. Run it through bench/run.sh, which installs and builds what is missing.
+Variants: tw = twemproxy, nc1 = nutcrackers -T 1, both pinned: the proxy alone on CPU 1, the
+load generator and every backend sharing CPU 0 (the machine has 2); twf, nc1f, nc2f (nutcrackers
+-T 2) = free: every process may run on both CPUs; ncb = a second nutcrackers build (--nc-bin-b),
+pinned like nc1, for A/B tests of a change. Run it through bench/run.sh, which installs and
+builds what is missing.
 
 Only loopback addresses; every load is a fixed request count with a time limit; every process
 started here is stopped before it exits.
@@ -39,11 +41,14 @@ KEYSPACE = 10000
 VARIANTS = {
     "tw": ("twemproxy", 1, {1}, {0}),
     "nc1": ("nutcrackers", 1, {1}, {0}),
+    "twf": ("twemproxy", 1, {0, 1}, {0, 1}),
     "nc1f": ("nutcrackers", 1, {0, 1}, {0, 1}),
     "nc2f": ("nutcrackers", 2, {0, 1}, {0, 1}),
     "ncb": ("nutcrackers-b", 1, {1}, {0}),  # --nc-bin-b, pinned like nc1: A/B of two builds
 }
-DEFAULT_VARIANTS = ["tw", "nc1", "nc1f", "nc2f"]
+DEFAULT_VARIANTS = ["tw", "nc1", "twf", "nc1f", "nc2f"]
+# the ratios printed per workload (when both variants ran)
+RATIOS = [("nc1", "tw"), ("nc1f", "twf"), ("nc2f", "nc1f"), ("nc2f", "twf"), ("nc1", "ncb")]
 
 
 def workloads(scale):
@@ -351,20 +356,14 @@ def report_workload(w, variants, res):
         r = m[v]
         lines.append(f"| {v} | {fmt(r['rps'], 0)} | {fmt(r['proxy_us'])} | {fmt(r['backend_us'])} | "
                      f"{fmt(r['load_us'])} | {fmt(r['p50_ms'], 3)} | {fmt(r['p99_ms'], 3)} |")
-    if "tw" in m and "nc1" in m:
-        a, b = m["nc1"], m["tw"]
-        lines.append(f"| **nc1/tw** | **{fmt(ratio(a['rps'], b['rps']))}** | **{fmt(ratio(a['proxy_us'], b['proxy_us']))}**"
-                     f" | {fmt(ratio(a['backend_us'], b['backend_us']))} | {fmt(ratio(a['load_us'], b['load_us']))}"
-                     f" | {fmt(ratio(a['p50_ms'], b['p50_ms']))} | {fmt(ratio(a['p99_ms'], b['p99_ms']))} |")
-    if "nc1f" in m and "nc2f" in m:
-        a, b = m["nc2f"], m["nc1f"]
-        lines.append(f"| **nc2f/nc1f** | **{fmt(ratio(a['rps'], b['rps']))}** | {fmt(ratio(a['proxy_us'], b['proxy_us']))}"
-                     f" | {fmt(ratio(a['backend_us'], b['backend_us']))} | {fmt(ratio(a['load_us'], b['load_us']))}"
-                     f" | {fmt(ratio(a['p50_ms'], b['p50_ms']))} | {fmt(ratio(a['p99_ms'], b['p99_ms']))} |")
-    if "ncb" in m and "nc1" in m:
-        a, b = m["nc1"], m["ncb"]
-        lines.append(f"| **nc1/ncb** | **{fmt(ratio(a['rps'], b['rps']))}** | **{fmt(ratio(a['proxy_us'], b['proxy_us']))}**"
-                     f" | | | {fmt(ratio(a['p50_ms'], b['p50_ms']))} | {fmt(ratio(a['p99_ms'], b['p99_ms']))} |")
+    for a_name, b_name in RATIOS:
+        if a_name not in m or b_name not in m:
+            continue
+        a, b = m[a_name], m[b_name]
+        lines.append(f"| **{a_name}/{b_name}** | **{fmt(ratio(a['rps'], b['rps']))}** | "
+                     f"**{fmt(ratio(a['proxy_us'], b['proxy_us']))}** | {fmt(ratio(a['backend_us'], b['backend_us']))} | "
+                     f"{fmt(ratio(a['load_us'], b['load_us']))} | {fmt(ratio(a['p50_ms'], b['p50_ms']))} | "
+                     f"{fmt(ratio(a['p99_ms'], b['p99_ms']))} |")
     if "nc1" in m:
         lines.append(f"| **nc1 proxy/backend CPU** | | **{fmt(ratio(m['nc1']['proxy_us'], m['nc1']['backend_us']))}** | | | | |")
     return "\n".join(lines) + "\n", m
