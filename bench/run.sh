@@ -27,7 +27,7 @@ if [ ! -f Makefile ]; then
     autoreconf -fi
     ./configure --enable-werror
 fi
-if ! grep -q '^DEBUG_CFLAGS = -O2 -g -DNDEBUG$' Makefile; then
+if ! grep -q '^AM_CFLAGS = .* -O2 -g -DNDEBUG' Makefile || grep -q '^AM_CFLAGS = .*-fsanitize' Makefile; then
     nc_log "warning: this build is not the optimised default (configure without --enable-debug)"
 fi
 nc_log "building"
