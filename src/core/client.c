@@ -90,7 +90,7 @@ void client_reply_ready(struct conn *c, const struct msg *req)
         c->kill = true;
         c->err = ENOBUFS;
         conn_want_read(c, false);
-        event_active(c->wev, EV_WRITE, 0); /* closed from its own write callback */
+        conn_flush_later(c); /* closed from the flush, outside whatever callback we are in */
         return;
     }
     struct msg *head = TAILQ_FIRST(&c->q1);
@@ -98,7 +98,7 @@ void client_reply_ready(struct conn *c, const struct msg *req)
         if (client_should_pause(c)) conn_want_read(c, false);
         return;
     }
-    conn_want_write(c, true);
+    if (!c->wev_on) conn_flush_later(c); /* else EV_WRITE is on: the socket is full */
     /* the replies now wait for the client, not for a server: read on (see CLIENT_MAX_PENDING) */
     if (!c->closing && !c->kill && !c->reading) conn_want_read(c, true);
 }
@@ -158,18 +158,19 @@ static int client_write(struct conn *c)
     return 0;
 }
 
-void client_on_write(int fd, short what, void *arg)
+bool client_flush(struct conn *c)
 {
-    struct conn *c = arg;
-    (void)fd;
-    (void)what;
-    if (c->kill) {
+    if (c->kill) { /* over its output limit: see client_reply_ready */
         client_close(c);
-        return;
+        return true;
     }
     int rc = client_write(c);
     if (rc < 0) c->err = -rc;
-    if (rc < 0 || (c->closing && c->nq1 == 0)) client_close(c);
+    if (rc < 0 || (c->closing && c->nq1 == 0)) {
+        client_close(c);
+        return true;
+    }
+    return false;
 }
 
 void client_on_read(int fd, short what, void *arg)

@@ -20,8 +20,11 @@ void client_close(struct conn *c);
 /* req (of client c) has its reply: account for its bytes and schedule a write when it is the
  * head of the queue. A client over its output limit is dropped (at its next write event). */
 void client_reply_ready(struct conn *c, const struct msg *req);
+/* Writes the replies that are ready (the worker's flush queue, EV_WRITE). Returns true when it
+ * closed c (c is freed). */
+bool client_flush(struct conn *c);
 
+/* The socket is readable (called from the conn's event, conn.c). */
 void client_on_read(int fd, short what, void *arg);
-void client_on_write(int fd, short what, void *arg);
 
 #endif

@@ -15,6 +15,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "core/client.h"
 #include "core/server.h"
@@ -22,6 +23,7 @@
 
 #define CONN_READS_PER_EVENT 16 /* fairness between connections of one worker */
 #define CONN_IOV_MAX 512
+#define CONN_FLUSH_MAX 65536    /* conns flushed per run of the queue; the rest in the next one */
 
 struct conn *conn_create(struct worker *w, enum conn_kind kind, int fd, struct pool_rt *pool)
 {
@@ -45,14 +47,30 @@ struct conn *conn_create(struct worker *w, enum conn_kind kind, int fd, struct p
     return c;
 }
 
+/* The socket's one event: writes first (a client may be closed by them), then reads. */
+static void conn_on_event(evutil_socket_t fd, short what, void *arg)
+{
+    struct conn *c = arg;
+    if (what & EV_WRITE) {
+        if (c->kind == CONN_CLIENT) {
+            if (client_flush(c)) return; /* closed: c is gone */
+        } else {
+            server_on_write(fd, what, c);
+            if (c->fd != fd) return;     /* failed: the socket is closed */
+        }
+    }
+    if ((what & EV_READ) && c->reading) {
+        if (c->kind == CONN_CLIENT) client_on_read(fd, what, c);
+        else server_on_read(fd, what, c);
+    }
+}
+
 int conn_attach_fd(struct conn *c, int fd)
 {
-    event_callback_fn rcb = c->kind == CONN_CLIENT ? client_on_read : server_on_read;
-    event_callback_fn wcb = c->kind == CONN_CLIENT ? client_on_write : server_on_write;
     c->fd = fd;
-    c->rev = event_new(c->w->base, fd, EV_READ | EV_PERSIST, rcb, c);
-    c->wev = event_new(c->w->base, fd, EV_WRITE | EV_PERSIST, wcb, c);
-    if (c->rev == NULL || c->wev == NULL) {
+    c->reading = c->wev_on = false;
+    c->ev = event_new(c->w->base, fd, EV_PERSIST, conn_on_event, c);
+    if (c->ev == NULL) {
         conn_detach_fd(c);
         return -ENOMEM;
     }
@@ -61,9 +79,8 @@ int conn_attach_fd(struct conn *c, int fd)
 
 void conn_detach_fd(struct conn *c)
 {
-    if (c->rev) event_free(c->rev);
-    if (c->wev) event_free(c->wev);
-    c->rev = c->wev = NULL;
+    if (c->ev) event_free(c->ev);
+    c->ev = NULL;
     c->wev_on = c->reading = false;
     if (c->fd >= 0) close(c->fd);
     c->fd = -1;
@@ -76,26 +93,59 @@ void conn_detach_fd(struct conn *c)
 
 void conn_destroy(struct conn *c)
 {
+    if (c->flush_queued) TAILQ_REMOVE(&c->w->flushq, c, flush_link);
+    c->flush_queued = false;
     conn_detach_fd(c);
     if (c->tev) event_free(c->tev);
     if (c->pool) c->pool->proto->parse_free(&c->ps);
     free(c);
 }
 
+/* Re-arms the event for what is wanted now (rare: back-pressure, a full socket, connect). */
+static void conn_set_events(struct conn *c, bool rd, bool wr)
+{
+    if (c->ev == NULL || (c->reading == rd && c->wev_on == wr)) return;
+    if (c->reading || c->wev_on) event_del(c->ev);
+    c->reading = rd;
+    c->wev_on = wr;
+    if (!rd && !wr) return;
+    short what = (short)((rd ? EV_READ : 0) | (wr ? EV_WRITE : 0) | EV_PERSIST);
+    event_assign(c->ev, c->w->base, c->fd, what, conn_on_event, c);
+    event_add(c->ev, NULL);
+}
+
 void conn_want_write(struct conn *c, bool on)
 {
-    if (c->wev == NULL || c->wev_on == on) return;
-    if (on) event_add(c->wev, NULL);
-    else event_del(c->wev);
-    c->wev_on = on;
+    conn_set_events(c, c->reading, on);
 }
 
 void conn_want_read(struct conn *c, bool on)
 {
-    if (c->rev == NULL || c->reading == on) return;
-    if (on) event_add(c->rev, NULL);
-    else event_del(c->rev);
-    c->reading = on;
+    conn_set_events(c, on, c->wev_on);
+}
+
+void conn_flush_later(struct conn *c)
+{
+    struct worker *w = c->w;
+    if (c->flush_queued) return;
+    if (TAILQ_EMPTY(&w->flushq)) event_active(w->flush_ev, EV_TIMEOUT, 1);
+    TAILQ_INSERT_TAIL(&w->flushq, c, flush_link);
+    c->flush_queued = true;
+}
+
+void conn_flush_queue(struct worker *w)
+{
+    /* a flush may queue other conns (a memcached noreply request written completes its client's
+     * turn); each conn is in the queue at most once, and the loop is bounded all the same */
+    for (uint32_t i = 0; i < CONN_FLUSH_MAX; i++) {
+        struct conn *c = TAILQ_FIRST(&w->flushq);
+        if (c == NULL) return;
+        TAILQ_REMOVE(&w->flushq, c, flush_link);
+        c->flush_queued = false;
+        if (c->kind == CONN_CLIENT) client_flush(c);
+        else server_flush(c);
+    }
+    if (!TAILQ_EMPTY(&w->flushq)) event_active(w->flush_ev, EV_TIMEOUT, 1);
 }
 
 /* Makes sure rbuf has room; moves an unconsumed partial token to a fresh mbuf. */
@@ -171,6 +221,7 @@ int conn_recv(struct conn *c, bool *eof, conn_msg_fn on_msg)
             break;
         }
         rb->len += (uint32_t)n;
+        c->w->read_usec = nc_usec_now(); /* one clock read per read(), not per message */
         rc = conn_parse(c, on_msg);
         if (rc != 0 || (uint32_t)n < room || !c->reading) break;
     }
@@ -196,9 +247,17 @@ int64_t conn_writev(struct conn *c, struct msg *const *msgs, uint32_t n, uint64_
                 skip -= sp->len;
                 continue;
             }
-            iov[niov].iov_base = sp->mb->data + sp->off + skip;
-            iov[niov].iov_len = sp->len - skip;
+            uint8_t *base = sp->mb->data + sp->off + skip;
+            size_t len = sp->len - skip;
             skip = 0;
+            /* spans that follow each other in one buffer (a pipelined client's requests, a
+             * server's replies) go out as one iovec: the kernel pays per iovec */
+            if (niov > 0 && (uint8_t *)iov[niov - 1].iov_base + iov[niov - 1].iov_len == base) {
+                iov[niov - 1].iov_len += len;
+                continue;
+            }
+            iov[niov].iov_base = base;
+            iov[niov].iov_len = len;
             niov++;
         }
     }

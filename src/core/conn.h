@@ -28,25 +28,22 @@ enum conn_kind { CONN_CLIENT, CONN_SERVER };
 
 TAILQ_HEAD(conn_tqh, conn);
 
+/* Laid out so that an idle client costs little memory: no padding holes, one libevent event. */
 struct conn {
     TAILQ_ENTRY(conn) link;        /* clients: the worker's list of clients */
-    enum conn_kind kind;
-    int fd;
+    TAILQ_ENTRY(conn) flush_link;  /* the worker's flush queue (while flush_queued) */
     struct worker *w;
     struct pool_rt *pool;
     struct server_rt *server;      /* server conns: the server */
-    uint32_t slot;                 /* server conns: index among the server's connections */
-    struct event *rev, *wev, *tev; /* read, write (added only while output waits), timeout */
-    bool wev_on;
-    bool reading;                  /* rev added */
+    struct event *ev;              /* the socket's event: EV_READ while reading, EV_WRITE only
+                                    * while output waits for room */
+    struct event *tev;             /* server conns: timeout */
 
     struct mbuf *rbuf;             /* current read buffer (NULL when idle) */
-    uint32_t rpos;                 /* first byte of rbuf not yet consumed by the parser */
     struct msg *rmsg;              /* message being parsed */
     struct parse_state ps;
 
     struct msg_tqh q1, q2;
-    uint32_t nq1, nq2;
     uint64_t q1_off;
     uint64_t t_wblocked;           /* server: usec since when bytes wait for a full socket with no
                                     * progress (0: none waiting); the timeout covers it too */
@@ -54,17 +51,26 @@ struct conn {
     bool kill;                     /* client: close at the next write event (output limit) */
 
     uint64_t id;
+
+    int fd;
+    int err;                       /* the error that ends the connection, 0 if none */
+    uint32_t rpos;                 /* first byte of rbuf not yet consumed by the parser */
+    uint32_t nq1, nq2;
+    uint32_t slot;                 /* server conns: index among the server's connections */
+    uint8_t kind;                  /* enum conn_kind */
+    bool flush_queued;
+    bool wev_on;                   /* EV_WRITE wanted */
+    bool reading;                  /* EV_READ wanted */
     bool connecting;               /* server: non-blocking connect in progress */
     bool connected;
     bool authed;                   /* client: passed redis_auth */
     bool closing;                  /* client: close once the replies before `quit` are written */
     bool eof;                      /* the peer closed its side */
-    int err;                       /* the error that ends the connection, 0 if none */
 };
 
 /* Creates a conn for fd (takes the fd over; closes it on failure). Events are not yet added. */
 struct conn *conn_create(struct worker *w, enum conn_kind kind, int fd, struct pool_rt *pool);
-/* Attaches a socket: creates the read and write events (not added). */
+/* Attaches a socket: creates its event (not added). */
 int conn_attach_fd(struct conn *c, int fd);
 /* Frees the events, the read buffer and the partial msg, and closes the fd (the conn stays). */
 void conn_detach_fd(struct conn *c);
@@ -73,6 +79,17 @@ void conn_destroy(struct conn *c);
 
 void conn_want_write(struct conn *c, bool on);
 void conn_want_read(struct conn *c, bool on);
+
+/*
+ * Output is written without waiting for EV_WRITE: a conn with something to write is queued on its
+ * worker, and the queue is flushed once the callbacks of the current loop iteration have run (so
+ * the requests of many clients go to a server in one writev, and a client's pipelined replies in
+ * one). EV_WRITE is added only when a socket is full. Idempotent; the conn leaves the queue when
+ * it is flushed or destroyed.
+ */
+void conn_flush_later(struct conn *c);
+/* Runs the worker's flush queue (the worker's flush event). */
+void conn_flush_queue(struct worker *w);
 
 /*
  * Reads what the socket has and parses it into messages, calling on_msg for each one completed.

@@ -18,6 +18,7 @@
 #include "thread/worker.h"
 
 #define REPLY_MAX 512
+#define REQUEST_STACK_KEYS 64 /* a multi-key request's routing up to this many keys: no malloc */
 
 static int request_reply_text(struct worker *w, struct msg *req, const char *text, size_t len)
 {
@@ -155,7 +156,8 @@ static void request_forward(struct worker *w, struct conn *c, struct msg *req)
         request_forward_one(w, req, first, c->id);
         return;
     }
-    uint32_t *where = malloc(sizeof(uint32_t) * req->nkeys);
+    uint32_t stack_where[REQUEST_STACK_KEYS];
+    uint32_t *where = req->nkeys <= REQUEST_STACK_KEYS ? stack_where : malloc(sizeof(uint32_t) * req->nkeys);
     if (where == NULL) {
         request_fail(w, req, ENOMEM);
         return;
@@ -165,19 +167,19 @@ static void request_forward(struct worker *w, struct conn *c, struct msg *req)
     for (uint32_t i = 1; i < req->nkeys; i++) {
         where[i] = pool_rt_route(p, req->keys[i].ptr, req->keys[i].len);
         if (where[i] == DIST_NONE) {
-            free(where);
+            if (where != stack_where) free(where);
             request_fail(w, req, ECONNREFUSED);
             return;
         }
         if (where[i] != first) one_server = false;
     }
     if (one_server) { /* the server's own reply is the reply: no split needed */
-        free(where);
+        if (where != stack_where) free(where);
         request_forward_one(w, req, first, c->id);
         return;
     }
     int rc = p->proto->fragment(req, where, &w->msgs);
-    free(where);
+    if (where != stack_where) free(where);
     if (rc < 0) {
         request_fail(w, req, -rc);
         return;
@@ -238,7 +240,7 @@ int request_dispatch(struct conn *c, struct msg *req)
     struct worker *w = c->w;
     const struct conf_pool *cp = c->pool->cp;
     req->owner = c;
-    req->t_start = nc_usec_now();
+    req->t_start = w->read_usec;
     TAILQ_INSERT_TAIL(&c->q1, req, client_link);
     c->nq1++;
 

@@ -253,7 +253,7 @@ int server_enqueue(struct server_rt *s, struct msg *req, uint64_t hint)
     SSTAT(c, requests, 1);
     SSTAT(c, request_bytes, (int64_t)req->len);
     server_stats_queue(c, false, req, 1);
-    conn_want_write(c, true);
+    if (c->connected && !c->wev_on) conn_flush_later(c); /* else EV_WRITE is on */
     return 0;
 }
 
@@ -375,6 +375,13 @@ void server_on_write(int fd, short what, void *arg)
     if (rc < 0) server_fail(c, -rc, SERVER_END_ERR);
 }
 
+void server_flush(struct conn *c)
+{
+    if (c->fd < 0 || !c->connected || c->wev_on) return;
+    int rc = server_write(c);
+    if (rc < 0) server_fail(c, -rc, SERVER_END_ERR);
+}
+
 static int server_on_msg(struct conn *c, struct msg *rsp)
 {
     struct msg *req = TAILQ_FIRST(&c->q2);
@@ -387,7 +394,7 @@ static int server_on_msg(struct conn *c, struct msg *rsp)
     server_stats_queue(c, true, req, -1);
     if (!req->swallow) { /* the proxy's own AUTH/SELECT are not the clients' requests */
         struct stats_server_block *ss = server_stats(c);
-        uint64_t now = nc_usec_now();
+        uint64_t now = c->w->read_usec;
         stats_ctr_add(&ss->f[STATS_SERVER_responses], 1);
         stats_ctr_add(&ss->f[STATS_SERVER_response_bytes], (int64_t)rsp->len);
         stats_hist_record(&ss->server_latency, now > req->t_sent ? now - req->t_sent : 0);

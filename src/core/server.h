@@ -57,9 +57,11 @@ int server_enqueue(struct server_rt *s, struct msg *req, uint64_t hint);
 /* Opens the connections of s now (preconnect). */
 void server_preconnect(struct server_rt *s);
 
-/* libevent callbacks of server conns */
+/* The socket is readable / writable (called from the conn's event, conn.c). */
 void server_on_read(int fd, short what, void *arg);
 void server_on_write(int fd, short what, void *arg);
+/* Writes what is queued on c now, if it is connected (the worker's flush queue). */
+void server_flush(struct conn *c);
 /* Whether the reply about to be parsed on c must have its top-level elements recorded. */
 bool server_head_wants_elems(const struct conn *c);
 

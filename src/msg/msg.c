@@ -17,16 +17,22 @@ void msg_pool_init(struct msg_pool *pool, uint32_t max_free)
     pool->next_id = 1;
 }
 
-void msg_pool_deinit(struct msg_pool *pool)
+void msg_pool_trim(struct msg_pool *pool, uint32_t keep)
 {
-    while (pool->free != NULL) {
+    while (pool->nfree > keep && pool->free != NULL) {
         struct msg *m = pool->free;
         pool->free = m->peer;
+        pool->nfree--;
         free(m->spans);
         free(m->keys);
         free(m->elems);
         free(m);
     }
+}
+
+void msg_pool_deinit(struct msg_pool *pool)
+{
+    msg_pool_trim(pool, 0);
     pool->nfree = 0;
 }
 

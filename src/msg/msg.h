@@ -120,6 +120,9 @@ struct msg_pool {
 
 void msg_pool_init(struct msg_pool *pool, uint32_t max_free);
 void msg_pool_deinit(struct msg_pool *pool);
+/* Frees free msgs beyond keep (after a burst: a free msg left in the middle of the heap would
+ * keep its whole page from going back to the system). */
+void msg_pool_trim(struct msg_pool *pool, uint32_t keep);
 /* A zeroed msg with a fresh id, or NULL when out of memory. */
 struct msg *msg_get(struct msg_pool *pool);
 /* Drops every span (unref'ing mbufs), the fragments array and the msg itself. Does not put the

@@ -167,6 +167,16 @@ const struct redis_cmd redis_cmds[] = {
 
 const size_t redis_ncmds = sizeof(redis_cmds) / sizeof(redis_cmds[0]);
 
+/* strcmp for short names, inlined: most probes of the search differ at the first byte */
+static inline int cmd_name_cmp(const char *a, const char *b)
+{
+    while (*a != '\0' && *a == *b) {
+        a++;
+        b++;
+    }
+    return (int)(unsigned char)*a - (int)(unsigned char)*b;
+}
+
 int redis_cmd_lookup(const uint8_t *name, size_t len)
 {
     char low[REDIS_CMD_NAME_MAX];
@@ -181,7 +191,7 @@ int redis_cmd_lookup(const uint8_t *name, size_t len)
     size_t lo = 0, hi = redis_ncmds;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        int c = strcmp(low, redis_cmds[mid].name);
+        int c = cmd_name_cmp(low, redis_cmds[mid].name);
         if (c == 0) return (int)mid;
         if (c < 0) hi = mid;
         else lo = mid + 1;

@@ -38,13 +38,31 @@ struct frag_slot {
     uint32_t frag;
 };
 
+/* Per-call scratch arrays up to this many entries live on the stack (no malloc per request). */
+#define FRAG_STACK_SLOTS 128
+#define FRAG_STACK_FRAGS 64
+
+/* Writes v in decimal at out (room for 20 digits); returns the number of digits. */
+static size_t frag_put_u64(char *out, uint64_t v)
+{
+    char tmp[20];
+    size_t n = 0;
+    do {
+        tmp[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v != 0);
+    for (size_t i = 0; i < n; i++) out[i] = tmp[n - 1 - i];
+    return n;
+}
+
 /* Numbers the distinct servers in order of first use: key i goes to fragment key_frag[i]. */
 static int frag_map(const uint32_t *server_of_key, uint32_t nkeys, uint32_t *key_frag,
                     uint32_t *nfrags)
 {
     size_t cap = 8;
     while (cap < (size_t)nkeys * 2) cap <<= 1;
-    struct frag_slot *slots = malloc(cap * sizeof(*slots));
+    struct frag_slot stack_slots[FRAG_STACK_SLOTS];
+    struct frag_slot *slots = cap <= FRAG_STACK_SLOTS ? stack_slots : malloc(cap * sizeof(*slots));
     if (slots == NULL) return -ENOMEM;
     for (size_t i = 0; i < cap; i++) slots[i].frag = UINT32_MAX;
     uint32_t n = 0;
@@ -55,7 +73,7 @@ static int frag_map(const uint32_t *server_of_key, uint32_t nkeys, uint32_t *key
         if (slots[h].frag == UINT32_MAX) slots[h] = (struct frag_slot){ .server = s, .frag = n++ };
         key_frag[i] = slots[h].frag;
     }
-    free(slots);
+    if (slots != stack_slots) free(slots);
     *nfrags = n;
     return 0;
 }
@@ -109,12 +127,24 @@ static int frag_add_group(struct msg *frag, const struct msg *req, const struct 
     return msg_add_key(frag, k->ptr, k->len, start, frag->len);
 }
 
+/* "*<nargs>\r\n$<len>\r\n<name>\r\n" */
 static int frag_header(struct msg *frag, const char *name, uint64_t nargs)
 {
     char hdr[64];
-    int n = snprintf(hdr, sizeof(hdr), "*%" PRIu64 "\r\n$%zu\r\n%s\r\n", nargs, strlen(name), name);
-    if (n < 0 || (size_t)n >= sizeof(hdr)) return -EINVAL;
-    return msg_append_literal(frag, hdr, (size_t)n);
+    size_t len = strlen(name), n = 0;
+    if (len > sizeof(hdr) - 32) return -EINVAL;
+    hdr[n++] = '*';
+    n += frag_put_u64(hdr + n, nargs);
+    memcpy(hdr + n, "\r\n$", 3);
+    n += 3;
+    n += frag_put_u64(hdr + n, len);
+    memcpy(hdr + n, "\r\n", 2);
+    n += 2;
+    memcpy(hdr + n, name, len);
+    n += len;
+    memcpy(hdr + n, "\r\n", 2);
+    n += 2;
+    return msg_append_literal(frag, hdr, n);
 }
 
 int redis_fragment(struct msg *req, const uint32_t *server_of_key, struct msg_pool *pool)
@@ -124,6 +154,7 @@ int redis_fragment(struct msg *req, const uint32_t *server_of_key, struct msg_po
     bool mset = (req->cmd_flags & CMD_F_FRAG_MSET) != 0;
     const char *name = redis_cmds[req->cmd].name;
     struct msg **frags = NULL;
+    uint32_t stack_count[FRAG_STACK_FRAGS];
     uint32_t *count = NULL;
     int rc = -ENOMEM;
 
@@ -133,8 +164,9 @@ int redis_fragment(struct msg *req, const uint32_t *server_of_key, struct msg_po
     if (rc < 0) goto fail;
     rc = -ENOMEM;
     frags = calloc(nfrags, sizeof(*frags));
-    count = calloc(nfrags, sizeof(*count));
+    count = nfrags <= FRAG_STACK_FRAGS ? stack_count : malloc(nfrags * sizeof(*count));
     if (frags == NULL || count == NULL) goto fail;
+    memset(count, 0, nfrags * sizeof(*count));
     for (uint32_t i = 0; i < nkeys; i++) count[key_frag[i]]++;
 
     for (uint32_t f = 0; f < nfrags; f++) {
@@ -157,7 +189,7 @@ int redis_fragment(struct msg *req, const uint32_t *server_of_key, struct msg_po
         if (rc < 0) goto fail;
     }
 
-    free(count);
+    if (count != stack_count) free(count);
     req->frags = frags;
     req->nfrags = nfrags;
     req->nfrags_done = 0;
@@ -168,7 +200,7 @@ fail:
     for (uint32_t f = 0; frags != NULL && f < nfrags; f++)
         if (frags[f] != NULL) msg_put(pool, frags[f]);
     free(frags);
-    free(count);
+    if (count != stack_count) free(count);
     free(key_frag);
     return rc;
 }
@@ -185,18 +217,24 @@ static int coalesce_mget(struct msg *req, struct msg *rsp)
         const struct msg *r = req->frags[f]->peer;
         if (r->rsp_type != RSP_ARRAY || r->nelems != req->frags[f]->nkeys) return -EINVAL;
     }
-    uint32_t *next = calloc(req->nfrags, sizeof(*next));
+    uint32_t stack_next[FRAG_STACK_FRAGS];
+    uint32_t *next = req->nfrags <= FRAG_STACK_FRAGS ? stack_next : malloc(req->nfrags * sizeof(*next));
     if (next == NULL) return -ENOMEM;
+    memset(next, 0, req->nfrags * sizeof(*next));
     char hdr[24];
-    int n = snprintf(hdr, sizeof(hdr), "*%" PRIu32 "\r\n", req->nkeys);
-    int rc = coalesce_literal(rsp, RSP_ARRAY, hdr, (size_t)n);
+    size_t n = 0;
+    hdr[n++] = '*';
+    n += frag_put_u64(hdr + n, req->nkeys);
+    memcpy(hdr + n, "\r\n", 2);
+    n += 2;
+    int rc = coalesce_literal(rsp, RSP_ARRAY, hdr, n);
     for (uint32_t i = 0; rc == 0 && i < req->nkeys; i++) {
         uint32_t f = req->key_frag[i];
         const struct msg *r = req->frags[f]->peer;
         const struct msg_elem *e = &r->elems[next[f]++];
         rc = msg_append_slice(rsp, r, e->start, e->end);
     }
-    free(next);
+    if (next != stack_next) free(next);
     return rc;
 }
 

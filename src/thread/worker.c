@@ -22,6 +22,7 @@
 #define WORKER_MSG_FREE_MAX 4096
 #define WORKER_TRIM_SEC 1  /* how often free chunks beyond the recent need are released */
 #define WORKER_KEEP_MIN 16
+#define WORKER_KEEP_MIN_MSGS 256
 
 /* After a burst, memory goes back to its baseline: every second, free chunks beyond what the
  * worker has in use (plus a few) are returned, and malloc gives the pages back. */
@@ -31,10 +32,19 @@ static void worker_on_trim(int fd, short what, void *arg)
     (void)fd;
     (void)what;
     uint32_t keep = w->mbufs.nlive < WORKER_KEEP_MIN ? WORKER_KEEP_MIN : (uint32_t)w->mbufs.nlive;
-    if (w->mbufs.nfree > keep) {
+    uint32_t keep_msgs = w->msgs.nlive < WORKER_KEEP_MIN_MSGS ? WORKER_KEEP_MIN_MSGS : (uint32_t)w->msgs.nlive;
+    if (w->mbufs.nfree > keep || w->msgs.nfree > keep_msgs) {
         mbuf_pool_trim(&w->mbufs, keep);
+        msg_pool_trim(&w->msgs, keep_msgs);
         malloc_trim(0);
     }
+}
+
+static void worker_on_flush(int fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    conn_flush_queue(arg);
 }
 
 static void worker_on_inbox(int fd, short what, void *arg)
@@ -69,6 +79,7 @@ int worker_init(struct worker *w, uint32_t id, struct runtime *rt, size_t mbuf_s
     w->id = id;
     w->rt = rt;
     TAILQ_INIT(&w->clients);
+    TAILQ_INIT(&w->flushq);
     mbuf_pool_init(&w->mbufs, mbuf_size, WORKER_MBUF_FREE_MAX);
     msg_pool_init(&w->msgs, WORKER_MSG_FREE_MAX);
     int rc = inbox_init(&w->inbox);
@@ -81,6 +92,8 @@ int worker_init(struct worker *w, uint32_t id, struct runtime *rt, size_t mbuf_s
     if (w->base == NULL) return -ENOMEM;
     w->inbox_ev = event_new(w->base, w->inbox.efd, EV_READ | EV_PERSIST, worker_on_inbox, w);
     if (w->inbox_ev == NULL || event_add(w->inbox_ev, NULL) < 0) return -ENOMEM;
+    w->flush_ev = event_new(w->base, -1, 0, worker_on_flush, w);
+    if (w->flush_ev == NULL) return -ENOMEM;
     struct timeval every = { .tv_sec = WORKER_TRIM_SEC };
     w->trim_ev = event_new(w->base, -1, EV_PERSIST, worker_on_trim, w);
     if (w->trim_ev == NULL || event_add(w->trim_ev, &every) < 0) return -ENOMEM;
@@ -135,6 +148,8 @@ void worker_deinit(struct worker *w)
     if (w->inbox_ev) event_free(w->inbox_ev);
     if (w->trim_ev) event_free(w->trim_ev);
     w->trim_ev = NULL;
+    if (w->flush_ev) event_free(w->flush_ev);
+    w->flush_ev = NULL;
     if (w->base) event_base_free(w->base);
     w->inbox_ev = NULL;
     w->base = NULL;

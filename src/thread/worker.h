@@ -27,6 +27,8 @@ struct worker {
     struct event_base *base;
     struct event *inbox_ev;
     struct event *trim_ev;        /* periodic return of unused buffers */
+    struct event *flush_ev;       /* activated while flushq is not empty */
+    struct conn_tqh flushq;       /* conns with output to write (conn_flush_later) */
     struct inbox inbox;
     struct mbuf_pool mbufs;
     struct msg_pool msgs;
@@ -36,6 +38,8 @@ struct worker {
     uint64_t next_conn_id;
     uint32_t nclients;
     uint32_t rr;                  /* round-robin for key-less commands */
+    uint64_t read_usec;           /* when the last read returned data (conn_recv): the time
+                                   * stamp of the requests and replies parsed from it */
     struct conn_tqh clients;     /* every client conn of this worker */
     struct stats_worker *stats;   /* this worker's counters (it is their only writer) */
 };

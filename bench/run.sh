@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# bench/run.sh - the benchmark in one command: installs what is missing (Debian: nutcracker, the
+# twemproxy 0.5.0 reference, redis-server/redis-tools, memcached), builds nutcrackers optimised
+# (a first ./configure without debug flags) and the load generator (make -C bench), then runs
+# bench/bench.py with the arguments given (see `bench/run.sh --help`).
+#   NC_SKIP_DEPS=1   install nothing
+# Nothing is left running: bench.py stops every process it started, on errors too.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT"
+# shellcheck source=scripts/lib/deps.sh
+. scripts/lib/deps.sh
+
+if [ "${NC_SKIP_DEPS:-0}" != 1 ]; then
+    NC_DEB_PACKAGES+=(nutcracker util-linux)
+    nc_install_debs
+    # a nutcracker service started by the package would only take its own ports (22121, 22222),
+    # never the free ones the benchmark picks; stop it anyway so it costs no CPU
+    if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet nutcracker 2>/dev/null; then
+        nc_as_root systemctl disable --now nutcracker || true
+    fi
+fi
+
+if [ ! -f Makefile ]; then
+    nc_log "configuring (optimised)"
+    autoreconf -fi
+    ./configure --enable-werror
+fi
+if ! grep -q '^AM_CFLAGS = .* -O2 -g -DNDEBUG' Makefile || grep -q '^AM_CFLAGS = .*-fsanitize' Makefile; then
+    nc_log "warning: this build is not the optimised default (configure without --enable-debug)"
+fi
+nc_log "building"
+make -j2 src/nutcrackers >/dev/null
+make -C bench >/dev/null
+exec python3 bench/bench.py "$@"
