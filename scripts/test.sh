@@ -12,7 +12,7 @@
 #   NC_SKIP_DEPS=1    do not install anything
 #   NC_DISTCHECK=1    also run `make distcheck`
 #   NC_SANITIZERS=0   skip the ASan and TSan stages (NC_ASAN=0 / NC_TSAN=0: one of them)
-#   NC_FUZZ=0         skip the fuzz stage; NC_FUZZ_TIME=N: seconds per target (default 45)
+#   NC_FUZZ=0         skip the fuzz stage; NC_FUZZ_TIME=N: seconds per target (default 30)
 #   NC_ASAN_PYTEST_ARGS, NC_TSAN_PYTEST_ARGS   extra pytest arguments of one sanitizer stage only,
 #                     e.g. a subset ("-k 'not slow'") should the suite outgrow the time budget
 #
@@ -158,7 +158,7 @@ tsan_integration() {
     return "$rc"
 }
 fuzz_smoke() {
-    FUZZ_BUILD="$BUILD" FUZZ_TIME="${NC_FUZZ_TIME:-45}" scripts/fuzz.sh
+    FUZZ_BUILD="$BUILD" FUZZ_TIME="${NC_FUZZ_TIME:-30}" scripts/fuzz.sh
 }
 
 # sanitizer_stage NAME BUILD UNIT INTEGRATION: the build, then its two test stages
