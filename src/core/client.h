@@ -18,7 +18,7 @@ int client_accept(struct worker *w, struct pool_rt *pool, int fd);
  * when their replies arrive). */
 void client_close(struct conn *c);
 /* req (of client c) has its reply: account for its bytes and schedule a write when it is the
- * head of the queue. A client over its output limit is dropped (at its next write event). */
+ * head of the queue. A client over its output limit is dropped (closed from the worker's flush queue). */
 void client_reply_ready(struct conn *c, const struct msg *req);
 /* Writes the replies that are ready (the worker's flush queue, EV_WRITE). Returns true when it
  * closed c (c is freed). */

@@ -1,6 +1,6 @@
 /*
  * conn.h - a connection: a client of a pool, or one connection to a backend server. Holds the
- * socket, its libevent events, the read buffer and parser state, and the message queues.
+ * socket, its one libevent event, the read buffer and parser state, and the message queues.
  *
  *   client: q1 = its requests in arrival order; the head's reply is written first (q1_off bytes of
  *           it already are). Replies leave in request order whatever server answers first.
@@ -48,7 +48,7 @@ struct conn {
     uint64_t t_wblocked;           /* server: usec since when bytes wait for a full socket with no
                                     * progress (0: none waiting); the timeout covers it too */
     uint64_t out_bytes;            /* client: bytes of ready replies not yet written */
-    bool kill;                     /* client: close at the next write event (output limit) */
+    bool kill;                     /* client: closed from the worker's flush queue (output limit) */
 
     uint64_t id;
 
