@@ -2,7 +2,8 @@
  * log.c - leveled logging to stderr or a file (see log.h).
  *
  * Threads: any thread may log. The level and the fd are atomics; a line is formatted into a stack
- * buffer and written with a single write(2). Only the master calls log_init/log_reopen/log_deinit.
+ * buffer and written with a single write(2). Only the master calls log_init/log_reopen/log_deinit;
+ * log_reopen keeps the fd number (log_deinit runs once the other threads are gone).
  */
 #include "config.h"
 #include "common/log.h"
@@ -57,14 +58,17 @@ void log_deinit(void)
     log_name = NULL;
 }
 
+/* The new file takes the old one's fd number (dup3): a thread writing a line at that moment writes
+ * it to one file or the other, never to a closed (or reused) descriptor. */
 int log_reopen(void)
 {
     if (log_name == NULL) return 0;
     int fd = log_open_file(log_name);
     if (fd < 0) return fd;
-    int old = atomic_exchange(&log_fd, fd);
-    if (old != STDERR_FILENO) close(old);
-    return 0;
+    int cur = atomic_load(&log_fd);
+    int rc = dup3(fd, cur, O_CLOEXEC) < 0 ? -errno : 0;
+    close(fd);
+    return rc;
 }
 
 void log_level_set(int level)
