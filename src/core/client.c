@@ -9,11 +9,13 @@
 #include <errno.h>
 #include <event2/event.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/sock.h"
+#include "core/gen.h"
 #include "core/request.h"
 #include "core/server.h"
 #include "thread/worker.h"
@@ -41,9 +43,10 @@ int client_accept(struct worker *w, struct pool_rt *pool, int fd)
     }
     TAILQ_INSERT_TAIL(&w->clients, c, link);
     w->nclients++;
+    pool->gen->nclients++;
     stats_ctr_add(&w->stats->total_connections, 1);
     stats_ctr_add(&w->stats->curr_connections, 1);
-    STATS_POOL_ADD(w->stats, pool->shared->idx, client_connections, 1);
+    STATS_POOL_ADD(pool->st, client_connections, 1);
     conn_want_read(c, true);
     log_debug(LOG_VERB, "worker %u: client %lu on pool '%s'", w->id, (unsigned long)c->id, pool->cp->name);
     return 0;
@@ -64,13 +67,53 @@ void client_close(struct conn *c)
     }
     TAILQ_REMOVE(&w->clients, c, link);
     w->nclients--;
-    uint32_t pidx = c->pool->shared->idx;
+    struct pool_rt *p = c->pool;
     stats_ctr_add(&w->stats->curr_connections, -1);
-    STATS_POOL_ADD(w->stats, pidx, client_connections, -1);
-    if (c->err != 0) STATS_POOL_ADD(w->stats, pidx, client_err, 1);
-    else if (c->eof) STATS_POOL_ADD(w->stats, pidx, client_eof, 1);
-    atomic_fetch_sub(&c->pool->shared->nclients, 1);
+    STATS_POOL_ADD(p->st, client_connections, -1);
+    if (c->err != 0) STATS_POOL_ADD(p->st, client_err, 1);
+    else if (c->eof) STATS_POOL_ADD(p->st, client_eof, 1);
+    atomic_fetch_sub(&p->shared->nclients, 1);
     conn_destroy(c);
+    if (--p->gen->nclients == 0) worker_reap_later(w);
+}
+
+static bool client_str_eq(const char *a, const char *b)
+{
+    return (a == NULL && b == NULL) || (a != NULL && b != NULL && strcmp(a, b) == 0);
+}
+
+int client_follow_reload(struct conn *c)
+{
+    struct worker *w = c->w;
+    struct pool_rt *old = c->pool;
+    struct pool_rt *np = gen_pool_find(w->gen, old->cp->name);
+    if (np == NULL || np->cp->redis != old->cp->redis) return -1;
+    atomic_fetch_sub(&old->shared->nclients, 1);
+    atomic_fetch_add(&np->shared->nclients, 1);
+    /* the same name: the same counter block, unless the pool is new in the registry */
+    STATS_POOL_ADD(old->st, client_connections, -1);
+    STATS_POOL_ADD(np->st, client_connections, 1);
+    if (!client_str_eq(old->cp->redis_auth, np->cp->redis_auth)) c->authed = false;
+    c->pool = np;
+    np->gen->nclients++;
+    if (--old->gen->nclients == 0) worker_reap_later(w);
+    return 0;
+}
+
+void client_on_reload(struct conn *c)
+{
+    if (c->pool->gen == c->w->gen) return;
+    if (c->nq1 == 0) {
+        if (client_follow_reload(c) < 0) client_close(c);
+        return;
+    }
+    struct pool_rt *np = gen_pool_find(c->w->gen, c->pool->cp->name);
+    if (np == NULL || np->cp->redis != c->pool->cp->redis) {
+        /* its pool is gone: answer what it asked, then close (client_flush) */
+        c->closing = true;
+        conn_want_read(c, false);
+    }
+    /* else it follows once its queue is empty (client_write, request_dispatch) */
 }
 
 /* Whether reading from c must pause (see CLIENT_MAX_PENDING). */
@@ -137,7 +180,7 @@ static int client_write(struct conn *c)
         uint64_t off = c->q1_off + (uint64_t)wrote;
         uint32_t freed = 0;
         uint64_t now = nc_usec_now();
-        struct stats_pool_block *ps = &w->stats->pools[c->pool->shared->idx];
+        struct stats_pool_block *ps = c->pool->st;
         for (uint32_t i = 0; i < n; i++) {
             uint64_t len = batch[i]->peer ? batch[i]->peer->len : 0;
             if (off < len) break;
@@ -154,6 +197,10 @@ static int client_write(struct conn *c)
     }
     struct msg *head = TAILQ_FIRST(&c->q1);
     conn_want_write(c, head != NULL && head->done);
+    if (head == NULL && c->pool->gen != w->gen && !c->closing && client_follow_reload(c) < 0) {
+        c->closing = true; /* cannot happen: a client of a removed pool is closing already */
+        conn_want_read(c, false);
+    }
     if (!c->closing && !c->kill && !c->reading && !client_should_pause(c)) conn_want_read(c, true);
     return 0;
 }

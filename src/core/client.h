@@ -2,6 +2,9 @@
  * client.h - client connections: read and parse requests, hand them to request dispatch, write
  * replies back in request order, close cleanly (replies first) on quit, EOF or protocol errors.
  *
+ * A client belongs to one generation's pool (c->pool) and moves to the current generation only
+ * when it has no request queued: a pipeline is never split across two configs.
+ *
  * Threads: a client conn belongs to the worker that took it from its inbox.
  */
 #ifndef NC_CLIENT_H
@@ -23,6 +26,14 @@ void client_reply_ready(struct conn *c, const struct msg *req);
 /* Writes the replies that are ready (the worker's flush queue, EV_WRITE). Returns true when it
  * closed c (c is freed). */
 bool client_flush(struct conn *c);
+
+/* A reload happened (the worker has a new current generation): an idle client moves to it now (or
+ * is closed, its pool gone); a busy one follows once its queue is empty, or, its pool gone, stops
+ * reading and is closed once answered. */
+void client_on_reload(struct conn *c);
+/* Moves c, which has nothing queued, to the pool of the same name in the worker's current
+ * generation. Returns -1 when there is none (or it changed protocol): the caller closes c. */
+int client_follow_reload(struct conn *c);
 
 /* The socket is readable (called from the conn's event, conn.c). */
 void client_on_read(int fd, short what, void *arg);

@@ -135,7 +135,7 @@ static void request_forward_one(struct worker *w, struct msg *req, uint32_t sidx
     int rc = -ECONNREFUSED;
     if (sidx != DIST_NONE && sidx < p->nservers) rc = server_enqueue(&p->servers[sidx], req, hint);
     if (rc < 0) {
-        STATS_POOL_ADD(w->stats, p->shared->idx, forward_error, 1);
+        STATS_POOL_ADD(p->st, forward_error, 1);
         request_fail(w, req, -rc);
     }
 }
@@ -186,7 +186,7 @@ static void request_forward(struct worker *w, struct conn *c, struct msg *req)
     }
     /* enqueue every fragment; a failure completes that fragment (the owner finishes when all do) */
     uint32_t n = req->nfrags;
-    STATS_POOL_ADD(w->stats, p->shared->idx, fragments, n);
+    STATS_POOL_ADD(p->st, fragments, n);
     for (uint32_t i = 0; i < n; i++) {
         struct msg *f = req->frags[i];
         f->frag_owner = req;
@@ -238,6 +238,11 @@ static void request_ping(struct worker *w, struct msg *req)
 int request_dispatch(struct conn *c, struct msg *req)
 {
     struct worker *w = c->w;
+    if (c->pool->gen != w->gen && c->nq1 == 0 && client_follow_reload(c) < 0) {
+        /* cannot happen: a client of a removed pool stops reading at the reload */
+        c->closing = true;
+        conn_want_read(c, false);
+    }
     const struct conf_pool *cp = c->pool->cp;
     req->owner = c;
     req->t_start = w->read_usec;
@@ -277,10 +282,14 @@ int request_dispatch(struct conn *c, struct msg *req)
 static void request_record_slow(struct worker *w, const struct msg *req, uint64_t usec)
 {
     const struct msg_key *k = req->nkeys > 0 ? &req->keys[0] : NULL;
+    const struct pool_rt *p = req->owner->pool; /* the generation that routed it (see client.h) */
+    const char *server = STATS_SLOW_NONE;
+    if (req->nfrags > 0) server = STATS_SLOW_MANY;
+    else if (req->t_sent != 0 && req->server_idx < p->nservers) server = p->servers[req->server_idx].st->name;
     struct stats_slow_req r = {
         .duration_usec = usec,
-        .pool = req->owner->pool->shared->idx,
-        .server = req->nfrags > 0 ? STATS_SLOW_MANY : req->t_sent != 0 ? req->server_idx : STATS_SLOW_NONE,
+        .pool = p->st->name,
+        .server = server,
         .cmd = req->name,
         .cmd_len = req->name_len,
         .key = k != NULL ? k->ptr : NULL,

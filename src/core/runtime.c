@@ -1,8 +1,9 @@
 /*
  * runtime.c - per-generation shared state: pools, server health, routing tables (see runtime.h).
  *
- * Threads: built/destroyed by the master. Health is updated by any worker (atomics); routes are
- * published and picked up under the pool's mutex, never on the request path.
+ * Threads: built by the master, freed by whichever thread drops the last reference. Health is
+ * updated by any worker (atomics); routes are published and picked up under the pool's mutex,
+ * never on the request path.
  */
 #include "config.h"
 #include "core/runtime.h"
@@ -79,11 +80,57 @@ static void pool_publish(struct pool_shared *p)
     route_put(old);
 }
 
-struct runtime *runtime_create(struct conf *conf)
+static bool runtime_str_eq(const char *a, const char *b)
+{
+    return (a == NULL && b == NULL) || (a != NULL && b != NULL && strcmp(a, b) == 0);
+}
+
+bool runtime_same_backend(const struct conf_pool *pa, const struct conf_server *a,
+                          const struct conf_pool *pb, const struct conf_server *b)
+{
+    return strcmp(pa->name, pb->name) == 0 && strcmp(a->stats_name, b->stats_name) == 0 &&
+           strcmp(a->addr.text, b->addr.text) == 0 && pa->redis == pb->redis &&
+           runtime_str_eq(pa->redis_auth, pb->redis_auth) && pa->redis_db == pb->redis_db &&
+           pa->server_connections == pb->server_connections;
+}
+
+struct pool_shared *runtime_pool_find(const struct runtime *rt, const char *name)
+{
+    for (size_t i = 0; i < rt->npools; i++) {
+        if (strcmp(rt->pools[i].cp->name, name) == 0) return &rt->pools[i];
+    }
+    return NULL;
+}
+
+/* A server that stays across a reload keeps its failure count and ejection. */
+static void runtime_inherit_health(struct pool_shared *p, const struct runtime *prev)
+{
+    const struct pool_shared *old = runtime_pool_find(prev, p->cp->name);
+    if (old == NULL) return;
+    for (size_t i = 0; i < p->cp->nservers; i++) {
+        const struct conf_server *cs = &p->cp->servers[i];
+        for (size_t j = 0; j < old->cp->nservers; j++) {
+            const struct conf_server *os = &old->cp->servers[j];
+            if (strcmp(cs->stats_name, os->stats_name) != 0 || strcmp(cs->addr.text, os->addr.text) != 0)
+                continue;
+            const struct server_health *oh = &old->health[j];
+            atomic_store(&p->health[i].failures, atomic_load(&oh->failures));
+            atomic_store(&p->health[i].ejected_until, atomic_load(&oh->ejected_until));
+            atomic_store(&p->health[i].ejected_at, atomic_load(&oh->ejected_at));
+            break;
+        }
+    }
+}
+
+struct runtime *runtime_create(struct conf *conf, const struct runtime *prev, size_t nworkers)
 {
     struct runtime *rt = calloc(1, sizeof(*rt));
     if (rt == NULL) return NULL;
+    atomic_init(&rt->refs, 1);
     rt->conf = conf_ref(conf);
+    rt->generation = prev != NULL ? prev->generation + 1 : 1;
+    rt->loaded_at_usec = nc_usec_wall();
+    rt->nworkers = nworkers;
     rt->npools = conf->npools;
     rt->pools = calloc(conf->npools ? conf->npools : 1, sizeof(*rt->pools));
     if (rt->pools == NULL) goto fail;
@@ -95,8 +142,12 @@ struct runtime *runtime_create(struct conf *conf)
         atomic_init(&p->nclients, 0);
         atomic_init(&p->version, 1);
         pthread_mutex_init(&p->lock, NULL);
-        p->health = calloc(p->cp->nservers ? p->cp->nservers : 1, sizeof(*p->health));
-        if (p->health == NULL) goto fail;
+        size_t ns = p->cp->nservers ? p->cp->nservers : 1;
+        p->health = calloc(ns, sizeof(*p->health));
+        p->wstats = calloc(nworkers ? nworkers : 1, sizeof(*p->wstats));
+        p->wservers = calloc((nworkers ? nworkers : 1) * ns, sizeof(*p->wservers));
+        if (p->health == NULL || p->wstats == NULL || p->wservers == NULL) goto fail;
+        if (prev != NULL) runtime_inherit_health(p, prev);
         p->route = route_build(p, 1);
         if (p->route == NULL) {
             log_error("pool '%s': cannot build its distribution", p->cp->name);
@@ -105,18 +156,26 @@ struct runtime *runtime_create(struct conf *conf)
     }
     return rt;
 fail:
-    runtime_destroy(rt);
+    runtime_put(rt);
     return NULL;
 }
 
-void runtime_destroy(struct runtime *rt)
+struct runtime *runtime_get(struct runtime *rt)
 {
-    if (rt == NULL) return;
+    atomic_fetch_add(&rt->refs, 1);
+    return rt;
+}
+
+void runtime_put(struct runtime *rt)
+{
+    if (rt == NULL || atomic_fetch_sub(&rt->refs, 1) != 1) return;
     for (size_t i = 0; rt->pools != NULL && i < rt->npools; i++) {
         struct pool_shared *p = &rt->pools[i];
         if (p->cp == NULL) continue;
         route_put(p->route);
         free(p->health);
+        free(p->wstats);
+        free(p->wservers);
         pthread_mutex_destroy(&p->lock);
     }
     free(rt->pools);

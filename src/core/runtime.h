@@ -10,8 +10,17 @@
  * pick up the new table. So every worker routes with the same live set, except for the instant a
  * change propagates, and no lock is taken on the request path.
  *
- * Threads: built/destroyed by the master; pools' health and routes are shared by every worker,
- * the stats thread and the master's prober, through atomics and the per-pool mutex only.
+ * A runtime is one config generation (1 at start, +1 per reload). It is refcounted: the master
+ * holds the current one, each worker holds every generation some of its clients still use, the
+ * stats thread holds the one it renders; the last runtime_put() frees it, on whatever thread.
+ *
+ * Per worker and pool it also holds where that worker counts (stats_pool_block and the server
+ * blocks), filled by stats_bind() from the workers' name-keyed stats registries: a pool or server
+ * that stays across a reload keeps counting in the same blocks.
+ *
+ * Threads: built by the master, immutable once published (through an inbox) except the atomics;
+ * pools' health and routes are shared by every worker, the stats thread and the master's prober,
+ * through atomics and the per-pool mutex only.
  */
 #ifndef NC_RUNTIME_H
 #define NC_RUNTIME_H
@@ -24,6 +33,9 @@
 #include "conf/conf.h"
 #include "hash/dist.h"
 #include "proto/proto.h"
+
+struct stats_pool_block;
+struct stats_server_block;
 
 /* An immutable routing table with its reference count. */
 struct route {
@@ -49,17 +61,41 @@ struct pool_shared {
     _Atomic uint64_t version;        /* bumped with every new route */
     pthread_mutex_t lock;            /* guards route (publication and pick-up) */
     struct route *route;             /* current routing table */
+    /* where each worker counts for this pool: wstats[worker], wservers[worker * nservers + s] */
+    struct stats_pool_block **wstats;
+    struct stats_server_block **wservers;
 };
 
 struct runtime {
-    struct conf *conf;               /* a reference */
+    atomic_uint refs;
+    struct conf *conf;               /* a reference; conf->generation is this generation */
+    uint64_t generation;             /* 1 at start, +1 per successful reload */
+    uint64_t loaded_at_usec;         /* wall clock when it was built */
     struct pool_shared *pools;
     size_t npools;
+    size_t nworkers;                 /* the length of every pool's wstats */
 };
 
-/* Builds the shared state of conf (takes its own reference). NULL when out of memory. */
-struct runtime *runtime_create(struct conf *conf);
-void runtime_destroy(struct runtime *rt);
+/*
+ * Builds the shared state of conf (takes its own reference) for nworkers workers, with one
+ * reference for the caller. prev: the generation it replaces, or NULL; a server that stays (same
+ * pool name, same name and address) keeps its health (an ejected server stays ejected). The
+ * stats pointers are left NULL for stats_bind(). NULL when out of memory.
+ */
+struct runtime *runtime_create(struct conf *conf, const struct runtime *prev, size_t nworkers);
+struct runtime *runtime_get(struct runtime *rt);
+void runtime_put(struct runtime *rt);
+
+/* The pool named name, or NULL. */
+struct pool_shared *runtime_pool_find(const struct runtime *rt, const char *name);
+
+/*
+ * Whether server b of pool pb is the same backend as server a of pool pa, so that connections to
+ * a may serve b: same pool name, server name and address, protocol, redis_auth, redis_db and
+ * server_connections.
+ */
+bool runtime_same_backend(const struct conf_pool *pa, const struct conf_server *a,
+                          const struct conf_pool *pb, const struct conf_server *b);
 
 /* The current routing table of p, with a reference for the caller. */
 struct route *pool_route_get(struct pool_shared *p);

@@ -18,6 +18,8 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/sock.h"
+#include "core/backend.h"
+#include "core/gen.h"
 #include "core/request.h"
 #include "thread/worker.h"
 
@@ -28,45 +30,45 @@ enum server_end { SERVER_END_ERR, SERVER_END_EOF, SERVER_END_TIMEOUT, SERVER_END
 
 static void server_fail(struct conn *c, int err, enum server_end how);
 
-int pool_rt_init(struct pool_rt *p, struct worker *w, struct pool_shared *shared)
+int pool_rt_init(struct pool_rt *p, struct worker_gen *g, struct pool_shared *shared)
 {
     memset(p, 0, sizeof(*p));
-    p->w = w;
+    p->w = g->w;
+    p->gen = g;
     p->shared = shared;
     p->cp = shared->cp;
     p->proto = shared->proto;
+    p->st = shared->wstats[g->w->id];
     p->route = pool_route_get(shared);
     p->route_version = p->route->version;
     p->nservers = (uint32_t)p->cp->nservers;
     p->servers = calloc(p->nservers ? p->nservers : 1, sizeof(*p->servers));
-    if (p->servers == NULL) return -ENOMEM;
+    if (p->servers == NULL) {
+        pool_rt_deinit(p);
+        return -ENOMEM;
+    }
     for (uint32_t i = 0; i < p->nservers; i++) {
         struct server_rt *s = &p->servers[i];
         s->pool = p;
         s->idx = i;
         s->cs = &p->cp->servers[i];
-        s->nconns = (uint32_t)p->cp->server_connections;
-        s->conns = calloc(s->nconns, sizeof(*s->conns));
-        if (s->conns == NULL) return -ENOMEM;
+        s->st = shared->wservers[(size_t)g->w->id * p->nservers + i];
     }
     return 0;
 }
 
 void pool_rt_deinit(struct pool_rt *p)
 {
-    for (uint32_t i = 0; p->servers != NULL && i < p->nservers; i++) {
-        struct server_rt *s = &p->servers[i];
-        for (uint32_t j = 0; s->conns != NULL && j < s->nconns; j++) {
-            if (s->conns[j] == NULL) continue;
-            server_fail(s->conns[j], ECONNABORTED, SERVER_END_SHUTDOWN);
-            conn_destroy(s->conns[j]);
-        }
-        free(s->conns);
-    }
     free(p->servers);
     p->servers = NULL;
     route_put(p->route);
     p->route = NULL;
+}
+
+void server_conn_destroy(struct conn *c)
+{
+    server_fail(c, ECONNABORTED, SERVER_END_SHUTDOWN);
+    conn_destroy(c);
 }
 
 void pool_rt_refresh(struct pool_rt *p)
@@ -79,7 +81,7 @@ void pool_rt_refresh(struct pool_rt *p)
 
 static struct stats_server_block *server_stats(const struct conn *c)
 {
-    return &c->w->stats->pools[c->pool->shared->idx].servers[c->server->idx];
+    return c->server->st;
 }
 
 #define SSTAT(c, field, d) stats_ctr_add(&server_stats(c)->f[STATS_SERVER_##field], (d))
@@ -99,7 +101,7 @@ static void server_count_failure(struct conn *c)
 {
     struct pool_shared *ps = c->pool->shared;
     if (pool_server_failed(ps, c->server->idx, nc_usec_now())) {
-        STATS_POOL_ADD(c->w->stats, ps->idx, server_ejects, 1);
+        STATS_POOL_ADD(c->pool->st, server_ejects, 1);
         stats_ctr_set(&server_stats(c)->f[STATS_SERVER_server_ejected_at],
                       atomic_load(&ps->health[c->server->idx].ejected_at));
     }
@@ -227,21 +229,24 @@ static int server_connect(struct conn *c)
     return 0;
 }
 
+/* Connection slot of s's backend, created on first use. It takes its config, health and counters
+ * from the backend's owner: the newest generation's server_rt for this backend. */
 static struct conn *server_conn(struct server_rt *s, uint32_t slot)
 {
-    struct conn *c = s->conns[slot];
+    struct backend *be = s->be;
+    struct conn *c = be->conns[slot];
     if (c != NULL) return c;
-    c = conn_create(s->pool->w, CONN_SERVER, -1, s->pool);
+    c = conn_create(s->pool->w, CONN_SERVER, -1, be->owner->pool);
     if (c == NULL) return NULL;
-    c->server = s;
+    c->server = be->owner;
     c->slot = slot;
-    s->conns[slot] = c;
+    be->conns[slot] = c;
     return c;
 }
 
 int server_enqueue(struct server_rt *s, struct msg *req, uint64_t hint)
 {
-    struct conn *c = server_conn(s, (uint32_t)(hint % s->nconns));
+    struct conn *c = server_conn(s, (uint32_t)(hint % s->be->nconns));
     if (c == NULL) return -ENOMEM;
     if (c->fd < 0) {
         int rc = server_connect(c);
@@ -259,7 +264,7 @@ int server_enqueue(struct server_rt *s, struct msg *req, uint64_t hint)
 
 void server_preconnect(struct server_rt *s)
 {
-    for (uint32_t i = 0; i < s->nconns; i++) {
+    for (uint32_t i = 0; i < s->be->nconns; i++) {
         struct conn *c = server_conn(s, i);
         if (c != NULL && c->fd < 0) server_connect(c);
     }

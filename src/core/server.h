@@ -1,8 +1,10 @@
 /*
- * server.h - a worker's side of a pool (pool_rt) and of each backend server (server_rt), and the
- * server connections: connect, write queued requests, read and match replies, fail on errors.
+ * server.h - a worker's side of a pool (pool_rt) and of each backend server (server_rt) in one
+ * config generation, and the server connections: connect, write queued requests, read and match
+ * replies, fail on errors. The connections of a server_rt are its backend's (core/backend.h),
+ * which the server_rts of other generations with the same backend share.
  *
- * Threads: pool_rt, server_rt and their conns belong to one worker.
+ * Threads: pool_rt, server_rt, backends and their conns belong to one worker.
  */
 #ifndef NC_SERVER_H
 #define NC_SERVER_H
@@ -15,20 +17,26 @@
 #include "core/runtime.h"
 
 struct worker;
+struct worker_gen;
+struct backend;
+struct stats_pool_block;
+struct stats_server_block;
 
 struct server_rt {
     struct pool_rt *pool;
     uint32_t idx;                 /* index in the pool's servers (conf order) */
     const struct conf_server *cs;
-    struct conn **conns;          /* server_connections of them, created lazily */
-    uint32_t nconns;
+    struct stats_server_block *st; /* this worker's counters for it (found by name) */
+    struct backend *be;           /* its connections (core/backend.h) */
 };
 
 struct pool_rt {
     struct worker *w;
+    struct worker_gen *gen;       /* the generation it belongs to */
     struct pool_shared *shared;
     const struct conf_pool *cp;
     const struct proto_ops *proto;
+    struct stats_pool_block *st;  /* this worker's counters for the pool (found by name) */
     struct server_rt *servers;
     uint32_t nservers;
     struct route *route;          /* the routing table this worker uses (a reference) */
@@ -46,8 +54,10 @@ static inline uint32_t pool_rt_route(struct pool_rt *p, const uint8_t *key, size
     return dist_dispatch(p->route->dist, pool_key_hash(p->shared, key, len));
 }
 
-int pool_rt_init(struct pool_rt *p, struct worker *w, struct pool_shared *shared);
-/* Closes every server connection, failing what they hold. */
+/* Sets up p for shared (one generation's pool); its servers get their backends from
+ * backend_acquire() (the caller, core/gen.c). Returns 0 or -ENOMEM. */
+int pool_rt_init(struct pool_rt *p, struct worker_gen *g, struct pool_shared *shared);
+/* Frees p (its servers must have released their backends). */
 void pool_rt_deinit(struct pool_rt *p);
 
 /* Queues req on a connection of server s (connecting it if needed); hint picks the connection
@@ -56,6 +66,8 @@ void pool_rt_deinit(struct pool_rt *p);
 int server_enqueue(struct server_rt *s, struct msg *req, uint64_t hint);
 /* Opens the connections of s now (preconnect). */
 void server_preconnect(struct server_rt *s);
+/* Fails what c holds and frees it (its backend is going away). */
+void server_conn_destroy(struct conn *c);
 
 /* The socket is readable / writable (called from the conn's event, conn.c). */
 void server_on_read(int fd, short what, void *arg);

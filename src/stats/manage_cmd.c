@@ -59,6 +59,23 @@ void manage_ctx_deinit(struct manage_ctx *ctx)
     memset(ctx, 0, sizeof(*ctx));
 }
 
+int manage_ctx_reshape(struct manage_ctx *ctx)
+{
+    struct stats_snapshot *fresh = stats_snapshot_create(ctx->src);
+    struct stats_snapshot *cached = stats_snapshot_create(ctx->src);
+    if (fresh == NULL || cached == NULL) {
+        stats_snapshot_destroy(fresh);
+        stats_snapshot_destroy(cached);
+        return -ENOMEM;
+    }
+    stats_snapshot_destroy(ctx->fresh);
+    stats_snapshot_destroy(ctx->cached);
+    ctx->fresh = fresh;
+    ctx->cached = cached;
+    manage_ctx_refresh(ctx);
+    return 0;
+}
+
 void manage_ctx_refresh(struct manage_ctx *ctx)
 {
     stats_snapshot_take(ctx->cached, -1);
@@ -158,14 +175,9 @@ static enum manage_rc manage_slowlog_get(struct manage_ctx *ctx, const struct ma
     struct stats_slow_entry *e = malloc((want ? want : 1) * sizeof(*e));
     if (e == NULL) return manage_error(out, "out of memory");
     size_t n = stats_slowlog_collect(ctx->logs, ctx->nlogs, e, want);
-    const struct runtime *rt = ctx->src->rt;
     for (size_t i = 0; i < n; i++) {
-        const struct conf_pool *cp = e[i].pool < rt->npools ? rt->pools[e[i].pool].cp : NULL;
-        const char *server = e[i].server == STATS_SLOW_NONE ? "-"
-                             : e[i].server == STATS_SLOW_MANY ? "*"
-                             : (cp != NULL && e[i].server < cp->nservers) ? cp->servers[e[i].server].stats_name
-                                                                          : "?";
-        const char *pool = cp != NULL ? cp->name : "?";
+        const char *server = e[i].server != NULL ? e[i].server : "?";
+        const char *pool = e[i].pool != NULL ? e[i].pool : "?";
         stats_buf_addf(out, "%zu) id=%lu worker=%u time=%lu.%06lu duration_us=%lu pool=\"", i + 1,
                        (unsigned long)e[i].id, e[i].worker, (unsigned long)(e[i].start_usec / 1000000u),
                        (unsigned long)(e[i].start_usec % 1000000u), (unsigned long)e[i].duration_usec);
@@ -210,6 +222,17 @@ static enum manage_rc manage_slowlog_reset(struct manage_ctx *ctx, const struct 
 static enum manage_rc manage_help(struct manage_ctx *ctx, const struct manage_arg *args, size_t nargs,
                                   struct stats_buf *out);
 
+static enum manage_rc manage_reload(struct manage_ctx *ctx, const struct manage_arg *args, size_t nargs,
+                                    struct stats_buf *out)
+{
+    (void)args;
+    (void)nargs;
+    if (ctx->reload == NULL) return manage_error(out, "reload is not available");
+    size_t before = out->len;
+    ctx->reload(ctx->reload_arg, out);
+    return out->len > before && out->data[before] == 'E' ? MANAGE_ERROR : MANAGE_OK;
+}
+
 static enum manage_rc manage_quit(struct manage_ctx *ctx, const struct manage_arg *args, size_t nargs,
                                   struct stats_buf *out)
 {
@@ -234,6 +257,8 @@ static const struct manage_cmd manage_cmds[] = {
       "the n (default 10) newest slow requests, newest first, then END" },
     { "slowlog", "len", 0, 0, manage_slowlog_len, "slowlog len", "how many slow requests are held" },
     { "slowlog", "reset", 0, 0, manage_slowlog_reset, "slowlog reset", "forget them" },
+    { "reload", NULL, 0, 0, manage_reload, "reload",
+      "re-read the config file and apply it: OK generation N, or ERR: why" },
     { "help", NULL, 0, 0, manage_help, "help", "this list" },
     { "quit", NULL, 0, 0, manage_quit, "quit", "close the connection" },
 };

@@ -7,6 +7,7 @@
  *   find_keys <pool> <k...> one such line per key
  *   slowlog get [n]         the n (default 10) newest slow requests of all workers, newest first
  *   slowlog len | reset     how many are held | forget them
+ *   reload                  re-read the config file: "OK generation N" or "ERR: reload failed ..."
  *   help | quit
  *
  * Commands are matched case-insensitively; arguments are separated by spaces or tabs. Every
@@ -32,6 +33,9 @@ struct manage_ctx {
     size_t nlogs;
     struct stats_snapshot *fresh;    /* taken for each status / metrics request */
     struct stats_snapshot *cached;   /* taken every -i ms (what a silent client gets) */
+    /* `reload`: asks the master and appends its answer line (NULL: not available) */
+    void (*reload)(void *arg, struct stats_buf *out);
+    void *reload_arg;
 };
 
 enum manage_rc {
@@ -43,6 +47,9 @@ enum manage_rc {
 /* Prepares a context over src (which must outlive it); takes the first cached snapshot. */
 int manage_ctx_init(struct manage_ctx *ctx, const struct stats_source *src);
 void manage_ctx_deinit(struct manage_ctx *ctx);
+/* src->rt changed (a reload): new snapshots of its shape. Returns 0, or -ENOMEM (the old ones are
+ * kept; the caller restores src->rt). */
+int manage_ctx_reshape(struct manage_ctx *ctx);
 /* The -i tick: refreshes the cached snapshot. */
 void manage_ctx_refresh(struct manage_ctx *ctx);
 

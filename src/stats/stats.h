@@ -9,7 +9,15 @@
  * Latency histograms (stats_hist.h) are recorded the same way: single writer, relaxed atomics.
  * Each block also holds its worker's slowlog ring (stats_slowlog.h).
  *
- * Threads: a block is written by its worker only, read by the stats thread.
+ * Blocks are found by name: each worker has a registry (a list of pool blocks, each with a list of
+ * server blocks) that only grows. stats_bind() looks up or adds the blocks of a new config
+ * generation's pools and servers and stores the pointers in the runtime, so a pool or server that
+ * stays across a reload keeps its counters and gauges; the blocks of removed names stay allocated
+ * (hidden: no runtime points to them) until the process exits.
+ *
+ * Threads: a block is written by its worker only, read by the stats thread. The registry lists and
+ * names are written by the master only, before the runtime that points to them is handed to the
+ * workers and the stats thread through their inboxes (which orders the writes before any read).
  */
 #ifndef NC_STATS_H
 #define NC_STATS_H
@@ -26,29 +34,34 @@ struct runtime;
 struct stats_server_block {
     stats_ctr f[STATS_SERVER_NFIELD];
     struct stats_hist server_latency;  /* written to server -> reply parsed */
+    struct stats_server_block *next;   /* registry: the pool's next server block */
+    char *name;                        /* registry: the server's stats name */
 };
 
 struct stats_pool_block {
     stats_ctr f[STATS_POOL_NFIELD];
     struct stats_hist request_latency; /* request read -> reply written to the client */
-    struct stats_server_block *servers; /* cp->nservers of them */
+    struct stats_pool_block *next;     /* registry: the worker's next pool block */
+    char *name;                        /* registry: the pool's name */
+    struct stats_server_block *servers; /* registry: every server name seen in this pool */
 };
 
 struct stats_worker {
     stats_ctr total_connections;       /* accepted by this worker since start */
     stats_ctr curr_connections;        /* open now (clients of this worker) */
-    struct stats_pool_block *pools;    /* rt->npools of them */
-    size_t npools;
+    struct stats_pool_block *pools;    /* registry: every pool name seen */
     _Alignas(64) struct stats_slowlog slowlog; /* this worker's slow requests (own cache lines) */
 };
 
-/* Allocates a zeroed block shaped after rt's pools and servers (cache-line aligned). */
-struct stats_worker *stats_worker_create(const struct runtime *rt);
+/* Allocates an empty, zeroed per-worker block (cache-line aligned). */
+struct stats_worker *stats_worker_create(void);
 void stats_worker_destroy(struct stats_worker *s);
 
-#define STATS_POOL_ADD(sw, pool, field, d) \
-    stats_ctr_add(&(sw)->pools[(pool)].f[STATS_POOL_##field], (d))
-#define STATS_SERVER_ADD(sw, pool, server, field, d) \
-    stats_ctr_add(&(sw)->pools[(pool)].servers[(server)].f[STATS_SERVER_##field], (d))
+/* Master: points rt's pools and servers (pool_shared wstats/wservers) at their blocks in each of
+ * the n workers' registries, adding the names not seen yet. Returns 0 or -ENOMEM. */
+int stats_bind(struct runtime *rt, struct stats_worker *const *workers, size_t n);
+
+#define STATS_POOL_ADD(pb, field, d) stats_ctr_add(&(pb)->f[STATS_POOL_##field], (d))
+#define STATS_SERVER_ADD(sb, field, d) stats_ctr_add(&(sb)->f[STATS_SERVER_##field], (d))
 
 #endif

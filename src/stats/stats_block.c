@@ -1,11 +1,14 @@
 /*
- * stats_block.c - allocation of per-worker counter blocks (see stats.h).
+ * stats_block.c - per-worker counter blocks and their name-keyed registry (see stats.h).
  *
- * Threads: create/destroy by the master; writes by the owning worker; reads by the stats thread.
+ * Threads: create/destroy and stats_bind by the master; counters are written by the owning worker
+ * and read by the stats thread.
  */
 #include "config.h"
 #include "stats/stats.h"
 
+#include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,7 +24,7 @@ static void *stats_zalloc(size_t size)
     return p;
 }
 
-struct stats_worker *stats_worker_create(const struct runtime *rt)
+struct stats_worker *stats_worker_create(void)
 {
     struct stats_worker *s = stats_zalloc(sizeof(*s));
     if (s == NULL) return NULL;
@@ -29,25 +32,75 @@ struct stats_worker *stats_worker_create(const struct runtime *rt)
         free(s);
         return NULL;
     }
-    s->npools = rt->npools;
-    s->pools = stats_zalloc(sizeof(*s->pools) * rt->npools);
-    if (s->pools == NULL) goto fail;
-    for (size_t i = 0; i < rt->npools; i++) {
-        size_t n = rt->pools[i].cp->nservers;
-        s->pools[i].servers = stats_zalloc(sizeof(struct stats_server_block) * n);
-        if (s->pools[i].servers == NULL) goto fail;
-    }
     return s;
-fail:
-    stats_worker_destroy(s);
-    return NULL;
 }
 
 void stats_worker_destroy(struct stats_worker *s)
 {
     if (s == NULL) return;
-    for (size_t i = 0; s->pools != NULL && i < s->npools; i++) free(s->pools[i].servers);
-    free(s->pools);
+    struct stats_pool_block *pb = s->pools;
+    while (pb != NULL) {
+        struct stats_pool_block *pnext = pb->next;
+        struct stats_server_block *sb = pb->servers;
+        while (sb != NULL) {
+            struct stats_server_block *snext = sb->next;
+            free(sb->name);
+            free(sb);
+            sb = snext;
+        }
+        free(pb->name);
+        free(pb);
+        pb = pnext;
+    }
     stats_slowlog_deinit(&s->slowlog);
     free(s);
+}
+
+/* A zeroed block of size bytes whose name (at name_off) is a copy of name, or NULL. */
+static void *stats_named_block(size_t size, size_t name_off, const char *name)
+{
+    char *copy = strdup(name);
+    char *b = copy != NULL ? stats_zalloc(size) : NULL;
+    if (b == NULL) {
+        free(copy);
+        return NULL;
+    }
+    memcpy(b + name_off, &copy, sizeof(copy));
+    return b;
+}
+
+static struct stats_pool_block *stats_pool_lookup(struct stats_worker *w, const char *name)
+{
+    struct stats_pool_block **at = &w->pools;
+    while (*at != NULL && strcmp((*at)->name, name) != 0) at = &(*at)->next;
+    if (*at == NULL) *at = stats_named_block(sizeof(**at), offsetof(struct stats_pool_block, name), name);
+    return *at;
+}
+
+static struct stats_server_block *stats_server_lookup(struct stats_pool_block *pb, const char *name)
+{
+    struct stats_server_block **at = &pb->servers;
+    while (*at != NULL && strcmp((*at)->name, name) != 0) at = &(*at)->next;
+    if (*at == NULL) *at = stats_named_block(sizeof(**at), offsetof(struct stats_server_block, name), name);
+    return *at;
+}
+
+int stats_bind(struct runtime *rt, struct stats_worker *const *workers, size_t n)
+{
+    if (n > rt->nworkers) return -EINVAL;
+    for (size_t p = 0; p < rt->npools; p++) {
+        struct pool_shared *ps = &rt->pools[p];
+        size_t ns = ps->cp->nservers;
+        for (size_t w = 0; w < n; w++) {
+            struct stats_pool_block *pb = stats_pool_lookup(workers[w], ps->cp->name);
+            if (pb == NULL) return -ENOMEM;
+            ps->wstats[w] = pb;
+            for (size_t k = 0; k < ns; k++) {
+                struct stats_server_block *sb = stats_server_lookup(pb, ps->cp->servers[k].stats_name);
+                if (sb == NULL) return -ENOMEM;
+                ps->wservers[w * ns + k] = sb;
+            }
+        }
+    }
+    return 0;
 }

@@ -27,6 +27,8 @@ enum stats_type {
     ACTION(version, STATS_STRING, "version of the proxy")                                    \
     ACTION(uptime, STATS_COUNTER, "seconds since the proxy started")                         \
     ACTION(timestamp, STATS_TIMESTAMP, "time of this snapshot, in seconds since epoch")      \
+    ACTION(generation, STATS_GAUGE, "config generation serving: 1 at start, +1 per reload")  \
+    ACTION(loaded_at, STATS_TIMESTAMP, "when that generation was loaded, seconds since epoch") \
     ACTION(total_connections, STATS_COUNTER, "# connections accepted since the start")       \
     ACTION(curr_connections, STATS_GAUGE, "# connections open now")
 

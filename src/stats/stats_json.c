@@ -86,6 +86,8 @@ static void stats_json_header(struct stats_buf *b, const struct stats_snapshot *
         case STATS_HEADER_version: stats_buf_adds(b, "\"" PACKAGE_VERSION "\""); break;
         case STATS_HEADER_uptime: stats_buf_add_u64(b, s->uptime_sec); break;
         case STATS_HEADER_timestamp: stats_buf_add_u64(b, s->timestamp_sec); break;
+        case STATS_HEADER_generation: stats_buf_add_u64(b, s->src->rt->generation); break;
+        case STATS_HEADER_loaded_at: stats_buf_add_u64(b, s->src->rt->loaded_at_usec / 1000000u); break;
         case STATS_HEADER_total_connections: stats_buf_add_u64(b, s->total_connections); break;
         case STATS_HEADER_curr_connections: stats_buf_add_i64(b, s->curr_connections); break;
         case STATS_HEADER_NFIELD: break;

@@ -99,12 +99,23 @@ static void stats_prom_header(struct stats_buf *b, const struct stats_snapshot *
         case STATS_HEADER_timestamp: v = s->timestamp_sec; break;
         case STATS_HEADER_total_connections: v = s->total_connections; break;
         case STATS_HEADER_curr_connections: v = (uint64_t)s->curr_connections; break;
+        case STATS_HEADER_generation:
+        case STATS_HEADER_loaded_at: continue; /* below, under config_ names */
         default: continue; /* the strings are nutcrackers_info's labels */
         }
         stats_prom_family(b, PROM_HEADER, d, stats_prom_suffix(d->type), stats_prom_type(d->type));
         stats_buf_addf(b, "%s%s%s", stats_prom_prefix[PROM_HEADER], d->name, stats_prom_suffix(d->type));
         stats_prom_value(b, d->type, v);
     }
+    const struct runtime *rt = s->src->rt;
+    stats_buf_addf(b, "# HELP nutcrackers_config_generation %s\n# TYPE nutcrackers_config_generation gauge\n"
+                      "nutcrackers_config_generation %llu\n",
+                   stats_header_desc[STATS_HEADER_generation].desc, (unsigned long long)rt->generation);
+    stats_buf_addf(b, "# HELP nutcrackers_config_loaded_at_seconds %s\n"
+                      "# TYPE nutcrackers_config_loaded_at_seconds gauge\n"
+                      "nutcrackers_config_loaded_at_seconds %llu\n",
+                   stats_header_desc[STATS_HEADER_loaded_at].desc,
+                   (unsigned long long)(rt->loaded_at_usec / 1000000u));
 }
 
 /* usec as seconds, exactly and without trailing zeros ("0.001", "2", "0.012345") */

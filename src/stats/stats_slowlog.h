@@ -23,14 +23,18 @@
 #define STATS_SLOWLOG_CMD_MAX 32   /* bytes of the command name kept */
 #define STATS_SLOWLOG_KEY_MAX 128  /* bytes of the first key kept */
 
-#define STATS_SLOW_NONE UINT32_MAX        /* server: answered by the proxy, never sent */
-#define STATS_SLOW_MANY (UINT32_MAX - 1)  /* server: split into fragments over several */
+#define STATS_SLOW_NONE "-"   /* server: answered by the proxy, never sent */
+#define STATS_SLOW_MANY "*"   /* server: split into fragments over several */
 
-/* What a worker reports about one slow request. The pointers are only read during the call. */
+/*
+ * What a worker reports about one slow request. cmd and key are only read during the call; pool
+ * and server are names that live as long as the process (the stats registry's, see stats.h, or
+ * STATS_SLOW_NONE / STATS_SLOW_MANY), so an entry still names its pool after a reload.
+ */
 struct stats_slow_req {
     uint64_t duration_usec;
-    uint32_t pool;
-    uint32_t server;           /* index in the pool, or STATS_SLOW_NONE / STATS_SLOW_MANY */
+    const char *pool;
+    const char *server;
     const uint8_t *cmd;
     size_t cmd_len;
     const uint8_t *key;        /* NULL when the command has no key */
@@ -42,8 +46,8 @@ struct stats_slow_entry {
     uint64_t start_usec;       /* wall clock (usec since epoch) when the request was read */
     uint64_t duration_usec;
     uint32_t worker;
-    uint32_t pool;
-    uint32_t server;
+    const char *pool;
+    const char *server;
     uint32_t key_len;          /* the key's full length; key holds at most STATS_SLOWLOG_KEY_MAX */
     bool has_key;
     uint8_t cmd_len;

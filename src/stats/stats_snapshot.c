@@ -62,19 +62,25 @@ static void stats_fold(uint64_t *dst, const stats_ctr *src, const struct stats_f
     }
 }
 
-static void stats_snapshot_add_block(struct stats_snapshot *s, const struct stats_worker *b)
+/* Adds worker i's blocks (reached through the runtime, by name) into the snapshot. */
+static void stats_snapshot_add_block(struct stats_snapshot *s, size_t i)
 {
+    const struct stats_source *src = s->src;
+    const struct stats_worker *b = src->blocks[i];
+    const struct runtime *rt = src->rt;
     s->total_connections += stats_ctr_get(&b->total_connections);
     s->curr_connections += stats_snapshot_signed(stats_ctr_get(&b->curr_connections));
-    size_t np = b->npools < s->npools ? b->npools : s->npools;
-    for (size_t p = 0; p < np; p++) {
+    if (i >= rt->nworkers) return;
+    for (size_t p = 0; p < s->npools && p < rt->npools; p++) {
         struct stats_pool_snap *ps = &s->pools[p];
-        const struct stats_pool_block *pb = &b->pools[p];
+        const struct pool_shared *sh = &rt->pools[p];
+        const struct stats_pool_block *pb = sh->wstats[i];
+        if (pb == NULL) continue;
         stats_fold(ps->f, pb->f, stats_pool_desc, STATS_POOL_NFIELD);
         stats_hist_sum_add(&ps->latency[STATS_POOL_HIST_request_latency], &pb->request_latency);
         for (size_t k = 0; k < ps->nservers; k++) {
             struct stats_server_snap *ss = &ps->servers[k];
-            const struct stats_server_block *sb = &pb->servers[k];
+            const struct stats_server_block *sb = sh->wservers[i * sh->cp->nservers + k];
             stats_fold(ss->f, sb->f, stats_server_desc, STATS_SERVER_NFIELD);
             stats_hist_sum_add(&ss->latency[STATS_SERVER_HIST_server_latency], &sb->server_latency);
         }
@@ -95,7 +101,7 @@ void stats_snapshot_take(struct stats_snapshot *s, long worker)
     }
     for (size_t i = 0; i < src->nblocks; i++) {
         if (worker >= 0 && (size_t)worker != i) continue;
-        if (src->blocks[i] != NULL) stats_snapshot_add_block(s, src->blocks[i]);
+        if (src->blocks[i] != NULL) stats_snapshot_add_block(s, i);
     }
     uint64_t now = nc_usec_wall();
     s->timestamp_sec = now / 1000000u;

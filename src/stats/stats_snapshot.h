@@ -20,7 +20,7 @@ struct runtime;
 
 /* Where the numbers come from: the runtime (names, shape) and every worker's block. */
 struct stats_source {
-    const struct runtime *rt;
+    struct runtime *rt;                  /* the generation rendered (its owner holds a reference) */
     struct stats_worker *const *blocks;  /* one per worker, index = worker id */
     size_t nblocks;
     uint64_t start_wall_usec;            /* when the proxy started (for uptime) */

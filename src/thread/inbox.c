@@ -11,6 +11,9 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include "core/runtime.h"
+#include "thread/reload_req.h"
+
 int inbox_init(struct inbox *ib)
 {
     memset(ib, 0, sizeof(*ib));
@@ -30,6 +33,8 @@ void inbox_deinit(struct inbox *ib)
     while (it != NULL) {
         struct inbox_item *next = it->next;
         if (it->type == INBOX_NEW_CLIENT && it->fd >= 0) close(it->fd);
+        if (it->type == INBOX_RELOAD) runtime_put(it->rt);
+        if (it->type == INBOX_RELOAD_REQ) reload_req_put(it->req); /* its asker gave up */
         free(it);
         it = next;
     }

@@ -3,8 +3,9 @@
  * eventfd that wakes the worker's event loop.
  *
  * Threads: any thread may inbox_push(); only the owning worker calls inbox_pop() (from the event
- * callback on inbox_fd()). The mutex is taken once per hand-off (a new client, a stop), never on
- * the request path.
+ * callback on inbox_fd()). The mutex is taken once per hand-off (a new client, a reload, a stop),
+ * never on the request path. The mutex also orders everything the pusher wrote before the push
+ * (a new runtime, its stats blocks) before the taker's reads.
  */
 #ifndef NC_INBOX_H
 #define NC_INBOX_H
@@ -13,8 +14,14 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+struct runtime;
+struct reload_req;
+
 enum inbox_type {
-    INBOX_NEW_CLIENT,   /* fd: an accepted client socket (the worker takes it over); pool: its pool */
+    INBOX_NEW_CLIENT,   /* fd: an accepted client socket (the worker takes it over); pool: its pool
+                         * in the generation numbered generation */
+    INBOX_RELOAD,       /* rt: a new config generation (the taker gets the reference) */
+    INBOX_RELOAD_REQ,   /* to the master: req asks for a reload and waits for its answer */
     INBOX_STOP,         /* leave the event loop */
 };
 
@@ -23,6 +30,9 @@ struct inbox_item {
     enum inbox_type type;
     int fd;
     uint32_t pool;
+    uint64_t generation;
+    struct runtime *rt;
+    struct reload_req *req;
 };
 
 struct inbox {
@@ -32,7 +42,9 @@ struct inbox {
 };
 
 int inbox_init(struct inbox *ib);
-void inbox_deinit(struct inbox *ib);      /* closes fds of undelivered NEW_CLIENT items */
+/* Closes fds of undelivered NEW_CLIENT items and drops the references RELOAD and RELOAD_REQ
+ * items hold. */
+void inbox_deinit(struct inbox *ib);
 /* Queues a copy of item and wakes the worker. Returns 0 or -errno. */
 int inbox_push(struct inbox *ib, const struct inbox_item *item);
 /* Takes the whole queue (FIFO order), or NULL. The caller frees items with free(). */

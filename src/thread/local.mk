@@ -1,6 +1,7 @@
-# src/thread: the master (listeners, accept, signals), the workers and their inboxes, the stats thread.
+# src/thread: the master (listeners, accept, signals, reload), the workers and their inboxes, the stats thread.
 src_libnutcrackers_la_SOURCES += \
 	src/thread/inbox.c src/thread/inbox.h \
 	src/thread/master.c src/thread/master.h \
+	src/thread/reload_req.c src/thread/reload_req.h \
 	src/thread/stats_thread.c src/thread/stats_thread.h \
 	src/thread/worker.c src/thread/worker.h

@@ -1,10 +1,17 @@
 /*
  * master.c - the master thread (see master.h): builds the shared runtime, starts the workers,
  * listens on every pool's address, accepts clients and hands each to a worker (round-robin)
- * through the worker's inbox, enforces client_connections across workers, handles signals.
+ * through the worker's inbox, enforces client_connections across workers, handles signals, and
+ * reloads the config (SIGHUP, or the manage port's `reload` through the master's inbox).
+ *
+ * A reload parses the file again; if it is invalid nothing changes. Otherwise a new runtime (the
+ * next generation) is built and bound to the workers' stats registries, listeners are matched by
+ * their listen text (the same socket is kept, so nothing in its backlog is lost), new ones open
+ * and removed ones close, and the generation goes to every worker and the stats thread through
+ * their inboxes before the next accept: a client handed over later always finds it there.
  *
  * Threads: everything here runs on the master thread. Workers are reached only through their
- * inboxes (thread/inbox.h); the runtime they share is immutable.
+ * inboxes (thread/inbox.h); the runtimes they share are immutable (but for their atomics).
  */
 #include "config.h"
 #include "thread/master.h"
@@ -21,6 +28,8 @@
 #include "common/sock.h"
 #include "core/probe.h"
 #include "core/runtime.h"
+#include "stats/stats.h"
+#include "thread/reload_req.h"
 #include "thread/stats_thread.h"
 #include "thread/worker.h"
 
@@ -28,9 +37,11 @@
 
 struct listener {
     struct master *m;
-    uint32_t pool;
+    uint32_t pool;           /* index in the current runtime */
     int fd;
     struct event *ev;
+    char *text;              /* the listen address as written: what a reload matches */
+    char *unix_path;         /* a unix socket's path (unlinked when it closes), or NULL */
 };
 
 struct master {
@@ -44,10 +55,17 @@ struct master {
     uint32_t nstarted;
     uint32_t next_worker;
     struct prober *prober;   /* re-admits ejected servers that answer again */
-    struct listener *listeners;
+    struct listener **listeners; /* one per pool of rt, in its order */
     size_t nlisteners;
+    struct stats_worker **blocks; /* every worker's counters (the master owns them) */
     struct stats_thread *stats;  /* the manage port; started after the workers, stopped before */
+    struct inbox inbox;      /* reload requests from the manage port */
+    bool inbox_ok;
+    struct event *inbox_ev;
+    atomic_bool stopping;    /* the manage port stops waiting for a reload answer */
 };
+
+static int master_reload(struct master *m, char *answer, size_t cap);
 
 static void master_on_signal(evutil_socket_t signo, short what, void *arg)
 {
@@ -66,6 +84,10 @@ static void master_on_signal(evutil_socket_t signo, short what, void *arg)
     case SIGUSR1:
         log_notice("signal %d: reopening the log file", (int)signo);
         if (log_reopen() < 0) log_error("reopening the log file failed");
+        if (signo == SIGHUP) {
+            char answer[RELOAD_ANSWER_MAX];
+            master_reload(m, answer, sizeof(answer)); /* logged */
+        }
         break;
     case SIGINT:
     case SIGTERM:
@@ -128,7 +150,8 @@ static void master_on_accept(evutil_socket_t lfd, short what, void *arg)
         if (!p->cp->listen.is_unix) sock_set_nodelay(fd);
         struct worker *w = &m->workers[m->next_worker];
         m->next_worker = (m->next_worker + 1) % m->nstarted;
-        struct inbox_item it = { .type = INBOX_NEW_CLIENT, .fd = fd, .pool = l->pool };
+        struct inbox_item it = { .type = INBOX_NEW_CLIENT, .fd = fd, .pool = l->pool,
+                                 .generation = m->rt->generation };
         if (inbox_push(&w->inbox, &it) < 0) {
             atomic_fetch_sub(&p->nclients, 1);
             close(fd);
@@ -136,44 +159,220 @@ static void master_on_accept(evutil_socket_t lfd, short what, void *arg)
     }
 }
 
-static int master_listen(struct master *m)
+static void listener_close(struct listener *l)
 {
-    const struct conf *conf = m->rt->conf;
-    m->listeners = calloc(conf->npools ? conf->npools : 1, sizeof(*m->listeners));
-    if (m->listeners == NULL) return -ENOMEM;
+    if (l == NULL) return;
+    if (l->ev) event_free(l->ev);
+    if (l->fd >= 0) close(l->fd);
+    if (l->unix_path != NULL) unlink(l->unix_path);
+    free(l->text);
+    free(l->unix_path);
+    free(l);
+}
+
+/* Opens a listening socket for pool cp (index i). NULL after logging why. */
+static struct listener *listener_open(struct master *m, const struct conf_pool *cp, uint32_t i)
+{
+    struct listener *l = calloc(1, sizeof(*l));
+    if (l == NULL) return NULL;
+    l->m = m;
+    l->pool = i;
+    l->fd = -1;
+    l->text = strdup(cp->listen.text);
+    if (l->text == NULL) goto oom;
+    int fd = cp->listen.is_unix ? sock_listen_unix(cp->listen.host, cp->listen.perm, cp->backlog)
+                                : sock_listen_tcp(cp->listen.host, cp->listen.port, cp->backlog, cp->reuseport);
+    if (fd < 0) {
+        log_error("pool '%s': cannot listen on %s: %s", cp->name, cp->listen.text, strerror(-fd));
+        free(l->text);
+        free(l);
+        return NULL;
+    }
+    l->fd = fd;
+    if (cp->listen.is_unix && (l->unix_path = strdup(cp->listen.host)) == NULL) goto oom;
+    l->ev = event_new(m->base, fd, EV_READ | EV_PERSIST, master_on_accept, l);
+    if (l->ev == NULL || event_add(l->ev, NULL) < 0) goto oom;
+    log_notice("pool '%s' listening on %s (%s, %zu servers)", cp->name, cp->listen.text,
+               cp->redis ? "redis" : "memcache", cp->nservers);
+    return l;
+oom:
+    log_error("pool '%s': cannot listen on %s: out of memory", cp->name, cp->listen.text);
+    listener_close(l);
+    return NULL;
+}
+
+/* The listeners for conf: those of m whose listen text is in it are kept (the same socket), the
+ * others opened. Returns the array (conf->npools) or NULL after closing what it opened; kept
+ * listeners are left untouched until master_listeners_commit. */
+static struct listener **master_listeners_for(struct master *m, const struct conf *conf)
+{
+    struct listener **ls = calloc(conf->npools ? conf->npools : 1, sizeof(*ls));
+    if (ls == NULL) return NULL;
+    bool *kept = calloc(m->nlisteners ? m->nlisteners : 1, sizeof(*kept));
+    if (kept == NULL) {
+        free(ls);
+        return NULL;
+    }
     for (size_t i = 0; i < conf->npools; i++) {
         const struct conf_pool *cp = &conf->pools[i];
-        int fd = cp->listen.is_unix ? sock_listen_unix(cp->listen.host, cp->listen.perm, cp->backlog)
-                                    : sock_listen_tcp(cp->listen.host, cp->listen.port, cp->backlog,
-                                                      cp->reuseport);
-        if (fd < 0) {
-            log_error("pool '%s': cannot listen on %s: %s", cp->name, cp->listen.text, strerror(-fd));
-            return fd;
+        for (size_t j = 0; j < m->nlisteners; j++) {
+            if (!kept[j] && strcmp(m->listeners[j]->text, cp->listen.text) == 0) {
+                kept[j] = true;
+                ls[i] = m->listeners[j];
+                break;
+            }
         }
-        struct listener *l = &m->listeners[m->nlisteners++];
-        l->m = m;
-        l->pool = (uint32_t)i;
-        l->fd = fd;
-        l->ev = event_new(m->base, fd, EV_READ | EV_PERSIST, master_on_accept, l);
-        if (l->ev == NULL || event_add(l->ev, NULL) < 0) return -ENOMEM;
-        log_notice("pool '%s' listening on %s (%s, %zu servers)", cp->name, cp->listen.text,
-                   cp->redis ? "redis" : "memcache", cp->nservers);
+        if (ls[i] == NULL && (ls[i] = listener_open(m, cp, (uint32_t)i)) == NULL) {
+            for (size_t k = 0; k < i; k++) {
+                bool old = false;
+                for (size_t j = 0; j < m->nlisteners; j++) old = old || m->listeners[j] == ls[k];
+                if (!old) listener_close(ls[k]);
+            }
+            free(kept);
+            free(ls);
+            return NULL;
+        }
     }
+    free(kept);
+    return ls;
+}
+
+/* Makes ls (from master_listeners_for) the listeners of conf: kept ones point at their pool's new
+ * index and take its backlog; the old ones not kept stop accepting and close. */
+static void master_listeners_commit(struct master *m, struct listener **ls, const struct conf *conf)
+{
+    for (size_t j = 0; j < m->nlisteners; j++) {
+        struct listener *l = m->listeners[j];
+        bool kept = false;
+        for (size_t i = 0; i < conf->npools && !kept; i++) kept = ls[i] == l;
+        if (!kept) {
+            log_notice("no pool listens on %s any more: closed", l->text);
+            listener_close(l);
+        }
+    }
+    for (size_t i = 0; i < conf->npools; i++) {
+        ls[i]->pool = (uint32_t)i;
+        if (listen(ls[i]->fd, conf->pools[i].backlog) < 0)
+            log_warn("pool '%s': cannot apply backlog %d: %s", conf->pools[i].name, conf->pools[i].backlog,
+                     strerror(errno));
+    }
+    free(m->listeners);
+    m->listeners = ls;
+    m->nlisteners = conf->npools;
+}
+
+static int master_listen(struct master *m)
+{
+    struct listener **ls = master_listeners_for(m, m->rt->conf);
+    if (ls == NULL) return -1;
+    master_listeners_commit(m, ls, m->rt->conf);
     return 0;
 }
 
 static void master_unlisten(struct master *m)
 {
-    for (size_t i = 0; i < m->nlisteners; i++) {
-        struct listener *l = &m->listeners[i];
-        if (l->ev) event_free(l->ev);
-        close(l->fd);
-        const struct conf_pool *cp = &m->rt->conf->pools[l->pool];
-        if (cp->listen.is_unix) unlink(cp->listen.host);
-    }
+    for (size_t i = 0; i < m->nlisteners; i++) listener_close(m->listeners[i]);
     free(m->listeners);
     m->listeners = NULL;
     m->nlisteners = 0;
+}
+
+/* Reload errors: logged, and joined with "; " for the manage port's answer. */
+struct reload_errors {
+    char text[RELOAD_ANSWER_MAX];
+    size_t len;
+};
+
+static void master_reload_error(void *ctx, const char *line)
+{
+    struct reload_errors *e = ctx;
+    log_error("reload: %s", line);
+    if (e->len + 3 >= sizeof(e->text)) return;
+    int n = snprintf(e->text + e->len, sizeof(e->text) - e->len, "%s%s", e->len ? "; " : "", line);
+    if (n > 0) e->len += (size_t)n < sizeof(e->text) - e->len ? (size_t)n : sizeof(e->text) - e->len - 1;
+}
+
+/* Hands rt (one reference each) to every worker and the stats thread. */
+static void master_publish(struct master *m, struct runtime *rt)
+{
+    for (uint32_t i = 0; i < m->nstarted; i++) {
+        struct inbox_item it = { .type = INBOX_RELOAD, .fd = -1, .rt = runtime_get(rt) };
+        if (inbox_push(&m->workers[i].inbox, &it) < 0) {
+            runtime_put(rt);
+            log_error("worker %u: cannot hand it config generation %lu: out of memory", i,
+                      (unsigned long)rt->generation);
+        }
+    }
+    stats_thread_reload(m->stats, rt);
+}
+
+/* Re-reads the config file and applies it. Returns 0, or -1 when nothing changed; answer gets the
+ * manage port's line either way. */
+static int master_reload(struct master *m, char *answer, size_t cap)
+{
+    const char *path = m->opts->conf_file;
+    uint64_t serving = m->rt->generation;
+    struct reload_errors errs = { .len = 0 };
+    log_notice("reloading the configuration from '%s'", path);
+    struct conf *conf = conf_load(path, master_reload_error, &errs);
+    struct runtime *rt = NULL;
+    if (conf == NULL) goto fail;
+    conf->generation = serving + 1;
+    rt = runtime_create(conf, m->rt, m->nstarted);
+    conf_unref(conf);
+    if (rt == NULL || stats_bind(rt, m->blocks, m->nstarted) < 0) {
+        master_reload_error(&errs, "out of memory");
+        goto fail;
+    }
+    struct listener **ls = master_listeners_for(m, rt->conf);
+    if (ls == NULL) {
+        master_reload_error(&errs, "cannot listen on a new address (see the log)");
+        goto fail;
+    }
+    master_listeners_commit(m, ls, rt->conf);
+    struct runtime *old = m->rt;
+    m->rt = rt;
+    master_publish(m, rt);
+    prober_destroy(m->prober);
+    m->prober = prober_create(m->base, rt);
+    if (m->prober == NULL) log_error("reload: cannot restart the liveness prober: out of memory");
+    runtime_put(old);
+    log_notice("configuration reloaded from '%s': generation %lu, %zu pools", path,
+               (unsigned long)rt->generation, rt->npools);
+    snprintf(answer, cap, "OK generation %lu", (unsigned long)rt->generation);
+    return 0;
+fail:
+    runtime_put(rt);
+    log_error("reload of '%s' failed: still serving generation %lu", path, (unsigned long)serving);
+    int n = snprintf(answer, cap, "ERR: reload failed (still serving generation %lu): ", (unsigned long)serving);
+    size_t at = n > 0 && (size_t)n < cap ? (size_t)n : 0;
+    const char *why = errs.len ? errs.text : "unknown error";
+    size_t wl = strlen(why);
+    if (wl > cap - at - 1) wl = cap - at - 1;
+    memcpy(answer + at, why, wl);
+    answer[at + wl] = '\0';
+    return -1;
+}
+
+/* The manage port's reload requests (thread/reload_req.h). */
+static void master_on_inbox(evutil_socket_t fd, short what, void *arg)
+{
+    struct master *m = arg;
+    (void)fd;
+    (void)what;
+    struct inbox_item *it = inbox_take_all(&m->inbox);
+    while (it != NULL) {
+        struct inbox_item *next = it->next;
+        if (it->type == INBOX_RELOAD_REQ) {
+            char answer[RELOAD_ANSWER_MAX];
+            if (atomic_load(&m->stopping)) snprintf(answer, sizeof(answer), "ERR: shutting down");
+            else master_reload(m, answer, sizeof(answer));
+            reload_req_answer(it->req, answer);
+            reload_req_put(it->req);
+        }
+        free(it);
+        it = next;
+    }
 }
 
 static int master_start_workers(struct master *m)
@@ -183,9 +382,9 @@ static int master_start_workers(struct master *m)
     if (m->workers == NULL) return -ENOMEM;
     for (uint32_t i = 0; i < n; i++) {
         m->nworkers++;
-        int rc = worker_init(&m->workers[i], i, m->rt, m->opts->mbuf_size);
+        int rc = worker_init(&m->workers[i], i, runtime_get(m->rt), m->blocks[i], m->opts->mbuf_size);
         if (rc < 0) return rc;
-        stats_slowlog_configure(&m->workers[i].stats->slowlog, i, (uint64_t)m->opts->slowlog_usec);
+        stats_slowlog_configure(&m->blocks[i]->slowlog, i, (uint64_t)m->opts->slowlog_usec);
     }
     for (uint32_t i = 0; i < n; i++) {
         int rc = worker_start(&m->workers[i]);
@@ -204,23 +403,47 @@ static void master_stop_workers(struct master *m)
     m->nworkers = m->nstarted = 0;
 }
 
+/* The first generation: its runtime, bound to one counter block per worker. */
+static int master_first_runtime(struct master *m, struct conf *conf)
+{
+    size_t n = (size_t)m->opts->threads;
+    m->blocks = calloc(n, sizeof(*m->blocks));
+    if (m->blocks == NULL) return -ENOMEM;
+    for (size_t i = 0; i < n; i++) {
+        if ((m->blocks[i] = stats_worker_create()) == NULL) return -ENOMEM;
+    }
+    conf->generation = 1;
+    m->rt = runtime_create(conf, NULL, n);
+    if (m->rt == NULL) return -ENOMEM;
+    return stats_bind(m->rt, m->blocks, n);
+}
+
+static int master_inbox_start(struct master *m)
+{
+    if (inbox_init(&m->inbox) < 0) return -1;
+    m->inbox_ok = true;
+    m->inbox_ev = event_new(m->base, m->inbox.efd, EV_READ | EV_PERSIST, master_on_inbox, m);
+    if (m->inbox_ev == NULL || event_add(m->inbox_ev, NULL) < 0) return -1;
+    return 0;
+}
+
 int master_run(const struct nc_options *opts, struct conf *conf)
 {
     struct master m;
     memset(&m, 0, sizeof(m));
     m.opts = opts;
+    atomic_init(&m.stopping, false);
     int rc = 1;
     m.base = event_base_new();
     if (m.base == NULL) {
         log_error("cannot create the master event base");
         return 1;
     }
-    if (master_add_signals(&m) < 0) {
+    if (master_add_signals(&m) < 0 || master_inbox_start(&m) < 0) {
         log_error("cannot install signal handlers");
         goto out;
     }
-    m.rt = runtime_create(conf);
-    if (m.rt == NULL) {
+    if (master_first_runtime(&m, conf) < 0) {
         log_error("cannot build the runtime state: out of memory");
         goto out;
     }
@@ -234,7 +457,7 @@ int master_run(const struct nc_options *opts, struct conf *conf)
         log_error("cannot start the liveness prober: out of memory");
         goto out;
     }
-    m.stats = stats_thread_start(opts, m.rt, m.workers, m.nstarted);
+    m.stats = stats_thread_start(opts, m.rt, m.blocks, m.nstarted, &m.inbox, &m.stopping);
     if (m.stats == NULL) goto out;
     if (master_listen(&m) < 0) goto out;
     log_notice("nutcrackers-%s started on pid %d with %d worker threads", PACKAGE_VERSION, (int)getpid(),
@@ -243,11 +466,17 @@ int master_run(const struct nc_options *opts, struct conf *conf)
     rc = 0;
     log_notice("nutcrackers-%s stopping", PACKAGE_VERSION);
 out:
+    atomic_store(&m.stopping, true);
+    if (m.inbox_ok) master_on_inbox(-1, 0, &m); /* answers a reload request still waiting */
     master_unlisten(&m);
     prober_destroy(m.prober);
     stats_thread_stop(m.stats);
     master_stop_workers(&m);
-    if (m.rt) runtime_destroy(m.rt);
+    runtime_put(m.rt);
+    for (size_t i = 0; m.blocks != NULL && i < (size_t)opts->threads; i++) stats_worker_destroy(m.blocks[i]);
+    free(m.blocks);
+    if (m.inbox_ev) event_free(m.inbox_ev);
+    if (m.inbox_ok) inbox_deinit(&m.inbox);
     for (size_t i = 0; i < m.nsig; i++) event_free(m.sig_ev[i]);
     event_base_free(m.base);
     return rc;

@@ -20,8 +20,9 @@
 #include "common/sock.h"
 #include "stats/manage_cmd.h"
 #include "stats/manage_conn.h"
+#include "core/runtime.h"
 #include "thread/inbox.h"
-#include "thread/worker.h"
+#include "thread/reload_req.h"
 
 #define STATS_LISTEN_BACKLOG 128
 
@@ -38,7 +39,26 @@ struct stats_thread {
     struct manage_ctx ctx;
     bool ctx_ok;
     struct manage_server *ms;
+    struct inbox *master_inbox;
+    const atomic_bool *stopping;
 };
+
+#define STATS_RELOAD_WAIT_MS 30000 /* how long `reload` waits for the master */
+
+/* Renders rt from now on (takes over the reference); out of memory: keeps the old one. */
+static void stats_thread_switch(struct stats_thread *st, struct runtime *rt)
+{
+    struct runtime *old = st->src.rt;
+    st->src.rt = rt;
+    if (manage_ctx_reshape(&st->ctx) < 0) {
+        st->src.rt = old;
+        log_error("the manage port cannot switch to config generation %lu: out of memory",
+                  (unsigned long)rt->generation);
+        runtime_put(rt);
+        return;
+    }
+    runtime_put(old);
+}
 
 static void stats_thread_on_inbox(evutil_socket_t fd, short what, void *arg)
 {
@@ -49,6 +69,7 @@ static void stats_thread_on_inbox(evutil_socket_t fd, short what, void *arg)
     while (it != NULL) {
         struct inbox_item *next = it->next;
         if (it->type == INBOX_STOP) event_base_loopbreak(st->base);
+        else if (it->type == INBOX_RELOAD) stats_thread_switch(st, it->rt);
         else if (it->fd >= 0) close(it->fd);
         free(it);
         it = next;
@@ -61,6 +82,32 @@ static void stats_thread_on_tick(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     manage_ctx_refresh(&st->ctx);
+}
+
+/* The manage port's `reload`: the master does it and answers; by the time the answer is written,
+ * the stats thread renders the new generation (its inbox is read first). */
+static void stats_thread_do_reload(void *arg, struct stats_buf *out)
+{
+    struct stats_thread *st = arg;
+    struct reload_req *r = reload_req_create();
+    if (r == NULL) {
+        stats_buf_adds(out, "ERR: out of memory\r\n");
+        return;
+    }
+    struct inbox_item it = { .type = INBOX_RELOAD_REQ, .fd = -1, .req = r };
+    if (inbox_push(st->master_inbox, &it) < 0) {
+        reload_req_put(r);
+        reload_req_put(r);
+        stats_buf_adds(out, "ERR: out of memory\r\n");
+        return;
+    }
+    char answer[RELOAD_ANSWER_MAX];
+    if (reload_req_wait(r, STATS_RELOAD_WAIT_MS, st->stopping, answer, sizeof(answer)))
+        stats_buf_addf(out, "%s\r\n", answer);
+    else
+        stats_buf_adds(out, "ERR: no answer from the master (shutting down?)\r\n");
+    reload_req_put(r);
+    stats_thread_on_inbox(-1, 0, st);
 }
 
 static void *stats_thread_main(void *arg)
@@ -78,6 +125,7 @@ static void stats_thread_free(struct stats_thread *st)
     if (st->tick_ev) event_free(st->tick_ev);
     if (st->base) event_base_free(st->base);
     if (st->inbox_ok) inbox_deinit(&st->inbox);
+    runtime_put(st->src.rt);
     free(st->blocks);
     free(st);
 }
@@ -99,6 +147,8 @@ static int stats_thread_setup(struct stats_thread *st, const struct nc_options *
     rc = manage_ctx_init(&st->ctx, &st->src);
     if (rc < 0) return rc;
     st->ctx_ok = true;
+    st->ctx.reload = stats_thread_do_reload;
+    st->ctx.reload_arg = st;
     int64_t ms = opts->stats_interval > 0 ? opts->stats_interval : 1;
     struct timeval every = { .tv_sec = (time_t)(ms / 1000), .tv_usec = (suseconds_t)(ms % 1000) * 1000 };
     st->tick_ev = event_new(st->base, -1, EV_PERSIST, stats_thread_on_tick, st);
@@ -106,15 +156,18 @@ static int stats_thread_setup(struct stats_thread *st, const struct nc_options *
     return 0;
 }
 
-struct stats_thread *stats_thread_start(const struct nc_options *opts, const struct runtime *rt,
-                                        struct worker *workers, uint32_t nworkers)
+struct stats_thread *stats_thread_start(const struct nc_options *opts, struct runtime *rt,
+                                        struct stats_worker *const *blocks, uint32_t nworkers,
+                                        struct inbox *master_inbox, const atomic_bool *stopping)
 {
     struct stats_thread *st = calloc(1, sizeof(*st));
     if (st == NULL) goto oom;
+    st->master_inbox = master_inbox;
+    st->stopping = stopping;
     st->blocks = calloc(nworkers ? nworkers : 1, sizeof(*st->blocks));
     if (st->blocks == NULL) goto oom;
-    for (uint32_t i = 0; i < nworkers; i++) st->blocks[i] = workers[i].stats;
-    st->src.rt = rt;
+    for (uint32_t i = 0; i < nworkers; i++) st->blocks[i] = blocks[i];
+    st->src.rt = runtime_get(rt);
     st->src.blocks = st->blocks;
     st->src.nblocks = nworkers;
     st->src.start_wall_usec = nc_usec_wall();
@@ -149,6 +202,17 @@ oom:
 fail:
     if (st != NULL) stats_thread_free(st);
     return NULL;
+}
+
+void stats_thread_reload(struct stats_thread *st, struct runtime *rt)
+{
+    if (st == NULL) return;
+    struct inbox_item it = { .type = INBOX_RELOAD, .fd = -1, .rt = runtime_get(rt) };
+    if (inbox_push(&st->inbox, &it) < 0) {
+        runtime_put(rt);
+        log_error("the manage port cannot switch to config generation %lu: out of memory",
+                  (unsigned long)rt->generation);
+    }
 }
 
 void stats_thread_stop(struct stats_thread *st)

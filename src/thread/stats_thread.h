@@ -4,23 +4,33 @@
  * slowlog rings and the shared runtime; it never writes anything a worker reads, so a worker never
  * waits for it.
  *
- * Threads: stats_thread_start/stop are called by the master (start after the workers started,
- * stop before they stop); everything else runs on the stats thread.
+ * Threads: stats_thread_start/reload/stop are called by the master (start after the workers
+ * started, stop before they stop); everything else runs on the stats thread.
  */
 #ifndef NC_STATS_THREAD_H
 #define NC_STATS_THREAD_H
 
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "app/options.h"
 
+struct inbox;
 struct runtime;
-struct worker;
+struct stats_worker;
 struct stats_thread;
 
-/* Listens on opts' manage address and port and starts the thread. Returns NULL after logging why. */
-struct stats_thread *stats_thread_start(const struct nc_options *opts, const struct runtime *rt,
-                                        struct worker *workers, uint32_t nworkers);
+/*
+ * Listens on opts' manage address and port and starts the thread, rendering rt (it takes a
+ * reference) and the workers' counter blocks. The manage port's `reload` is pushed to
+ * master_inbox and waits for the master's answer (giving up when *stopping turns true). Returns
+ * NULL after logging why.
+ */
+struct stats_thread *stats_thread_start(const struct nc_options *opts, struct runtime *rt,
+                                        struct stats_worker *const *blocks, uint32_t nworkers,
+                                        struct inbox *master_inbox, const atomic_bool *stopping);
+/* Master: the stats thread renders rt from now on (it takes its own reference). */
+void stats_thread_reload(struct stats_thread *st, struct runtime *rt);
 /* Stops and joins the thread, closes the port and frees everything (NULL: nothing to do). */
 void stats_thread_stop(struct stats_thread *st);
 

@@ -1,6 +1,9 @@
 /*
- * worker.h - a worker thread: its own libevent base, inbox, mbuf and msg pools, and per pool its
- * server connections. A client is served entirely by one worker; no lock is taken per request.
+ * worker.h - a worker thread: its own libevent base, inbox, mbuf and msg pools, its config
+ * generations (core/gen.h: per pool its side of the pool and servers) and its backend
+ * connections (core/backend.h). A client is served entirely by one worker; no lock is taken per
+ * request. A reload reaches it as INBOX_RELOAD: it builds the new generation, moves idle clients
+ * to it, and frees old generations once nothing uses them.
  *
  * Threads: a struct worker is written only by its own thread after worker_start(), except its
  * inbox (any thread pushes) and the fields the master sets before starting it.
@@ -11,6 +14,8 @@
 #include <pthread.h>
 #include <stdint.h>
 
+#include "core/backend.h"
+#include "core/gen.h"
 #include "core/runtime.h"
 #include "core/server.h"
 #include "msg/mbuf.h"
@@ -30,11 +35,13 @@ struct worker {
     struct event *flush_ev;       /* activated while flushq is not empty */
     struct conn_tqh flushq;       /* conns with output to write (conn_flush_later) */
     struct inbox inbox;
+    bool inbox_ok;
     struct mbuf_pool mbufs;
     struct msg_pool msgs;
-    struct runtime *rt;           /* shared, immutable (the master owns it) */
-    struct pool_rt *pools;        /* this worker's side of each pool */
-    size_t npools;
+    struct event *reap_ev;        /* activated when an old generation may have become idle */
+    struct worker_gen *gen;       /* the current generation: new clients join it */
+    struct worker_gen_tqh gens;   /* every generation still in use, oldest first (gen is last) */
+    struct backend_tqh backends;  /* server connections, shared by the generations */
     uint64_t next_conn_id;
     uint32_t nclients;
     uint32_t rr;                  /* round-robin for key-less commands */
@@ -44,8 +51,12 @@ struct worker {
     struct stats_worker *stats;   /* this worker's counters (it is their only writer) */
 };
 
-/* Prepares a worker (event base, inbox, pools) on the calling thread. Returns 0 or -errno. */
-int worker_init(struct worker *w, uint32_t id, struct runtime *rt, size_t mbuf_size);
+/* Prepares a worker (event base, inbox, pools, the first generation over rt: it takes over the
+ * caller's reference; stats: its counter block) on the calling thread. Returns 0 or -errno. */
+int worker_init(struct worker *w, uint32_t id, struct runtime *rt, struct stats_worker *stats,
+                size_t mbuf_size);
+/* An old generation may have no user left: check (outside the current callback). */
+void worker_reap_later(struct worker *w);
 /* Starts its thread. Returns 0 or -errno. */
 int worker_start(struct worker *w);
 /* Asks it to stop (through the inbox) and joins it. */

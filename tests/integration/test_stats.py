@@ -13,7 +13,8 @@ import ncutil
 from ncmanage import Conn, resp
 from ncutil import HOST
 
-HEADER = ["service", "source", "version", "uptime", "timestamp", "total_connections",
+HEADER = ["service", "source", "version", "uptime", "timestamp", "generation", "loaded_at",
+          "total_connections",
           "curr_connections"]
 POOL_FIELDS = ["client_eof", "client_err", "client_connections", "server_ejects", "forward_error",
                "fragments"]

@@ -1,1 +1,7 @@
-# unit tests of core: add to check_PROGRAMS and TESTS here
+# unit tests of core: config generations for reloads (test_generation: runtime health carried
+# over, backend identity, stats blocks by name, the manage port's reload hand-off)
+check_PROGRAMS += tests/unit/test_generation
+TESTS += tests/unit/test_generation
+tests_unit_test_generation_SOURCES = tests/unit/test_generation.c
+tests_unit_test_generation_CFLAGS = $(NC_UNIT_CFLAGS)
+tests_unit_test_generation_LDADD = $(NC_UNIT_LIBS)

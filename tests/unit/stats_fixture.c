@@ -34,14 +34,15 @@ void sfix_init(struct sfix *f, const char *yaml, size_t nworkers)
     assert_true(nworkers <= SFIX_MAX_WORKERS);
     f->conf = conf_load_string(yaml, strlen(yaml), "test.yml", NULL, NULL);
     assert_non_null(f->conf);
-    f->rt = runtime_create(f->conf);
+    f->rt = runtime_create(f->conf, NULL, nworkers);
     assert_non_null(f->rt);
     f->nworkers = nworkers;
     for (size_t i = 0; i < nworkers; i++) {
-        f->blocks[i] = stats_worker_create(f->rt);
+        f->blocks[i] = stats_worker_create();
         assert_non_null(f->blocks[i]);
         stats_slowlog_configure(&f->blocks[i]->slowlog, (uint32_t)i, 1000);
     }
+    assert_int_equal(stats_bind(f->rt, f->blocks, nworkers), 0);
     f->src.rt = f->rt;
     f->src.blocks = f->blocks;
     f->src.nblocks = nworkers;
@@ -52,7 +53,7 @@ void sfix_init(struct sfix *f, const char *yaml, size_t nworkers)
 void sfix_deinit(struct sfix *f)
 {
     for (size_t i = 0; i < f->nworkers; i++) stats_worker_destroy(f->blocks[i]);
-    runtime_destroy(f->rt);
+    runtime_put(f->rt);
     conf_unref(f->conf);
     memset(f, 0, sizeof(*f));
 }
@@ -64,6 +65,18 @@ size_t sfix_pool(const struct sfix *f, const char *name)
     }
     fail_msg("no pool '%s'", name);
     return 0;
+}
+
+struct stats_pool_block *sfix_pb(const struct sfix *f, size_t w, const char *pool)
+{
+    return f->rt->pools[sfix_pool(f, pool)].wstats[w];
+}
+
+struct stats_server_block *sfix_sb(const struct sfix *f, size_t w, const char *pool, size_t k)
+{
+    const struct pool_shared *p = &f->rt->pools[sfix_pool(f, pool)];
+    assert_true(k < p->cp->nservers);
+    return p->wservers[w * p->cp->nservers + k];
 }
 
 char *sfix_cstr(const struct stats_buf *b)

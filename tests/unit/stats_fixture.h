@@ -36,6 +36,11 @@ void sfix_deinit(struct sfix *f);
 /* Index of the pool named name (fails the test if absent). */
 size_t sfix_pool(const struct sfix *f, const char *name);
 
+/* Worker w's counter block for pool `pool` / its server k (as the worker finds them: through the
+ * runtime, by name). */
+struct stats_pool_block *sfix_pb(const struct sfix *f, size_t w, const char *pool);
+struct stats_server_block *sfix_sb(const struct sfix *f, size_t w, const char *pool, size_t k);
+
 /* A NUL-terminated copy of a buffer's bytes (free() it). */
 char *sfix_cstr(const struct stats_buf *b);
 

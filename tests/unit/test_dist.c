@@ -125,7 +125,7 @@ static void test_vector_case(void **state)
     assert_int_equal(conf->npools, 1);
     assert_int_equal(conf->pools[0].hash, c->hash);
     assert_int_equal(conf->pools[0].distribution, c->dist);
-    struct runtime *rt = runtime_create(conf);
+    struct runtime *rt = runtime_create(conf, NULL, 1);
     assert_non_null(rt);
     struct pool_shared *pool = &rt->pools[0];
 
@@ -153,7 +153,7 @@ static void test_vector_case(void **state)
     }
     free(line);
     fclose(f);
-    runtime_destroy(rt);
+    runtime_put(rt);
     conf_unref(conf);
 
     printf("  %-38s %5zu lines, %zu mismatches\n", c->name, nlines, bad);

@@ -83,8 +83,7 @@ static void test_help(void **state)
 static void test_status_is_fresh_json(void **state)
 {
     struct mfix *m = *state;
-    size_t alpha = sfix_pool(&m->f, "alpha");
-    STATS_SERVER_ADD(m->f.blocks[2], alpha, 0, requests, 5); /* after the cached snapshot */
+    STATS_SERVER_ADD(sfix_sb(&m->f, 2, "alpha", 0), requests, 5); /* after the cached snapshot */
     char *s = run(m, "status", MANAGE_OK);
     size_t len = strlen(s);
     assert_true(len > 2 && strcmp(s + len - 2, "\r\n") == 0);
@@ -111,8 +110,7 @@ static void test_status_is_fresh_json(void **state)
 static void test_status_workers(void **state)
 {
     struct mfix *m = *state;
-    size_t alpha = sfix_pool(&m->f, "alpha");
-    for (size_t i = 0; i < 3; i++) STATS_SERVER_ADD(m->f.blocks[i], alpha, 2, responses, (int64_t)(i + 1));
+    for (size_t i = 0; i < 3; i++) STATS_SERVER_ADD(sfix_sb(&m->f, i, "alpha", 2), responses, (int64_t)(i + 1));
     char *s = run(m, "status   workers", MANAGE_OK);
     struct jv *v = jv_parse(s, strlen(s));
     assert_non_null(v);
@@ -173,7 +171,7 @@ static void test_errors(void **state)
     expect(m, "quit", MANAGE_QUIT, NULL);
 }
 
-static void slow(struct stats_worker *b, uint32_t pool, uint32_t server, uint64_t start, uint64_t dur,
+static void slow(struct stats_worker *b, const char *pool, const char *server, uint64_t start, uint64_t dur,
                  const char *cmd, const char *key)
 {
     struct stats_slow_req r = {
@@ -187,11 +185,11 @@ static void slow(struct stats_worker *b, uint32_t pool, uint32_t server, uint64_
 static void test_slowlog(void **state)
 {
     struct mfix *m = *state;
-    uint32_t alpha = (uint32_t)sfix_pool(&m->f, "alpha");
-    uint32_t weird = (uint32_t)sfix_pool(&m->f, "we\"ird\\pool\tname \xc3\xa9");
+    const char *alpha = sfix_pb(&m->f, 0, "alpha")->name;
+    const char *weird = sfix_pb(&m->f, 2, "we\"ird\\pool\tname \xc3\xa9")->name;
     expect(m, "slowlog len", MANAGE_OK, "0\r\n");
     expect(m, "slowlog get", MANAGE_OK, "END\r\n");
-    slow(m->f.blocks[0], alpha, 1, 1700000000000000, 250000, "get", "user:1");
+    slow(m->f.blocks[0], alpha, sfix_sb(&m->f, 0, "alpha", 1)->name, 1700000000000000, 250000, "get", "user:1");
     slow(m->f.blocks[2], weird, STATS_SLOW_MANY, 1700000001000000, 1500, "mget", "a\"b");
     slow(m->f.blocks[1], alpha, STATS_SLOW_NONE, 1700000000500000, 20000, "ping", NULL);
     expect(m, "slowlog len", MANAGE_OK, "3\r\n");

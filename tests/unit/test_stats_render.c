@@ -28,29 +28,30 @@
 /* Counts in two workers: alpha s2 and the weird pool. */
 static void fill(struct sfix *f)
 {
-    size_t alpha = sfix_pool(f, "alpha"), weird = sfix_pool(f, WEIRD_POOL);
     struct stats_worker *w0 = f->blocks[0], *w1 = f->blocks[1];
+    struct stats_pool_block *a0 = sfix_pb(f, 0, "alpha"), *a1 = sfix_pb(f, 1, "alpha");
+    struct stats_server_block *s0 = sfix_sb(f, 0, "alpha", 1), *s1 = sfix_sb(f, 1, "alpha", 1);
     stats_ctr_add(&w0->total_connections, 5);
     stats_ctr_add(&w1->total_connections, 7);
     stats_ctr_add(&w0->curr_connections, 2);
     stats_ctr_add(&w1->curr_connections, 1);
-    STATS_POOL_ADD(w0, alpha, client_eof, 3);
-    STATS_POOL_ADD(w1, alpha, client_eof, 4);
-    STATS_POOL_ADD(w0, alpha, fragments, 6);
-    STATS_POOL_ADD(w1, alpha, client_connections, 1);
-    STATS_SERVER_ADD(w0, alpha, 1, requests, 10);
-    STATS_SERVER_ADD(w1, alpha, 1, requests, 32);
-    STATS_SERVER_ADD(w0, alpha, 1, request_bytes, 1000);
-    STATS_SERVER_ADD(w1, alpha, 1, request_bytes, 234);
-    STATS_SERVER_ADD(w0, alpha, 1, in_queue, 2);
-    STATS_SERVER_ADD(w1, alpha, 1, in_queue, -3); /* a gauge renders signed */
-    STATS_SERVER_ADD(w0, alpha, 1, server_ejected_at, 1700000000000000);
-    STATS_SERVER_ADD(w1, alpha, 1, server_ejected_at, 1700000000500000); /* latest wins */
-    STATS_SERVER_ADD(w1, weird, 1, responses, 9);
-    stats_hist_record(&w0->pools[alpha].request_latency, 500);
-    stats_hist_record(&w0->pools[alpha].request_latency, 1500);
-    stats_hist_record(&w1->pools[alpha].request_latency, 4000000);
-    stats_hist_record(&w1->pools[alpha].servers[1].server_latency, 20000);
+    STATS_POOL_ADD(a0, client_eof, 3);
+    STATS_POOL_ADD(a1, client_eof, 4);
+    STATS_POOL_ADD(a0, fragments, 6);
+    STATS_POOL_ADD(a1, client_connections, 1);
+    STATS_SERVER_ADD(s0, requests, 10);
+    STATS_SERVER_ADD(s1, requests, 32);
+    STATS_SERVER_ADD(s0, request_bytes, 1000);
+    STATS_SERVER_ADD(s1, request_bytes, 234);
+    STATS_SERVER_ADD(s0, in_queue, 2);
+    STATS_SERVER_ADD(s1, in_queue, -3); /* a gauge renders signed */
+    STATS_SERVER_ADD(s0, server_ejected_at, 1700000000000000);
+    STATS_SERVER_ADD(s1, server_ejected_at, 1700000000500000); /* latest wins */
+    STATS_SERVER_ADD(sfix_sb(f, 1, WEIRD_POOL, 1), responses, 9);
+    stats_hist_record(&a0->request_latency, 500);
+    stats_hist_record(&a0->request_latency, 1500);
+    stats_hist_record(&a1->request_latency, 4000000);
+    stats_hist_record(&s1->server_latency, 20000);
 }
 
 static struct jv *render_json(struct sfix *f, long worker)

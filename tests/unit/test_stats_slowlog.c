@@ -35,8 +35,8 @@ static void record(struct stats_slowlog *sl, uint64_t start, uint64_t dur, const
 {
     struct stats_slow_req r = {
         .duration_usec = dur,
-        .pool = 1,
-        .server = 2,
+        .pool = "p1",
+        .server = "s2",
         .cmd = (const uint8_t *)cmd,
         .cmd_len = strlen(cmd),
         .key = (const uint8_t *)key,
@@ -73,8 +73,8 @@ static void test_entry_fields(void **state)
     assert_false(e[0].has_key);
     assert_int_equal(e[1].id, 1);
     assert_int_equal(e[1].worker, 3);
-    assert_int_equal(e[1].pool, 1);
-    assert_int_equal(e[1].server, 2);
+    assert_string_equal(e[1].pool, "p1");
+    assert_string_equal(e[1].server, "s2");
     assert_int_equal(e[1].start_usec, 1000000);
     assert_int_equal(e[1].duration_usec, 25000);
     assert_int_equal(e[1].cmd_len, 3);
