@@ -169,6 +169,7 @@ class SteadyLoad:
                 c.sent_at.append(c.t_sent)
                 self.latest[c.key] = c.value
             c.busy = False
+            c.got = bytearray()
             c.next_at = now + self.pause
             if self.churn:
                 self._close(c, dead=False)

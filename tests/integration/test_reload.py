@@ -112,13 +112,18 @@ class Rig:
         checks the reply, the notice in the log and the generation in the stats."""
         if spec is not None:
             self.write(spec)
-        gen = self.gen + 1
         start = len(self.proxy.log())
         if via == "cmd":
             reply = self.reload_reply()
-            assert reply == f"OK generation {gen}\r\n", reply
+            assert reply == f"OK generation {self.gen + 1}\r\n", reply
         else:
             self.proxy.signal(signal.SIGHUP)
+        self.reloaded(start, spec)
+
+    def reloaded(self, start, spec=None):
+        """Waits for the next generation's notice in the log (after character `start`) and in
+        the stats; spec (if given) is the config it serves."""
+        gen = self.gen + 1
         pattern = re.compile(rf"generation {gen}\b")
         ncutil.wait_until(lambda: pattern.search(self.proxy.log()[start:]), RELOAD_TIMEOUT,
                           what=f"'generation {gen}' in the log")
@@ -127,7 +132,6 @@ class Rig:
         self.gen = gen
         if spec is not None:
             self.spec = copy.deepcopy(spec)
-        return time.monotonic()
 
     # --- load
     def load(self, pool, nclients, **kw):
@@ -505,6 +509,29 @@ def test_remove_pool_serves_in_flight_requests_then_closes(rig, stopped):
     assert "beta" not in ncmanage.status(r.manage)
     settle_after(r, alpha)
     r.reload(r.base, via="hup")   # beta again, on its old port, for the final check
+    r.finish()
+
+
+def test_connections_waiting_in_the_backlog_survive_a_reload(rig, stopped):
+    """The proxy is stopped (SIGSTOP) while 20 clients connect and send their first request: they
+    wait in the kernel's backlog of alpha's listener. A SIGHUP with a changed config is pending when
+    it resumes; the reload keeps the listening socket, so every one of them is served."""
+    r = rig()
+    beta = r.load("beta", BETA_CLIENTS)
+    beta.wait_progress(each=3)
+    inodes = r.listeners()
+    stopped(r.proxy.proc)
+    waiting = r.load("alpha", 20, prefix="backlog")
+    ncutil.wait_until(lambda: len(waiting.busy_clients()) == 20, SETTLE,
+                      what="every waiting client's request sent")
+    changed = r.variant(alpha={"hash": "murmur"})
+    r.write(changed)
+    start = len(r.proxy.log())
+    r.proxy.signal(signal.SIGHUP)
+    stopped.resume()
+    r.reloaded(start, changed)
+    waiting.wait_progress(each=8)
+    assert r.listeners() == inodes
     r.finish()
 
 
