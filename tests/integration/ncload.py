@@ -1,10 +1,12 @@
 """A steady, self-checking client load for the reload tests (test_reload.py).
 
-SteadyLoad: `nclients` raw-socket clients of one pool, all driven by one selector thread (cheap on
-a 2-core machine). Each exchange is one write of SET key value + GET key (memcached: set + get)
-with a value no client ever used before, and the reply bytes must be exactly "+OK" and that value
-(STORED, VALUE ... END). So a reply meant for another client, or a SET and its GET routed by two
-different configs, shows as a wrong reply. A client pauses `pause` seconds between exchanges.
+SteadyLoad: `nclients` raw-socket clients of one pool (a TCP port, or a unix socket `path`), all
+driven by one selector thread (cheap on a 2-core machine). Each exchange is one write of SET key
+value + GET key (memcached: set + get), or of `depth` such pairs on different keys (a pipeline),
+with values no client ever used before, and the reply bytes must be exactly "+OK" and that value
+(STORED, VALUE ... END) for each pair. So a reply meant for another client, or a SET and its GET
+routed by two different configs, shows as a wrong reply. A client pauses `pause` seconds between
+exchanges.
 
 Outcomes: every exchange that got its exact reply is counted (with when it was sent); anything
 else is a Problem and ends that client's connection: "wrong" (bytes that are not the expected
@@ -41,7 +43,8 @@ class _Client:
         self.dead = False       # closed for good (not churn)
         self.seq = 0
         self.busy = False       # an exchange is outstanding
-        self.key = self.value = None
+        self.key = None         # the first key of the exchange outstanding (for messages)
+        self.pairs = []         # its (key, value) pairs
         self.out = b""
         self.expect = b""
         self.got = bytearray()
@@ -53,8 +56,9 @@ class _Client:
 
 class SteadyLoad:
     def __init__(self, port, redis=True, nclients=50, nkeys=8, pause=0.02, prefix="k",
-                 churn=False, hang=HANG):
+                 churn=False, hang=HANG, depth=1, path=None):
         self.port, self.redis, self.pause, self.churn, self.hang = port, redis, pause, churn, hang
+        self.depth, self.path = depth, path
         self.tag = f"{prefix}{uuid.uuid4().hex[:6]}"
         self.clients = [_Client(cid, ncproxy.spread_keys(f"{self.tag}.{cid}", nkeys))
                         for cid in range(nclients)]
@@ -87,11 +91,20 @@ class SteadyLoad:
 
     def _connect(self, c):
         try:
-            s = socket.create_connection((HOST, self.port), timeout=CONNECT_TIMEOUT)
+            if self.path is None:
+                s = socket.create_connection((HOST, self.port), timeout=CONNECT_TIMEOUT)
+                s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            else:
+                s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                s.settimeout(CONNECT_TIMEOUT)
+                try:
+                    s.connect(str(self.path))
+                except OSError:
+                    s.close()
+                    raise
         except OSError as e:
             self._problem(c, "connfail", repr(e))
             return False
-        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         s.setblocking(False)
         c.sock = s
         c.connects += 1
@@ -116,15 +129,19 @@ class SteadyLoad:
 
     def _request(self, c):
         c.seq += 1
-        c.key = c.keys[c.seq % len(c.keys)]
-        c.value = f"{self.tag}.{c.cid}.{c.seq}".encode()
-        k = c.key.encode()
-        if self.redis:
-            c.out = ncproxy.resp("SET", k, c.value) + ncproxy.resp("GET", k)
-            c.expect = b"+OK\r\n" + ncproxy.bulk(c.value)
-        else:
-            c.out = ncproxy.mc_store("set", c.key, c.value) + b"get %s\r\n" % k
-            c.expect = b"STORED\r\n" + ncproxy.mc_value(c.key, c.value) + b"END\r\n"
+        c.pairs = [(c.keys[(c.seq * self.depth + j) % len(c.keys)],
+                    f"{self.tag}.{c.cid}.{c.seq}.{j}".encode()) for j in range(self.depth)]
+        c.key = c.pairs[0][0]
+        out, expect = [], []
+        for key, value in c.pairs:
+            k = key.encode()
+            if self.redis:
+                out.append(ncproxy.resp("SET", k, value) + ncproxy.resp("GET", k))
+                expect.append(b"+OK\r\n" + ncproxy.bulk(value))
+            else:
+                out.append(ncproxy.mc_store("set", key, value) + b"get %s\r\n" % k)
+                expect.append(b"STORED\r\n" + ncproxy.mc_value(key, value) + b"END\r\n")
+        c.out, c.expect = b"".join(out), b"".join(expect)
         c.got = bytearray()
         c.busy = True
         c.t_sent = time.monotonic()
@@ -167,7 +184,7 @@ class SteadyLoad:
             now = time.monotonic()
             with self.lock:
                 c.sent_at.append(c.t_sent)
-                self.latest[c.key] = c.value
+                self.latest.update(c.pairs)
             c.busy = False
             c.got = bytearray()
             c.next_at = now + self.pause

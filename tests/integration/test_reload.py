@@ -137,7 +137,12 @@ class Rig:
     def load(self, pool, nclients, **kw):
         kw.setdefault("redis", self.spec[pool]["redis"])
         kw.setdefault("prefix", pool)
-        load = SteadyLoad(self.port_of(pool), nclients=nclients, **kw).start()
+        listen = self.spec[pool]["listen"]
+        if listen.startswith("/"):
+            load = SteadyLoad(None, path=listen.split()[0], nclients=nclients, **kw)
+        else:
+            load = SteadyLoad(self.port_of(pool), nclients=nclients, **kw)
+        load.start()
         self.loads.append(load)
         return load
 
@@ -400,11 +405,24 @@ def test_add_server_then_remove_it(rig):
     add_server_and_back(rig())
 
 
-def test_remove_server_closes_its_connections(rig):
+def test_remove_server_closes_its_connections_after_outstanding_replies(rig, stopped):
+    """r2 removed while it holds requests (stopped): they are answered once it resumes, by the
+    same connections, which close then; the other servers keep theirs; no request fails."""
     r = rig()
     alpha, beta = r.steady()
     conns = r.backend_conns()
+    owner = owners(r, "alpha", [k for c in alpha.clients for k in c.keys])
+    stopped(r.procs["r2"])
+
+    def blocked():
+        return [c.cid for c in alpha.clients if c.busy and owner[c.key] == "r2"]
+
+    ncutil.wait_until(lambda: len(blocked()) >= 10, SETTLE, what="clients waiting for r2")
     r.reload(r.variant(alpha={"servers": [r.server(n) for n in ("r0", "r1")]}), via="hup")
+    waiting = blocked()
+    assert len(waiting) >= 10 and r.backend_conns()["r2"] == conns["r2"], \
+        "r2's connections closed with replies outstanding"
+    stopped.resume()
     settle_after(r, alpha, beta)
     r.wait_no_conns("r2")
     now, before = kept_conns(r, conns, "r2")
@@ -474,6 +492,28 @@ def test_add_memcache_pool_on_new_port_then_remove_it(rig):
     assert r.listeners() == inodes
     now, before = kept_conns(r, conns, "m0")
     assert now == before
+    r.finish()
+
+
+def test_unix_socket_pool_added_then_removed(rig):
+    r = rig()
+    r.add_backend("u0")
+    alpha, beta = r.steady()
+    path = r.proxy.conf_path.parent / "delta.sock"
+    with_delta = r.variant(delta={"listen": f"{path} 0666", "redis": True,
+                                  "servers": [r.server("u0")]})
+    r.reload(with_delta)
+    assert path.is_socket() and path.stat().st_mode & 0o777 == 0o666
+    delta = r.load("delta", 6)
+    delta.wait_progress(each=8)
+    r.reload(r.base, via="hup")
+    ncutil.wait_until(lambda: not delta.open_clients(), SETTLE, what="delta's clients closed")
+    r.forget(delta)
+    bad = [p for p in delta.problems_of() if p.kind != "closed" or p.partial]
+    assert not bad, describe(bad)
+    assert not path.exists(), "the removed pool's unix socket was not unlinked"
+    r.wait_no_conns("u0")
+    settle_after(r, alpha, beta, each=4)
     r.finish()
 
 
@@ -591,6 +631,13 @@ def test_invalid_file_changes_nothing(rig):
     assert reply.startswith("ERR: reload failed (still serving generation 1): "), reply
     assert reply.endswith("\r\n") and reply.count("\r\n") == 1, reply
     os.rename(path.with_suffix(".away"), path)
+    # a valid file whose new listen address is taken
+    with socket.socket() as taken:
+        taken.bind((HOST, 0))
+        taken.listen(1)
+        r.write(r.variant(gamma=r.pool(["b0"], listen_port=taken.getsockname()[1])))
+        reply = r.reload_reply()
+    assert reply.startswith("ERR: reload failed (still serving generation 1): "), reply
     assert ncmanage.status(r.manage)["generation"] == 1
     assert r.listeners() == inodes and r.backend_conns() == conns
     settle_after(r, alpha, beta, each=4)
@@ -730,7 +777,7 @@ def test_ejected_server_stays_ejected_across_reload(rig):
                 break
     r.proxy.wait_log("ejected", start=start)
     doc0 = ncmanage.wait_status(r.manage, lambda d: d["alpha"]["r1"]["server_ejected_at"] > 0)
-    r.reload(r.variant(alpha={"timeout": 3000}), via="hup")
+    r.reload(r.variant(alpha={"timeout": 3000}))
     assert "r1" not in owners(r, "alpha", keys).values(), "r1 is back in the distribution"
     with ncproxy.RawConn(r.port_of("alpha")) as c:
         for k in keys:
@@ -744,17 +791,27 @@ def test_ejected_server_stays_ejected_across_reload(rig):
 # --------------------------------------------------------------------------- log
 
 def test_sighup_still_reopens_the_log(rig):
+    """Rotation as for twemproxy: rename the log, SIGHUP; the reload's notice and what follows go to
+    a new file. A worker thread has written to the old file before (it logged the ejection of a
+    server of pool zeta, which has nothing listening)."""
     r = rig(beta=False)
+    with_zeta = r.variant(zeta={"listen": f"{HOST}:{ncutil.free_port()}", "redis": True,
+                                "auto_eject_hosts": True, "server_failure_limit": 1,
+                                "server_retry_timeout": 600000,
+                                "servers": [f"{HOST}:{ncutil.free_port()}:1 dead"]})
+    r.reload(with_zeta)
+    start = len(r.proxy.log())
+    with ncproxy.RawConn(r.port_of("zeta")) as c:
+        assert isinstance(c.call("GET", "k"), ncproxy.RespError)
+    r.proxy.wait_log("ejected", start=start)
     log = r.proxy.log_path
     rotated = log.with_suffix(".1")
     os.rename(log, rotated)
     r.proxy.signal(signal.SIGHUP)
     ncutil.wait_until(log.exists, RELOAD_TIMEOUT, what="a new log file")
-    ncutil.wait_until(lambda: "generation 2" in ncutil.read_text(log) + ncutil.read_text(rotated),
-                      RELOAD_TIMEOUT, what="generation 2 in a log")
-    r.gen = 2
-    r.reload()   # logged into the new file
-    assert "generation 3" in ncutil.read_text(log)
+    r.reloaded(0)   # generation 3, noticed in the new file
+    r.reload(r.base)
+    assert "generation 4" in ncutil.read_text(log)
     assert "generation 3" not in ncutil.read_text(rotated)
     r.finish()
 
@@ -769,15 +826,18 @@ def test_twenty_reloads_in_quick_succession_under_load(rig):
                              "servers": [r.server(n) for n in ("r0", "r1", "r2", "r3")]},
                       beta={"hash": "md5"})
     alpha, beta = r.steady()
-    # clients that connect anew for every exchange: the listeners never miss one
-    churn = [r.load("alpha", 3, churn=True, pause=0.03, prefix="churn"),
-             r.load("beta", 2, churn=True, pause=0.03, prefix="churn")]
+    loads = [alpha, beta,
+             # clients that connect anew for every exchange: the listeners never miss one
+             r.load("alpha", 3, churn=True, pause=0.03, prefix="churn"),
+             r.load("beta", 2, churn=True, pause=0.03, prefix="churn"),
+             # pipelines of 4 SET/GET pairs: one split across two configs would misroute a GET
+             r.load("alpha", 5, depth=4, pause=0.01, prefix="deep")]
     for i in range(1, 21):
         r.reload(other if i % 2 else r.base, via="hup" if i % 2 else "cmd")
         if i % 5 == 0:
-            settle_after(r, alpha, beta, *churn, each=2)
+            settle_after(r, *loads, each=2)
     assert r.gen == 21
-    settle_after(r, alpha, beta, *churn)
+    settle_after(r, *loads)
     r.wait_no_conns("r3")
     r.stop_loads()
     assert_routed_by_current_config(r, "alpha", alpha)
