@@ -238,11 +238,6 @@ class SteadyLoad:
             return [p for p in self.problems
                     if (kinds is None or p.kind in kinds) and (cids is None or p.cid in cids)]
 
-    def done(self, since=0.0):
-        """How many exchanges got their exact reply, among those sent at or after `since`."""
-        with self.lock:
-            return sum(sum(1 for t in c.sent_at if t >= since) for c in self.clients)
-
     def busy_clients(self):
         return [c.cid for c in self.clients if c.busy]
 
