@@ -429,8 +429,8 @@ def _tcp_sockets():
 
 
 def proxy_fds(pid):
-    """The open descriptors of pid: [(fd, ("tcp", state, local port, remote port))] for TCP
-    sockets, [(fd, ("other", link target))] for the rest (pipes, eventfds, epoll, files)."""
+    """The open descriptors of pid: [(fd, ("tcp", state, local port, remote port, inode))] for
+    TCP sockets, [(fd, ("other", link target))] for the rest (pipes, eventfds, epoll, files)."""
     tcp = _tcp_sockets()
     out = []
     for fd in sorted(os.listdir(f"/proc/{pid}/fd"), key=int):
@@ -439,7 +439,7 @@ def proxy_fds(pid):
         except OSError:
             continue
         inode = target[8:-1] if target.startswith("socket:[") else None
-        out.append((int(fd), ("tcp", *tcp[inode]) if inode in tcp else ("other", target)))
+        out.append((int(fd), ("tcp", *tcp[inode], inode) if inode in tcp else ("other", target)))
     return out
 
 
