@@ -48,8 +48,11 @@ for t in "${targets[@]}"; do
     [ -x "$bin" ] || { log "no such target: $t"; failed=1; continue; }
     mkdir -p "$OUT/$t/corpus"
     rm -f "$OUT/$t"/crash-* "$OUT/$t"/leak-* "$OUT/$t"/timeout-* "$OUT/$t"/oom-*
-    args=(-max_total_time="$TIME" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1
-          -artifact_prefix="$OUT/$t/")
+    # -max_len=4096: the smallest length that still reaches every limit (a memcached line over
+    # MC_LINE_MAX 2048, a 4096-byte mbuf filling up) and libFuzzer's own default; pinned so that a
+    # bigger seed cannot raise it (time per input grows with its length)
+    args=(-max_total_time="$TIME" -max_len=4096 -timeout=10 -rss_limit_mb=2048
+          -print_final_stats=1 -artifact_prefix="$OUT/$t/")
     [ -f "$dict" ] && args+=(-dict="$dict")
     # shellcheck disable=SC2206  # FUZZ_ARGS is a list of words
     args+=(${FUZZ_ARGS:-})

@@ -54,24 +54,42 @@ void fz_params(struct fz_params *p, const uint8_t **data, size_t *size)
     memcpy(p->reads, h + 1, 3);
 }
 
-uint8_t *fz_msg_bytes(const struct msg *m)
+void fz_buf_put(struct fz_buf *b, const void *d, size_t n)
 {
-    uint8_t *b = malloc(m->len + 1);
-    FZ_CHECK(b != NULL);
-    FZ_CHECK(msg_copy_out(m, 0, b, m->len) == m->len);
-    return b;
+    if (b->n + n + 1 > b->cap) {
+        b->cap = (b->n + n + 1) * 2;
+        b->p = realloc(b->p, b->cap);
+        FZ_CHECK(b->p != NULL);
+    }
+    if (n > 0) memcpy(b->p + b->n, d, n);
+    b->n += n;
+    b->p[b->n] = '\0';
+}
+
+uint8_t *fz_msg_bytes(const struct msg *m, struct fz_buf *buf)
+{
+    if (buf->cap < m->len + 1) {
+        buf->cap = m->len + 1;
+        buf->p = realloc(buf->p, buf->cap);
+        FZ_CHECK(buf->p != NULL);
+    }
+    FZ_CHECK(msg_copy_out(m, 0, buf->p, m->len) == m->len);
+    buf->n = m->len;
+    buf->p[buf->n] = '\0';
+    return buf->p;
 }
 
 void fz_feed_init(struct fz_feed *f, const struct proto_ops *ops, bool rsp, bool want_elems,
-                  struct mbuf_pool *mp, struct msg_pool *pp, const uint8_t *stream,
-                  fz_msg_fn on_msg, void *ctx)
+                  const struct fz_pools *pools, const uint8_t *stream, fz_msg_fn on_msg,
+                  void *ctx)
 {
     memset(f, 0, sizeof(*f));
     f->ops = ops;
     f->rsp = rsp;
     f->want_elems = want_elems;
-    f->mp = mp;
-    f->pp = pp;
+    f->mp = pools->mp;
+    f->pp = pools->pp;
+    f->re = (struct fz_pools){ pools->re_mp, pools->re_pp, pools->re_mp, pools->re_pp };
     f->stream = stream;
     f->on_msg = on_msg;
     f->ctx = ctx;
@@ -83,8 +101,11 @@ void fz_feed_deinit(struct fz_feed *f)
     if (f->cur != NULL) msg_put(f->pp, f->cur);
     if (f->rb != NULL) mbuf_unref(f->rb);
     f->ops->parse_free(&f->ps);
+    free(f->bytes.p);
+    free(f->elem.p);
     f->cur = NULL;
     f->rb = NULL;
+    f->bytes = f->elem = (struct fz_buf){ 0 };
 }
 
 /* The stream offset of rb->data[rpos]. */
@@ -118,11 +139,6 @@ static bool fz_one_line(const char *buf, size_t n, size_t size)
 }
 
 /* A reply slice (an element) must parse alone as one complete reply. */
-static size_t fz_parse_nested(const struct proto_ops *ops, bool rsp, bool want_elems,
-                              struct mbuf_pool *mp, struct msg_pool *pp, const uint8_t *data,
-                              size_t n, const uint8_t reads[3], struct msg **out, size_t max,
-                              enum fz_status *status, uint64_t *left, bool nested);
-
 static void fz_check_alone(const struct fz_feed *f, const uint8_t *b, size_t n, bool want,
                            uint32_t expect_elems)
 {
@@ -130,15 +146,14 @@ static void fz_check_alone(const struct fz_feed *f, const uint8_t *b, size_t n, 
     struct msg *out = NULL;
     enum fz_status st;
     uint64_t left;
-    size_t k = fz_parse_nested(f->ops, true, want, f->mp, f->pp, b, n, whole, &out, 1, &st, &left,
-                               true);
+    size_t k = fz_parse_all(f->ops, true, want, &f->re, b, n, whole, &out, 1, &st, &left);
     FZ_CHECK(k == 1 && st == FZ_OK && left == 0);
     FZ_CHECK(out->len == n);
     if (want) FZ_CHECK(out->nelems == expect_elems);
-    msg_put(f->pp, out);
+    msg_put(f->re.pp, out);
 }
 
-static void fz_check_rsp(const struct fz_feed *f, const struct msg *m, const uint8_t *b)
+static void fz_check_rsp(struct fz_feed *f, const struct msg *m, const uint8_t *b)
 {
     bool redis = f->ops == &redis_proto;
     FZ_CHECK(m->rsp_type != RSP_NONE);
@@ -161,13 +176,10 @@ static void fz_check_rsp(const struct fz_feed *f, const struct msg *m, const uin
             if (redis) {
                 fz_check_alone(f, b + e->start, (size_t)(e->end - e->start), false, 0);
             } else {
-                size_t n = (size_t)(e->end - e->start);
-                uint8_t *one = malloc(n + 5);
-                FZ_CHECK(one != NULL);
-                memcpy(one, b + e->start, n);
-                memcpy(one + n, "END\r\n", 5);
-                fz_check_alone(f, one, n + 5, true, 1);
-                free(one);
+                f->elem.n = 0;
+                fz_buf_put(&f->elem, b + e->start, (size_t)(e->end - e->start));
+                fz_buf_put(&f->elem, "END\r\n", 5);
+                fz_check_alone(f, f->elem.p, f->elem.n, true, 1);
             }
         }
     }
@@ -214,7 +226,7 @@ static void fz_check_req(const struct fz_feed *f, const struct msg *m)
 }
 
 /* A complete msg: its bytes are the stream's, and what the parser recorded is within them. */
-static void fz_check_msg(const struct fz_feed *f, const struct msg *m)
+static void fz_check_msg(struct fz_feed *f, const struct msg *m)
 {
     FZ_CHECK(m->len > 0);
     FZ_CHECK(f->cur_start + m->len == fz_stream_pos(f));
@@ -225,12 +237,11 @@ static void fz_check_msg(const struct fz_feed *f, const struct msg *m)
         total += s->len;
     }
     FZ_CHECK(total == m->len);
-    uint8_t *b = fz_msg_bytes(m);
-    b[m->len] = '\0'; /* for strtoll: a reply line always ends before it */
+    uint8_t *b = fz_msg_bytes(m, &f->bytes); /* NUL-terminated, for strtoll: a reply line
+                                               * always ends before it */
     FZ_CHECK(memcmp(b, f->stream + f->cur_start, m->len) == 0);
     if (f->rsp) fz_check_rsp(f, m, b);
     else fz_check_req(f, m);
-    free(b);
 }
 
 /* What a call that consumed nothing may not change. */
@@ -329,6 +340,10 @@ static void fz_rbuf_ready(struct fz_feed *f)
     if (rb != NULL && mbuf_room(rb) > 0) return;
     struct mbuf *nb = mbuf_get(f->mp);
     FZ_CHECK(nb != NULL);
+#ifdef FZ_ASAN
+    /* a chunk from a pool that keeps them may have been poisoned below in an earlier life */
+    ASAN_UNPOISON_MEMORY_REGION(nb->data, nb->cap);
+#endif
     if (rb != NULL) {
         uint32_t tail = rb->len - f->rpos;
         if (tail > 0 && f->rpos == 0) {
@@ -384,15 +399,15 @@ static void fz_collect_msg(struct fz_feed *f, struct msg *m, void *ctx)
     c->n++;
 }
 
-static size_t fz_parse_nested(const struct proto_ops *ops, bool rsp, bool want_elems,
-                              struct mbuf_pool *mp, struct msg_pool *pp, const uint8_t *data,
-                              size_t n, const uint8_t reads[3], struct msg **out, size_t max,
-                              enum fz_status *status, uint64_t *left, bool nested)
+size_t fz_parse_all(const struct proto_ops *ops, bool rsp, bool want_elems,
+                    const struct fz_pools *pools, const uint8_t *data, size_t n,
+                    const uint8_t reads[3], struct msg **out, size_t max, enum fz_status *status,
+                    uint64_t *left)
 {
-    struct fz_collect c = { .out = out, .max = max, .n = 0, .pp = pp };
+    struct fz_collect c = { .out = out, .max = max, .n = 0, .pp = pools->pp };
     struct fz_feed f;
-    fz_feed_init(&f, ops, rsp, want_elems, mp, pp, data, fz_collect_msg, &c);
-    f.nested = nested;
+    fz_feed_init(&f, ops, rsp, want_elems, pools, data, fz_collect_msg, &c);
+    f.nested = true;
     for (unsigned r = 0; f.fed < n && f.status == FZ_OK; r++) {
         size_t k = reads[r % 3] != 0 ? reads[r % 3] : n;
         fz_feed_read(&f, k < n - f.fed ? k : n - f.fed);
@@ -401,12 +416,4 @@ static size_t fz_parse_nested(const struct proto_ops *ops, bool rsp, bool want_e
     *left = f.fed - f.done_end;
     fz_feed_deinit(&f);
     return c.n;
-}
-
-size_t fz_parse_all(const struct proto_ops *ops, bool rsp, bool want_elems, struct mbuf_pool *mp,
-                    struct msg_pool *pp, const uint8_t *data, size_t n, const uint8_t reads[3],
-                    struct msg **out, size_t max, enum fz_status *status, uint64_t *left)
-{
-    return fz_parse_nested(ops, rsp, want_elems, mp, pp, data, n, reads, out, max, status, left,
-                           false);
 }

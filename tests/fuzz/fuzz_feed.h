@@ -29,6 +29,29 @@
 
 enum fz_status { FZ_OK = 0, FZ_ERROR, FZ_GAVE_UP };
 
+/*
+ * The pools a feed draws from. mp/pp serve the stream itself; they keep no free chunk, so a stale
+ * pointer into a returned mbuf or msg is a use-after-free under ASan. re_mp/re_pp serve the
+ * harness's re-parses of copies it made (an element alone, a fragment, a coalesced reply, the
+ * whole-reads reference run): they may keep free chunks (ASan's malloc and free are most of a
+ * target's time), since what those re-parses check is what the parser records, not its lifetimes.
+ */
+struct fz_pools {
+    struct mbuf_pool *mp;
+    struct msg_pool *pp;
+    struct mbuf_pool *re_mp;
+    struct msg_pool *re_pp;
+};
+
+/* A growable byte buffer (harness scratch: reused, so no malloc per use). */
+struct fz_buf {
+    uint8_t *p;
+    size_t n, cap;
+};
+
+/* Appends n bytes (keeps a NUL after them). */
+void fz_buf_put(struct fz_buf *b, const void *d, size_t n);
+
 struct fz_feed;
 /* Called with each complete msg; the callee owns it (msg_put it, or keep it). */
 typedef void (*fz_msg_fn)(struct fz_feed *f, struct msg *m, void *ctx);
@@ -39,6 +62,8 @@ struct fz_feed {
     bool want_elems;
     struct mbuf_pool *mp;
     struct msg_pool *pp;
+    struct fz_pools re;        /* for re-parses of this feed's elements: re_mp/re_pp of its pools */
+    struct fz_buf bytes, elem; /* scratch: a msg's bytes, an element made a whole reply */
     struct parse_state ps;
     struct mbuf *rb;           /* the read buffer (NULL when idle, as the core) */
     uint32_t rpos;             /* its first unconsumed byte */
@@ -49,11 +74,13 @@ struct fz_feed {
     uint64_t done_end;         /* stream offset after the last complete msg */
     enum fz_status status;
     size_t nmsgs;
-    bool nested;               /* a re-parse of an element: its elements are not re-parsed */
+    bool nested;               /* a harness re-parse (fz_parse_all): elements not re-parsed alone */
     bool light;                /* a reference run: only what the summaries need is checked */
     fz_msg_fn on_msg;
     void *ctx;
 };
+
+#define FZ_MAX_SERVERS 4 /* servers a request may be split over (h[0] bits 3-4, plus 1) */
 
 /* The header (h[0..3]) decoded. */
 struct fz_params {
@@ -67,24 +94,28 @@ struct fz_params {
 void fz_params(struct fz_params *p, const uint8_t **data, size_t *size);
 
 void fz_feed_init(struct fz_feed *f, const struct proto_ops *ops, bool rsp, bool want_elems,
-                  struct mbuf_pool *mp, struct msg_pool *pp, const uint8_t *stream,
-                  fz_msg_fn on_msg, void *ctx);
+                  const struct fz_pools *pools, const uint8_t *stream, fz_msg_fn on_msg,
+                  void *ctx);
 /* One read of the next n bytes of the stream (split further by the mbuf's room). */
 void fz_feed_read(struct fz_feed *f, size_t n);
-/* Puts the msg in progress and the read buffer, frees the parse state. */
+/* Puts the msg in progress and the read buffer, frees the parse state and the scratch. */
 void fz_feed_deinit(struct fz_feed *f);
 
 /*
  * Parses data[0..n) alone through a fresh feed in one read per reads[] cycle; stores up to max
  * complete msgs in out (the caller puts them; extra ones are put here). Returns the number of
  * complete msgs; *status and *left (bytes after the last complete msg) say how the stream ended.
+ * Every check of the stream's feed runs, except that reply elements are not re-parsed alone
+ * (the reply targets do that on the stream; a fake server reply's elements are checked by the
+ * coalesced reply, byte for byte).
  */
-size_t fz_parse_all(const struct proto_ops *ops, bool rsp, bool want_elems, struct mbuf_pool *mp,
-                    struct msg_pool *pp, const uint8_t *data, size_t n, const uint8_t reads[3],
-                    struct msg **out, size_t max, enum fz_status *status, uint64_t *left);
+size_t fz_parse_all(const struct proto_ops *ops, bool rsp, bool want_elems,
+                    const struct fz_pools *pools, const uint8_t *data, size_t n,
+                    const uint8_t reads[3], struct msg **out, size_t max, enum fz_status *status,
+                    uint64_t *left);
 
-/* A msg's bytes as a malloc'd buffer (n bytes). */
-uint8_t *fz_msg_bytes(const struct msg *m);
+/* A msg's bytes, copied into buf (replacing what it held; a NUL follows them); returns buf->p. */
+uint8_t *fz_msg_bytes(const struct msg *m, struct fz_buf *buf);
 
 /* A small deterministic PRNG (xorshift64*), seeded from the input. */
 uint64_t fz_rand(uint64_t *state);

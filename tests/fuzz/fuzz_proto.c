@@ -17,6 +17,8 @@
 
 #include "fuzz_feed.h"
 
+struct fz_fake;
+
 /* What two parses of one stream must agree on, per msg. */
 struct fz_sum {
     uint64_t len, nargs, keys_hash, elems_hash;
@@ -30,34 +32,22 @@ struct fz_run {
     bool rsp;
     bool redis;
     struct fz_params prm;
-    struct mbuf_pool *mp;
-    struct msg_pool *pp;
+    struct fz_pools stream;   /* the client's stream and what the core builds from it */
+    struct fz_pools re;       /* the harness's re-parses of copies (fuzz_feed.h) */
     const uint8_t *data;
     size_t size;
     uint64_t rng;
     bool fragments;           /* split multi-key requests (the run under test, not the reference) */
     struct fz_sum *sums;
     size_t nsums, sums_cap;
+    /* scratch reused from request to request: no malloc per use */
+    struct fz_buf bytes, exp; /* a msg's bytes; the coalesced reply expected */
+    uint32_t *where;          /* each key's server */
+    size_t where_cap;
+    struct fz_fake *fk;       /* the fake replies (FZ_MAX_SERVERS) */
 };
 
-/* ---- a growable byte buffer ---- */
-
-struct fz_buf {
-    uint8_t *p;
-    size_t n, cap;
-};
-
-static void fb_put(struct fz_buf *b, const void *d, size_t n)
-{
-    if (b->n + n + 1 > b->cap) {
-        b->cap = (b->n + n + 1) * 2;
-        b->p = realloc(b->p, b->cap);
-        FZ_CHECK(b->p != NULL);
-    }
-    if (n > 0) memcpy(b->p + b->n, d, n);
-    b->n += n;
-    b->p[b->n] = '\0';
-}
+/* ---- byte buffers (fuzz_feed.h fz_buf) ---- */
 
 __attribute__((format(printf, 2, 3))) static void fb_printf(struct fz_buf *b, const char *fmt, ...)
 {
@@ -67,7 +57,7 @@ __attribute__((format(printf, 2, 3))) static void fb_printf(struct fz_buf *b, co
     int n = vsnprintf(tmp, sizeof(tmp), fmt, ap);
     va_end(ap);
     FZ_CHECK(n >= 0 && (size_t)n < sizeof(tmp));
-    fb_put(b, tmp, (size_t)n);
+    fz_buf_put(b, tmp, (size_t)n);
 }
 
 /* n bytes of the fuzz input (so replies carry fuzzer-chosen data), or 'x's. */
@@ -75,10 +65,10 @@ static void fb_put_input(struct fz_buf *b, struct fz_run *r, size_t n)
 {
     if (r->size >= n && r->size > 0) {
         size_t at = (size_t)(fz_rand(&r->rng) % (r->size - n + 1));
-        fb_put(b, r->data + at, n);
+        fz_buf_put(b, r->data + at, n);
         return;
     }
-    for (size_t i = 0; i < n; i++) fb_put(b, "x", 1);
+    for (size_t i = 0; i < n; i++) fz_buf_put(b, "x", 1);
 }
 
 /* ---- summaries ---- */
@@ -119,7 +109,7 @@ struct fz_fake {
     struct fz_buf text;
     enum fz_fake_kind kind;
     int64_t integer;          /* redis SUM commands */
-    size_t nel;               /* redis MGET: one element per key; memcached: the VALUE blocks */
+    size_t nel, el_cap;       /* redis MGET: one element per key; memcached: the VALUE blocks */
     size_t *el_start, *el_end;
     const uint8_t **el_key;
     uint32_t *el_klen;
@@ -127,16 +117,28 @@ struct fz_fake {
 
 static void fake_elem(struct fz_fake *fk, size_t start, const uint8_t *key, uint32_t klen)
 {
-    fk->el_start = realloc(fk->el_start, (fk->nel + 1) * sizeof(size_t));
-    fk->el_end = realloc(fk->el_end, (fk->nel + 1) * sizeof(size_t));
-    fk->el_key = realloc(fk->el_key, (fk->nel + 1) * sizeof(*fk->el_key));
-    fk->el_klen = realloc(fk->el_klen, (fk->nel + 1) * sizeof(uint32_t));
-    FZ_CHECK(fk->el_start && fk->el_end && fk->el_key && fk->el_klen);
+    if (fk->nel == fk->el_cap) { /* doubling: a request may have thousands of keys */
+        fk->el_cap = fk->el_cap ? fk->el_cap * 2 : 16;
+        fk->el_start = realloc(fk->el_start, fk->el_cap * sizeof(size_t));
+        fk->el_end = realloc(fk->el_end, fk->el_cap * sizeof(size_t));
+        fk->el_key = realloc(fk->el_key, fk->el_cap * sizeof(*fk->el_key));
+        fk->el_klen = realloc(fk->el_klen, fk->el_cap * sizeof(uint32_t));
+        FZ_CHECK(fk->el_start && fk->el_end && fk->el_key && fk->el_klen);
+    }
     fk->el_start[fk->nel] = start;
     fk->el_end[fk->nel] = fk->text.n;
     fk->el_key[fk->nel] = key;
     fk->el_klen[fk->nel] = klen;
     fk->nel++;
+}
+
+/* Empty for the next reply (its buffers kept). */
+static void fake_reset(struct fz_fake *fk)
+{
+    fk->text.n = 0;
+    fk->kind = FAKE_OK;
+    fk->integer = 0;
+    fk->nel = 0;
 }
 
 static void fake_free(struct fz_fake *fk)
@@ -160,7 +162,7 @@ static void fake_redis_value(struct fz_buf *b, struct fz_run *r)
         size_t n = (size_t)(fz_rand(&r->rng) % 40);
         fb_printf(b, "$%zu\r\n", n);
         fb_put_input(b, r, n);
-        fb_put(b, "\r\n", 2);
+        fz_buf_put(b, "\r\n", 2);
         break;
     }
     }
@@ -221,13 +223,13 @@ static void fake_mc_value(struct fz_fake *fk, struct fz_run *r, const uint8_t *k
     struct fz_buf *b = &fk->text;
     size_t start = b->n;
     size_t n = (size_t)(fz_rand(&r->rng) % 40);
-    fb_put(b, "VALUE ", 6);
-    fb_put(b, key, klen);
+    fz_buf_put(b, "VALUE ", 6);
+    fz_buf_put(b, key, klen);
     fb_printf(b, " %" PRIu32 " %zu", (uint32_t)fz_rand(&r->rng), n);
     if (fz_rand(&r->rng) % 2) fb_printf(b, " %" PRIu64, fz_rand(&r->rng) >> 1);
-    fb_put(b, "\r\n", 2);
+    fz_buf_put(b, "\r\n", 2);
     fb_put_input(b, r, n);
-    fb_put(b, "\r\n", 2);
+    fz_buf_put(b, "\r\n", 2);
     fake_elem(fk, start, key, klen);
 }
 
@@ -238,7 +240,7 @@ static void fake_memcache(struct fz_fake *fk, struct fz_run *r, const struct msg
     if (mode <= 2) {
         static const char *const bad[3] = { "SERVER_ERROR fake\r\n", "ERROR\r\n", "STORED\r\n" };
         fk->kind = FAKE_BAD;
-        fb_put(b, bad[mode], strlen(bad[mode]));
+        fz_buf_put(b, bad[mode], strlen(bad[mode]));
         return;
     }
     for (uint32_t i = 0; i < frag->nkeys; i++) {
@@ -247,7 +249,7 @@ static void fake_memcache(struct fz_fake *fk, struct fz_run *r, const struct msg
         if (fz_rand(&r->rng) % 32 == 0) /* a server answering a key it was not asked */
             fake_mc_value(fk, r, (const uint8_t *)"zz-not-asked", 12);
     }
-    fb_put(b, "END\r\n", 5);
+    fz_buf_put(b, "END\r\n", 5);
 }
 
 /* ---- fragments ---- */
@@ -262,13 +264,12 @@ static uint32_t fz_key_hash(const struct msg_key *k, uint64_t salt)
 static void fz_check_fragment(struct fz_run *r, const struct msg *req, const struct msg *frag)
 {
     FZ_CHECK(frag->frag_owner == req && frag->cmd == req->cmd && frag->nkeys >= 1);
-    uint8_t *b = fz_msg_bytes(frag);
+    uint8_t *b = fz_msg_bytes(frag, &r->bytes);
     struct msg *out = NULL;
     enum fz_status st;
     uint64_t left;
     static const uint8_t whole[3] = { 0, 0, 0 };
-    size_t k = fz_parse_all(r->ops, false, false, r->mp, r->pp, b, frag->len, whole, &out, 1, &st,
-                            &left);
+    size_t k = fz_parse_all(r->ops, false, false, &r->re, b, frag->len, whole, &out, 1, &st, &left);
     /* with small mbufs a fragment may hold a token the mbuf cannot (as the client's request) */
     if (!(st == FZ_GAVE_UP && k == 0)) {
         FZ_CHECK(k == 1 && st == FZ_OK && left == 0);
@@ -279,8 +280,7 @@ static void fz_check_fragment(struct fz_run *r, const struct msg *req, const str
             FZ_CHECK(memcmp(out->keys[i].ptr, frag->keys[i].ptr, frag->keys[i].len) == 0);
         }
     }
-    if (out != NULL) msg_put(r->pp, out);
-    free(b);
+    if (out != NULL) msg_put(r->re.pp, out);
 }
 
 /* The client's reply coalesce() must build from these fake replies; false: -EINVAL expected. */
@@ -291,15 +291,15 @@ static bool fz_expected(struct fz_run *r, const struct msg *req, struct fz_fake 
     if (r->redis) {
         for (uint32_t j = 0; j < nf; j++) {
             if (fk[j].kind == FAKE_ERROR) {
-                fb_put(exp, fk[j].text.p, fk[j].text.n);
+                fz_buf_put(exp, fk[j].text.p, fk[j].text.n);
                 return true;
             }
         }
     }
     for (uint32_t j = 0; j < nf; j++)
         if (fk[j].kind != FAKE_OK) return false;
-    size_t *cursor = calloc(nf, sizeof(*cursor));
-    FZ_CHECK(cursor != NULL);
+    size_t cursor[FZ_MAX_SERVERS] = { 0 };
+    FZ_CHECK(nf <= FZ_MAX_SERVERS);
     bool ok = true;
     if (!r->redis) {
         for (uint32_t i = 0; i < req->nkeys; i++) {
@@ -307,18 +307,18 @@ static bool fz_expected(struct fz_run *r, const struct msg *req, struct fz_fake 
             size_t *c = &cursor[req->key_frag[i]];
             const struct msg_key *k = &req->keys[i];
             if (*c < f->nel && f->el_klen[*c] == k->len && memcmp(f->el_key[*c], k->ptr, k->len) == 0) {
-                fb_put(exp, f->text.p + f->el_start[*c], f->el_end[*c] - f->el_start[*c]);
+                fz_buf_put(exp, f->text.p + f->el_start[*c], f->el_end[*c] - f->el_start[*c]);
                 (*c)++;
             }
         }
-        fb_put(exp, "END\r\n", 5);
+        fz_buf_put(exp, "END\r\n", 5);
     } else if (req->cmd_flags & CMD_F_FRAG_MGET) {
         fb_printf(exp, "*%" PRIu32 "\r\n", req->nkeys);
         for (uint32_t i = 0; i < req->nkeys; i++) {
             struct fz_fake *f = &fk[req->key_frag[i]];
             size_t c = cursor[req->key_frag[i]]++;
             FZ_CHECK(c < f->nel);
-            fb_put(exp, f->text.p + f->el_start[c], f->el_end[c] - f->el_start[c]);
+            fz_buf_put(exp, f->text.p + f->el_start[c], f->el_end[c] - f->el_start[c]);
         }
     } else if (req->cmd_flags & CMD_F_FRAG_SUM) {
         int64_t sum = 0;
@@ -328,32 +328,31 @@ static bool fz_expected(struct fz_run *r, const struct msg *req, struct fz_fake 
     } else {
         fb_printf(exp, "+OK\r\n");
     }
-    free(cursor);
     return ok;
 }
 
 static void fz_fragment(struct fz_run *r, struct msg *req)
 {
     uint32_t n = req->nkeys, ns = r->prm.nservers;
-    uint32_t *where = malloc(n * sizeof(*where));
-    FZ_CHECK(where != NULL);
+    if (n > r->where_cap) {
+        r->where_cap = (size_t)n * 2;
+        r->where = realloc(r->where, r->where_cap * sizeof(*r->where));
+        FZ_CHECK(r->where != NULL);
+    }
+    uint32_t *where = r->where;
     uint64_t salt = fz_rand(&r->rng);
     bool one_server = true;
     for (uint32_t i = 0; i < n; i++) {
         where[i] = fz_key_hash(&req->keys[i], salt) % ns;
         if (where[i] != where[0]) one_server = false;
     }
-    if (one_server) { /* the core forwards it whole */
-        free(where);
-        return;
-    }
-    FZ_CHECK(r->ops->fragment(req, where, r->pp) == 0);
+    if (one_server) return; /* the core forwards it whole */
+    FZ_CHECK(r->ops->fragment(req, where, r->stream.pp) == 0);
     uint32_t nf = req->nfrags;
     FZ_CHECK(nf >= 2 && nf <= ns && req->frags != NULL && req->key_frag != NULL);
 
     /* every key went to the fragment of its server, in the client's order */
-    uint32_t *seen = calloc(nf, sizeof(*seen));
-    FZ_CHECK(seen != NULL);
+    uint32_t seen[FZ_MAX_SERVERS] = { 0 };
     for (uint32_t i = 0; i < n; i++) {
         uint32_t j = req->key_frag[i];
         FZ_CHECK(j < nf);
@@ -367,23 +366,22 @@ static void fz_fragment(struct fz_run *r, struct msg *req)
         FZ_CHECK(seen[j] == req->frags[j]->nkeys);
         fz_check_fragment(r, req, req->frags[j]);
     }
-    free(seen);
-    free(where);
 
     /* fake replies, parsed as the server connection would (want_elems) */
-    struct fz_fake *fk = calloc(nf, sizeof(*fk));
-    FZ_CHECK(fk != NULL);
+    struct fz_fake *fk = r->fk;
     for (uint32_t j = 0; j < nf; j++) {
         struct msg *f = req->frags[j];
+        fake_reset(&fk[j]);
         if (r->redis) fake_redis(&fk[j], r, req, f, j);
         else fake_memcache(&fk[j], r, f);
         struct msg *rsp = NULL;
         enum fz_status st;
         uint64_t left;
-        size_t k = fz_parse_all(r->ops, true, true, r->mp, r->pp, fk[j].text.p, fk[j].text.n,
+        /* the stream's pools: the coalesced reply must hold its own references to these mbufs */
+        size_t k = fz_parse_all(r->ops, true, true, &r->stream, fk[j].text.p, fk[j].text.n,
                                 r->prm.reads, &rsp, 1, &st, &left);
         if (k == 0 && st == FZ_GAVE_UP) { /* a reply token larger than the mbuf: no reply */
-            rsp = msg_get(r->pp);
+            rsp = msg_get(r->stream.pp);
             FZ_CHECK(rsp != NULL);
             fk[j].kind = FAKE_BAD;
         } else {
@@ -393,40 +391,38 @@ static void fz_fragment(struct fz_run *r, struct msg *req)
         rsp->peer = f;
     }
 
-    struct fz_buf exp = { 0 };
+    struct fz_buf exp = r->exp;
+    exp.n = 0;
     bool want_ok = fz_expected(r, req, fk, &exp);
-    struct msg *out = msg_get(r->pp);
+    r->exp = exp;
+    struct msg *out = msg_get(r->stream.pp);
     FZ_CHECK(out != NULL);
     int rc = r->ops->coalesce(req, out);
     FZ_CHECK(rc == (want_ok ? 0 : -EINVAL));
 
     /* as the core: the fragments and their replies go before the reply is written */
     for (uint32_t j = 0; j < nf; j++) {
-        msg_put(r->pp, req->frags[j]->peer);
-        msg_put(r->pp, req->frags[j]);
+        msg_put(r->stream.pp, req->frags[j]->peer);
+        msg_put(r->stream.pp, req->frags[j]);
         req->frags[j] = NULL;
-        fake_free(&fk[j]);
     }
-    free(fk);
     if (rc == 0) {
-        uint8_t *b = fz_msg_bytes(out);
+        uint8_t *b = fz_msg_bytes(out, &r->bytes);
         FZ_CHECK(out->len == exp.n && memcmp(b, exp.p, exp.n) == 0);
         FZ_CHECK(out->rsp_type != RSP_NONE);
         static const uint8_t whole[3] = { 0, 0, 0 };
         struct msg *again = NULL;
         enum fz_status st;
         uint64_t left;
-        size_t k = fz_parse_all(r->ops, true, false, r->mp, r->pp, b, out->len, whole, &again, 1,
-                                &st, &left);
+        size_t k = fz_parse_all(r->ops, true, false, &r->re, b, out->len, whole, &again, 1, &st,
+                                &left);
         FZ_CHECK(k == 1 || st == FZ_GAVE_UP);
         if (k == 1) {
             FZ_CHECK(st == FZ_OK && left == 0 && again->rsp_type == out->rsp_type);
-            msg_put(r->pp, again);
+            msg_put(r->re.pp, again);
         }
-        free(b);
     }
-    free(exp.p);
-    msg_put(r->pp, out);
+    msg_put(r->stream.pp, out);
 }
 
 static void fz_on_msg(struct fz_feed *f, struct msg *m, void *ctx)
@@ -448,8 +444,8 @@ static void fz_on_msg(struct fz_feed *f, struct msg *m, void *ctx)
 static enum fz_status fz_stream(struct fz_run *r, const uint8_t reads[3], const char **error)
 {
     struct fz_feed f;
-    fz_feed_init(&f, r->ops, r->rsp, r->rsp && r->prm.want_elems, r->mp, r->pp, r->data,
-                 fz_on_msg, r);
+    fz_feed_init(&f, r->ops, r->rsp, r->rsp && r->prm.want_elems,
+                 r->fragments ? &r->stream : &r->re, r->data, fz_on_msg, r);
     f.light = !r->fragments; /* the reference: the run under test does the checks */
     for (unsigned i = 0; f.fed < r->size && f.status == FZ_OK; i++) {
         size_t k = reads[i % 3] != 0 ? reads[i % 3] : r->size;
@@ -473,12 +469,17 @@ int fz_run_proto(const struct proto_ops *ops, bool rsp, const uint8_t *data, siz
     r.data = data;
     r.size = size;
 
-    struct mbuf_pool mp;
-    struct msg_pool pp;
+    struct mbuf_pool mp, re_mp;
+    struct msg_pool pp, re_pp;
     mbuf_pool_init(&mp, r.prm.mbuf_size, 0); /* nothing kept: a stale pointer is a use-after-free */
     msg_pool_init(&pp, 0);
-    r.mp = &mp;
-    r.pp = &pp;
+    mbuf_pool_init(&re_mp, r.prm.mbuf_size, 64); /* the re-parses' pools keep free chunks */
+    msg_pool_init(&re_pp, 64);
+    r.stream = (struct fz_pools){ &mp, &pp, &re_mp, &re_pp };
+    r.re = (struct fz_pools){ &re_mp, &re_pp, &re_mp, &re_pp };
+    struct fz_fake fk[FZ_MAX_SERVERS];
+    memset(fk, 0, sizeof(fk));
+    r.fk = fk;
 
     /* the reference: the same stream in whole reads */
     static const uint8_t whole[3] = { 0, 0, 0 };
@@ -511,9 +512,15 @@ int fz_run_proto(const struct proto_ops *ops, bool rsp, const uint8_t *data, siz
     size_t n = ops->error_reply(err, line, sizeof(line));
     FZ_CHECK(n >= 3 && n < sizeof(line) && line[n - 2] == '\r' && line[n - 1] == '\n');
 
-    FZ_CHECK(mp.nlive == 0);
-    FZ_CHECK(pp.nlive == 0);
+    FZ_CHECK(mp.nlive == 0 && re_mp.nlive == 0);
+    FZ_CHECK(pp.nlive == 0 && re_pp.nlive == 0);
     msg_pool_deinit(&pp);
     mbuf_pool_deinit(&mp);
+    msg_pool_deinit(&re_pp);
+    mbuf_pool_deinit(&re_mp);
+    for (uint32_t j = 0; j < FZ_MAX_SERVERS; j++) fake_free(&fk[j]);
+    free(r.bytes.p);
+    free(r.exp.p);
+    free(r.where);
     return 0;
 }
