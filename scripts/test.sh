@@ -12,7 +12,9 @@
 #   NC_SKIP_DEPS=1    do not install anything
 #   NC_DISTCHECK=1    also run `make distcheck`
 #   NC_SANITIZERS=0   skip the ASan and TSan stages (NC_ASAN=0 / NC_TSAN=0: one of them)
-#   NC_FUZZ=0         skip the fuzz stage; NC_FUZZ_TIME=N: seconds per target (default 30)
+#   NC_SAN_PARALLEL=0 run the two sanitizers' integration stages one after the other (by default
+#                     they run at the same time: each mostly waits on sockets and timers)
+#   NC_FUZZ=0         skip the fuzz stage; NC_FUZZ_TIME=N: seconds per target (default 15)
 #   NC_ASAN_PYTEST_ARGS, NC_TSAN_PYTEST_ARGS   extra pytest arguments of one sanitizer stage only,
 #                     e.g. a subset ("-k 'not slow'") should the suite outgrow the time budget
 #
@@ -158,18 +160,72 @@ tsan_integration() {
     return "$rc"
 }
 fuzz_smoke() {
-    FUZZ_BUILD="$BUILD" FUZZ_TIME="${NC_FUZZ_TIME:-30}" scripts/fuzz.sh
+    FUZZ_BUILD="$BUILD" FUZZ_TIME="${NC_FUZZ_TIME:-15}" scripts/fuzz.sh
 }
 
-# sanitizer_stage NAME BUILD UNIT INTEGRATION: the build, then its two test stages
-sanitizer_stage() {
-    if step "$1 build" "$2"; then
-        step "$1 unit tests" "$3" || true
-        step "$1 integration tests" "$4" || true
-    else
-        skip "$1 unit tests"
-        skip "$1 integration tests"
+# bg_step NAME LOG command...: a step run in the background, its output into LOG (bg_done
+# records its result and prints LOG once it finished)
+bg_step() {
+    local name="$1" log="$2"
+    shift 2
+    nc_log "$name (in the background; output in $log)"
+    STEPS+=("$name")
+    RESULT[$name]="FAILED (did not finish)"
+    (
+        t0=$SECONDS rc=0
+        "$@" >"$log" 2>&1 || rc=$?
+        echo "$rc $((SECONDS - t0))" >"$log.rc"
+    ) &
+}
+bg_done() {
+    local name="$1" log="$2" rc took
+    nc_log "$name: output"
+    cat "$log" || true
+    read -r rc took <"$log.rc" || { rc=1 took=0; }
+    if [ "$rc" -eq 0 ]; then RESULT[$name]="ok ($took s, in parallel)"; else
+        RESULT[$name]="FAILED (exit $rc, $took s, in parallel)"
+        FAILED=1
     fi
+}
+
+# The sanitizer stages: both builds and their unit tests, then the two integration stages. Those
+# mostly wait on sockets and timers (each keeps about a third of the 2 cores busy), so they run at
+# the same time unless NC_SAN_PARALLEL=0.
+sanitizer_stages() {
+    local asan=0 tsan=0
+    if [ "${NC_SANITIZERS:-1}" != 0 ] && [ "${NC_ASAN:-1}" != 0 ]; then
+        if step "ASan+UBSan build" asan_build; then
+            step "ASan+UBSan unit tests" asan_unit || true
+            asan=1
+        else
+            skip "ASan+UBSan unit tests"
+            skip "ASan+UBSan integration tests"
+        fi
+    else
+        skip "ASan+UBSan build"
+    fi
+    if [ "${NC_SANITIZERS:-1}" != 0 ] && [ "${NC_TSAN:-1}" != 0 ]; then
+        if step "TSan build" tsan_build; then
+            step "TSan unit tests" tsan_unit || true
+            tsan=1
+        else
+            skip "TSan unit tests"
+            skip "TSan integration tests"
+        fi
+    else
+        skip "TSan build"
+    fi
+    if [ "${NC_SAN_PARALLEL:-1}" = 0 ]; then
+        [ "$asan" = 0 ] || step "ASan+UBSan integration tests" asan_integration || true
+        [ "$tsan" = 0 ] || step "TSan integration tests" tsan_integration || true
+        return 0
+    fi
+    local alog="$ROOT/build-asan/integration.log" tlog="$ROOT/build-tsan/integration.log"
+    [ "$asan" = 0 ] || bg_step "ASan+UBSan integration tests" "$alog" asan_integration
+    [ "$tsan" = 0 ] || bg_step "TSan integration tests" "$tlog" tsan_integration
+    wait
+    [ "$asan" = 0 ] || bg_done "ASan+UBSan integration tests" "$alog"
+    [ "$tsan" = 0 ] || bg_done "TSan integration tests" "$tlog"
 }
 
 if [ "${NC_SKIP_DEPS:-0}" = 1 ]; then skip "install dependencies"; else
@@ -178,16 +234,7 @@ fi
 if step "build" build; then
     step "unit tests (make check)" unit_tests "$BUILD" || true
     step "integration tests (pytest)" integration_tests || true
-    if [ "${NC_SANITIZERS:-1}" != 0 ] && [ "${NC_ASAN:-1}" != 0 ]; then
-        sanitizer_stage "ASan+UBSan" asan_build asan_unit asan_integration
-    else
-        skip "ASan+UBSan build"
-    fi
-    if [ "${NC_SANITIZERS:-1}" != 0 ] && [ "${NC_TSAN:-1}" != 0 ]; then
-        sanitizer_stage "TSan" tsan_build tsan_unit tsan_integration
-    else
-        skip "TSan build"
-    fi
+    sanitizer_stages
     if [ "${NC_FUZZ:-1}" != 0 ]; then step "fuzz smoke (libFuzzer)" fuzz_smoke || true; else
         skip "fuzz smoke (libFuzzer)"
     fi
