@@ -27,17 +27,18 @@ int inbox_init(struct inbox *ib)
     return 0;
 }
 
+/* What an undelivered item holds goes back. */
+static void inbox_discard(void *arg, const struct inbox_item *it)
+{
+    (void)arg;
+    if (it->type == INBOX_NEW_CLIENT && it->fd >= 0) close(it->fd);
+    if (it->type == INBOX_RELOAD) runtime_put(it->rt);
+    if (it->type == INBOX_RELOAD_REQ) reload_req_put(it->req); /* its asker gave up */
+}
+
 void inbox_deinit(struct inbox *ib)
 {
-    struct inbox_item *it = inbox_take_all(ib);
-    while (it != NULL) {
-        struct inbox_item *next = it->next;
-        if (it->type == INBOX_NEW_CLIENT && it->fd >= 0) close(it->fd);
-        if (it->type == INBOX_RELOAD) runtime_put(it->rt);
-        if (it->type == INBOX_RELOAD_REQ) reload_req_put(it->req); /* its asker gave up */
-        free(it);
-        it = next;
-    }
+    inbox_drain(ib, inbox_discard, NULL);
     close(ib->efd);
     pthread_mutex_destroy(&ib->lock);
 }
@@ -61,7 +62,7 @@ int inbox_push(struct inbox *ib, const struct inbox_item *item)
     return 0; /* EAGAIN means the counter is already non-zero: the worker will wake */
 }
 
-struct inbox_item *inbox_take_all(struct inbox *ib)
+void inbox_drain(struct inbox *ib, inbox_fn fn, void *arg)
 {
     uint64_t cnt;
     ssize_t n;
@@ -69,8 +70,13 @@ struct inbox_item *inbox_take_all(struct inbox *ib)
         n = read(ib->efd, &cnt, sizeof(cnt));
     } while (n < 0 && errno == EINTR);
     pthread_mutex_lock(&ib->lock);
-    struct inbox_item *head = ib->head;
+    struct inbox_item *it = ib->head;
     ib->head = ib->tail = NULL;
     pthread_mutex_unlock(&ib->lock);
-    return head;
+    while (it != NULL) {
+        struct inbox_item *next = it->next;
+        fn(arg, it);
+        free(it);
+        it = next;
+    }
 }

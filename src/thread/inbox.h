@@ -1,9 +1,10 @@
 /*
- * inbox.h - the only way into a worker: a small mutex-protected FIFO of typed messages plus an
- * eventfd that wakes the worker's event loop.
+ * inbox.h - the only way into a worker (and into the stats thread, and for reload requests into
+ * the master): a small mutex-protected FIFO of typed messages plus an eventfd that wakes the
+ * owner's event loop.
  *
- * Threads: any thread may inbox_push(); only the owning worker calls inbox_pop() (from the event
- * callback on inbox_fd()). The mutex is taken once per hand-off (a new client, a reload, a stop),
+ * Threads: any thread may inbox_push(); only the owning thread calls inbox_drain() (from the event
+ * callback on efd). The mutex is taken once per hand-off (a new client, a reload, a stop),
  * never on the request path. The mutex also orders everything the pusher wrote before the push
  * (a new runtime, its stats blocks) before the taker's reads.
  */
@@ -47,7 +48,9 @@ int inbox_init(struct inbox *ib);
 void inbox_deinit(struct inbox *ib);
 /* Queues a copy of item and wakes the worker. Returns 0 or -errno. */
 int inbox_push(struct inbox *ib, const struct inbox_item *item);
-/* Takes the whole queue (FIFO order), or NULL. The caller frees items with free(). */
-struct inbox_item *inbox_take_all(struct inbox *ib);
+/* Takes the whole queue and calls fn on each item in FIFO order (fn takes over what the item
+ * holds: its fd, runtime or request), then frees the items. */
+typedef void (*inbox_fn)(void *arg, const struct inbox_item *it);
+void inbox_drain(struct inbox *ib, inbox_fn fn, void *arg);
 
 #endif

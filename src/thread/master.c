@@ -355,24 +355,23 @@ fail:
 }
 
 /* The manage port's reload requests (thread/reload_req.h). */
+static void master_inbox_item(void *arg, const struct inbox_item *it)
+{
+    struct master *m = arg;
+    if (it->type != INBOX_RELOAD_REQ) return;
+    char answer[RELOAD_ANSWER_MAX];
+    if (atomic_load(&m->stopping)) snprintf(answer, sizeof(answer), "ERR: shutting down");
+    else master_reload(m, answer, sizeof(answer));
+    reload_req_answer(it->req, answer);
+    reload_req_put(it->req);
+}
+
 static void master_on_inbox(evutil_socket_t fd, short what, void *arg)
 {
     struct master *m = arg;
     (void)fd;
     (void)what;
-    struct inbox_item *it = inbox_take_all(&m->inbox);
-    while (it != NULL) {
-        struct inbox_item *next = it->next;
-        if (it->type == INBOX_RELOAD_REQ) {
-            char answer[RELOAD_ANSWER_MAX];
-            if (atomic_load(&m->stopping)) snprintf(answer, sizeof(answer), "ERR: shutting down");
-            else master_reload(m, answer, sizeof(answer));
-            reload_req_answer(it->req, answer);
-            reload_req_put(it->req);
-        }
-        free(it);
-        it = next;
-    }
+    inbox_drain(&m->inbox, master_inbox_item, m);
 }
 
 static int master_start_workers(struct master *m)

@@ -60,20 +60,20 @@ static void stats_thread_switch(struct stats_thread *st, struct runtime *rt)
     runtime_put(old);
 }
 
+static void stats_thread_inbox_item(void *arg, const struct inbox_item *it)
+{
+    struct stats_thread *st = arg;
+    if (it->type == INBOX_STOP) event_base_loopbreak(st->base);
+    else if (it->type == INBOX_RELOAD) stats_thread_switch(st, it->rt);
+    else if (it->fd >= 0) close(it->fd);
+}
+
 static void stats_thread_on_inbox(evutil_socket_t fd, short what, void *arg)
 {
     struct stats_thread *st = arg;
     (void)fd;
     (void)what;
-    struct inbox_item *it = inbox_take_all(&st->inbox);
-    while (it != NULL) {
-        struct inbox_item *next = it->next;
-        if (it->type == INBOX_STOP) event_base_loopbreak(st->base);
-        else if (it->type == INBOX_RELOAD) stats_thread_switch(st, it->rt);
-        else if (it->fd >= 0) close(it->fd);
-        free(it);
-        it = next;
-    }
+    inbox_drain(&st->inbox, stats_thread_inbox_item, st);
 }
 
 static void stats_thread_on_tick(evutil_socket_t fd, short what, void *arg)

@@ -115,23 +115,23 @@ static void worker_take_client(struct worker *w, const struct inbox_item *it)
         log_warn("worker %u: cannot take a client: out of memory", w->id);
 }
 
+static void worker_inbox_item(void *arg, const struct inbox_item *it)
+{
+    struct worker *w = arg;
+    switch (it->type) {
+    case INBOX_NEW_CLIENT: worker_take_client(w, it); break;
+    case INBOX_RELOAD: worker_reload(w, it->rt); break;
+    case INBOX_STOP: event_base_loopbreak(w->base); break;
+    case INBOX_RELOAD_REQ: break; /* for the master only */
+    }
+}
+
 static void worker_on_inbox(int fd, short what, void *arg)
 {
     struct worker *w = arg;
     (void)fd;
     (void)what;
-    struct inbox_item *it = inbox_take_all(&w->inbox);
-    while (it != NULL) {
-        struct inbox_item *next = it->next;
-        switch (it->type) {
-        case INBOX_NEW_CLIENT: worker_take_client(w, it); break;
-        case INBOX_RELOAD: worker_reload(w, it->rt); break;
-        case INBOX_STOP: event_base_loopbreak(w->base); break;
-        case INBOX_RELOAD_REQ: break; /* for the master only */
-        }
-        free(it);
-        it = next;
-    }
+    inbox_drain(&w->inbox, worker_inbox_item, w);
 }
 
 int worker_init(struct worker *w, uint32_t id, struct runtime *rt, struct stats_worker *stats,
