@@ -1,7 +1,7 @@
 /*
  * master.h - the master thread: owns the listening sockets, accepts clients and hands each one to a
- * worker through the worker's inbox; handles signals; starts and stops the workers and the stats
- * thread.
+ * worker through the worker's inbox; handles signals; reloads the config file; starts and stops
+ * the workers and the stats thread.
  *
  * Threads: master_run() runs on the main thread and returns when the process should exit.
  */
@@ -13,7 +13,8 @@
 
 /*
  * Runs the proxy on conf (takes a reference of its own) until SIGINT or SIGTERM.
- * Signals: SIGTTIN / SIGTTOU raise / lower the log level, SIGHUP and SIGUSR1 reopen the log file.
+ * Signals: SIGTTIN / SIGTTOU raise / lower the log level, SIGHUP and SIGUSR1 reopen the log file,
+ * and SIGHUP (like the manage port's `reload`) also reloads the config file (notes/reload.md).
  * Returns 0 after a clean shutdown, 1 when it could not start (the reason is logged).
  */
 int master_run(const struct nc_options *opts, struct conf *conf);
