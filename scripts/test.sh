@@ -193,30 +193,28 @@ bg_done() {
 # NC_SAN_PARALLEL=1 runs them at the same time. Not by default: in one such run a proxy of one
 # stage died silently (no log line, no sanitizer report) a second after it started, which two
 # pytest runs side by side have not been cleared of (pid reuse across their clean-ups?).
+# san_build_stage NAME ENABLED BUILD UNIT: the build and unit tests of one sanitizer; returns 0
+# when its integration stage should run
+san_build_stage() {
+    if [ "$2" = 0 ]; then
+        skip "$1 build"
+        return 1
+    fi
+    if step "$1 build" "$3"; then
+        step "$1 unit tests" "$4" || true
+        return 0
+    fi
+    skip "$1 unit tests"
+    skip "$1 integration tests"
+    return 1
+}
+
 sanitizer_stages() {
-    local asan=0 tsan=0
-    if [ "${NC_SANITIZERS:-1}" != 0 ] && [ "${NC_ASAN:-1}" != 0 ]; then
-        if step "ASan+UBSan build" asan_build; then
-            step "ASan+UBSan unit tests" asan_unit || true
-            asan=1
-        else
-            skip "ASan+UBSan unit tests"
-            skip "ASan+UBSan integration tests"
-        fi
-    else
-        skip "ASan+UBSan build"
-    fi
-    if [ "${NC_SANITIZERS:-1}" != 0 ] && [ "${NC_TSAN:-1}" != 0 ]; then
-        if step "TSan build" tsan_build; then
-            step "TSan unit tests" tsan_unit || true
-            tsan=1
-        else
-            skip "TSan unit tests"
-            skip "TSan integration tests"
-        fi
-    else
-        skip "TSan build"
-    fi
+    local asan=0 tsan=0 on_a=1 on_t=1
+    [ "${NC_SANITIZERS:-1}" != 0 ] && [ "${NC_ASAN:-1}" != 0 ] || on_a=0
+    [ "${NC_SANITIZERS:-1}" != 0 ] && [ "${NC_TSAN:-1}" != 0 ] || on_t=0
+    san_build_stage "ASan+UBSan" "$on_a" asan_build asan_unit && asan=1
+    san_build_stage "TSan" "$on_t" tsan_build tsan_unit && tsan=1
     if [ "${NC_SAN_PARALLEL:-0}" != 1 ]; then
         [ "$asan" = 0 ] || step "ASan+UBSan integration tests" asan_integration || true
         [ "$tsan" = 0 ] || step "TSan integration tests" tsan_integration || true
