@@ -12,9 +12,10 @@
 #   NC_SKIP_DEPS=1    do not install anything
 #   NC_DISTCHECK=1    also run `make distcheck`
 #   NC_SANITIZERS=0   skip the ASan and TSan stages (NC_ASAN=0 / NC_TSAN=0: one of them)
-#   NC_SAN_PARALLEL=1 run the two sanitizers' integration stages at the same time (each mostly
-#                     waits on sockets and timers: ~3 minutes less); off by default, see below
-#   NC_FUZZ=0         skip the fuzz stage; NC_FUZZ_TIME=N: seconds per target (default 15)
+#   NC_SAN_PARALLEL=0 run the two sanitizers' integration stages one after the other (by default
+#                     they run at the same time: each mostly waits on sockets and timers)
+#   NC_FUZZ=0         skip the fuzz stage; NC_FUZZ_TIME=N: seconds per target (default 15);
+#                     NC_FUZZ_JOBS=N: targets run at once (default: the number of cores)
 #   NC_ASAN_PYTEST_ARGS, NC_TSAN_PYTEST_ARGS   extra pytest arguments of one sanitizer stage only,
 #                     e.g. a subset ("-k 'not slow'") should the suite outgrow the time budget
 #
@@ -160,7 +161,8 @@ tsan_integration() {
     return "$rc"
 }
 fuzz_smoke() {
-    FUZZ_BUILD="$BUILD" FUZZ_TIME="${NC_FUZZ_TIME:-15}" scripts/fuzz.sh
+    FUZZ_BUILD="$BUILD" FUZZ_TIME="${NC_FUZZ_TIME:-15}" FUZZ_JOBS="${NC_FUZZ_JOBS:-$(nproc)}" \
+        scripts/fuzz.sh
 }
 
 # bg_step NAME LOG command...: a step run in the background, its output into LOG (bg_done
@@ -189,10 +191,9 @@ bg_done() {
 }
 
 # The sanitizer stages: both builds and their unit tests, then the two integration stages. Those
-# mostly wait on sockets and timers (each keeps about a third of the 2 cores busy), so
-# NC_SAN_PARALLEL=1 runs them at the same time. Not by default: in one such run a proxy of one
-# stage died silently (no log line, no sanitizer report) a second after it started, which two
-# pytest runs side by side have not been cleared of (pid reuse across their clean-ups?).
+# mostly wait on sockets and timers (each keeps about a third of the 2 cores busy), so they run at
+# the same time unless NC_SAN_PARALLEL=0. (Two pytest runs side by side need the fixtures to
+# signal only their own descendants: pids wrap within minutes; see ncutil.is_descendant.)
 # san_build_stage NAME ENABLED BUILD UNIT: the build and unit tests of one sanitizer; returns 0
 # when its integration stage should run
 san_build_stage() {
@@ -215,7 +216,7 @@ sanitizer_stages() {
     [ "${NC_SANITIZERS:-1}" != 0 ] && [ "${NC_TSAN:-1}" != 0 ] || on_t=0
     san_build_stage "ASan+UBSan" "$on_a" asan_build asan_unit && asan=1
     san_build_stage "TSan" "$on_t" tsan_build tsan_unit && tsan=1
-    if [ "${NC_SAN_PARALLEL:-0}" != 1 ]; then
+    if [ "${NC_SAN_PARALLEL:-1}" = 0 ]; then
         [ "$asan" = 0 ] || step "ASan+UBSan integration tests" asan_integration || true
         [ "$tsan" = 0 ] || step "TSan integration tests" tsan_integration || true
         return 0

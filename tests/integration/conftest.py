@@ -207,7 +207,12 @@ class Proxy:
         return ncutil.read_text(self.log_path)
 
     def signal(self, signo):
-        os.kill(self.pid, signo)
+        if self.daemon_pid is None:
+            self.proc.send_signal(signo)  # a no-op once the proxy is reaped
+        elif ncutil.is_descendant(self.daemon_pid):
+            os.kill(self.daemon_pid, signo)
+        else:
+            raise ProcessLookupError(f"daemon {self.daemon_pid} is gone")
 
     def wait_log(self, needle, timeout=START_TIMEOUT, start=0):
         """Waits (bounded) until the log, from character `start` on, contains needle."""
@@ -389,7 +394,7 @@ def mc_cluster(request, module_memcached_server, module_write_conf, module_nutcr
 
 def _running(proxy):
     if proxy.daemon_pid is not None:
-        return ncutil.pid_alive(proxy.daemon_pid)
+        return ncutil.is_descendant(proxy.daemon_pid)
     return proxy.proc.poll() is None
 
 

@@ -85,6 +85,32 @@ def pid_alive(pid):
     return True
 
 
+def parent_pid(pid):
+    """The parent of pid (from /proc/PID/stat), or None when pid is gone."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    # "pid (comm) state ppid ...": comm may hold spaces and parentheses
+    fields = stat[stat.rfind(")") + 2:].split()
+    return int(fields[1]) if len(fields) > 1 else None
+
+
+def is_descendant(pid):
+    """True while pid is a process this one started (a child, a child's child, or an orphan it
+    adopted as subreaper). A pid we already reaped may belong to anybody by now: pids wrap in
+    minutes when test runs go side by side, so a signal to a stale pid could kill another run's
+    proxy. Every signal to a pid that is not a Popen we hold goes through this check."""
+    me = os.getpid()
+    for _ in range(64):  # bounded walk up the tree
+        if pid is None or pid <= 1:
+            return False
+        if pid == me:
+            return True
+        pid = parent_pid(pid)
+    return False
+
+
 def signals_caught(pid, signos):
     """True when pid has handlers installed for every signal in signos (from /proc/PID/status), so
     sending them cannot stop or kill it by their default action."""
@@ -146,7 +172,7 @@ def reap(pid):
     try:
         got, status = os.waitpid(pid, os.WNOHANG)
     except ChildProcessError:
-        return None if pid_alive(pid) else 0
+        return None if is_descendant(pid) else 0
     if got == 0:
         return None
     if os.WIFSIGNALED(status):
@@ -170,7 +196,10 @@ def wait_pid_exit(pid, timeout):
 
 
 def stop_pid(pid, timeout=STOP_TIMEOUT):
-    """SIGTERM, then SIGKILL after timeout; always reaps. Returns the exit status or None."""
+    """SIGTERM, then SIGKILL after timeout; always reaps. Returns the exit status or None. A pid
+    that is no longer ours (reaped before, its number maybe reused) is left alone."""
+    if not is_descendant(pid):
+        return reap(pid)
     try:
         os.kill(pid, signal.SIGTERM)
     except ProcessLookupError:
@@ -178,6 +207,8 @@ def stop_pid(pid, timeout=STOP_TIMEOUT):
     try:
         return wait_pid_exit(pid, timeout)
     except TimeoutError:
+        if not is_descendant(pid):
+            return reap(pid)
         try:
             os.kill(pid, signal.SIGKILL)
         except ProcessLookupError:
