@@ -1,9 +1,8 @@
-# unit tests of memcache (src/proto/memcache_*.c). proto_feed.c is the driver that feeds bytes
-# to a parser the way the core does; any protocol's tests may use it.
+# unit tests of memcache (src/proto/memcache_*.c). proto_drv.c (shared with redis.mk) feeds bytes
+# to a parser the way the core does and checks the parser contract on every call.
 check_PROGRAMS += tests/unit/test_memcache
 TESTS += tests/unit/test_memcache
-tests_unit_test_memcache_SOURCES = tests/unit/test_memcache.c \
-	tests/unit/proto_feed.c tests/unit/proto_feed.h
+tests_unit_test_memcache_SOURCES = tests/unit/test_memcache.c tests/unit/proto_drv.c tests/unit/proto_drv.h
 tests_unit_test_memcache_CFLAGS = $(NC_UNIT_CFLAGS)
 tests_unit_test_memcache_LDADD = $(NC_UNIT_LIBS)
 # the same under allocation failures: malloc/calloc/realloc wrapped to fail at the k-th call

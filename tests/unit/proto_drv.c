@@ -1,5 +1,6 @@
 /*
- * proto_drv.c - feeds bytes to a protocol parser the way the core does (see proto_drv.h).
+ * proto_drv.c - feeds bytes to a protocol parser the way the core does and checks the parser
+ * contract on every call (see proto_drv.h).
  * Threads: the test's only.
  */
 #include "config.h"
@@ -38,6 +39,7 @@ void drv_init(struct drv *d, struct tenv *e, const struct proto_ops *ops, bool r
     d->rsp = rsp;
     d->ps.want_elems = want_elems;
     ops->parse_reset(&d->ps);
+    assert_true(d->ps.want_elems == want_elems); /* parse_reset keeps it */
     d->cur = mbuf_get(&e->mp);
     d->m = msg_get(&e->pp);
     assert_non_null(d->cur);
@@ -68,29 +70,79 @@ static void drv_push(struct drv *d, struct msg *m)
     d->out[d->nout++] = m;
 }
 
+static int drv_call(struct drv *d, const uint8_t *buf, size_t len, size_t *consumed)
+{
+    return d->rsp ? d->ops->parse_rsp(&d->ps, d->m, buf, len, consumed)
+                  : d->ops->parse_req(&d->ps, d->m, buf, len, consumed);
+}
+
+static bool same_state(const struct parse_state *a, const struct parse_state *b)
+{
+    return a->state == b->state && a->a == b->a && a->b == b->b && a->c == b->c &&
+           a->d == b->d && a->off == b->off && a->depth == b->depth &&
+           a->stack_cap == b->stack_cap && a->stack == b->stack &&
+           a->elem_start == b->elem_start && a->want_elems == b->want_elems &&
+           a->error == b->error;
+}
+
+/* After PARSE_AGAIN the parser took all it could: called again with the bytes it left (the msg's
+ * len counting the consumed ones, as the core will have appended them), it consumes nothing and
+ * leaves its state alone. */
+static void drv_check_again(struct drv *d, const uint8_t *buf, size_t len, size_t consumed)
+{
+    struct parse_state before = d->ps;
+    uint64_t before_len = d->m->len;
+    size_t again = (size_t)-1;
+    d->m->len += consumed;
+    assert_int_equal(drv_call(d, buf + consumed, len - consumed, &again), PARSE_AGAIN);
+    assert_int_equal(again, 0);
+    assert_true(same_state(&before, &d->ps));
+    d->m->len = before_len;
+}
+
+/* A completed msg holds exactly the bytes that followed the previous one. */
+static void drv_check_bytes(struct drv *d, const struct msg *m)
+{
+    assert_true(m->len <= d->ninput - d->ndone);
+    uint8_t chunk[4096];
+    for (uint64_t off = 0; off < m->len;) {
+        size_t n = m->len - off < sizeof(chunk) ? (size_t)(m->len - off) : sizeof(chunk);
+        assert_int_equal(msg_copy_out(m, off, chunk, n), n);
+        assert_memory_equal(chunk, d->input + d->ndone + off, n);
+        off += n;
+    }
+    d->ndone += (size_t)m->len;
+}
+
 /* Parses what cur holds past pos, as the core does after each read. */
 static void drv_parse(struct drv *d)
 {
     while (!d->failed && d->pos < d->cur->len) {
+        const uint8_t *buf = d->cur->data + d->pos;
         size_t avail = d->cur->len - d->pos, consumed = (size_t)-1;
-        int rc = d->rsp ? d->ops->parse_rsp(&d->ps, d->m, d->cur->data + d->pos, avail, &consumed)
-                        : d->ops->parse_req(&d->ps, d->m, d->cur->data + d->pos, avail, &consumed);
+        int rc = drv_call(d, buf, avail, &consumed);
+        assert_true(consumed <= avail);
+        if (rc == PARSE_AGAIN) drv_check_again(d, buf, avail, consumed);
+        if (consumed > 0) {
+            assert_int_equal(msg_append(d->m, d->cur, d->pos, (uint32_t)consumed), 0);
+            d->pos += (uint32_t)consumed;
+        }
         if (rc == PARSE_ERROR) {
             assert_non_null(d->ps.error);
             d->failed = true;
             d->error = d->ps.error;
             return;
         }
-        assert_true(consumed <= avail);
-        assert_int_equal(msg_append(d->m, d->cur, d->pos, (uint32_t)consumed), 0);
-        d->pos += (uint32_t)consumed;
         if (rc == PARSE_AGAIN) return;
         assert_int_equal(rc, PARSE_DONE);
         assert_true(consumed > 0);
+        drv_check_bytes(d, d->m);
         drv_push(d, d->m);
         d->m = msg_get(&d->env->pp);
         assert_non_null(d->m);
+        bool want_elems = d->ps.want_elems; /* a test may have changed it */
         d->ops->parse_reset(&d->ps);
+        assert_true(d->ps.want_elems == want_elems);
     }
 }
 
@@ -112,6 +164,18 @@ static void drv_make_room(struct drv *d)
     d->pos = 0;
 }
 
+/* Keeps a copy of the bytes read, to check the msgs' bytes against. */
+static void drv_record(struct drv *d, const uint8_t *p, size_t k)
+{
+    if (d->ninput + k > d->input_cap) {
+        d->input_cap = (d->ninput + k) * 2;
+        d->input = realloc(d->input, d->input_cap);
+        assert_non_null(d->input);
+    }
+    memcpy(d->input + d->ninput, p, k);
+    d->ninput += k;
+}
+
 void drv_read(struct drv *d, const void *data, size_t len)
 {
     const uint8_t *p = data;
@@ -122,6 +186,7 @@ void drv_read(struct drv *d, const void *data, size_t len)
         }
         size_t k = mbuf_room(d->cur) < len ? mbuf_room(d->cur) : len;
         memcpy(d->cur->data + d->cur->len, p, k);
+        drv_record(d, p, k);
         d->cur->len += (uint32_t)k;
         p += k;
         len -= k;
@@ -137,10 +202,29 @@ void drv_feed(struct drv *d, const void *data, size_t len, size_t step)
         drv_read(d, p + off, len - off < step ? len - off : step);
 }
 
+void drv_feed_cuts(struct drv *d, const void *data, size_t len, const size_t *cuts, size_t ncuts)
+{
+    const uint8_t *p = data;
+    size_t at = 0;
+    for (size_t i = 0; i <= ncuts; i++) {
+        size_t to = i < ncuts ? cuts[i] : len;
+        assert_true(to >= at && to <= len);
+        drv_read(d, p + at, to - at);
+        at = to;
+    }
+}
+
 void drv_feed2(struct drv *d, const void *data, size_t len, size_t cut)
 {
-    drv_read(d, data, cut);
-    drv_read(d, (const uint8_t *)data + cut, len - cut);
+    drv_feed_cuts(d, data, len, &cut, 1);
+}
+
+struct msg *drv_take(struct drv *d, size_t i)
+{
+    assert_true(i < d->nout);
+    struct msg *m = d->out[i];
+    d->out[i] = NULL;
+    return m;
 }
 
 uint64_t drv_pending(const struct drv *d)
@@ -156,6 +240,7 @@ void drv_deinit(struct drv *d)
     msg_put(&d->env->pp, d->m);
     mbuf_unref(d->cur);
     d->ops->parse_free(&d->ps);
+    free(d->input);
     memset(d, 0, sizeof(*d));
 }
 
@@ -167,6 +252,7 @@ static void drv_collect(struct drv_run *r, struct drv *d, drv_summary_fn fn)
     assert_non_null(r->lines);
     for (size_t i = 0; i < d->nout; i++) r->lines[i] = fn(d->out[i]);
     r->failed = d->failed;
+    r->gave_up = d->gave_up;
     r->error = d->error;
     r->pending = drv_pending(d);
     drv_close(d);
@@ -183,6 +269,31 @@ void drv_run(struct drv_run *r, const struct proto_ops *ops, bool rsp, bool want
     drv_collect(r, &d, fn);
 }
 
+void drv_run_cuts(struct drv_run *r, const struct proto_ops *ops, bool rsp, bool want_elems,
+                  size_t mbuf, const char *in, size_t len, const size_t *cuts, size_t ncuts,
+                  drv_summary_fn fn)
+{
+    struct tenv e;
+    struct drv d;
+    drv_open(&d, &e, mbuf, ops, rsp, want_elems);
+    drv_feed_cuts(&d, in, len, cuts, ncuts);
+    drv_collect(r, &d, fn);
+}
+
+char *drv_run_text(const struct drv_run *r)
+{
+    char *s = NULL;
+    size_t n = 0;
+    FILE *out = open_memstream(&s, &n);
+    assert_non_null(out);
+    for (size_t i = 0; i < r->n; i++) fprintf(out, "%s\n", r->lines[i]);
+    if (r->gave_up) fputs("GAVE UP\n", out);
+    else if (r->failed) fprintf(out, "ERROR %s\n", r->error);
+    else if (r->pending > 0) fputs("PENDING\n", out);
+    assert_int_equal(fclose(out), 0);
+    return s;
+}
+
 void drv_run_free(struct drv_run *r)
 {
     for (size_t i = 0; i < r->n; i++) free(r->lines[i]);
@@ -193,6 +304,7 @@ void drv_run_same(const struct drv_run *a, struct drv_run *b)
 {
     assert_int_equal(a->n, b->n);
     assert_int_equal(a->failed, b->failed);
+    assert_int_equal(a->gave_up, b->gave_up);
     if (a->failed) assert_string_equal(a->error, b->error);
     else assert_int_equal(a->pending, b->pending);
     for (size_t i = 0; i < a->n; i++) assert_string_equal(a->lines[i], b->lines[i]);

@@ -1,9 +1,16 @@
 /*
- * proto_drv.h - a test driver that feeds bytes to a proto_ops parser the way the core does: reads
- * land in mbufs of the pool's size, the parser sees the unconsumed bytes of the current mbuf, the
- * consumed ones are appended to the msg, and when the mbuf is full its unconsumed tail moves to a
- * fresh mbuf (the old tail is overwritten first, so a parser keeping pointers into unconsumed bytes
- * reads garbage). When the tail alone fills an mbuf the driver gives up, as the core does.
+ * proto_drv.h - the unit tests' driver that feeds bytes to a proto_ops parser the way the core
+ * does (src/core/conn.c): reads land in mbufs of the pool's size, the parser sees the unconsumed
+ * bytes of the current mbuf, the consumed ones are appended to the msg, and when the mbuf is full
+ * its unconsumed tail moves to a fresh mbuf (the old tail is overwritten first, so a parser keeping
+ * pointers into unconsumed bytes reads garbage). When the tail alone fills an mbuf the driver gives
+ * up, as the core does.
+ *
+ * It checks the parser contract (src/proto/proto.h) on every call: *consumed is set and
+ * consumed <= len; after PARSE_AGAIN a second call with the same bytes consumes nothing and
+ * leaves the parse state untouched; PARSE_DONE consumed something; PARSE_ERROR names its error;
+ * parse_reset keeps want_elems; and every completed msg's bytes are exactly the bytes fed, in
+ * order. Used by test_redis, test_redis_rsp and test_memcache.
  *
  * Threads: the test's only.
  */
@@ -41,6 +48,9 @@ struct drv {
     bool failed;              /* PARSE_ERROR seen, or gave up on a token larger than an mbuf */
     bool gave_up;
     const char *error;        /* ps.error of the PARSE_ERROR */
+    uint8_t *input;           /* every byte read into an mbuf, in order */
+    size_t ninput, input_cap;
+    size_t ndone;             /* of them, the bytes of the completed msgs */
 };
 
 void drv_init(struct drv *d, struct tenv *e, const struct proto_ops *ops, bool rsp, bool want_elems);
@@ -54,6 +64,10 @@ void drv_read(struct drv *d, const void *data, size_t len);
 void drv_feed(struct drv *d, const void *data, size_t len, size_t step);
 /* Two reads: [0, cut) and [cut, len). */
 void drv_feed2(struct drv *d, const void *data, size_t len, size_t cut);
+/* Reads ending at each of cuts[0..ncuts) (increasing offsets), then one up to len. */
+void drv_feed_cuts(struct drv *d, const void *data, size_t len, const size_t *cuts, size_t ncuts);
+/* Takes completed msg i out of the driver (the caller puts it). */
+struct msg *drv_take(struct drv *d, size_t i);
 /* Bytes received but not yet part of a completed msg (the msg in progress plus the tail). */
 uint64_t drv_pending(const struct drv *d);
 /* Puts every msg it still holds, its mbuf, frees the parser state. */
@@ -64,6 +78,7 @@ struct drv_run {
     char **lines;
     size_t n;
     bool failed;
+    bool gave_up;
     const char *error;
     uint64_t pending;   /* bytes after the last complete msg */
 };
@@ -71,6 +86,13 @@ typedef char *(*drv_summary_fn)(const struct msg *m); /* a heap string */
 /* Feeds in[0..len): in two reads split at cut if cut != SIZE_MAX, else in steps of step bytes. */
 void drv_run(struct drv_run *r, const struct proto_ops *ops, bool rsp, bool want_elems,
              size_t mbuf, const char *in, size_t len, size_t step, size_t cut, drv_summary_fn fn);
+/* The same with reads ending at each of cuts[0..ncuts), then one up to len. */
+void drv_run_cuts(struct drv_run *r, const struct proto_ops *ops, bool rsp, bool want_elems,
+                  size_t mbuf, const char *in, size_t len, const size_t *cuts, size_t ncuts,
+                  drv_summary_fn fn);
+/* A run as text (a heap string): one line per msg, then "ERROR <text>", "GAVE UP" or "PENDING"
+ * when the stream did not end cleanly; each line ends in '\n'. */
+char *drv_run_text(const struct drv_run *r);
 void drv_run_free(struct drv_run *r);
 /* Asserts that b found what a found; frees b. */
 void drv_run_same(const struct drv_run *a, struct drv_run *b);

@@ -1,5 +1,6 @@
 # unit tests of redis (src/proto/redis_*): command table and request parser (test_redis), response
-# parser, fragments and coalescing (test_redis_rsp). proto_drv.c feeds bytes the way the core does.
+# parser, fragments and coalescing (test_redis_rsp). proto_drv.c feeds bytes the way the core does
+# and checks the parser contract on every call (memcache.mk uses it too).
 check_PROGRAMS += tests/unit/test_redis tests/unit/test_redis_rsp
 TESTS += tests/unit/test_redis tests/unit/test_redis_rsp
 tests_unit_test_redis_SOURCES = tests/unit/test_redis.c tests/unit/proto_drv.c tests/unit/proto_drv.h

@@ -2,8 +2,8 @@
  * test_memcache.c - unit tests of memcache_proto: every request and reply form, pipelines, every
  * split of a stream into two reads, one byte at a time, small (512-byte) and default mbufs, long
  * get lines, rejected requests that keep the stream in sync, PARSE_ERRORs, fragment and coalesce.
- * Every stream is run through proto_feed (the core's way of feeding bytes), which also checks
- * that no mbuf or msg is left behind.
+ * Every stream is run through proto_drv (the core's way of feeding bytes), which also checks
+ * the parser contract on every call and that no mbuf or msg is left behind.
  *
  * Threads: the test's only.
  */
@@ -23,7 +23,7 @@
 #include "msg/msg.h"
 #include "proto/memcache.h"
 #include "proto/proto.h"
-#include "proto_feed.h"
+#include "proto_drv.h"
 
 static const size_t chunk_sizes[] = { 512, 16384 };
 
@@ -88,8 +88,12 @@ static char *describe_rsp(const struct msg *m)
 static char *transcript(bool rsp, size_t chunk, const char *in, size_t n, const size_t *cuts,
                         size_t ncuts)
 {
-    return feed_transcript(&memcache_proto, rsp, chunk, rsp ? describe_rsp : describe_req, in, n,
-                           cuts, ncuts);
+    struct drv_run r;
+    drv_run_cuts(&r, &memcache_proto, rsp, true, chunk, in, n, cuts, ncuts,
+                 rsp ? describe_rsp : describe_req);
+    char *t = drv_run_text(&r);
+    drv_run_free(&r);
+    return t;
 }
 
 /* The stream gives `expect` in one read, split in two at every byte, and one byte at a time,
@@ -493,45 +497,33 @@ static void test_many_values(void **state)
 /* ---- fragment and coalesce ---- */
 
 struct frag_ctx {
-    struct mbuf_pool mp;
-    struct msg_pool pp;
-    struct feed req_feed;
-    struct feed rsp_feed;
+    struct tenv e;
+    struct drv req_drv;
+    struct drv rsp_drv;
 };
 
 static void ctx_init(struct frag_ctx *c)
 {
-    mbuf_pool_init(&c->mp, 512, 16);
-    msg_pool_init(&c->pp, 16);
-    feed_init(&c->req_feed, &memcache_proto, false, false, &c->mp, &c->pp);
-    feed_init(&c->rsp_feed, &memcache_proto, true, true, &c->mp, &c->pp);
+    tenv_init(&c->e, 512);
+    drv_init(&c->req_drv, &c->e, &memcache_proto, false, false);
+    drv_init(&c->rsp_drv, &c->e, &memcache_proto, true, true);
 }
 
+/* Puts what the drivers hold; checks no mbuf or msg is left. */
 static void ctx_deinit(struct frag_ctx *c)
 {
-    feed_deinit(&c->req_feed);
-    feed_deinit(&c->rsp_feed);
-    assert_int_equal(c->mp.nlive, 0);
-    assert_int_equal(c->pp.nlive, 0);
-    msg_pool_deinit(&c->pp);
-    mbuf_pool_deinit(&c->mp);
+    drv_deinit(&c->req_drv);
+    drv_deinit(&c->rsp_drv);
+    tenv_deinit(&c->e);
 }
 
-static struct msg *parse_one(struct feed *f, const char *s)
+static struct msg *parse_one(struct drv *d, const char *s)
 {
-    size_t before = f->nout;
-    assert_int_equal(feed_bytes(f, s, strlen(s)), FEED_OK);
-    assert_int_equal(f->nout, before + 1);
-    return feed_take(f, before);
-}
-
-static char *msg_text(const struct msg *m)
-{
-    char *s = malloc(m->len + 1);
-    assert_non_null(s);
-    assert_int_equal(msg_copy_out(m, 0, s, m->len), m->len);
-    s[m->len] = '\0';
-    return s;
+    size_t before = d->nout;
+    drv_read(d, s, strlen(s));
+    assert_false(d->failed);
+    assert_int_equal(d->nout, before + 1);
+    return drv_take(d, before);
 }
 
 static void assert_msg_text(const struct msg *m, const char *expect)
@@ -544,11 +536,11 @@ static void assert_msg_text(const struct msg *m, const char *expect)
 static void put_all(struct frag_ctx *c, struct msg *req, struct msg *rsp)
 {
     for (uint32_t j = 0; j < req->nfrags; j++) {
-        if (req->frags[j]->peer != NULL) msg_put(&c->pp, req->frags[j]->peer);
-        msg_put(&c->pp, req->frags[j]);
+        if (req->frags[j]->peer != NULL) msg_put(&c->e.pp, req->frags[j]->peer);
+        msg_put(&c->e.pp, req->frags[j]);
     }
-    msg_put(&c->pp, req);
-    if (rsp != NULL) msg_put(&c->pp, rsp);
+    msg_put(&c->e.pp, req);
+    if (rsp != NULL) msg_put(&c->e.pp, rsp);
 }
 
 /* 12 keys over 3 servers, some missing: values in key order, one END. */
@@ -557,10 +549,10 @@ static void test_fragment_coalesce(void **state)
     (void)state;
     struct frag_ctx c;
     ctx_init(&c);
-    struct msg *req = parse_one(&c.req_feed, "get k0 k1 k2  k3 k4 k5 k6 k7 k8 k9 k10 k11\r\n");
+    struct msg *req = parse_one(&c.req_drv, "get k0 k1 k2  k3 k4 k5 k6 k7 k8 k9 k10 k11\r\n");
     assert_int_equal(req->nkeys, 12);
     static const uint32_t server[12] = { 7, 2, 9, 7, 7, 2, 9, 9, 2, 7, 2, 9 };
-    assert_int_equal(memcache_proto.fragment(req, server, &c.pp), 0);
+    assert_int_equal(memcache_proto.fragment(req, server, &c.e.pp), 0);
     assert_int_equal(req->nfrags, 3);
     assert_msg_text(req->frags[0], "get k0 k3 k4 k9\r\n");
     assert_msg_text(req->frags[1], "get k1 k5 k8 k10\r\n");
@@ -584,11 +576,11 @@ static void test_fragment_coalesce(void **state)
     assert_memory_equal(req->frags[1]->keys[3].ptr, "k10", 3);
 
     /* k1, k5, k6, k7, k11 miss; k9 and k0 come in the order asked */
-    req->frags[0]->peer = parse_one(&c.rsp_feed, "VALUE k0 0 2\r\nv0\r\nVALUE k3 0 2\r\nv3\r\n"
-                                                 "VALUE k4 1 2 44\r\nv4\r\nVALUE k9 0 2\r\nv9\r\nEND\r\n");
-    req->frags[1]->peer = parse_one(&c.rsp_feed, "VALUE k8 0 2\r\nv8\r\nVALUE k10 0 3\r\nv10\r\nEND\r\n");
-    req->frags[2]->peer = parse_one(&c.rsp_feed, "VALUE k2 0 2\r\nv2\r\nEND\r\n");
-    struct msg *rsp = msg_get(&c.pp);
+    req->frags[0]->peer = parse_one(&c.rsp_drv, "VALUE k0 0 2\r\nv0\r\nVALUE k3 0 2\r\nv3\r\n"
+                                                "VALUE k4 1 2 44\r\nv4\r\nVALUE k9 0 2\r\nv9\r\nEND\r\n");
+    req->frags[1]->peer = parse_one(&c.rsp_drv, "VALUE k8 0 2\r\nv8\r\nVALUE k10 0 3\r\nv10\r\nEND\r\n");
+    req->frags[2]->peer = parse_one(&c.rsp_drv, "VALUE k2 0 2\r\nv2\r\nEND\r\n");
+    struct msg *rsp = msg_get(&c.e.pp);
     assert_int_equal(memcache_proto.coalesce(req, rsp), 0);
     assert_int_equal(rsp->rsp_type, RSP_MC_END);
     assert_msg_text(rsp, "VALUE k0 0 2\r\nv0\r\nVALUE k2 0 2\r\nv2\r\nVALUE k3 0 2\r\nv3\r\n"
@@ -604,14 +596,14 @@ static void test_fragment_one_server(void **state)
     (void)state;
     struct frag_ctx c;
     ctx_init(&c);
-    struct msg *req = parse_one(&c.req_feed, "gets  a   b c\n");
+    struct msg *req = parse_one(&c.req_drv, "gets  a   b c\n");
     static const uint32_t server[3] = { 4, 4, 4 };
-    assert_int_equal(memcache_proto.fragment(req, server, &c.pp), 0);
+    assert_int_equal(memcache_proto.fragment(req, server, &c.e.pp), 0);
     assert_int_equal(req->nfrags, 1);
     assert_msg_text(req->frags[0], "gets  a   b c\r\n");
     assert_int_equal(req->frags[0]->nspans, 2); /* the line in one slice, then "\r\n" */
-    req->frags[0]->peer = parse_one(&c.rsp_feed, "END\r\n");
-    struct msg *rsp = msg_get(&c.pp);
+    req->frags[0]->peer = parse_one(&c.rsp_drv, "END\r\n");
+    struct msg *rsp = msg_get(&c.e.pp);
     assert_int_equal(memcache_proto.coalesce(req, rsp), 0);
     assert_msg_text(rsp, "END\r\n");
     put_all(&c, req, rsp);
@@ -624,16 +616,16 @@ static void test_fragment_gat_duplicates(void **state)
     (void)state;
     struct frag_ctx c;
     ctx_init(&c);
-    struct msg *req = parse_one(&c.req_feed, "gat 300 a b a c\r\n");
+    struct msg *req = parse_one(&c.req_drv, "gat 300 a b a c\r\n");
     static const uint32_t server[4] = { 0, 1, 0, 1 };
-    assert_int_equal(memcache_proto.fragment(req, server, &c.pp), 0);
+    assert_int_equal(memcache_proto.fragment(req, server, &c.e.pp), 0);
     assert_int_equal(req->nfrags, 2);
     assert_msg_text(req->frags[0], "gat 300 a a\r\n");
     assert_msg_text(req->frags[1], "gat 300 b c\r\n");
     assert_int_equal(req->frags[0]->cmd, MC_CMD_GAT);
-    req->frags[0]->peer = parse_one(&c.rsp_feed, "VALUE a 0 1\r\nA\r\nVALUE a 0 1\r\nA\r\nEND\r\n");
-    req->frags[1]->peer = parse_one(&c.rsp_feed, "VALUE c 0 1\r\nC\r\nEND\r\n");
-    struct msg *rsp = msg_get(&c.pp);
+    req->frags[0]->peer = parse_one(&c.rsp_drv, "VALUE a 0 1\r\nA\r\nVALUE a 0 1\r\nA\r\nEND\r\n");
+    req->frags[1]->peer = parse_one(&c.rsp_drv, "VALUE c 0 1\r\nC\r\nEND\r\n");
+    struct msg *rsp = msg_get(&c.e.pp);
     assert_int_equal(memcache_proto.coalesce(req, rsp), 0);
     assert_msg_text(rsp, "VALUE a 0 1\r\nA\r\nVALUE a 0 1\r\nA\r\nVALUE c 0 1\r\nC\r\nEND\r\n");
     put_all(&c, req, rsp);
@@ -648,12 +640,12 @@ static void test_coalesce_einval(void **state)
     for (size_t b = 0; b < NC_ARRAY_LEN(bad); b++) {
         struct frag_ctx c;
         ctx_init(&c);
-        struct msg *req = parse_one(&c.req_feed, "get a b\r\n");
+        struct msg *req = parse_one(&c.req_drv, "get a b\r\n");
         static const uint32_t server[2] = { 0, 1 };
-        assert_int_equal(memcache_proto.fragment(req, server, &c.pp), 0);
-        req->frags[0]->peer = parse_one(&c.rsp_feed, "VALUE a 0 1\r\nA\r\nEND\r\n");
-        req->frags[1]->peer = parse_one(&c.rsp_feed, bad[b]);
-        struct msg *rsp = msg_get(&c.pp);
+        assert_int_equal(memcache_proto.fragment(req, server, &c.e.pp), 0);
+        req->frags[0]->peer = parse_one(&c.rsp_drv, "VALUE a 0 1\r\nA\r\nEND\r\n");
+        req->frags[1]->peer = parse_one(&c.rsp_drv, bad[b]);
+        struct msg *rsp = msg_get(&c.e.pp);
         assert_int_equal(memcache_proto.coalesce(req, rsp), -EINVAL);
         assert_int_equal(rsp->len, 0);
         put_all(&c, req, rsp);
