@@ -51,6 +51,7 @@ int redis_run(const redis_step_fn *steps, size_t nsteps, struct parse_state *ps,
     do {
         if (ps->state < 0 || (size_t)ps->state >= nsteps) {
             ps->error = "bad parser state";
+            *consumed = p; /* the contract: set on every return */
             return PARSE_ERROR;
         }
         rc = steps[ps->state](ps, m, buf, len, &p);
