@@ -467,5 +467,10 @@ def main():
     return 0
 
 
+def _on_sigterm(signo, frame):
+    raise KeyboardInterrupt(f"signal {signo}")  # unwinds through main's clean-up, like Ctrl-C
+
+
 if __name__ == "__main__":
+    signal.signal(signal.SIGTERM, _on_sigterm)
     sys.exit(main())
