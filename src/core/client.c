@@ -38,7 +38,7 @@ int client_accept(struct worker *w, struct pool_rt *pool, int fd)
 {
     struct conn *c = conn_create(w, CONN_CLIENT, fd, pool);
     if (c == NULL) {
-        atomic_fetch_sub(&pool->shared->nclients, 1);
+        atomic_fetch_sub(pool_nclients(pool->shared), 1);
         return -ENOMEM;
     }
     TAILQ_INSERT_TAIL(&w->clients, c, link);
@@ -72,7 +72,7 @@ void client_close(struct conn *c)
     STATS_POOL_ADD(p->st, client_connections, -1);
     if (c->err != 0) STATS_POOL_ADD(p->st, client_err, 1);
     else if (c->eof) STATS_POOL_ADD(p->st, client_eof, 1);
-    atomic_fetch_sub(&p->shared->nclients, 1);
+    atomic_fetch_sub(pool_nclients(p->shared), 1);
     conn_destroy(c);
     if (--p->gen->nclients == 0) worker_reap_later(w);
 }
@@ -88,8 +88,8 @@ int client_follow_reload(struct conn *c)
     struct pool_rt *old = c->pool;
     struct pool_rt *np = gen_pool_find(w->gen, old->cp->name);
     if (np == NULL || np->cp->redis != old->cp->redis) return -1;
-    atomic_fetch_sub(&old->shared->nclients, 1);
-    atomic_fetch_add(&np->shared->nclients, 1);
+    atomic_fetch_sub(pool_nclients(old->shared), 1);
+    atomic_fetch_add(pool_nclients(np->shared), 1);
     /* the same name: the same counter block, unless the pool is new in the registry */
     STATS_POOL_ADD(old->st, client_connections, -1);
     STATS_POOL_ADD(np->st, client_connections, 1);

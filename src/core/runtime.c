@@ -139,7 +139,6 @@ struct runtime *runtime_create(struct conf *conf, const struct runtime *prev, si
         p->idx = (uint32_t)i;
         p->cp = &conf->pools[i];
         p->proto = p->cp->redis ? &redis_proto : &memcache_proto;
-        atomic_init(&p->nclients, 0);
         atomic_init(&p->version, 1);
         pthread_mutex_init(&p->lock, NULL);
         size_t ns = p->cp->nservers ? p->cp->nservers : 1;
@@ -147,6 +146,16 @@ struct runtime *runtime_create(struct conf *conf, const struct runtime *prev, si
         p->wstats = calloc(nworkers ? nworkers : 1, sizeof(*p->wstats));
         p->wservers = calloc((nworkers ? nworkers : 1) * ns, sizeof(*p->wservers));
         if (p->health == NULL || p->wstats == NULL || p->wservers == NULL) goto fail;
+        const struct pool_shared *same = prev != NULL ? runtime_pool_find(prev, p->cp->name) : NULL;
+        if (same != NULL) {
+            p->clients = same->clients;
+            atomic_fetch_add(&p->clients->refs, 1);
+        } else {
+            p->clients = calloc(1, sizeof(*p->clients));
+            if (p->clients == NULL) goto fail;
+            atomic_init(&p->clients->refs, 1);
+            atomic_init(&p->clients->n, 0);
+        }
         if (prev != NULL) runtime_inherit_health(p, prev);
         p->route = route_build(p, 1);
         if (p->route == NULL) {
@@ -173,6 +182,7 @@ void runtime_put(struct runtime *rt)
         struct pool_shared *p = &rt->pools[i];
         if (p->cp == NULL) continue;
         route_put(p->route);
+        if (p->clients != NULL && atomic_fetch_sub(&p->clients->refs, 1) == 1) free(p->clients);
         free(p->health);
         free(p->wstats);
         free(p->wservers);

@@ -52,11 +52,19 @@ struct server_health {
     atomic_bool probing;             /* the master's prober is trying it */
 };
 
+/* The client count of a pool name: shared by the generations in which the pool has that name, so
+ * that client_connections counts the clients still on an older generation too. */
+struct pool_clients {
+    atomic_uint refs;
+    atomic_long n;
+};
+
 struct pool_shared {
     uint32_t idx;
     const struct conf_pool *cp;
     const struct proto_ops *proto;
-    atomic_long nclients;            /* client connections of this pool, all workers */
+    struct pool_clients *clients;    /* client connections of this pool name, all workers and
+                                      * generations (a reference) */
     struct server_health *health;    /* cp->nservers */
     _Atomic uint64_t version;        /* bumped with every new route */
     pthread_mutex_t lock;            /* guards route (publication and pick-up) */
@@ -85,6 +93,12 @@ struct runtime {
 struct runtime *runtime_create(struct conf *conf, const struct runtime *prev, size_t nworkers);
 struct runtime *runtime_get(struct runtime *rt);
 void runtime_put(struct runtime *rt);
+
+/* The client count of pool p (all workers, all generations). */
+static inline atomic_long *pool_nclients(const struct pool_shared *p)
+{
+    return &p->clients->n;
+}
 
 /* The pool named name, or NULL. */
 struct pool_shared *runtime_pool_find(const struct runtime *rt, const char *name);

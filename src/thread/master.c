@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/log.h"
@@ -42,7 +43,17 @@ struct listener {
     struct event *ev;
     char *text;              /* the listen address as written: what a reload matches */
     char *unix_path;         /* a unix socket's path (unlinked when it closes), or NULL */
+    dev_t dev;               /* unix: the socket file bound at unix_path (another spelling of */
+    ino_t ino;               /* the path names the same file; only this file is unlinked) */
 };
+
+/* Whether path is the socket file l bound. */
+static bool listener_owns_file(const struct listener *l, const char *path)
+{
+    struct stat st;
+    return l->unix_path != NULL && stat(path, &st) == 0 && S_ISSOCK(st.st_mode) && st.st_dev == l->dev &&
+           st.st_ino == l->ino;
+}
 
 struct master {
     struct event_base *base;
@@ -139,9 +150,9 @@ static void master_on_accept(evutil_socket_t lfd, short what, void *arg)
                 log_warn("pool '%s': accept failed: %s", p->cp->name, strerror(errno));
             return;
         }
-        long before = atomic_fetch_add(&p->nclients, 1);
+        long before = atomic_fetch_add(pool_nclients(p), 1);
         if (p->cp->client_connections > 0 && before >= p->cp->client_connections) {
-            atomic_fetch_sub(&p->nclients, 1);
+            atomic_fetch_sub(pool_nclients(p), 1);
             log_debug(LOG_INFO, "pool '%s': client refused: client_connections %ld reached", p->cp->name,
                       (long)p->cp->client_connections);
             master_refuse(p, fd);
@@ -153,7 +164,7 @@ static void master_on_accept(evutil_socket_t lfd, short what, void *arg)
         struct inbox_item it = { .type = INBOX_NEW_CLIENT, .fd = fd, .pool = l->pool,
                                  .generation = m->rt->generation };
         if (inbox_push(&w->inbox, &it) < 0) {
-            atomic_fetch_sub(&p->nclients, 1);
+            atomic_fetch_sub(pool_nclients(p), 1);
             close(fd);
         }
     }
@@ -164,7 +175,7 @@ static void listener_close(struct listener *l)
     if (l == NULL) return;
     if (l->ev) event_free(l->ev);
     if (l->fd >= 0) close(l->fd);
-    if (l->unix_path != NULL) unlink(l->unix_path);
+    if (l->unix_path != NULL && listener_owns_file(l, l->unix_path)) unlink(l->unix_path);
     free(l->text);
     free(l->unix_path);
     free(l);
@@ -189,7 +200,14 @@ static struct listener *listener_open(struct master *m, const struct conf_pool *
         return NULL;
     }
     l->fd = fd;
-    if (cp->listen.is_unix && (l->unix_path = strdup(cp->listen.host)) == NULL) goto oom;
+    if (cp->listen.is_unix) {
+        struct stat st;
+        if (stat(cp->listen.host, &st) == 0) {
+            l->dev = st.st_dev;
+            l->ino = st.st_ino;
+        }
+        if ((l->unix_path = strdup(cp->listen.host)) == NULL) goto oom;
+    }
     l->ev = event_new(m->base, fd, EV_READ | EV_PERSIST, master_on_accept, l);
     if (l->ev == NULL || event_add(l->ev, NULL) < 0) goto oom;
     log_notice("pool '%s' listening on %s (%s, %zu servers)", cp->name, cp->listen.text,
@@ -216,7 +234,10 @@ static struct listener **master_listeners_for(struct master *m, const struct con
     for (size_t i = 0; i < conf->npools; i++) {
         const struct conf_pool *cp = &conf->pools[i];
         for (size_t j = 0; j < m->nlisteners; j++) {
-            if (!kept[j] && strcmp(m->listeners[j]->text, cp->listen.text) == 0) {
+            /* the same text, or a unix path spelled differently naming the socket file it bound
+             * (opening it again would unlink that file and take the path over) */
+            if (!kept[j] && (strcmp(m->listeners[j]->text, cp->listen.text) == 0 ||
+                             (cp->listen.is_unix && listener_owns_file(m->listeners[j], cp->listen.host)))) {
                 kept[j] = true;
                 ls[i] = m->listeners[j];
                 break;
