@@ -51,8 +51,8 @@ struct listener {
 static bool listener_owns_file(const struct listener *l, const char *path)
 {
     struct stat st;
-    return l->unix_path != NULL && stat(path, &st) == 0 && S_ISSOCK(st.st_mode) && st.st_dev == l->dev &&
-           st.st_ino == l->ino;
+    return l->unix_path != NULL && stat(path, &st) == 0 && S_ISSOCK(st.st_mode) &&
+           st.st_dev == l->dev && st.st_ino == l->ino;
 }
 
 struct master {
@@ -236,8 +236,9 @@ static struct listener **master_listeners_for(struct master *m, const struct con
         for (size_t j = 0; j < m->nlisteners; j++) {
             /* the same text, or a unix path spelled differently naming the socket file it bound
              * (opening it again would unlink that file and take the path over) */
-            if (!kept[j] && (strcmp(m->listeners[j]->text, cp->listen.text) == 0 ||
-                             (cp->listen.is_unix && listener_owns_file(m->listeners[j], cp->listen.host)))) {
+            const struct listener *l = m->listeners[j];
+            if (!kept[j] && (strcmp(l->text, cp->listen.text) == 0 ||
+                             (cp->listen.is_unix && listener_owns_file(l, cp->listen.host)))) {
                 kept[j] = true;
                 ls[i] = m->listeners[j];
                 break;

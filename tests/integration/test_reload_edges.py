@@ -1,4 +1,7 @@
-"""Review reproducers for online-reload defects (branch review-tmp)."""
+"""Online reload, edge cases found in review: a reload that removes `timeout` while a timer armed
+under the old one is pending, `client_connections` with clients still on an older generation,
+and a unix listen path spelled another way for the same socket file. Each test failed before its
+fix (see notes/reload.md)."""
 import copy
 import os
 import time
