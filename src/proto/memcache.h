@@ -16,7 +16,7 @@
 #include "proto/proto.h"
 
 #define MC_KEY_MAX  250    /* longest key memcached accepts */
-#define MC_LINE_MAX 2048   /* longest command line (bytes before "\n") except get/gets/gat/gats */
+#define MC_LINE_MAX 2048   /* longest command line (bytes before "\n") except get/gets */
 
 /*
  * Argument slots of a command line, one char each, in order (struct mc_cmd.args):

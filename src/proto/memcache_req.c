@@ -15,8 +15,8 @@
  *     memcached's own texts; flush_all, stats, verbosity and the meta commands: REJECT_CLIENT_ERROR
  *     "unsupported command"). A rejected request never has noreply or quit set and has no keys;
  *   - a stream that cannot be followed (missing or bad <bytes>, data not followed by "\r\n", a line
- *     longer than MC_LINE_MAX bytes before its "\n" other than get/gets/gat/gats, out of memory):
- *     PARSE_ERROR.
+ *     longer than MC_LINE_MAX bytes before its "\n" other than get/gets after at most MC_LEAD_MAX
+ *     spaces, out of memory): PARSE_ERROR.
  *
  * State (struct parse_state): state = RQ_*, a = index of the next argument slot of the command,
  * b = data bytes still to come, c = bytes of the current line consumed so far, d = RQF_* flags,
@@ -37,6 +37,12 @@ enum { RQ_VERB = 0, RQ_ARGS, RQ_DATA = MC_STATE_DATA };
 #define RQF_NOREPLY  (1u << 1)  /* "noreply" seen */
 #define RQF_GOT_KEY  (1u << 2)  /* a 'K' slot has at least one key */
 #define RQF_HAVE_LEN (1u << 3)  /* <bytes> read: a data block follows the line */
+#define RQF_LONG_OK  (1u << 4)  /* get/gets within MC_LEAD_MAX bytes of the line start: no limit */
+
+/* memcached drops its connection when a line has more than MC_LINE_MAX bytes before its "\n"
+ * unless it starts with "get " or "gets " after at most this many spaces (try_read_command_ascii).
+ * Forwarded, such a line would reset the server connection every client shares. */
+#define MC_LEAD_MAX 100
 
 static const char BAD_FORMAT[] = "bad command line format";
 
@@ -52,9 +58,12 @@ static bool token_is(const uint8_t *tok, size_t len, const char *word)
     return tok != NULL && len == strlen(word) && memcmp(tok, word, len) == 0;
 }
 
-static int on_verb(struct parse_state *ps, struct msg *m, const uint8_t *tok, size_t len)
+/* off: the verb's offset in the msg, which starts at the line's first byte */
+static int on_verb(struct parse_state *ps, struct msg *m, const uint8_t *tok, size_t len,
+                   uint64_t off)
 {
     enum mc_cmd_id id = tok == NULL ? MC_CMD_UNKNOWN : mc_cmd_lookup(tok, len);
+    if ((id == MC_CMD_GET || id == MC_CMD_GETS) && off <= MC_LEAD_MAX) ps->d |= RQF_LONG_OK;
     m->cmd = (uint16_t)id;
     m->cmd_flags = mc_cmds[id].flags;
     m->name = tok;
@@ -153,7 +162,7 @@ static int finish(struct parse_state *ps, struct msg *m)
 static int on_eol(struct parse_state *ps, struct msg *m)
 {
     if (ps->state == RQ_VERB) { /* an empty line: memcached says ERROR */
-        on_verb(ps, m, NULL, 0);
+        on_verb(ps, m, NULL, 0, 0);
         return finish(ps, m);
     }
     const char *rest = mc_cmds[m->cmd].args + ps->a;
@@ -172,7 +181,7 @@ static int on_token(struct parse_state *ps, struct msg *m, const uint8_t *tok, s
                     uint64_t off)
 {
     if (len > MC_KEY_MAX) tok = NULL; /* same outcome whether it arrived whole or not */
-    if (ps->state == RQ_VERB) return on_verb(ps, m, tok, len);
+    if (ps->state == RQ_VERB) return on_verb(ps, m, tok, len, off);
     return on_arg(ps, m, tok, len, off);
 }
 
@@ -180,7 +189,7 @@ static int on_token(struct parse_state *ps, struct msg *m, const uint8_t *tok, s
 static int step_line(struct parse_state *ps, struct msg *m, const uint8_t *buf, size_t len,
                      size_t *pos)
 {
-    bool limited = ps->state == RQ_VERB || !(m->cmd_flags & CMD_F_FRAG_MCGET);
+    bool limited = !(ps->d & RQF_LONG_OK);
     size_t p = *pos;
     struct mc_tok t;
 

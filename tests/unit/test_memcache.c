@@ -357,6 +357,19 @@ static void test_key_length(void **state)
                   "version%s\r\nversion%s \r\n", sp, sp);
     check_req_fmt("get k=a,b\n",
                   "get a%s%s%s b\r\n", sp, sp, sp);
+    /* but as memcached: not gat/gats, nor a get after more than 100 spaces */
+    check_req_fmt("ERROR line too long\n",
+                  "gat 0 a%s%s b\r\n", sp, sp);
+    check_req_fmt("ERROR line too long\n",
+                  "gats 0 a%s%s b\r\n", sp, sp);
+    char *lead = repeat(' ', 101);
+    check_req_fmt("gets k=a,b\n",
+                  "%sgets a%s%s b\r\n", lead + 1, sp, sp);
+    check_req_fmt("ERROR line too long\n",
+                  "%sget a%s%s b\r\n", lead, sp, sp);
+    check_req_fmt("get k=a\n",
+                  "%sget a\r\n", lead);
+    free(lead);
     free(sp);
     free(k250);
     free(k251);
