@@ -71,7 +71,8 @@ int conn_attach_fd(struct conn *c, int fd)
     c->reading = c->wev_on = false;
     c->ev = event_new(c->w->base, fd, EV_PERSIST, conn_on_event, c);
     if (c->ev == NULL) {
-        conn_detach_fd(c);
+        c->fd = -1; /* not closed here: the caller closes fd (closing it twice could close a
+                     * descriptor another thread has just been given the same number) */
         return -ENOMEM;
     }
     return 0;

@@ -70,7 +70,7 @@ struct conn {
 
 /* Creates a conn for fd (takes the fd over; closes it on failure). Events are not yet added. */
 struct conn *conn_create(struct worker *w, enum conn_kind kind, int fd, struct pool_rt *pool);
-/* Attaches a socket: creates its event (not added). */
+/* Attaches a socket: creates its event (not added). On failure fd is left open for the caller. */
 int conn_attach_fd(struct conn *c, int fd);
 /* Frees the events, the read buffer and the partial msg, and closes the fd (the conn stays). */
 void conn_detach_fd(struct conn *c);
