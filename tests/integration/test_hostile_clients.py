@@ -271,3 +271,35 @@ def test_client_that_never_reads_cannot_pile_up_requests(redis_proxy):
     Witness(port).check()
     hog.close()
 
+
+def test_out_of_fds_pauses_accepts_without_spinning(redis_server, write_conf, nutcrackers):
+    """Clients past the process's open-file limit: accept() fails with EMFILE while the listening
+    socket stays readable. The master must rest (not spin on the event logging a line each time),
+    and accept again once fds are free."""
+    port_b = redis_server()[0]
+    listen = ncutil.free_port()
+    conf = write_conf({"fds": {"listen": f"{HOST}:{listen}", "redis": True,
+                               "servers": [f"{HOST}:{port_b}:1"]}})
+    proxy = nutcrackers(conf, "-T", "1")
+    Witness(listen).check()
+    limit = fd_count(proxy.pid) + 8
+    resource.prlimit(proxy.pid, resource.RLIMIT_NOFILE, (limit, limit))
+    socks = [socket.create_connection((HOST, listen), timeout=IO_TIMEOUT) for _ in range(20)]
+    try:
+        proxy.wait_log("Too many open files", timeout=10)
+        time.sleep(0.5)
+
+        def cpu_ticks():
+            fields = open(f"/proc/{proxy.pid}/stat").read().rsplit(")", 1)[1].split()
+            return int(fields[11]) + int(fields[12])
+
+        log0, cpu0 = len(proxy.log()), cpu_ticks()
+        time.sleep(2)
+        grown, used = len(proxy.log()) - log0, cpu_ticks() - cpu0
+        assert grown < 1000, f"the log grew {grown} bytes in 2 s while out of fds"
+        assert used < 40, f"the proxy used {used} ticks of CPU in 2 s while out of fds"
+    finally:
+        for s in socks:
+            s.close()
+    proxy.wait_log("accepting again", timeout=10)
+    Witness(listen).check()
