@@ -274,8 +274,8 @@ def test_client_that_never_reads_cannot_pile_up_requests(redis_proxy):
 
 def test_out_of_fds_pauses_accepts_without_spinning(redis_server, write_conf, nutcrackers):
     """Clients past the process's open-file limit: accept() fails with EMFILE while the listening
-    socket stays readable. The master must rest (not spin on the event logging a line each time),
-    and accept again once fds are free."""
+    socket stays readable. The master and the stats thread must rest (not spin on the event logging
+    a line each time), and accept again once fds are free."""
     port_b = redis_server()[0]
     listen = ncutil.free_port()
     conf = write_conf({"fds": {"listen": f"{HOST}:{listen}", "redis": True,
@@ -287,6 +287,12 @@ def test_out_of_fds_pauses_accepts_without_spinning(redis_server, write_conf, nu
     socks = [socket.create_connection((HOST, listen), timeout=IO_TIMEOUT) for _ in range(20)]
     try:
         proxy.wait_log("Too many open files", timeout=10)
+        # fds closed late (the witness's client) go to the clients still in the backlog first
+        ncutil.wait_until(lambda: fd_count(proxy.pid) >= limit, 10, what=f"{limit} fds in use")
+        time.sleep(0.5)
+        # the manage port's listener (the stats thread) too
+        socks.append(socket.create_connection((HOST, proxy.manage_port), timeout=IO_TIMEOUT))
+        proxy.wait_log("manage port: accept failed", timeout=10)
         time.sleep(0.5)
 
         def cpu_ticks():
@@ -301,5 +307,10 @@ def test_out_of_fds_pauses_accepts_without_spinning(redis_server, write_conf, nu
     finally:
         for s in socks:
             s.close()
-    proxy.wait_log("accepting again", timeout=10)
+    proxy.wait_log("pool 'fds': accepting again", timeout=10)
     Witness(listen).check()
+    with socket.create_connection((HOST, proxy.manage_port), timeout=IO_TIMEOUT) as m:
+        m.sendall(b"status\r\n")
+        m.settimeout(IO_TIMEOUT)
+        assert m.recv(1).startswith(b"{")
+    proxy.wait_log("manage port: accepting again", timeout=10)
