@@ -19,11 +19,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "common/accept_pause.h"
 #include "common/log.h"
 #include "stats/manage_http.h"
 
 #define MANAGE_ACCEPTS_PER_EVENT 32
-#define MANAGE_ACCEPT_PAUSE_MS 100 /* out of fds: the listener rests this long before trying again */
 #define MANAGE_KEEP_BUF (64u << 10) /* reply buffer kept between replies */
 
 enum manage_state { MC_READING, MC_WRITING, MC_LINGERING };
@@ -52,8 +52,7 @@ struct manage_server {
     struct event_base *base;
     int lfd;
     struct event *lev;
-    struct event *resume_ev; /* out of fds: re-adds lev after a pause (the socket stays readable) */
-    bool starved;            /* out of fds since the last accept (logged once) */
+    struct accept_pause pause; /* out of fds: lev rests a while (common/accept_pause.h) */
     struct manage_ctx *ctx;
     TAILQ_HEAD(, manage_client) clients;
     uint32_t nclients;
@@ -321,30 +320,6 @@ static void manage_accept_one(struct manage_server *ms, int fd)
     manage_timer(c, MANAGE_SILENT_MSEC);
 }
 
-static void manage_on_accept_resume(evutil_socket_t fd, short what, void *arg)
-{
-    struct manage_server *ms = arg;
-    (void)fd;
-    (void)what;
-    if (event_add(ms->lev, NULL) < 0) log_error("manage port: cannot resume accepting");
-}
-
-/* accept() failed for want of fds or memory: the listening socket stays readable, so the event
- * would fire again at once (a busy stats thread logging a line each time). Rest a while instead,
- * logging once until an accept succeeds (as the master's listeners do). */
-static void manage_accept_pause(struct manage_server *ms, int err)
-{
-    if (!ms->starved)
-        log_warn("manage port: accept failed: %s: retrying every %d ms, quietly until it succeeds",
-                 strerror(err), MANAGE_ACCEPT_PAUSE_MS);
-    ms->starved = true;
-    struct timeval tv = { 0, MANAGE_ACCEPT_PAUSE_MS * 1000 };
-    if (ms->resume_ev == NULL) ms->resume_ev = evtimer_new(ms->base, manage_on_accept_resume, ms);
-    if (ms->resume_ev == NULL) return; /* out of memory too: keep the event, try again at once */
-    event_del(ms->lev);
-    evtimer_add(ms->resume_ev, &tv);
-}
-
 static void manage_on_accept(evutil_socket_t lfd, short what, void *arg)
 {
     struct manage_server *ms = arg;
@@ -353,16 +328,13 @@ static void manage_on_accept(evutil_socket_t lfd, short what, void *arg)
         int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0) {
             if (errno == EINTR || errno == ECONNABORTED) continue;
-            if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
-                manage_accept_pause(ms, errno);
+            if (accept_short_of(errno))
+                accept_pause(&ms->pause, ms->base, ms->lev, "manage port", errno);
             else if (errno != EAGAIN && errno != EWOULDBLOCK)
                 log_warn("manage port: accept failed: %s", strerror(errno));
             return;
         }
-        if (ms->starved) {
-            ms->starved = false;
-            log_notice("manage port: accepting again");
-        }
+        accept_resumed(&ms->pause, "manage port");
         manage_accept_one(ms, fd);
     }
 }
@@ -392,7 +364,7 @@ void manage_server_destroy(struct manage_server *ms)
     struct manage_client *c;
     while ((c = TAILQ_FIRST(&ms->clients)) != NULL) manage_client_close(c);
     if (ms->lev) event_free(ms->lev);
-    if (ms->resume_ev) event_free(ms->resume_ev);
+    accept_pause_deinit(&ms->pause);
     close(ms->lfd);
     free(ms);
 }

@@ -25,6 +25,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/accept_pause.h"
 #include "common/log.h"
 #include "common/sock.h"
 #include "core/probe.h"
@@ -35,15 +36,13 @@
 #include "thread/worker.h"
 
 #define MASTER_ACCEPTS_PER_EVENT 64
-#define MASTER_ACCEPT_PAUSE_MS 100 /* out of fds: the listener rests this long before trying again */
 
 struct listener {
     struct master *m;
     uint32_t pool;           /* index in the current runtime */
     int fd;
     struct event *ev;
-    struct event *resume_ev; /* out of fds: re-adds ev after a pause (the socket stays readable) */
-    bool starved;            /* out of fds since the last accept (logged once) */
+    struct accept_pause pause; /* out of fds: ev rests a while (common/accept_pause.h) */
     char *text;              /* the listen address as written: what a reload matches */
     char *unix_path;         /* a unix socket's path (unlinked when it closes), or NULL */
     dev_t dev;               /* unix: the socket file bound at unix_path (another spelling of */
@@ -139,28 +138,11 @@ static void master_refuse(const struct pool_shared *p, int fd)
     close(fd);
 }
 
-static void master_on_accept_resume(evutil_socket_t fd, short what, void *arg)
+/* How the log names a pool's listener. */
+static const char *listener_who(const struct pool_shared *p, char *buf, size_t cap)
 {
-    struct listener *l = arg;
-    (void)fd;
-    (void)what;
-    if (event_add(l->ev, NULL) < 0) log_error("cannot resume accepting on %s", l->text);
-}
-
-/* accept() failed for want of fds or memory. The listening socket stays readable: a level-triggered
- * event would call us again at once, a busy loop that logs a line each time. Rest a while instead
- * (the clients wait in the backlog), and log once until an accept succeeds. */
-static void master_accept_pause(struct listener *l, const struct pool_shared *p, int err)
-{
-    if (!l->starved)
-        log_warn("pool '%s': accept failed: %s: retrying every %d ms, quietly until it succeeds",
-                 p->cp->name, strerror(err), MASTER_ACCEPT_PAUSE_MS);
-    l->starved = true;
-    struct timeval tv = { 0, MASTER_ACCEPT_PAUSE_MS * 1000 };
-    if (l->resume_ev == NULL) l->resume_ev = evtimer_new(l->m->base, master_on_accept_resume, l);
-    if (l->resume_ev == NULL) return; /* out of memory too: keep the event, try again at once */
-    event_del(l->ev);
-    evtimer_add(l->resume_ev, &tv);
+    snprintf(buf, cap, "pool '%s'", p->cp->name);
+    return buf;
 }
 
 static void master_on_accept(evutil_socket_t lfd, short what, void *arg)
@@ -172,16 +154,18 @@ static void master_on_accept(evutil_socket_t lfd, short what, void *arg)
     for (int i = 0; i < MASTER_ACCEPTS_PER_EVENT; i++) {
         int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0) {
-            if (errno == EINTR || errno == ECONNABORTED) continue;
-            if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
-                master_accept_pause(l, p, errno);
-            else if (errno != EAGAIN && errno != EWOULDBLOCK)
-                log_warn("pool '%s': accept failed: %s", p->cp->name, strerror(errno));
+            int err = errno;
+            if (err == EINTR || err == ECONNABORTED) continue;
+            char who[200];
+            if (accept_short_of(err))
+                accept_pause(&l->pause, m->base, l->ev, listener_who(p, who, sizeof(who)), err);
+            else if (err != EAGAIN && err != EWOULDBLOCK)
+                log_warn("pool '%s': accept failed: %s", p->cp->name, strerror(err));
             return;
         }
-        if (l->starved) {
-            l->starved = false;
-            log_notice("pool '%s': accepting again", p->cp->name);
+        if (l->pause.starved) {
+            char who[200];
+            accept_resumed(&l->pause, listener_who(p, who, sizeof(who)));
         }
         long before = atomic_fetch_add(pool_nclients(p), 1);
         if (p->cp->client_connections > 0 && before >= p->cp->client_connections) {
@@ -207,7 +191,7 @@ static void listener_close(struct listener *l)
 {
     if (l == NULL) return;
     if (l->ev) event_free(l->ev);
-    if (l->resume_ev) event_free(l->resume_ev);
+    accept_pause_deinit(&l->pause);
     if (l->fd >= 0) close(l->fd);
     if (l->unix_path != NULL && listener_owns_file(l, l->unix_path)) unlink(l->unix_path);
     free(l->text);
