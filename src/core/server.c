@@ -277,9 +277,6 @@ void server_preconnect(struct server_rt *s)
  */
 static uint64_t server_deadline(const struct conn *c)
 {
-    /* the owner's config: a reload may have removed the timeout while a timer armed under the
-     * old one is still pending */
-    if (c->pool->cp->timeout <= 0) return 0;
     uint64_t timeout = (uint64_t)c->pool->cp->timeout * 1000u;
     const struct msg *head = TAILQ_FIRST(&c->q2);
     uint64_t deadline = head != NULL ? head->t_sent + timeout : 0;
@@ -302,7 +299,9 @@ static void server_on_timeout(int fd, short what, void *arg)
     struct conn *c = arg;
     (void)fd;
     (void)what;
-    if (c->pool->cp->timeout <= 0) return; /* no timeout any more (a reload removed it) */
+    /* the owner's config, not the one the timer was armed under: a reload may have removed the
+     * timeout (server_arm_timer and this are the only callers of server_deadline) */
+    if (c->pool->cp->timeout <= 0) return;
     if (c->connecting) {
         log_debug(LOG_INFO, "server %s: connect timed out", c->server->cs->stats_name);
         server_fail(c, ETIMEDOUT, SERVER_END_TIMEOUT);
