@@ -248,7 +248,6 @@ int request_dispatch(struct conn *c, struct msg *req)
     req->t_start = w->read_usec;
     TAILQ_INSERT_TAIL(&c->q1, req, client_link);
     c->nq1++;
-    client_req_queued(c, req);
 
     if (req->reject != REJECT_NONE) {
         char buf[REPLY_MAX];
@@ -315,7 +314,6 @@ void request_protocol_error(struct conn *c, const char *why)
     req->owner = c;
     TAILQ_INSERT_TAIL(&c->q1, req, client_link);
     c->nq1++;
-    client_req_queued(c, req);
     char buf[REPLY_MAX];
     int n = c->pool->cp->redis ? snprintf(buf, sizeof(buf), "-ERR Protocol error: %s\r\n", why)
                                : snprintf(buf, sizeof(buf), "CLIENT_ERROR %s\r\n", why);
