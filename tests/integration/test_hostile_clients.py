@@ -149,9 +149,15 @@ def test_key_larger_than_a_buffer_is_refused_cleanly(redis_proxy):
     proxy, port = redis_proxy
     base = fd_count(proxy.pid)
     with socket.create_connection((HOST, port), timeout=IO_TIMEOUT) as s:
-        s.sendall(resp("GET", b"k" * (1 << 20)))
+        reset = False
+        try:
+            s.sendall(resp("GET", b"k" * (1 << 20)))
+        except (ConnectionResetError, BrokenPipeError):
+            # the proxy answered and closed while we were still sending the rest of the key: the
+            # unread bytes make its close a reset, which may discard the reply on our side
+            reset = True
         got = read_until_closed(s)
-    assert got.startswith(b"-ERR Protocol error"), got[:200]
+    assert got.startswith(b"-ERR Protocol error") or (reset and got == b""), got[:200]
     Witness(port).check()
     settle_fds(proxy.pid, base)
 
