@@ -4,4 +4,5 @@ src_libnutcrackers_la_SOURCES += \
 	src/thread/master.c src/thread/master.h \
 	src/thread/reload_req.c src/thread/reload_req.h \
 	src/thread/stats_thread.c src/thread/stats_thread.h \
+	src/thread/thread_signals.c src/thread/thread_signals.h \
 	src/thread/worker.c src/thread/worker.h

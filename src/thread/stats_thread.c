@@ -23,6 +23,7 @@
 #include "core/runtime.h"
 #include "thread/inbox.h"
 #include "thread/reload_req.h"
+#include "thread/thread_signals.h"
 
 #define STATS_LISTEN_BACKLOG 128
 
@@ -185,9 +186,8 @@ struct stats_thread *stats_thread_start(const struct nc_options *opts, struct ru
     }
     st->ms = manage_server_create(st->base, lfd, &st->ctx);
     if (st->ms == NULL) goto oom;
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_BLOCK, &all, &old); /* signals are the master's */
+    sigset_t old;
+    thread_signals_block_async(&old); /* asynchronous signals are the master's */
     rc = pthread_create(&st->tid, NULL, stats_thread_main, st);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (rc != 0) {

@@ -17,9 +17,17 @@
 
 #include "common/log.h"
 #include "core/client.h"
+#include "thread/thread_signals.h"
 
+#if defined(__SANITIZE_ADDRESS__)
+/* Under ASan nothing is pooled: a msg or chunk used after going back to its pool is invisible to
+ * ASan while it sits there; with every put a real free(), such a use is reported. */
+#define WORKER_MBUF_FREE_MAX 0
+#define WORKER_MSG_FREE_MAX 0
+#else
 #define WORKER_MBUF_FREE_MAX 256  /* free chunks kept per worker; more go back to the allocator */
 #define WORKER_MSG_FREE_MAX 4096
+#endif
 #define WORKER_TRIM_SEC 1  /* how often free chunks beyond the recent need are released */
 #define WORKER_KEEP_MIN 16
 #define WORKER_KEEP_MIN_MSGS 256
@@ -179,10 +187,9 @@ static void *worker_main(void *arg)
 
 int worker_start(struct worker *w)
 {
-    /* signals are the master's: workers block them all */
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_BLOCK, &all, &old);
+    /* asynchronous signals are the master's (thread_signals.h) */
+    sigset_t old;
+    thread_signals_block_async(&old);
     int rc = pthread_create(&w->tid, NULL, worker_main, w);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     return -rc;

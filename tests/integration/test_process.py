@@ -32,6 +32,24 @@ def test_sigpipe_is_ignored(nutcrackers, good_conf):
     assert ignored & (1 << (signal.SIGPIPE - 1))
 
 
+def test_threads_leave_fault_signals_unblocked(nutcrackers, good_conf):
+    """Workers and the stats thread block the asynchronous signals (the master handles them) but
+    not SIGSEGV and the other fault signals: a fault in a thread that blocks its signal kills the
+    process without any handler, so a sanitizer could not say where it was."""
+    proxy = nutcrackers(good_conf, "-T", "2", wait="log")
+    tasks = list(Path(f"/proc/{proxy.pid}/task").iterdir())
+    assert len(tasks) >= 4  # the master, two workers, the stats thread
+    for task in tasks:
+        blocked = 0
+        for line in (task / "status").read_text().splitlines():
+            if line.startswith("SigBlk:"):
+                blocked = int(line.split(":", 1)[1], 16)
+        for signo in (signal.SIGSEGV, signal.SIGBUS, signal.SIGFPE, signal.SIGILL, signal.SIGABRT):
+            assert not blocked & (1 << (signo - 1)), f"thread {task.name} blocks {signo!r}"
+        if task.name != str(proxy.pid):  # helper threads leave SIGTERM/SIGHUP to the master
+            assert blocked & (1 << (signal.SIGTERM - 1)) and blocked & (1 << (signal.SIGHUP - 1))
+
+
 def test_foreground_pid_file_written_and_removed(nutcrackers, good_conf, tmp_path):
     pid_file = tmp_path / "run" / "nc.pid"
     pid_file.parent.mkdir()
