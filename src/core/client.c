@@ -21,17 +21,25 @@
 #include "thread/worker.h"
 
 /*
- * Back-pressure: a client with this many requests queued, or this many reply bytes waiting to be
- * written, is no longer read from while the oldest of its requests still waits for its server;
- * what it already sent is still parsed and served. Replies that only wait for the client to read
- * them never pause it: a client that writes its whole pipeline before reading any reply (as
- * redis-py's pipeline does) would be waiting for us while we wait for it. Those are bounded by the
- * hard limit instead: a client whose waiting reply bytes pass it is dropped: its memory, not the
+ * Back-pressure: a client with this many requests queued, or this many bytes held (below), is no
+ * longer read from while the oldest of its requests still waits for its server; what it already
+ * sent is still parsed and served. Replies that only wait for the client to read them never pause
+ * it: a client that writes its whole pipeline before reading any reply (as redis-py's pipeline
+ * does) would be waiting for us while we wait for it. Those are bounded by the hard limit instead:
+ * a client whose held bytes, its oldest request aside, pass it is dropped: its memory, not the
  * proxy's, is the limit.
+ *
+ * Held bytes: what the client's queued requests keep alive until their replies are written: the
+ * read buffers their bytes are in (a request read alone keeps a whole -m chunk; consecutive
+ * requests in one buffer pay for it once), their replies' bytes, and the msgs themselves. Not
+ * only reply bytes: a client that does not read 5-byte "+OK"s to 1 MB SETs holds 1 MB a request.
+ * The oldest request is left out of the hard limit: one request or reply alone (a 300 MB value)
+ * is bounded by the protocol, not dropped.
  */
 #define CLIENT_MAX_PENDING 4096
 #define CLIENT_OUT_SOFT_LIMIT (16u << 20)
 #define CLIENT_OUT_HARD_LIMIT (256u << 20)
+#define CLIENT_MSG_COST 512u /* a msg and its span and key arrays, with the allocator's overhead */
 #define CLIENT_WRITE_BATCH 128
 
 int client_accept(struct worker *w, struct pool_rt *pool, int fd)
@@ -120,22 +128,46 @@ void client_on_reload(struct conn *c)
 static bool client_should_pause(const struct conn *c)
 {
     const struct msg *head = TAILQ_FIRST(&c->q1);
-    bool over = c->nq1 >= CLIENT_MAX_PENDING || c->out_bytes >= CLIENT_OUT_SOFT_LIMIT;
+    bool over = c->nq1 >= CLIENT_MAX_PENDING || c->held_bytes >= CLIENT_OUT_SOFT_LIMIT;
     return over && head != NULL && !head->done;
 }
 
-void client_reply_ready(struct conn *c, const struct msg *req)
+/* Drops c when what it holds, its oldest request aside, passes the hard limit. Returns true then. */
+static bool client_over_limit(struct conn *c)
 {
-    if (req->peer != NULL) c->out_bytes += req->peer->len;
-    if (c->out_bytes > CLIENT_OUT_HARD_LIMIT && !c->kill) {
-        log_warn("client %lu: %lu reply bytes not read: dropping the client", (unsigned long)c->id,
-                 (unsigned long)c->out_bytes);
-        c->kill = true;
-        c->err = ENOBUFS;
-        conn_want_read(c, false);
-        conn_flush_later(c); /* closed from the flush, outside whatever callback we are in */
-        return;
+    if (c->kill) return true;
+    const struct msg *head = TAILQ_FIRST(&c->q1);
+    uint64_t held = c->held_bytes - (head != NULL ? head->held : 0);
+    if (held <= CLIENT_OUT_HARD_LIMIT) return false;
+    log_warn("client %lu: %lu bytes held for requests and replies it does not read: dropping the "
+             "client", (unsigned long)c->id, (unsigned long)c->held_bytes);
+    c->kill = true;
+    c->err = ENOBUFS;
+    conn_want_read(c, false);
+    conn_flush_later(c); /* closed from the flush, outside whatever callback we are in */
+    return true;
+}
+
+bool client_req_queued(struct conn *c, struct msg *req)
+{
+    uint64_t cost = CLIENT_MSG_COST;
+    for (uint32_t i = 0; i < req->nspans; i++) {
+        const struct mbuf *mb = req->spans[i].mb;
+        if (mb == c->held_mb) continue; /* paid for by an earlier request */
+        c->held_mb = mb;
+        cost += sizeof(*mb) + mb->cap;
     }
+    req->held = cost;
+    c->held_bytes += cost;
+    return client_over_limit(c);
+}
+
+void client_reply_ready(struct conn *c, struct msg *req)
+{
+    uint64_t cost = req->peer != NULL ? req->peer->len + CLIENT_MSG_COST : 0;
+    req->held += cost;
+    c->held_bytes += cost;
+    if (client_over_limit(c)) return;
     struct msg *head = TAILQ_FIRST(&c->q1);
     if (head == NULL || !head->done) {
         if (client_should_pause(c)) conn_want_read(c, false);
@@ -150,6 +182,7 @@ static int client_on_msg(struct conn *c, struct msg *req)
 {
     int stop = request_dispatch(c, req);
     if (stop) return stop;
+    if (c->kill) return 1; /* over its limit: closed from the flush queue */
     /* back-pressure (what is already buffered is still parsed); client_reply_ready and
      * client_write resume it */
     if (client_should_pause(c)) conn_want_read(c, false);
@@ -188,7 +221,7 @@ static int client_write(struct conn *c)
             TAILQ_REMOVE(&c->q1, batch[i], client_link);
             c->nq1--;
             if (batch[i]->t_start != 0) request_record_latency(w, batch[i], ps, now);
-            c->out_bytes -= len;
+            c->held_bytes -= batch[i]->held;
             request_free(w, batch[i]);
             freed++;
         }
@@ -196,6 +229,7 @@ static int client_write(struct conn *c)
         if (freed < n) break; /* the socket is full */
     }
     struct msg *head = TAILQ_FIRST(&c->q1);
+    if (head == NULL) c->held_mb = NULL; /* its buffer may come back from the pool for new bytes */
     conn_want_write(c, head != NULL && head->done);
     if (head == NULL && c->pool->gen != w->gen && !c->closing && client_follow_reload(c) < 0) {
         c->closing = true; /* cannot happen: a client of a removed pool is closing already */

@@ -20,9 +20,12 @@ int client_accept(struct worker *w, struct pool_rt *pool, int fd);
 /* Closes the client now: its finished requests are freed, those in flight are orphaned (freed
  * when their replies arrive). */
 void client_close(struct conn *c);
+/* req was just queued on c (q1): charge the memory it holds to c (see client.c). A client over its
+ * limit is dropped (closed from the worker's flush queue): returns true then. */
+bool client_req_queued(struct conn *c, struct msg *req);
 /* req (of client c) has its reply: account for its bytes and schedule a write when it is the
- * head of the queue. A client over its output limit is dropped (closed from the worker's flush queue). */
-void client_reply_ready(struct conn *c, const struct msg *req);
+ * head of the queue. A client over its limit is dropped (closed from the worker's flush queue). */
+void client_reply_ready(struct conn *c, struct msg *req);
 /* Writes the replies that are ready (the worker's flush queue, EV_WRITE). Returns true when it
  * closed c (c is freed). */
 bool client_flush(struct conn *c);

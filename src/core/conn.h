@@ -47,7 +47,8 @@ struct conn {
     uint64_t q1_off;
     uint64_t t_wblocked;           /* server: usec since when bytes wait for a full socket with no
                                     * progress (0: none waiting); the timeout covers it too */
-    uint64_t out_bytes;            /* client: bytes of ready replies not yet written */
+    uint64_t held_bytes;           /* client: memory its queued requests hold (client.c) */
+    const struct mbuf *held_mb;    /* client: the read buffer last charged to held_bytes */
     bool kill;                     /* client: closed from the worker's flush queue (output limit) */
 
     uint64_t id;

@@ -248,6 +248,10 @@ int request_dispatch(struct conn *c, struct msg *req)
     req->t_start = w->read_usec;
     TAILQ_INSERT_TAIL(&c->q1, req, client_link);
     c->nq1++;
+    if (client_req_queued(c, req)) { /* over its limit: dropped, so nothing is sent for it */
+        request_done(w, req);
+        return 1;
+    }
 
     if (req->reject != REJECT_NONE) {
         char buf[REPLY_MAX];
@@ -314,6 +318,7 @@ void request_protocol_error(struct conn *c, const char *why)
     req->owner = c;
     TAILQ_INSERT_TAIL(&c->q1, req, client_link);
     c->nq1++;
+    client_req_queued(c, req);
     char buf[REPLY_MAX];
     int n = c->pool->cp->redis ? snprintf(buf, sizeof(buf), "-ERR Protocol error: %s\r\n", why)
                                : snprintf(buf, sizeof(buf), "CLIENT_ERROR %s\r\n", why);

@@ -106,6 +106,7 @@ struct msg {
     bool swallow;                  /* proxy-internal (AUTH/SELECT on connect): drop the reply */
     uint32_t server_idx;           /* the server it was routed to */
     uint64_t t_start, t_sent;      /* usec: read from client, written to server */
+    uint64_t held;                 /* request: bytes charged to its client's held_bytes */
 };
 
 TAILQ_HEAD(msg_tqh, msg);
