@@ -114,6 +114,7 @@ static void stats_thread_do_reload(void *arg, struct stats_buf *out)
 static void *stats_thread_main(void *arg)
 {
     struct stats_thread *st = arg;
+    pthread_setname_np(pthread_self(), "nc-stats"); /* top -H, ps -L, /proc/PID/task */
     event_base_dispatch(st->base);
     return NULL;
 }

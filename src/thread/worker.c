@@ -11,6 +11,8 @@
 #include <event2/event.h>
 #include <signal.h>
 #include <malloc.h>
+#include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -180,6 +182,9 @@ int worker_init(struct worker *w, uint32_t id, struct runtime *rt, struct stats_
 static void *worker_main(void *arg)
 {
     struct worker *w = arg;
+    char name[16]; /* the kernel's limit, with the NUL; shown by top -H, ps -L, /proc/PID/task */
+    snprintf(name, sizeof(name), "nc-worker-%u", w->id);
+    pthread_setname_np(pthread_self(), name);
     gen_preconnect(w->gen);
     event_base_dispatch(w->base);
     return NULL;
