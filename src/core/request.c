@@ -254,9 +254,12 @@ int request_dispatch(struct conn *c, struct msg *req)
     }
 
     if (req->reject != REJECT_NONE) {
-        char buf[REPLY_MAX];
-        size_t n = c->pool->proto->reject_reply(req, buf, sizeof(buf));
-        if (request_reply_text(w, req, buf, n) < 0) req->err = ENOMEM;
+        /* memcached reject with noreply: memcached sends nothing either (no peer: none written) */
+        if (!req->noreply) {
+            char buf[REPLY_MAX];
+            size_t n = c->pool->proto->reject_reply(req, buf, sizeof(buf));
+            if (request_reply_text(w, req, buf, n) < 0) req->err = ENOMEM;
+        }
         request_done(w, req);
         return 0;
     }

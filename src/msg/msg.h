@@ -82,7 +82,7 @@ struct msg {
     uint64_t nargs;                /* redis: number of arguments including the name */
     struct msg_key *keys;
     uint32_t nkeys, keys_cap;
-    bool noreply;                  /* memcached "noreply": no response will come */
+    bool noreply;                  /* memcached "noreply": no response will come (or be sent) */
     bool quit;                     /* close the client after the replies before this one */
     uint8_t reject;                /* enum msg_reject */
     const char *reject_reason;     /* static text for REJECT_CLIENT_ERROR */

@@ -26,6 +26,10 @@
  *   c  cas unique (u64)        v  incr/decr delta (u64), error "invalid numeric delta argument"
  *   z  delete's optional "0"   n  optional "noreply"
  *   x  any one token           *  any number of tokens (last slot)
+ *   o  any one token, optional (before "n" only)
+ * Optional slots (z, n, o) come last. A command with an "n" slot takes memcached's noreply rules
+ * for its rejects too: between the count of its other slots and the count of all its slots
+ * arguments, the last one "noreply", and memcached sends nothing (memcache_req.c).
  */
 #define MC_CMD_TABLE(X)                                                             \
     X(UNKNOWN,   "",          "*",      0, false)                                   \
@@ -46,9 +50,9 @@
     X(VERSION,   "version",   "",       CMD_F_ANY_SERVER, false)                    \
     X(QUIT,      "quit",      "",       CMD_F_QUIT, false)                          \
     /* known but not supported: answered "CLIENT_ERROR unsupported command" */      \
-    X(FLUSH_ALL, "flush_all", "*",      0, true)                                    \
+    X(FLUSH_ALL, "flush_all", "on",     0, true) /* [delay] [noreply] */             \
     X(STATS,     "stats",     "*",      0, true)                                    \
-    X(VERBOSITY, "verbosity", "*",      0, true)                                    \
+    X(VERBOSITY, "verbosity", "xn",     0, true) /* <level> [noreply] */             \
     X(MG,        "mg",        "*",      0, true)                                    \
     X(MS,        "ms",        "xb*",    0, true) /* has a data block: skipped */    \
     X(MD,        "md",        "*",      0, true)                                    \

@@ -13,13 +13,18 @@
  *     consuming the whole line and, when <bytes> was readable, the data block too (unknown verb:
  *     REJECT_ERROR; key over 250 bytes, bad or missing or extra fields: REJECT_CLIENT_ERROR with
  *     memcached's own texts; flush_all, stats, verbosity and the meta commands: REJECT_CLIENT_ERROR
- *     "unsupported command"). A rejected request never has noreply or quit set and has no keys;
+ *     "unsupported command"). A rejected request has no keys and never quit. It has noreply set
+ *     exactly when memcached would send nothing for it: a REJECT_CLIENT_ERROR of a command with a
+ *     noreply slot whose last token is "noreply" and whose number of arguments is within the
+ *     command's bounds (memcached answers ERROR to a wrong count before it looks for noreply);
+ *     the core then answers nothing (notes/memcache.md has the measured table);
  *   - a stream that cannot be followed (missing or bad <bytes>, data not followed by "\r\n", a line
  *     longer than MC_LINE_MAX bytes before its "\n" other than get/gets after at most MC_LEAD_MAX
  *     spaces, out of memory): PARSE_ERROR.
  *
  * State (struct parse_state): state = RQ_*, a = index of the next argument slot of the command,
- * b = data bytes still to come, c = bytes of the current line consumed so far, d = RQF_* flags,
+ * b = data bytes still to come, c = bytes of the current line consumed so far, d = RQF_* flags
+ * and, from bit RQ_NARGS_SHIFT, the number of argument tokens (capped at RQ_NARGS_CAP),
  * off = phase of the data block (mc_data).
  *
  * Threads: the worker owning the connection (parse_state) and the msg.
@@ -38,6 +43,11 @@ enum { RQ_VERB = 0, RQ_ARGS, RQ_DATA = MC_STATE_DATA };
 #define RQF_GOT_KEY  (1u << 2)  /* a 'K' slot has at least one key */
 #define RQF_HAVE_LEN (1u << 3)  /* <bytes> read: a data block follows the line */
 #define RQF_LONG_OK  (1u << 4)  /* get/gets within MC_LEAD_MAX bytes of the line start: no limit */
+#define RQF_LAST_NR  (1u << 5)  /* the last argument token so far is "noreply" */
+
+/* argument tokens counted in ps->d; more than any command's slots, so "too many" stays visible */
+#define RQ_NARGS_SHIFT 8
+#define RQ_NARGS_CAP   15u
 
 /* memcached drops its connection when a line has more than MC_LINE_MAX bytes before its "\n"
  * unless it starts with "get " or "gets " after at most this many spaces (try_read_command_ascii).
@@ -87,6 +97,12 @@ static int on_arg(struct parse_state *ps, struct msg *m, const uint8_t *tok, siz
     uint64_t u64;
     uint32_t u32;
     int32_t i32;
+
+    uint64_t nargs = ps->d >> RQ_NARGS_SHIFT;
+    if (nargs < RQ_NARGS_CAP) nargs++;
+    ps->d = (ps->d & ((1u << RQ_NARGS_SHIFT) - 1)) | (nargs << RQ_NARGS_SHIFT);
+    if (token_is(tok, len, "noreply")) ps->d |= RQF_LAST_NR;
+    else ps->d &= ~(uint64_t)RQF_LAST_NR;
 
     switch (slot) {
     case '\0': /* one token too many */
@@ -140,6 +156,7 @@ static int on_arg(struct parse_state *ps, struct msg *m, const uint8_t *tok, siz
         if (ok) ps->d |= RQF_NOREPLY;
         break;
     case 'x':
+    case 'o':
         break;
     default:
         NC_NOT_REACHED();
@@ -150,10 +167,26 @@ static int on_arg(struct parse_state *ps, struct msg *m, const uint8_t *tok, siz
     return MC_STEP_CONT;
 }
 
+/*
+ * Whether memcached sends nothing for this rejected request. Its commands with a noreply slot
+ * check the number of tokens first (a wrong count is "ERROR" whatever the last token), then take a
+ * last token "noreply" as noreply before any other check, and a suppressed error is not sent.
+ */
+static bool reject_is_silent(const struct parse_state *ps, const struct msg *m)
+{
+    const char *args = mc_cmds[m->cmd].args;
+    if (m->reject != REJECT_CLIENT_ERROR || strchr(args, 'n') == NULL || !(ps->d & RQF_LAST_NR))
+        return false;
+    uint64_t nargs = ps->d >> RQ_NARGS_SHIFT, min = 0, max = strlen(args);
+    for (const char *s = args; *s != '\0'; s++)
+        if (*s != 'z' && *s != 'n' && *s != 'o') min++;
+    return nargs >= min && nargs <= max;
+}
+
 static int finish(struct parse_state *ps, struct msg *m)
 {
     bool ok = m->reject == REJECT_NONE;
-    m->noreply = ok && (ps->d & RQF_NOREPLY);
+    m->noreply = ok ? (ps->d & RQF_NOREPLY) != 0 : reject_is_silent(ps, m);
     m->quit = ok && (m->cmd_flags & CMD_F_QUIT);
     if (!ok) m->nkeys = 0;
     return PARSE_DONE;
@@ -166,7 +199,7 @@ static int on_eol(struct parse_state *ps, struct msg *m)
         return finish(ps, m);
     }
     const char *rest = mc_cmds[m->cmd].args + ps->a;
-    bool missing = *rest != '\0' && *rest != '*' && *rest != 'z' && *rest != 'n' &&
+    bool missing = *rest != '\0' && *rest != '*' && *rest != 'z' && *rest != 'n' && *rest != 'o' &&
                    !(*rest == 'K' && (ps->d & RQF_GOT_KEY));
     if (missing) {
         if (strchr(rest, 'b') != NULL) return mc_fail(ps, BAD_FORMAT); /* data length unknown */

@@ -21,7 +21,8 @@
  *
  * A request that parses but must not be forwarded (unknown command, wrong arity, memcached key
  * too long, ...) is returned as PARSE_DONE with msg->reject set, after consuming all its bytes,
- * so the connection stays usable.
+ * so the connection stays usable. The core answers it with reject_reply, or with nothing when
+ * msg->noreply is also set (memcached sends nothing for some rejects that end in noreply).
  *
  * Threads: the ops are const and the functions keep no global state; parse_state lives in a conn.
  */
