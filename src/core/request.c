@@ -260,8 +260,9 @@ int request_dispatch(struct conn *c, struct msg *req)
             size_t n = c->pool->proto->reject_reply(req, buf, sizeof(buf));
             if (request_reply_text(w, req, buf, n) < 0) req->err = ENOMEM;
         }
+        if (req->quit) c->closing = true; /* unsupported with noreply (memcache_req.c) */
         request_done(w, req);
-        return 0;
+        return req->quit ? 1 : 0;
     }
     if (req->quit) {
         c->closing = true;

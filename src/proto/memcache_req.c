@@ -13,11 +13,13 @@
  *     consuming the whole line and, when <bytes> was readable, the data block too (unknown verb:
  *     REJECT_ERROR; key over 250 bytes, bad or missing or extra fields: REJECT_CLIENT_ERROR with
  *     memcached's own texts; flush_all, stats, verbosity and the meta commands: REJECT_CLIENT_ERROR
- *     "unsupported command"). A rejected request has no keys and never quit. It has noreply set
- *     exactly when memcached would send nothing for it: a REJECT_CLIENT_ERROR of a command with a
- *     noreply slot whose last token is "noreply" and whose number of arguments is within the
- *     command's bounds (memcached answers ERROR to a wrong count before it looks for noreply);
- *     the core then answers nothing (notes/memcache.md has the measured table);
+ *     "unsupported command"). A rejected request has no keys. It has noreply set exactly when
+ *     memcached would send nothing for it: a REJECT_CLIENT_ERROR of a command with a noreply slot
+ *     whose last token is "noreply" and whose number of arguments is within the command's bounds
+ *     (memcached answers ERROR to a wrong count before it looks for noreply); the core then
+ *     answers nothing (notes/memcache.md has the measured table). An unsupported command
+ *     (flush_all, verbosity) rejected with noreply also has quit set: the core closes the
+ *     connection after the earlier replies, without a reply;
  *   - a stream that cannot be followed (missing or bad <bytes>, data not followed by "\r\n", a line
  *     longer than MC_LINE_MAX bytes before its "\n" other than get/gets after at most MC_LEAD_MAX
  *     spaces, out of memory): PARSE_ERROR.
@@ -187,7 +189,10 @@ static int finish(struct parse_state *ps, struct msg *m)
 {
     bool ok = m->reject == REJECT_NONE;
     m->noreply = ok ? (ps->d & RQF_NOREPLY) != 0 : reject_is_silent(ps, m);
-    m->quit = ok && (m->cmd_flags & CMD_F_QUIT);
+    /* flush_all/verbosity ... noreply: memcached would carry it out and say nothing. Doing nothing
+     * silently would let the client believe it was done, and an error it will not read would be
+     * taken for its next reply: its connection is closed instead (as twemproxy does). */
+    m->quit = ok ? (m->cmd_flags & CMD_F_QUIT) != 0 : m->noreply && mc_cmds[m->cmd].unsupported;
     if (!ok) m->nkeys = 0;
     return PARSE_DONE;
 }

@@ -213,8 +213,9 @@ static void fz_check_req(const struct fz_feed *f, const struct msg *m)
         if (!redis) FZ_CHECK(off == k->start && k->end - k->start == k->len);
     }
     if (m->reject != REJECT_NONE) {
-        /* only a memcached CLIENT_ERROR may be silent (noreply: memcached sends nothing) */
-        FZ_CHECK(m->nkeys == 0 && !m->quit);
+        /* only a memcached CLIENT_ERROR may be silent (noreply: memcached sends nothing), and
+         * only a silent one may close the connection (an unsupported command with noreply) */
+        FZ_CHECK(m->nkeys == 0 && (!m->quit || m->noreply));
         FZ_CHECK(!m->noreply || (!redis && m->reject == REJECT_CLIENT_ERROR));
         char buf[256];
         size_t n = f->ops->reject_reply(m, buf, sizeof(buf));
