@@ -226,6 +226,31 @@ def test_client_that_never_reads_is_dropped_not_the_proxy(redis_proxy):
     hog.close()
 
 
+@pytest.mark.parametrize("limit", [0, 11000])
+def test_10000_idle_connections(redis_server, write_conf, nutcrackers, limit):
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard < 10500:
+        pytest.skip(f"the hard open-file limit ({hard}) is below 10500")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    port_b = redis_server()[0]
+    listen = ncutil.free_port()
+    conf = write_conf({"idle": {"listen": f"{HOST}:{listen}", "redis": True,
+                                "client_connections": limit, "servers": [f"{HOST}:{port_b}:1"]}})
+    proxy = nutcrackers(conf, "-T", "2")
+    socks = []
+    try:
+        for _ in range(10000):
+            socks.append(socket.create_connection((HOST, listen), timeout=IO_TIMEOUT))
+        Witness(listen).check()
+        ncutil.wait_until(lambda: fd_count(proxy.pid) >= 10000, 10, what="10000 clients accepted")
+    finally:
+        for s in socks:
+            s.close()
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    ncutil.wait_until(lambda: fd_count(proxy.pid) < 100, 15, what="fds released")
+    Witness(listen).check()
+
+
 def test_client_that_never_reads_cannot_pile_up_requests(redis_proxy):
     """Replies that wait for a client that does not read keep its *requests* in memory too (a
     request is freed when its reply is written). A client that blocks its replies with a few large
