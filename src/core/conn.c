@@ -226,8 +226,10 @@ int conn_recv(struct conn *c, bool *eof, conn_msg_fn on_msg)
         rc = conn_parse(c, on_msg);
         if (rc != 0 || (uint32_t)n < room || !c->reading) break;
     }
-    /* an idle connection holds no buffer */
-    if (c->rbuf != NULL && c->rpos == c->rbuf->len) {
+    /* an idle connection holds no buffer. One in the middle of a message keeps it (the message
+     * pins it anyway) and the next bytes go on filling it: a fresh buffer per read would let a
+     * client that sends a request one byte at a time pin a whole -m chunk per byte. */
+    if (c->rbuf != NULL && c->rpos == c->rbuf->len && c->rmsg == NULL) {
         mbuf_unref(c->rbuf);
         c->rbuf = NULL;
         c->rpos = 0;

@@ -211,6 +211,30 @@ def hog_of(port):
     return hog
 
 
+def test_request_sent_one_byte_at_a_time_pins_no_buffer_per_byte(redis_proxy):
+    """A value dripped a byte per packet: each read used to start a fresh 16 kB buffer while the
+    unfinished request kept the previous ones, about 4 kB of RSS per byte sent (20 MB for 5000
+    bytes). The buffer of an unfinished request is now filled on."""
+    if ncproxy.sanitized_binary():
+        pytest.skip("a sanitizer's allocator makes RSS meaningless here")
+    proxy, port = redis_proxy
+    Witness(port).check()
+    rss0 = rss_kb(proxy.pid)
+    n = 3000
+    with socket.create_connection((HOST, port), timeout=IO_TIMEOUT) as s:
+        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        s.sendall(b"*3\r\n$3\r\nSET\r\n$4\r\ndrip\r\n$%d\r\n" % n)
+        for _ in range(n):
+            s.send(b"x")
+            time.sleep(0.0002)  # one read per byte on an idle proxy
+        grown = rss_kb(proxy.pid) - rss0
+        s.sendall(b"\r\n")
+        s.settimeout(IO_TIMEOUT)
+        assert s.recv(100) == b"+OK\r\n"
+    assert grown < 4096, f"the proxy's RSS grew {grown} kB for a {n}-byte value sent a byte at a time"
+    Witness(port).check()
+
+
 def test_client_that_never_reads_is_dropped_not_the_proxy(redis_proxy):
     """Pipelines GETs of a 1 MB value without reading: the proxy stops reading it at 16 MB of
     waiting replies and drops it past 256 MB; its memory comes back; others are served."""
