@@ -213,6 +213,14 @@ def main():
             failed.append("fd count not back within 10% of its baseline")
         if ok == 0:
             failed.append("no request succeeded")
+        if proxy.poll() is None:  # a clean exit too: a sanitized build reports leaks at exit
+            proxy.terminate()
+            try:
+                status = proxy.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                status = "none in 30 s"
+            if status != 0:
+                failed.append(f"the proxy's exit status on SIGTERM: {status}")
         for f in failed:
             print("FAILED:", f)
         print("soak: " + ("1 passed, 0 failed" if not failed else "0 passed, 1 failed"))
