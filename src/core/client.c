@@ -31,7 +31,8 @@
  *
  * Held bytes: what the client's queued requests keep alive until their replies are written: the
  * read buffers their bytes are in (a request read alone keeps a whole -m chunk; consecutive
- * requests in one buffer pay for it once), their replies' bytes, and the msgs themselves. Not
+ * requests in one buffer pay for it once), their replies' bytes, the msgs themselves and their
+ * keys (up to MSG_KEYS_MAX a request). Not
  * only reply bytes: a client that does not read 5-byte "+OK"s to 1 MB SETs holds 1 MB a request.
  * The oldest request is left out of the hard limit: one request or reply alone (a 300 MB value)
  * is bounded by the protocol, not dropped.
@@ -40,6 +41,7 @@
 #define CLIENT_OUT_SOFT_LIMIT (16u << 20)
 #define CLIENT_OUT_HARD_LIMIT (256u << 20)
 #define CLIENT_MSG_COST 512u /* a msg and its span and key arrays, with the allocator's overhead */
+#define CLIENT_KEY_COST (2 * sizeof(struct msg_key) + sizeof(uint32_t))
 #define CLIENT_WRITE_BATCH 128
 
 int client_accept(struct worker *w, struct pool_rt *pool, int fd)
@@ -150,7 +152,8 @@ static bool client_over_limit(struct conn *c)
 
 bool client_req_queued(struct conn *c, struct msg *req)
 {
-    uint64_t cost = CLIENT_MSG_COST;
+    /* its keys: each entry, its fragment's copy and its place in the fragment map */
+    uint64_t cost = CLIENT_MSG_COST + (uint64_t)req->nkeys * CLIENT_KEY_COST;
     for (uint32_t i = 0; i < req->nspans; i++) {
         const struct mbuf *mb = req->spans[i].mb;
         if (mb == c->held_mb) continue; /* paid for by an earlier request */

@@ -171,6 +171,7 @@ size_t msg_copy_out(const struct msg *m, uint64_t off, void *out, size_t n)
 
 int msg_add_key(struct msg *m, const uint8_t *ptr, uint32_t len, uint64_t start, uint64_t end)
 {
+    if (m->nkeys >= MSG_KEYS_MAX) return -E2BIG;
     if (grow((void **)&m->keys, &m->keys_cap, m->nkeys + 1, sizeof(struct msg_key)) < 0)
         return -ENOMEM;
     m->keys[m->nkeys++] = (struct msg_key){ .ptr = ptr, .len = len, .start = start, .end = end };

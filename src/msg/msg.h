@@ -140,6 +140,11 @@ int msg_append_slice(struct msg *dst, const struct msg *src, uint64_t start, uin
 /* Copies up to n bytes at offset off of m into out (for tests and small peeks). Returns bytes copied. */
 size_t msg_copy_out(const struct msg *m, uint64_t off, void *out, size_t n);
 
+/* Keys one request may have: the proxy keeps about 70 bytes of bookkeeping per key (its entry,
+ * its fragment's copy, its place), 2 to 35 times what the key costs the client to send, so a
+ * request of unbounded keys would let one client grow the proxy by gigabytes. */
+#define MSG_KEYS_MAX (1u << 20)
+/* Appends a key; -E2BIG past MSG_KEYS_MAX keys, -ENOMEM. */
 int msg_add_key(struct msg *m, const uint8_t *ptr, uint32_t len, uint64_t start, uint64_t end);
 int msg_add_elem(struct msg *m, uint64_t start, uint64_t end, const uint8_t *key, uint32_t key_len);
 

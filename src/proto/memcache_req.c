@@ -22,7 +22,7 @@
  *     connection after the earlier replies, without a reply;
  *   - a stream that cannot be followed (missing or bad <bytes>, data not followed by "\r\n", a line
  *     longer than MC_LINE_MAX bytes before its "\n" other than get/gets after at most MC_LEAD_MAX
- *     spaces, out of memory): PARSE_ERROR.
+ *     spaces, more than MSG_KEYS_MAX keys, out of memory): PARSE_ERROR.
  *
  * State (struct parse_state): state = RQ_*, a = index of the next argument slot of the command,
  * b = data bytes still to come, c = bytes of the current line consumed so far, d = RQF_* flags
@@ -34,6 +34,7 @@
 #include "config.h"
 #include "proto/memcache.h"
 
+#include <errno.h>
 #include <string.h>
 
 #include "common/util.h"
@@ -114,9 +115,10 @@ static int on_arg(struct parse_state *ps, struct msg *m, const uint8_t *tok, siz
         return MC_STEP_CONT;
     case 'k':
     case 'K':
-        if (ok && m->reject == REJECT_NONE &&
-            msg_add_key(m, tok, (uint32_t)len, off, off + len) < 0)
-            return mc_fail(ps, "out of memory");
+        if (ok && m->reject == REJECT_NONE) {
+            int rc = msg_add_key(m, tok, (uint32_t)len, off, off + len);
+            if (rc < 0) return mc_fail(ps, rc == -E2BIG ? "too many keys" : "out of memory");
+        }
         if (slot == 'K') {
             ps->d |= RQF_GOT_KEY;
             if (!ok) reject(m, REJECT_CLIENT_ERROR, why);

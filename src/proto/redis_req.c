@@ -28,7 +28,8 @@
  * above REDIS_MAX_ARGS; an argument not starting with '$' (a nested array included); a "$N" that
  * is not a strict integer in [0, REDIS_MAX_BULK]; a header line longer than REDIS_MAX_HDR; data
  * not followed by CRLF; an inline line over REDIS_MAX_INLINE bytes, or holding a quote or a NUL
- * (redis would unquote or cut them: keys would hash differently here); out of memory for keys.
+ * (redis would unquote or cut them: keys would hash differently here); more than MSG_KEYS_MAX keys
+ * ("too many keys"); out of memory for keys.
  *
  * ps use: state (enum rq_state); a = number of arguments; b = index of the argument being parsed;
  * c = bytes of its data still to consume; d = numkeys commands: index of the last key numkeys
@@ -39,6 +40,7 @@
  */
 #include "config.h"
 
+#include <errno.h>
 #include <string.h>
 
 #include "proto/redis.h"
@@ -193,10 +195,11 @@ static int rq_inline(struct parse_state *ps, struct msg *m, const uint8_t *buf, 
         case ARG_NAME:
             rq_on_name(ps, m, buf + s, i - s);
             break;
-        case ARG_KEY:
-            if (msg_add_key(m, buf + s, (uint32_t)(i - s), base + s, base + i) < 0)
-                return rq_error(ps, "out of memory");
+        case ARG_KEY: {
+            int rc = msg_add_key(m, buf + s, (uint32_t)(i - s), base + s, base + i);
+            if (rc < 0) return rq_error(ps, rc == -E2BIG ? "too many keys" : "out of memory");
             break;
+        }
         case ARG_NUMKEYS:
             rq_on_numkeys(ps, m, buf + s, i - s);
             break;
@@ -297,10 +300,11 @@ static int rq_arg_whole(struct parse_state *ps, struct msg *m, const uint8_t *bu
     case ARG_NAME:
         rq_on_name(ps, m, data, (size_t)dlen);
         break;
-    case ARG_KEY:
-        if (msg_add_key(m, data, (uint32_t)dlen, ps->off, end) < 0)
-            return rq_error(ps, "out of memory");
+    case ARG_KEY: {
+        int rc = msg_add_key(m, data, (uint32_t)dlen, ps->off, end);
+        if (rc < 0) return rq_error(ps, rc == -E2BIG ? "too many keys" : "out of memory");
         break;
+    }
     case ARG_NUMKEYS:
         rq_on_numkeys(ps, m, data, (size_t)dlen);
         break;

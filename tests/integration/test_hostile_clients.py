@@ -183,6 +183,23 @@ def test_mget_of_100000_keys(redis_proxy):
     assert buf == want
 
 
+MSG_KEYS_MAX = 1 << 20  # src/msg/msg.h
+
+
+@pytest.mark.parametrize("cmd", ["DEL", "MGET"])
+def test_request_of_more_keys_than_the_cap_is_refused(redis_proxy, cmd):
+    """A request's keys cost the proxy ~70 bytes each (7 bytes to send "$1\r\na\r\n"): past
+    MSG_KEYS_MAX keys the request is a protocol error for that client, which is then closed
+    (tests/unit/test_msg.c checks that the cap itself passes)."""
+    proxy, port = redis_proxy
+    n = MSG_KEYS_MAX + 1
+    with socket.create_connection((HOST, port), timeout=30) as s:
+        s.sendall(b"*%d\r\n$%d\r\n%s\r\n" % (n + 1, len(cmd), cmd.encode()) + b"$1\r\na\r\n" * n)
+        got = read_until_closed(s, timeout=30, limit=64)
+    assert got == b"-ERR Protocol error: too many keys\r\n", got
+    Witness(port).check()
+
+
 def test_connect_and_close_storm(redis_proxy):
     proxy, port = redis_proxy
     base = fd_count(proxy.pid)

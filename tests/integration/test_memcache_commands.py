@@ -315,6 +315,17 @@ def test_unfollowable_stream_gets_client_error_and_close(mc_cluster, request_byt
         assert c.is_closed()
 
 
+def test_get_of_more_keys_than_the_cap_is_refused(mc_cluster):
+    """A get's keys cost the proxy ~70 bytes each (2 bytes to send): past 2^20 keys (MSG_KEYS_MAX)
+    the request is refused with CLIENT_ERROR after the earlier replies and the connection closed
+    (tests/unit/test_msg.c checks that the cap itself passes)."""
+    with mc_cluster.raw(timeout=30) as c:
+        c.send(b"version\r\nget" + b" a" * ((1 << 20) + 1) + b"\r\n")
+        assert c.line().startswith(b"VERSION ")
+        c.expect(b"CLIENT_ERROR too many keys\r\n")
+        assert c.is_closed()
+
+
 def test_backend_refused(memcached_server, write_conf, nutcrackers):
     live, _ = memcached_server()
     dead = ncutil.free_port()

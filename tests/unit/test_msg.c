@@ -1,5 +1,6 @@
 /*
- * test_msg.c - unit tests of mbuf and msg: spans, merging, slices across mbufs, literals, keys.
+ * test_msg.c - unit tests of mbuf and msg: spans, merging, slices across mbufs, literals, keys
+ * and their cap.
  * Threads: the test's only.
  */
 #include "config.h"
@@ -87,12 +88,28 @@ static void test_pool_bounds_free_list(void **state)
     assert_int_equal(mp.nfree, 0);
 }
 
+static void test_keys_capped(void **state)
+{
+    (void)state;
+    struct msg_pool pp;
+    msg_pool_init(&pp, 8);
+    struct msg *m = msg_get(&pp);
+    static const uint8_t k[] = "k";
+    for (uint32_t i = 0; i < MSG_KEYS_MAX; i++) assert_int_equal(msg_add_key(m, k, 1, i, i + 1), 0);
+    assert_int_equal(m->nkeys, MSG_KEYS_MAX);
+    assert_int_equal(msg_add_key(m, k, 1, 0, 1), -E2BIG);
+    assert_int_equal(m->nkeys, MSG_KEYS_MAX);
+    msg_put(&pp, m);
+    msg_pool_deinit(&pp);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_append_merges_adjacent),
         cmocka_unit_test(test_slice_across_mbufs),
         cmocka_unit_test(test_pool_bounds_free_list),
+        cmocka_unit_test(test_keys_capped),
     };
     return cmocka_run_group_tests_name("msg", tests, NULL, NULL);
 }
