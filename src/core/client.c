@@ -26,16 +26,18 @@
  * sent is still parsed and served. Replies that only wait for the client to read them never pause
  * it: a client that writes its whole pipeline before reading any reply (as redis-py's pipeline
  * does) would be waiting for us while we wait for it. Those are bounded by the hard limit instead:
- * a client whose held bytes, its oldest request aside, pass it is dropped: its memory, not the
+ * a client whose held bytes, its largest request aside, pass it is dropped: its memory, not the
  * proxy's, is the limit.
  *
  * Held bytes: what the client's queued requests keep alive until their replies are written: the
  * read buffers their bytes are in (a request read alone keeps a whole -m chunk; consecutive
  * requests in one buffer pay for it once), their replies' bytes, the msgs themselves and their
- * keys (up to MSG_KEYS_MAX a request). Not
- * only reply bytes: a client that does not read 5-byte "+OK"s to 1 MB SETs holds 1 MB a request.
- * The oldest request is left out of the hard limit: one request or reply alone (a 300 MB value)
- * is bounded by the protocol, not dropped.
+ * keys (up to MSG_KEYS_MAX a request). Not only reply bytes: a client that does not read 5-byte
+ * "+OK"s to 1 MB SETs holds 1 MB a request. The largest request (with its reply) is left out of
+ * the hard limit: one large value (redis takes 512 MB) in a pipeline is bounded by the protocol,
+ * not a reason to drop its client. "Largest" is the largest charged since the queue was last
+ * empty (c->held_max, O(1)): it may have been written already, which only makes the limit more
+ * lenient, and never more than one request's worth.
  */
 #define CLIENT_MAX_PENDING 4096
 #define CLIENT_OUT_SOFT_LIMIT (16u << 20)
@@ -134,15 +136,14 @@ static bool client_should_pause(const struct conn *c)
     return over && head != NULL && !head->done;
 }
 
-/* Drops c when what it holds, its oldest request aside, passes the hard limit. Returns true then. */
+/* Drops c when what it holds, its largest request aside, passes the hard limit. Returns true then. */
 static bool client_over_limit(struct conn *c)
 {
     if (c->kill) return true;
-    const struct msg *head = TAILQ_FIRST(&c->q1);
-    uint64_t held = c->held_bytes - (head != NULL ? head->held : 0);
+    uint64_t held = c->held_bytes > c->held_max ? c->held_bytes - c->held_max : 0;
     if (held <= CLIENT_OUT_HARD_LIMIT) return false;
-    log_warn("client %lu: %lu bytes held for requests and replies it does not read: dropping the "
-             "client", (unsigned long)c->id, (unsigned long)c->held_bytes);
+    log_warn("client %lu: %lu bytes held for requests and replies it does not read (besides its "
+             "largest request): dropping the client", (unsigned long)c->id, (unsigned long)held);
     c->kill = true;
     c->err = ENOBUFS;
     conn_want_read(c, false);
@@ -162,6 +163,7 @@ bool client_req_queued(struct conn *c, struct msg *req)
     }
     req->held = cost;
     c->held_bytes += cost;
+    if (req->held > c->held_max) c->held_max = req->held;
     return client_over_limit(c);
 }
 
@@ -170,6 +172,7 @@ void client_reply_ready(struct conn *c, struct msg *req)
     uint64_t cost = req->peer != NULL ? req->peer->len + CLIENT_MSG_COST : 0;
     req->held += cost;
     c->held_bytes += cost;
+    if (req->held > c->held_max) c->held_max = req->held;
     if (client_over_limit(c)) return;
     struct msg *head = TAILQ_FIRST(&c->q1);
     if (head == NULL || !head->done) {
@@ -232,7 +235,10 @@ static int client_write(struct conn *c)
         if (freed < n) break; /* the socket is full */
     }
     struct msg *head = TAILQ_FIRST(&c->q1);
-    if (head == NULL) c->held_mb = NULL; /* its buffer may come back from the pool for new bytes */
+    if (head == NULL) { /* its buffer may come back from the pool for new bytes */
+        c->held_mb = NULL;
+        c->held_max = 0;
+    }
     conn_want_write(c, head != NULL && head->done);
     if (head == NULL && c->pool->gen != w->gen && !c->closing && client_follow_reload(c) < 0) {
         c->closing = true; /* cannot happen: a client of a removed pool is closing already */
@@ -244,7 +250,7 @@ static int client_write(struct conn *c)
 
 bool client_flush(struct conn *c)
 {
-    if (c->kill) { /* over its output limit: see client_reply_ready */
+    if (c->kill) { /* over its held-bytes limit: see client_over_limit */
         client_close(c);
         return true;
     }
@@ -264,9 +270,10 @@ void client_on_read(int fd, short what, void *arg)
     (void)fd;
     (void)what;
     int rc = conn_recv(c, &eof, client_on_msg);
-    if (rc == -EPROTO || rc == -E2BIG) {
-        const char *why = rc == -E2BIG ? "request token larger than the buffer size (-m)"
-                                       : (c->ps.error ? c->ps.error : "invalid request");
+    if (rc == -EPROTO || rc == -E2BIG || rc == -EMSGSIZE) {
+        const char *why = rc == -E2BIG      ? "request token larger than the buffer size (-m)"
+                          : rc == -EMSGSIZE ? "request larger than 1 GB"
+                                            : (c->ps.error ? c->ps.error : "invalid request");
         log_debug(LOG_INFO, "client %lu: protocol error: %s", (unsigned long)c->id, why);
         c->err = EPROTO;
         request_protocol_error(c, why); /* the error reply goes after the earlier replies */

@@ -24,6 +24,10 @@
 #define CONN_READS_PER_EVENT 16 /* fairness between connections of one worker */
 #define CONN_IOV_MAX 512
 #define CONN_FLUSH_MAX 65536    /* conns flushed per run of the queue; the rest in the next one */
+/* A client's request may not pass this many bytes (redis' client-query-buffer-limit): one request
+ * is held whole, and a get line of endless keys or an array of endless arguments would otherwise
+ * grow the proxy for as long as the client sends. One 512 MB value fits with room to spare. */
+#define CONN_REQUEST_MAX ((uint64_t)1 << 30)
 
 struct conn *conn_create(struct worker *w, enum conn_kind kind, int fd, struct pool_rt *pool)
 {
@@ -190,6 +194,7 @@ static int conn_parse(struct conn *c, conn_msg_fn on_msg)
         if (consumed > 0) {
             if (msg_append(c->rmsg, rb, c->rpos, (uint32_t)consumed) < 0) return -ENOMEM;
             c->rpos += (uint32_t)consumed;
+            if (c->kind == CONN_CLIENT && c->rmsg->len > CONN_REQUEST_MAX) return -EMSGSIZE;
         }
         if (st == PARSE_ERROR) return -EPROTO;
         if (st == PARSE_AGAIN) break;
@@ -226,10 +231,12 @@ int conn_recv(struct conn *c, bool *eof, conn_msg_fn on_msg)
         rc = conn_parse(c, on_msg);
         if (rc != 0 || (uint32_t)n < room || !c->reading) break;
     }
-    /* an idle connection holds no buffer. One in the middle of a message keeps it (the message
-     * pins it anyway) and the next bytes go on filling it: a fresh buffer per read would let a
-     * client that sends a request one byte at a time pin a whole -m chunk per byte. */
-    if (c->rbuf != NULL && c->rpos == c->rbuf->len && c->rmsg == NULL) {
+    /* an idle connection holds no buffer. One in the middle of a message keeps it while it has
+     * bytes of that message and room (the message pins it anyway) and the next bytes go on
+     * filling it: a fresh buffer per read would let a client that sends a request one byte at a
+     * time pin a whole -m chunk per byte. */
+    struct mbuf *rb = c->rbuf;
+    if (rb != NULL && c->rpos == rb->len && (c->rmsg == NULL || rb->len == 0 || mbuf_room(rb) == 0)) {
         mbuf_unref(c->rbuf);
         c->rbuf = NULL;
         c->rpos = 0;

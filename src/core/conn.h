@@ -49,7 +49,8 @@ struct conn {
                                     * progress (0: none waiting); the timeout covers it too */
     uint64_t held_bytes;           /* client: memory its queued requests hold (client.c) */
     const struct mbuf *held_mb;    /* client: the read buffer last charged to held_bytes */
-    bool kill;                     /* client: closed from the worker's flush queue (output limit) */
+    uint64_t held_max;             /* client: the largest request's held since q1 was last empty */
+    bool kill;                     /* client: closed from the worker's flush queue (over its limit) */
 
     uint64_t id;
 
@@ -95,8 +96,9 @@ void conn_flush_queue(struct worker *w);
 /*
  * Reads what the socket has and parses it into messages, calling on_msg for each one completed.
  * Returns 0 when the socket is drained, or -errno (ECONNRESET / EPIPE ...), 0 with *eof set on
- * end of stream, or -EPROTO on a parse error (ps.error says why) or -E2BIG for a token larger than
- * an mbuf. on_msg may stop the loop by returning non-zero (its value is returned).
+ * end of stream, or -EPROTO on a parse error (ps.error says why), -E2BIG for a token larger than
+ * an mbuf, or -EMSGSIZE for a client's request over CONN_REQUEST_MAX (1 GB, conn.c). on_msg may
+ * stop the loop by returning non-zero (its value is returned).
  */
 typedef int (*conn_msg_fn)(struct conn *c, struct msg *m);
 int conn_recv(struct conn *c, bool *eof, conn_msg_fn on_msg);

@@ -17,7 +17,8 @@
 struct worker;
 
 /* A request parsed on client c: queues it on c and answers or forwards it. Returns non-zero
- * when the client should stop reading (quit). */
+ * when the client should stop reading: quit (or a memcached flush_all/verbosity with noreply),
+ * or the client was dropped (over its held-bytes limit, client.c). */
 int request_dispatch(struct conn *c, struct msg *req);
 /* req (or a fragment) has its reply in req->peer, or failed with req->err, or was a noreply
  * request that has been written. */

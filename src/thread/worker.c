@@ -21,7 +21,12 @@
 #include "core/client.h"
 #include "thread/thread_signals.h"
 
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define WORKER_UNDER_ASAN 1 /* clang */
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__) || defined(WORKER_UNDER_ASAN)
 /* Under ASan nothing is pooled: a msg or chunk used after going back to its pool is invisible to
  * ASan while it sits there; with every put a real free(), such a use is reported. */
 #define WORKER_MBUF_FREE_MAX 0

@@ -253,8 +253,8 @@ def test_request_sent_one_byte_at_a_time_pins_no_buffer_per_byte(redis_proxy):
 
 
 def test_client_that_never_reads_is_dropped_not_the_proxy(redis_proxy):
-    """Pipelines GETs of a 1 MB value without reading: the proxy stops reading it at 16 MB of
-    waiting replies and drops it past 256 MB; its memory comes back; others are served."""
+    """Pipelines GETs of a 1 MB value without reading: the proxy drops it once it holds more than
+    256 MB besides its largest request; its memory comes back; others are served."""
     proxy, port = redis_proxy
     hog = hog_of(port)
     rss0 = rss_kb(proxy.pid)
@@ -265,6 +265,30 @@ def test_client_that_never_reads_is_dropped_not_the_proxy(redis_proxy):
         ncutil.wait_until(lambda: rss_kb(proxy.pid) < rss0 + 32 * 1024, 10,
                           what="RSS back near its baseline after the hog was dropped")
     hog.close()
+
+
+def test_one_large_value_behind_unread_replies_does_not_drop_its_client(redis_proxy):
+    """The hard limit leaves a client's largest request out: a 300 MB SET (redis takes 512 MB)
+    queued behind replies the client has not read yet is bounded by the protocol, not a reason to
+    drop the client (when only the oldest request was left out, this client was dropped)."""
+    proxy, port = redis_proxy
+    hog = hog_of(port)  # sets "big" to 1 MB (its tiny receive buffer is not used here)
+    hog.close()
+    with socket.create_connection((HOST, port), timeout=60) as c:
+        c.sendall(resp("GET", "big") * 64)  # 64 MB of replies, not read yet: most stay in the proxy
+        value = b"v" * (300 << 20)
+        c.sendall(resp("SET", "large", value) + resp("STRLEN", "large"))
+        want = (b"$%d\r\n" % (1 << 20) + b"x" * (1 << 20) + b"\r\n") * 64 + b"+OK\r\n" + \
+            b":%d\r\n" % len(value)
+        c.settimeout(60)
+        got = bytearray()
+        while len(got) < len(want):
+            chunk = c.recv(1 << 20)
+            assert chunk, f"dropped after {len(got)} bytes of replies"
+            got += chunk
+        assert got == want
+    assert "dropping the client" not in proxy.log()
+    Witness(port).check()
 
 
 @pytest.mark.parametrize("limit", [0, 11000])

@@ -326,6 +326,25 @@ def test_get_of_more_keys_than_the_cap_is_refused(mc_cluster):
         assert c.is_closed()
 
 
+def test_request_over_1gb_is_refused(mc_cluster):
+    """One request is held whole: a get line of endless spaces (or of keys the proxy stopped
+    keeping) grew the proxy for as long as the client sent. Past 1 GB (CONN_REQUEST_MAX, redis'
+    client-query-buffer-limit) the client gets CLIENT_ERROR and is closed."""
+    if b"__tsan_init" in open(ncutil.nutcrackers_bin(), "rb").read():
+        pytest.skip("a gigabyte through a TSan build takes minutes")
+    if mc_cluster.threads != 1 or len(mc_cluster.ports) != 1:
+        pytest.skip("one configuration is enough for a gigabyte")
+    chunk = b" " * (64 << 20)
+    with mc_cluster.raw(timeout=60) as c:
+        c.send(b"version\r\nget")
+        for _ in range(16):  # 1 GB of spaces after "get": refused at the next byte
+            c.send(chunk)
+        c.send(b" a")  # then nothing more, so the proxy's close is not a reset
+        assert c.line().startswith(b"VERSION ")
+        c.expect(b"CLIENT_ERROR request larger than 1 GB\r\n")
+        assert c.is_closed()
+
+
 def test_backend_refused(memcached_server, write_conf, nutcrackers):
     live, _ = memcached_server()
     dead = ncutil.free_port()
