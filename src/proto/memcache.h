@@ -48,7 +48,7 @@
     X(DELETE,    "delete",    "kzn",    CMD_F_WRITE, false)                         \
     X(TOUCH,     "touch",     "kEn",    CMD_F_WRITE, false)                         \
     X(VERSION,   "version",   "",       CMD_F_ANY_SERVER, false)                    \
-    X(QUIT,      "quit",      "",       CMD_F_QUIT, false)                          \
+    X(QUIT,      "quit",      "*",      CMD_F_QUIT, false) /* memcached ignores args */\
     /* known but not supported: answered "CLIENT_ERROR unsupported command" */      \
     X(FLUSH_ALL, "flush_all", "on",     0, true) /* [delay] [noreply] */             \
     X(STATS,     "stats",     "*",      0, true)                                    \

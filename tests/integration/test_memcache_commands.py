@@ -175,10 +175,12 @@ def test_version(mc_cluster):
     assert mc_cluster.client().version() == expected[8:-2]
 
 
-def test_quit(mc_cluster):
+@pytest.mark.parametrize("quit", ["quit", "quit noreply", "quit now please"])
+def test_quit(mc_cluster, quit):
+    """quit closes after the earlier replies; memcached ignores whatever follows it on the line."""
     k = f"q{uuid.uuid4().hex}"
     with mc_cluster.raw() as c:
-        c.send(mc_store("set", k, "v") + f"get {k}\r\nquit\r\nget {k}\r\n".encode())
+        c.send(mc_store("set", k, "v") + f"get {k}\r\n{quit}\r\nget {k}\r\n".encode())
         c.expect(b"STORED\r\n" + mc_value(k, "v") + b"END\r\n")
         assert c.is_closed()
 
