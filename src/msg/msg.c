@@ -169,6 +169,11 @@ size_t msg_copy_out(const struct msg *m, uint64_t off, void *out, size_t n)
     return copied;
 }
 
+const char *msg_add_key_error(int rc)
+{
+    return rc == -E2BIG ? "too many keys" : "out of memory";
+}
+
 int msg_add_key(struct msg *m, const uint8_t *ptr, uint32_t len, uint64_t start, uint64_t end)
 {
     if (m->nkeys >= MSG_KEYS_MAX) return -E2BIG;

@@ -146,6 +146,8 @@ size_t msg_copy_out(const struct msg *m, uint64_t off, void *out, size_t n);
 #define MSG_KEYS_MAX (1u << 20)
 /* Appends a key; -E2BIG past MSG_KEYS_MAX keys, -ENOMEM. */
 int msg_add_key(struct msg *m, const uint8_t *ptr, uint32_t len, uint64_t start, uint64_t end);
+/* The parse error text for msg_add_key's error rc. */
+const char *msg_add_key_error(int rc);
 int msg_add_elem(struct msg *m, uint64_t start, uint64_t end, const uint8_t *key, uint32_t key_len);
 
 #endif

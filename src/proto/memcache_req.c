@@ -34,7 +34,6 @@
 #include "config.h"
 #include "proto/memcache.h"
 
-#include <errno.h>
 #include <string.h>
 
 #include "common/util.h"
@@ -117,7 +116,7 @@ static int on_arg(struct parse_state *ps, struct msg *m, const uint8_t *tok, siz
     case 'K':
         if (ok && m->reject == REJECT_NONE) {
             int rc = msg_add_key(m, tok, (uint32_t)len, off, off + len);
-            if (rc < 0) return mc_fail(ps, rc == -E2BIG ? "too many keys" : "out of memory");
+            if (rc < 0) return mc_fail(ps, msg_add_key_error(rc));
         }
         if (slot == 'K') {
             ps->d |= RQF_GOT_KEY;

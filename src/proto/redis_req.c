@@ -40,7 +40,6 @@
  */
 #include "config.h"
 
-#include <errno.h>
 #include <string.h>
 
 #include "proto/redis.h"
@@ -197,7 +196,7 @@ static int rq_inline(struct parse_state *ps, struct msg *m, const uint8_t *buf, 
             break;
         case ARG_KEY: {
             int rc = msg_add_key(m, buf + s, (uint32_t)(i - s), base + s, base + i);
-            if (rc < 0) return rq_error(ps, rc == -E2BIG ? "too many keys" : "out of memory");
+            if (rc < 0) return rq_error(ps, msg_add_key_error(rc));
             break;
         }
         case ARG_NUMKEYS:
@@ -302,7 +301,7 @@ static int rq_arg_whole(struct parse_state *ps, struct msg *m, const uint8_t *bu
         break;
     case ARG_KEY: {
         int rc = msg_add_key(m, data, (uint32_t)dlen, ps->off, end);
-        if (rc < 0) return rq_error(ps, rc == -E2BIG ? "too many keys" : "out of memory");
+        if (rc < 0) return rq_error(ps, msg_add_key_error(rc));
         break;
     }
     case ARG_NUMKEYS:

@@ -525,6 +525,11 @@ def sanitized_binary():
     return b"__asan_init" in data or b"__tsan_init" in data
 
 
+def tsan_binary():
+    """True when the proxy under test is a TSan build (hundreds of MB through it take minutes)."""
+    return b"__tsan_init" in Path(ncutil.nutcrackers_bin()).read_bytes()
+
+
 def digest(data):
     return hashlib.sha1(data).hexdigest()
 

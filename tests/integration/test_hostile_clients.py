@@ -218,7 +218,7 @@ def hog_of(port):
     """Sets "big" to 1 MB and returns a client socket with a tiny receive buffer, for a client that
     does not read (skips under TSan: pushing hundreds of MB through it takes minutes; the plain and
     ASan stages run these tests)."""
-    if b"__tsan_init" in open(ncutil.nutcrackers_bin(), "rb").read():
+    if ncproxy.tsan_binary():
         pytest.skip("pushing hundreds of MB through a TSan build takes minutes")
     with socket.create_connection((HOST, port), timeout=IO_TIMEOUT) as s:
         s.sendall(resp("SET", "big", b"x" * (1 << 20)))

@@ -332,7 +332,7 @@ def test_request_over_1gb_is_refused(mc_cluster):
     """One request is held whole: a get line of endless spaces (or of keys the proxy stopped
     keeping) grew the proxy for as long as the client sent. Past 1 GB (CONN_REQUEST_MAX, redis'
     client-query-buffer-limit) the client gets CLIENT_ERROR and is closed."""
-    if b"__tsan_init" in open(ncutil.nutcrackers_bin(), "rb").read():
+    if ncproxy.tsan_binary():
         pytest.skip("a gigabyte through a TSan build takes minutes")
     if mc_cluster.threads != 1 or len(mc_cluster.ports) != 1:
         pytest.skip("one configuration is enough for a gigabyte")
