@@ -55,17 +55,57 @@ def pytest_sessionstart(session):
                                 "NUTCRACKERS_BIN")
 
 
+BACKEND_LOG_TAIL = 2000  # a backend's log rarely says more than that it started
+
+
+def _san_reports(pid):
+    """Sanitizer reports a process wrote: <log_path>.<pid> of $ASAN/TSAN/UBSAN_OPTIONS."""
+    found = []
+    for var in ("ASAN_OPTIONS", "TSAN_OPTIONS", "UBSAN_OPTIONS"):
+        for opt in os.environ.get(var, "").split(":"):
+            key, _, value = opt.partition("=")
+            if key == "log_path" and value:
+                path = f"{value}.{pid}"
+                if os.path.exists(path) and path not in found:
+                    found.append(path)
+    return found
+
+
+def _proxy_sections(proxies):
+    """What became of each proxy the test started: running, or its exit status, and any sanitizer
+    report it wrote (a proxy that dies mid-test shows to its clients as a reset, nothing more)."""
+    sections = []
+    for proxy in proxies:
+        if proxy.daemon_pid is not None:
+            sections.append((f"nutcrackers daemon pid {proxy.pid}", "(a daemon: not checked)"))
+            continue
+        rc = proxy.proc.poll()
+        state = "still running" if rc is None else f"exited with status {rc}"
+        if rc is not None and rc < 0:
+            state = f"killed by signal {-rc}"
+        sections.append((f"nutcrackers pid {proxy.pid}", state))
+        for path in _san_reports(proxy.pid):
+            sections.append((f"sanitizer report ({path})", ncutil.read_text(path)[-LOG_TAIL:]))
+    return sections
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
     outcome = yield
     report = outcome.get_result()
     if not report.failed:
         return
+    # the proxy's fate and its stderr first: a report's excerpt may keep only its beginning
+    proxies = [p for node in item.listchain() for p in getattr(node, "nc_proxies", [])]
+    report.sections.extend(_proxy_sections(proxies))
     logs = [log for node in item.listchain() for log in getattr(node, "nc_logs", [])]
+    logs.sort(key=lambda log: (not log[0].startswith("nutcrackers stderr"),
+                               not log[0].startswith("nutcrackers")))
     for title, path in logs:
         text = ncutil.read_text(path)
-        if len(text) > LOG_TAIL:
-            text = "...\n" + text[-LOG_TAIL:]
+        tail = LOG_TAIL if title.startswith("nutcrackers") else BACKEND_LOG_TAIL
+        if len(text) > tail:
+            text = "...\n" + text[-tail:]
         report.sections.append((f"{title} ({path})", text or "(empty)"))
 
 
@@ -287,6 +327,10 @@ def _proxy_factory(tmp_path, reaper, request):
         proxy = Proxy(proc=proc, log_path=log_path, conf_path=Path(conf_path),
                       manage_port=manage_port, listen_ports=_listen_ports(tmp_path / conf_path),
                       pid_file=pid_file)
+        proxies = getattr(request.node, "nc_proxies", None)
+        if proxies is None:
+            proxies = request.node.nc_proxies = []
+        proxies.append(proxy)
         if daemon:
             rc = proc.wait(timeout=timeout)
             assert rc == 0, f"the launcher of the daemon exited {rc}"
