@@ -3,4 +3,5 @@ src_libnutcrackers_la_SOURCES += \
 	src/common/log.c src/common/log.h \
 	src/common/util.h src/common/clock.h \
 	src/common/sock.c src/common/sock.h \
-	src/common/accept_pause.c src/common/accept_pause.h
+	src/common/accept_pause.c src/common/accept_pause.h \
+	src/common/mem_trim.c src/common/mem_trim.h

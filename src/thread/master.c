@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "common/accept_pause.h"
+#include "common/mem_trim.h"
 #include "common/log.h"
 #include "common/sock.h"
 #include "core/probe.h"
@@ -417,6 +418,7 @@ static void master_on_inbox(evutil_socket_t fd, short what, void *arg)
 static int master_start_workers(struct master *m)
 {
     uint32_t n = (uint32_t)m->opts->threads;
+    mem_trim_init(); /* before the workers, which trim concurrently (mem_trim.h) */
     m->workers = calloc(n, sizeof(*m->workers));
     if (m->workers == NULL) return -ENOMEM;
     for (uint32_t i = 0; i < n; i++) {

@@ -10,7 +10,6 @@
 #include <errno.h>
 #include <event2/event.h>
 #include <signal.h>
-#include <malloc.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +17,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "common/mem_trim.h"
 #include "core/client.h"
 #include "thread/thread_signals.h"
 
@@ -52,7 +52,7 @@ static void worker_on_trim(int fd, short what, void *arg)
     if (w->mbufs.nfree > keep || w->msgs.nfree > keep_msgs) {
         mbuf_pool_trim(&w->mbufs, keep);
         msg_pool_trim(&w->msgs, keep_msgs);
-        malloc_trim(0);
+        mem_trim(); /* mem_trim_init ran before the workers started */
     }
 }
 

@@ -284,6 +284,21 @@ def _listen_ports(conf_path):
     return ports
 
 
+CRASH_SIGNALS = {signal.SIGSEGV, signal.SIGBUS, signal.SIGFPE, signal.SIGILL, signal.SIGABRT}
+SANITIZER_EXIT_CODES = {86, 87}  # scripts/test.sh's ASan and TSan exitcode=
+
+
+def _assert_no_crash(proxies):
+    """At the end of a test: no proxy it started died of a fault or a sanitizer report. A proxy
+    that dies between a test's last check and its end would otherwise go unnoticed."""
+    dead = []
+    for proxy in proxies:
+        rc = proxy.proc.poll() if proxy.daemon_pid is None else None
+        if rc is not None and (-rc in CRASH_SIGNALS or rc in SANITIZER_EXIT_CODES):
+            dead.append(f"pid {proxy.pid}: " + (f"signal {-rc}" if rc < 0 else f"exit status {rc}"))
+    assert not dead, "a proxy crashed: " + ", ".join(dead)
+
+
 def _proxy_factory(tmp_path, reaper, request):
     """nutcrackers(conf_path, *flags, wait="listen"|"log"|None, log_name=...) -> Proxy.
 
@@ -330,6 +345,7 @@ def _proxy_factory(tmp_path, reaper, request):
         proxies = getattr(request.node, "nc_proxies", None)
         if proxies is None:
             proxies = request.node.nc_proxies = []
+            request.addfinalizer(lambda: _assert_no_crash(proxies))
         proxies.append(proxy)
         if daemon:
             rc = proc.wait(timeout=timeout)

@@ -1,1 +1,6 @@
-# unit tests of common: add to check_PROGRAMS and TESTS here
+# unit tests of src/common
+check_PROGRAMS += tests/unit/test_mem_trim
+TESTS += tests/unit/test_mem_trim
+tests_unit_test_mem_trim_SOURCES = tests/unit/test_mem_trim.c
+tests_unit_test_mem_trim_CFLAGS = $(NC_UNIT_CFLAGS)
+tests_unit_test_mem_trim_LDADD = $(NC_UNIT_LIBS)
