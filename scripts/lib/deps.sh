@@ -3,7 +3,8 @@
 # only what is missing. Sourced by scripts/test.sh and scripts/run.sh; defines functions only.
 #
 #   nc_install_debs      Debian packages (build tools, libraries, redis, memcached, nc, python3,
-#                        clang and its sanitizer/libFuzzer runtimes for `make fuzz`)
+#                        clang and its sanitizer/libFuzzer runtimes for `make fuzz`, jemalloc
+#                        for a unit test that runs the proxy's code under another malloc)
 #   nc_install_pyreqs    the pinned Python test requirements (tests/integration/requirements.txt)
 #
 # Runs apt-get as root, through sudo when not root and sudo exists. `apt-get update` runs once, and
@@ -14,6 +15,7 @@ NC_DEB_PACKAGES=(
     build-essential autoconf automake libtool pkg-config
     libyaml-dev libevent-dev libcmocka-dev
     redis-server redis-tools memcached netcat-openbsd
+    libjemalloc2
     clang libclang-rt-14-dev
 )
 
