@@ -36,6 +36,7 @@ THREADS = 4
 ALPHA_CLIENTS, BETA_CLIENTS = 35, 15
 RELOAD_TIMEOUT = 30.0   # seconds for a reload to be answered / logged
 SETTLE = 15.0           # seconds for closes (fds) and trims (RSS) to happen
+STUCK = 2.0             # seconds a request to a stopped backend has waited: forwarded long since
 RSS_SLACK_KB = 24 * 1024
 WARM_CLIENTS = 24       # per pool: enough that every worker reaches every backend
 PROGRESS = 16           # exchanges per client after a reload: every key written twice since
@@ -414,13 +415,17 @@ def test_remove_server_closes_its_connections_after_outstanding_replies(rig, sto
     owner = owners(r, "alpha", [k for c in alpha.clients for k in c.keys])
     stopped(r.procs["r2"])
 
-    def blocked():
-        return [c.cid for c in alpha.clients if c.busy and owner[c.key] == "r2"]
+    def blocked(min_age=0.0):
+        # waiting for r2 for min_age seconds: long since forwarded (a request sent just now may
+        # still reach the proxy after the reload, and go to r0 or r1)
+        now = time.monotonic()
+        return {c.cid for c in alpha.clients
+                if c.busy and owner[c.key] == "r2" and now - c.t_sent >= min_age}
 
-    ncutil.wait_until(lambda: len(blocked()) >= 10, SETTLE, what="clients waiting for r2")
+    ncutil.wait_until(lambda: len(blocked(STUCK)) >= 10, SETTLE, what="clients waiting for r2")
+    stuck = blocked(STUCK)
     r.reload(r.variant(alpha={"servers": [r.server(n) for n in ("r0", "r1")]}), via="hup")
-    waiting = blocked()
-    assert len(waiting) >= 10 and r.backend_conns()["r2"] == conns["r2"], \
+    assert stuck <= blocked() and r.backend_conns()["r2"] == conns["r2"], \
         "r2's connections closed with replies outstanding"
     stopped.resume()
     settle_after(r, alpha, beta)
