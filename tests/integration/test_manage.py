@@ -75,9 +75,11 @@ def test_find_key_unknown_pool(proxy3):
 
 
 def test_slowlog_records_a_request_to_a_stopped_backend(proxy3):
-    proxy, redis = proxy3("-S", "200000")  # 200 ms
+    proxy, redis = proxy3("-S", "400000")  # 400 ms
     port = proxy.listen_ports[0]
     with Conn(port) as c:
+        assert c.call("SET", "slow:key", "v") == b"OK"  # opens the server connection
+        assert ncmanage.command(proxy.manage_port, "slowlog reset") == "OK\r\n"
         assert c.call("SET", "slow:key", "v") == b"OK"  # fast: not recorded
     assert ncmanage.command(proxy.manage_port, "slowlog len") == "0\r\n"
     line = ncmanage.command(proxy.manage_port, "find_key alpha slow:key").strip()
@@ -93,7 +95,7 @@ def test_slowlog_records_a_request_to_a_stopped_backend(proxy3):
     try:
         t = threading.Thread(target=get)
         t.start()
-        time.sleep(0.6)
+        time.sleep(1.5)  # the GET reaches the proxy within the first second even on a busy machine
     finally:
         backend.send_signal(signal.SIGCONT)
     t.join(20)

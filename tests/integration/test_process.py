@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+import ncproxy
 import ncutil
 from ncutil import HOST
 
@@ -153,10 +154,11 @@ def test_log_level_signals(nutcrackers, good_conf):
     start = len(proxy.log())
     # pending signals are handled in signal-number order, not in sending order: give each one
     # time to be handled before the next
+    pause = 3.0 if ncproxy.sanitized_binary() else 1.0  # a sanitizer stage's load next to it
     proxy.signal(signal.SIGTTOU)                                # back to 4: this line is silent
-    time.sleep(0.3)
+    time.sleep(pause)
     proxy.signal(signal.SIGHUP)                                 # a notice, not written at 4
-    time.sleep(0.3)
+    time.sleep(pause)
     proxy.signal_and_wait(signal.SIGTTIN, "log level up to 5")  # written again
     between = proxy.log()[start:]
     assert "reopening" not in between

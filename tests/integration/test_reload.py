@@ -533,8 +533,11 @@ def test_remove_pool_serves_in_flight_requests_then_closes(rig, stopped):
     alpha_inode = r.listeners()[aport]
     # beta's backend stops answering: every beta client ends up with an exchange in flight
     stopped(r.procs["b0"])
-    ncutil.wait_until(lambda: len(beta.busy_clients()) == BETA_CLIENTS, SETTLE,
-                      what="every beta client waiting for a reply")
+    # waiting STUCK seconds: long since read by the proxy (a request it reads after the reload
+    # finds no pool, and its client is closed with the request unanswered, rightly)
+    ncutil.wait_until(lambda: sum(c.busy and time.monotonic() - c.t_sent >= STUCK
+                                  for c in beta.clients) == BETA_CLIENTS,
+                      SETTLE + STUCK, what="every beta client waiting for a reply")
     in_flight = {c.cid: c.t_sent for c in beta.clients}
     r.reload(r.variant(beta=None))
     ncutil.wait_until(lambda: refused(bport), SETTLE, what=f"beta's port {bport} to refuse")

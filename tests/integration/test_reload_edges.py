@@ -58,9 +58,20 @@ def test_client_connections_limit_holds_across_reload(redis_server, write_conf, 
     conf = write_conf(spec)
     proxy = nutcrackers(conf, "-T", "1", wait_manage=True)
     lport = int(spec["alpha"]["listen"].rsplit(":", 1)[1])
-    time.sleep(0.5)  # the fixture's probe connection is closed
-    with ncproxy.RawConn(lport, timeout=10) as a:
-        a.exchange(ncproxy.resp("SET", "k", "v"), b"+OK\r\n")
+
+    def first_client():
+        # the fixture's probe connection holds the one slot until the proxy has seen it close
+        c = ncproxy.RawConn(lport, timeout=10)
+        try:
+            c.send(ncproxy.resp("SET", "k", "v"))
+            if c.line() == b"+OK\r\n":
+                return c
+        except (OSError, ConnectionError):  # refused: the error line, then a close (or a reset)
+            pass
+        c.close()
+        return None
+
+    with ncutil.wait_until(first_client, 10, interval=0.1, what="the first client in") as a:
         with ncproxy.RawConn(lport, timeout=5) as refused:
             assert refused.line() == b"-ERR max number of clients reached\r\n"
         stopped(proc)
