@@ -41,10 +41,14 @@ def pytest_configure(config):
 
 
 def pytest_collection_modifyitems(config, items):
-    # "threaded": every test that starts a proxy through the fixture (its worker threads run);
-    # scripts/test.sh runs these under ThreadSanitizer with NC_TEST_THREADS=4
+    # "threaded": every test that starts a proxy through the fixture (its worker threads run),
+    # and those of a module that sets THREADED = True on a shared (module) proxy; scripts/test.sh
+    # runs them under ThreadSanitizer with NC_TEST_THREADS=4. The command modules do not set it,
+    # for CI time: their paths are within one worker, with no hand-off between threads.
     for item in items:
-        if "nutcrackers" in getattr(item, "fixturenames", ()):
+        names = getattr(item, "fixturenames", ())
+        if "nutcrackers" in names or ("module_nutcrackers" in names and
+                                      getattr(item.module, "THREADED", False)):
             item.add_marker(pytest.mark.threaded)
 
 

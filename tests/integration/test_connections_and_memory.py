@@ -12,6 +12,7 @@ import ncproxy
 import ncutil
 from ncproxy import resp
 
+THREADED = True  # the TSan stage runs these too (conftest.py)
 MB = 1 << 20
 MEMCACHED_ARGS = ("-I", "128m", "-m", "2048")
 SETTLE = 8.0          # seconds the proxy gets to close and trim after the clients left

@@ -13,6 +13,7 @@ import uuid
 import ncproxy
 from ncproxy import array, bulk, integer, mc_value, resp
 
+THREADED = True  # the TSan stage runs these too (conftest.py)
 CLIENTS = 50
 COMMANDS = 1000
 KEYS = 12

@@ -9,6 +9,8 @@ import pytest
 import ncproxy
 from ncproxy import array, bulk, integer, resp
 
+THREADED = True  # the TSan stage runs these too (conftest.py)
+
 
 @pytest.fixture
 def placed(redis_cluster):
