@@ -10,7 +10,8 @@ is alive and answers, and its open descriptor count is back to its baseline.
 Timing: timeout 1000 ms, server_retry_timeout 1500 ms, server_failure_limit 2 unless a test says
 otherwise. The machine is shared (2 cores, often a load of 10-20): a healthy backend must not time
 out by accident, and bounds on latency leave room for scheduling noise (SLACK) and say what they
-guard against. Tests of failing fast use a 3 s timeout and call "fast" anything under 1 s.
+guard against. Tests of failing fast use a 3 s timeout and call "fast" anything under 1 s
+(2 s in a sanitized build, which runs next to the other sanitizer stage).
 """
 import signal
 import time
