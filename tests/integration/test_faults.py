@@ -781,9 +781,9 @@ def test_timeout_counts_from_write_not_from_queueing(write_conf, nutcrackers):
     wait in the proxy's queue (the socket is full) far longer than `timeout`, but none waits
     longer than `timeout` after it was written, so none times out."""
     unit = 1 << 20
-    nreq = 12
-    rate = 6 << 20  # bytes/s: 2 s for all, the kernel's ~3 MB of socket buffers in ~0.5 s
-    timeout_ms = 1000
+    nreq = 24
+    rate = 6 << 20  # bytes/s: 4 s for all, the kernel's ~3 MB of socket buffers in ~0.5 s
+    timeout_ms = 2000  # 1.5 s more than a written request waits: room for a starved fake
     # SET k <value>, exactly `unit` bytes on the wire (the length header has 7 digits either way)
     req = faultkit.resp_encode("SET", "k", b"x" * (unit - 30))
     req = faultkit.resp_encode("SET", "k", b"x" * (unit - 30 + unit - len(req)))
