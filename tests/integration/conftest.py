@@ -75,19 +75,22 @@ def _san_reports(pid):
     return found
 
 
+def _proxy_fate(proxy):
+    """(exit status or None, what became of it): running, exited, killed by a signal."""
+    if proxy.daemon_pid is not None:
+        return None, "a daemon: not checked"
+    rc = proxy.proc.poll()
+    if rc is None:
+        return None, "still running"
+    return rc, f"killed by signal {-rc}" if rc < 0 else f"exited with status {rc}"
+
+
 def _proxy_sections(proxies):
-    """What became of each proxy the test started: running, or its exit status, and any sanitizer
-    report it wrote (a proxy that dies mid-test shows to its clients as a reset, nothing more)."""
+    """What became of each proxy the test started, and any sanitizer report it wrote (a proxy
+    that dies mid-test shows to its clients as a reset, nothing more)."""
     sections = []
     for proxy in proxies:
-        if proxy.daemon_pid is not None:
-            sections.append((f"nutcrackers daemon pid {proxy.pid}", "(a daemon: not checked)"))
-            continue
-        rc = proxy.proc.poll()
-        state = "still running" if rc is None else f"exited with status {rc}"
-        if rc is not None and rc < 0:
-            state = f"killed by signal {-rc}"
-        sections.append((f"nutcrackers pid {proxy.pid}", state))
+        sections.append((f"nutcrackers pid {proxy.pid}", _proxy_fate(proxy)[1]))
         for path in _san_reports(proxy.pid):
             sections.append((f"sanitizer report ({path})", ncutil.read_text(path)[-LOG_TAIL:]))
     return sections
@@ -297,9 +300,9 @@ def _assert_no_crash(proxies):
     that dies between a test's last check and its end would otherwise go unnoticed."""
     dead = []
     for proxy in proxies:
-        rc = proxy.proc.poll() if proxy.daemon_pid is None else None
+        rc, fate = _proxy_fate(proxy)
         if rc is not None and (-rc in CRASH_SIGNALS or rc in SANITIZER_EXIT_CODES):
-            dead.append(f"pid {proxy.pid}: " + (f"signal {-rc}" if rc < 0 else f"exit status {rc}"))
+            dead.append(f"pid {proxy.pid}: {fate}")
     assert not dead, "a proxy crashed: " + ", ".join(dead)
 
 
