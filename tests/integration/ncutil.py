@@ -3,6 +3,7 @@ YAML config writing. The fixtures in conftest.py use them; tests may too.
 
 Every wait here is bounded; every address is 127.0.0.1.
 """
+import collections
 import ctypes
 import os
 import signal
@@ -27,11 +28,22 @@ def nutcrackers_bin():
     return os.environ.get("NUTCRACKERS_BIN") or str(REPO / "src" / "nutcrackers")
 
 
+_RECENT_PORTS = collections.deque(maxlen=256)
+
+
 def free_port():
-    """A TCP port on 127.0.0.1 that nobody listens on right now (the kernel picks it)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((HOST, 0))
-        return s.getsockname()[1]
+    """A TCP port on 127.0.0.1 that nobody listens on right now (the kernel picks it), and not one
+    this process was given lately: the kernel may hand out a port again as soon as it is closed,
+    and a test that asks for two (a pool's and the manage port) before it starts its proxy would
+    get the same one twice."""
+    for _ in range(100):
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            s.bind((HOST, 0))
+            port = s.getsockname()[1]
+        if port not in _RECENT_PORTS:
+            _RECENT_PORTS.append(port)
+            return port
+    raise RuntimeError("no fresh free port in 100 tries")
 
 
 def port_accepts(port, host=HOST, timeout=0.2):
