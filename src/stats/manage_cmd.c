@@ -12,6 +12,7 @@
 #include <strings.h>
 
 #include "common/clock.h"
+#include "core/route.h"
 #include "core/runtime.h"
 #include "stats/stats_json.h"
 #include "stats/stats_prom.h"

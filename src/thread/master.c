@@ -127,14 +127,11 @@ static int master_add_signals(struct master *m)
     return 0;
 }
 
-/* Refuses a client over the pool's client_connections limit, with a one-line error. */
+/* Refuses a client over the pool's client_connections limit, with its protocol's one-line error. */
 static void master_refuse(const struct pool_shared *p, int fd)
 {
-    static const char redis_msg[] = "-ERR max number of clients reached\r\n";
-    static const char mc_msg[] = "SERVER_ERROR max number of clients reached\r\n";
-    const char *msg = p->cp->redis ? redis_msg : mc_msg;
-    size_t len = p->cp->redis ? sizeof(redis_msg) - 1 : sizeof(mc_msg) - 1;
-    ssize_t n = send(fd, msg, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+    const char *msg = p->proto->max_clients_reply;
+    ssize_t n = send(fd, msg, strlen(msg), MSG_NOSIGNAL | MSG_DONTWAIT);
     (void)n;
     close(fd);
 }
@@ -230,7 +227,7 @@ static struct listener *listener_open(struct master *m, const struct conf_pool *
     l->ev = event_new(m->base, fd, EV_READ | EV_PERSIST, master_on_accept, l);
     if (l->ev == NULL || event_add(l->ev, NULL) < 0) goto oom;
     log_notice("pool '%s' listening on %s (%s, %zu servers)", cp->name, cp->listen.text,
-               cp->redis ? "redis" : "memcache", cp->nservers);
+               proto_for_pool(cp)->name, cp->nservers);
     return l;
 oom:
     log_error("pool '%s': cannot listen on %s: out of memory", cp->name, cp->listen.text);

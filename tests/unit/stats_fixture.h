@@ -10,6 +10,7 @@
 #include <stddef.h>
 
 #include "conf/conf.h"
+#include "core/route.h"
 #include "core/runtime.h"
 #include "stats/stats.h"
 #include "stats/stats_buf.h"

@@ -17,6 +17,7 @@
 #include <cmocka.h>
 
 #include "conf/conf.h"
+#include "core/route.h"
 #include "core/runtime.h"
 #include "stats/stats.h"
 #include "thread/reload_req.h"
