@@ -1,6 +1,7 @@
 # src/core: connections, clients, servers, request dispatch; the per-generation shared runtime.
 src_libnutcrackers_la_SOURCES += \
 	src/core/runtime.c src/core/runtime.h \
+	src/core/runtime_stats.c src/core/runtime_stats.h \
 	src/core/conn.c src/core/conn.h \
 	src/core/client.c src/core/client.h \
 	src/core/server.c src/core/server.h \

@@ -31,6 +31,7 @@
 #include "common/sock.h"
 #include "core/probe.h"
 #include "core/runtime.h"
+#include "core/runtime_stats.h"
 #include "stats/stats.h"
 #include "thread/reload_req.h"
 #include "thread/stats_thread.h"

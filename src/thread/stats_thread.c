@@ -1,6 +1,6 @@
 /*
- * stats_thread.c - the stats thread (see stats_thread.h): owns the manage port (stats/manage_conn)
- * and the snapshots (stats/manage_cmd); stopped through an inbox like a worker.
+ * stats_thread.c - the stats thread (see stats_thread.h): owns the manage port (manage/manage_conn)
+ * and the snapshots (manage/manage_cmd); stopped through an inbox like a worker.
  *
  * Threads: start/stop on the master; the event loop and everything it reaches on the stats thread.
  */
@@ -18,9 +18,9 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/sock.h"
-#include "stats/manage_cmd.h"
-#include "stats/manage_conn.h"
 #include "core/runtime.h"
+#include "manage/manage_cmd.h"
+#include "manage/manage_conn.h"
 #include "thread/inbox.h"
 #include "thread/reload_req.h"
 #include "thread/thread_signals.h"

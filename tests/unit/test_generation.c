@@ -18,6 +18,7 @@
 
 #include "conf/conf.h"
 #include "core/runtime.h"
+#include "core/runtime_stats.h"
 #include "stats/stats.h"
 #include "thread/reload_req.h"
 
