@@ -31,7 +31,9 @@
 #include "common/sock.h"
 #include "core/probe.h"
 #include "core/runtime.h"
+#include "core/runtime_stats.h"
 #include "stats/stats.h"
+#include "thread/evloop.h"
 #include "thread/reload_req.h"
 #include "thread/stats_thread.h"
 #include "thread/worker.h"
@@ -472,7 +474,7 @@ int master_run(const struct nc_options *opts, struct conf *conf)
     m.opts = opts;
     atomic_init(&m.stopping, false);
     int rc = 1;
-    m.base = event_base_new();
+    m.base = evloop_base_new(); /* the master thread runs it, no other */
     if (m.base == NULL) {
         log_error("cannot create the master event base");
         return 1;

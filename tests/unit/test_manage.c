@@ -17,8 +17,8 @@
 #include <cmocka.h>
 
 #include "json_check.h"
-#include "stats/manage_cmd.h"
-#include "stats/manage_http.h"
+#include "manage/manage_cmd.h"
+#include "manage/manage_http.h"
 #include "stats_fixture.h"
 
 struct mfix {

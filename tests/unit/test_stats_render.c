@@ -19,8 +19,8 @@
 #include <cmocka.h>
 
 #include "json_check.h"
-#include "stats/stats_json.h"
-#include "stats/stats_prom.h"
+#include "manage/stats_json.h"
+#include "manage/stats_prom.h"
 #include "stats_fixture.h"
 
 #define WEIRD_POOL "we\"ird\\pool\tname \xc3\xa9"

@@ -11,7 +11,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "stats/manage_cmd.h"
+#include "manage/manage_cmd.h"
 
 struct manage_http_req {
     char method[16];

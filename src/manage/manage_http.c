@@ -4,7 +4,7 @@
  * Threads: the stats thread.
  */
 #include "config.h"
-#include "stats/manage_http.h"
+#include "manage/manage_http.h"
 
 #include <string.h>
 

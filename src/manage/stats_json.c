@@ -5,7 +5,7 @@
  * Threads: the snapshot's owner (the stats thread).
  */
 #include "config.h"
-#include "stats/stats_json.h"
+#include "manage/stats_json.h"
 
 #include <string.h>
 

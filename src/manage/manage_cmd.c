@@ -4,7 +4,7 @@
  * Threads: the stats thread only.
  */
 #include "config.h"
-#include "stats/manage_cmd.h"
+#include "manage/manage_cmd.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -14,8 +14,8 @@
 #include "common/clock.h"
 #include "core/route.h"
 #include "core/runtime.h"
-#include "stats/stats_json.h"
-#include "stats/stats_prom.h"
+#include "manage/stats_json.h"
+#include "manage/stats_prom.h"
 
 #define MANAGE_MAX_ARGS 1024
 

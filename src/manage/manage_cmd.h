@@ -21,9 +21,9 @@
 
 #include <stddef.h>
 
-#include "stats/stats_buf.h"
+#include "manage/stats_buf.h"
+#include "manage/stats_snapshot.h"
 #include "stats/stats_slowlog.h"
-#include "stats/stats_snapshot.h"
 
 #define MANAGE_SLOWLOG_GET_DEFAULT 10
 

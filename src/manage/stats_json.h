@@ -9,8 +9,8 @@
 #ifndef NC_STATS_JSON_H
 #define NC_STATS_JSON_H
 
-#include "stats/stats_buf.h"
-#include "stats/stats_snapshot.h"
+#include "manage/stats_buf.h"
+#include "manage/stats_snapshot.h"
 
 /* Appends the document of s (one line, no line end). A single-worker snapshot gets a leading
  * "worker":<id> member. */
