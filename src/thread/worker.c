@@ -10,14 +10,12 @@
 
 #include <errno.h>
 #include <event2/event.h>
-#include <signal.h>
 #include <stdio.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "common/log.h"
 #include "core/runtime.h"
-#include "thread/thread_signals.h"
+#include "thread/evloop.h"
 
 static void worker_inbox_item(void *arg, const struct inbox_item *it)
 {
@@ -42,14 +40,7 @@ int worker_init(struct worker *w, uint32_t id, struct runtime *rt, struct stats_
                 size_t mbuf_size)
 {
     memset(w, 0, sizeof(*w));
-    struct event_config *cfg = event_config_new();
-    if (cfg == NULL) {
-        runtime_put(rt);
-        return -ENOMEM;
-    }
-    event_config_set_flag(cfg, EVENT_BASE_FLAG_NOLOCK);
-    w->base = event_base_new_with_config(cfg);
-    event_config_free(cfg);
+    w->base = evloop_base_new();
     if (w->base == NULL) {
         runtime_put(rt);
         return -ENOMEM;
@@ -67,9 +58,6 @@ int worker_init(struct worker *w, uint32_t id, struct runtime *rt, struct stats_
 static void *worker_main(void *arg)
 {
     struct worker *w = arg;
-    char name[16]; /* the kernel's limit, with the NUL; shown by top -H, ps -L, /proc/PID/task */
-    snprintf(name, sizeof(name), "nc-worker-%u", w->loop.id);
-    pthread_setname_np(pthread_self(), name);
     loop_start(&w->loop);
     event_base_dispatch(w->base);
     return NULL;
@@ -77,23 +65,25 @@ static void *worker_main(void *arg)
 
 int worker_start(struct worker *w)
 {
-    /* asynchronous signals are the master's (thread_signals.h) */
-    sigset_t old;
-    thread_signals_block_async(&old);
-    int rc = pthread_create(&w->tid, NULL, worker_main, w);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    return -rc;
+    char name[EVLOOP_NAME_MAX + 1]; /* shown by top -H, ps -L, /proc/PID/task */
+    snprintf(name, sizeof(name), "nc-worker-%u", w->loop.id);
+    int rc = evloop_start(&w->tid, name, worker_main, w);
+    w->running = rc == 0;
+    return rc;
 }
 
 void worker_stop(struct worker *w)
 {
-    struct inbox_item stop = { .type = INBOX_STOP, .fd = -1 };
-    inbox_push(&w->inbox, &stop);
-    pthread_join(w->tid, NULL);
+    if (evloop_stop(w->tid, &w->inbox) < 0) {
+        log_error("worker %u: cannot queue its stop: left running until the exit", w->loop.id);
+        return;
+    }
+    w->running = false;
 }
 
 void worker_deinit(struct worker *w)
 {
+    if (w->running) return; /* its stop could not be queued: what it uses stays until the exit */
     loop_deinit(&w->loop);
     if (w->inbox_ev) event_free(w->inbox_ev);
     w->inbox_ev = NULL;

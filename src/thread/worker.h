@@ -29,6 +29,7 @@ struct worker {
     struct event *inbox_ev;
     struct inbox inbox;
     bool inbox_ok;
+    bool running;                 /* its thread was started and not yet joined */
 };
 
 /* Prepares a worker (event base, inbox, its loop over rt: it takes over the caller's reference;
@@ -37,7 +38,7 @@ int worker_init(struct worker *w, uint32_t id, struct runtime *rt, struct stats_
                 size_t mbuf_size);
 /* Starts its thread. Returns 0 or -errno. */
 int worker_start(struct worker *w);
-/* Asks it to stop (through the inbox) and joins it. */
+/* Asks it to stop (through the inbox) and joins it (thread/evloop.h). */
 void worker_stop(struct worker *w);
 void worker_deinit(struct worker *w);
 
