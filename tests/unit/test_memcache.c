@@ -749,6 +749,54 @@ static void test_reject_and_error_replies(void **state)
     assert_string_equal(memcache_proto.name, "memcache");
 }
 
+/* What the proxy answers itself (proto_ops.local): rejects (nothing with noreply), quit (nothing,
+ * then close); the rest is forwarded. And the probe, the set-up, the fixed texts. */
+static void test_local_answers(void **state)
+{
+    (void)state;
+    struct tenv e;
+    tenv_init(&e, 4096);
+    struct proto_session s;
+    memcache_proto.session_init(&s, NULL, NULL);
+    assert_true(s.admitted);
+    struct msg *rsp = msg_get(&e.pp);
+    struct msg m;
+    memset(&m, 0, sizeof(m));
+    m.reject = REJECT_ERROR;
+    assert_int_equal(memcache_proto.local(&s, NULL, &m, rsp), PROTO_ANSWERED);
+    char buf[64];
+    size_t n = msg_copy_out(rsp, 0, buf, sizeof(buf));
+    assert_int_equal(n, 7);
+    assert_memory_equal(buf, "ERROR\r\n", 7);
+    msg_put(&e.pp, rsp);
+    rsp = msg_get(&e.pp);
+    m.noreply = true; /* memcached sends nothing */
+    assert_int_equal(memcache_proto.local(&s, NULL, &m, rsp), PROTO_ANSWERED);
+    assert_int_equal(rsp->len, 0);
+    m.quit = true;    /* an unsupported command with noreply: closed */
+    assert_int_equal(memcache_proto.local(&s, NULL, &m, rsp), PROTO_ANSWERED_CLOSE);
+    assert_int_equal(rsp->len, 0);
+    memset(&m, 0, sizeof(m));
+    m.quit = true;
+    assert_int_equal(memcache_proto.local(&s, NULL, &m, rsp), PROTO_ANSWERED_CLOSE);
+    assert_int_equal(rsp->len, 0);
+    m.quit = false;
+    assert_int_equal(memcache_proto.local(&s, NULL, &m, rsp), PROTO_FORWARD);
+    msg_put(&e.pp, rsp);
+    struct msg *out[PROTO_SETUP_MAX];
+    assert_int_equal(memcache_proto.server_setup(NULL, &e.pp, out, PROTO_SETUP_MAX), 0);
+    assert_string_equal(memcache_proto.probe_request, "version\r\n");
+    assert_true(memcache_proto.probe_alive((const uint8_t *)"VERSION 1.6.18\r\n", 16));
+    assert_false(memcache_proto.probe_alive((const uint8_t *)"VERSION 1.6", 11)); /* no line yet */
+    assert_false(memcache_proto.probe_alive((const uint8_t *)"ERROR\r\n", 7));
+    assert_false(memcache_proto.probe_alive((const uint8_t *)"+PONG\r\n", 7));
+    assert_string_equal(memcache_proto.max_clients_reply, "SERVER_ERROR max number of clients reached\r\n");
+    n = memcache_proto.protocol_error_reply("bad data chunk", buf, sizeof(buf));
+    assert_int_equal(n, strlen("CLIENT_ERROR bad data chunk\r\n"));
+    assert_memory_equal(buf, "CLIENT_ERROR bad data chunk\r\n", n);
+    tenv_deinit(&e);
+}
+
 /* parse_reset keeps want_elems; parse_free is safe to call twice. */
 static void test_parse_state(void **state)
 {
@@ -787,6 +835,7 @@ int main(void)
         cmocka_unit_test(test_fragment_gat_duplicates),
         cmocka_unit_test(test_coalesce_einval),
         cmocka_unit_test(test_reject_and_error_replies),
+        cmocka_unit_test(test_local_answers),
         cmocka_unit_test(test_parse_state),
     };
     return cmocka_run_group_tests_name("memcache", tests, NULL, NULL);

@@ -19,6 +19,7 @@
 #include <cmocka.h>
 
 #include "common/util.h"
+#include "conf/conf.h"
 #include "proto/proto.h"
 #include "proto/redis.h"
 #include "proto/redis_cmd.h"
@@ -918,6 +919,138 @@ static void test_big_values_small_mbufs(void **state)
     free(val);
 }
 
+/* ---------------------------------------------------------------- what the proxy answers itself */
+
+/* local()'s verdict for d's msg i, with its reply text in *text (NUL-terminated). */
+static int local_of(struct drv *d, size_t i, struct proto_session *s, const struct conf_pool *cp,
+                    char *text, size_t size)
+{
+    struct msg *rsp = msg_get(&d->env->pp);
+    assert_non_null(rsp);
+    int rc = redis_proto.local(s, cp, d->out[i], rsp);
+    size_t n = msg_copy_out(rsp, 0, text, size - 1);
+    text[n] = '\0';
+    msg_put(&d->env->pp, rsp);
+    return rc;
+}
+
+static void test_local_answers(void **state)
+{
+    (void)state;
+    static const char in[] = "*1\r\n$3\r\nGET\r\n"                       /* 0: arity reject */
+                             "*2\r\n$3\r\nGET\r\n$1\r\nk\r\n"            /* 1: forwarded once admitted */
+                             "*2\r\n$4\r\nAUTH\r\n$5\r\nwrong\r\n"       /* 2 */
+                             "*2\r\n$4\r\nAUTH\r\n$6\r\nsecret\r\n"      /* 3 */
+                             "*1\r\n$4\r\nPING\r\n"                       /* 4 */
+                             "*2\r\n$4\r\nPING\r\n$2\r\nhi\r\n"          /* 5 */
+                             "*1\r\n$4\r\nQUIT\r\n";                      /* 6 */
+    struct tenv e;
+    struct drv d;
+    parse_one(&e, &d, in, sizeof(in) - 1, 1);
+    assert_int_equal(d.nout, 7);
+    struct conf_pool cp;
+    memset(&cp, 0, sizeof(cp));
+    cp.redis = true;
+    cp.redis_auth = "secret";
+    struct proto_session s;
+    char t[256];
+    redis_proto.session_init(&s, &cp, NULL);
+    assert_false(s.admitted);
+    assert_int_equal(local_of(&d, 0, &s, &cp, t, sizeof(t)), PROTO_ANSWERED);
+    assert_string_equal(t, "-ERR wrong number of arguments for 'get' command\r\n");
+    assert_int_equal(local_of(&d, 1, &s, &cp, t, sizeof(t)), PROTO_ANSWERED);
+    assert_string_equal(t, "-NOAUTH Authentication required.\r\n");
+    assert_int_equal(local_of(&d, 4, &s, &cp, t, sizeof(t)), PROTO_ANSWERED);
+    assert_string_equal(t, "-NOAUTH Authentication required.\r\n");
+    assert_int_equal(local_of(&d, 2, &s, &cp, t, sizeof(t)), PROTO_ANSWERED);
+    assert_string_equal(t, "-ERR invalid password\r\n");
+    assert_false(s.admitted);
+    assert_int_equal(local_of(&d, 3, &s, &cp, t, sizeof(t)), PROTO_ANSWERED);
+    assert_string_equal(t, "+OK\r\n");
+    assert_true(s.admitted);
+    assert_int_equal(local_of(&d, 1, &s, &cp, t, sizeof(t)), PROTO_FORWARD);
+    assert_string_equal(t, "");
+    assert_int_equal(local_of(&d, 4, &s, &cp, t, sizeof(t)), PROTO_ANSWERED);
+    assert_string_equal(t, "+PONG\r\n");
+    assert_int_equal(local_of(&d, 5, &s, &cp, t, sizeof(t)), PROTO_ANSWERED);
+    assert_string_equal(t, "$2\r\nhi\r\n");
+    assert_int_equal(local_of(&d, 6, &s, &cp, t, sizeof(t)), PROTO_ANSWERED_CLOSE);
+    assert_string_equal(t, "+OK\r\n");
+
+    /* a reload to the same password keeps the client in; another password, or none, decides anew */
+    struct conf_pool same = cp, other = cp, none = cp;
+    other.redis_auth = "other";
+    none.redis_auth = NULL;
+    redis_proto.session_init(&s, &same, &cp);
+    assert_true(s.admitted);
+    redis_proto.session_init(&s, &other, &same);
+    assert_false(s.admitted);
+    redis_proto.session_init(&s, &none, &other);
+    assert_true(s.admitted);
+    /* without a password AUTH is an error, and nothing is gated */
+    assert_int_equal(local_of(&d, 3, &s, &none, t, sizeof(t)), PROTO_ANSWERED);
+    assert_string_equal(t, "-ERR Client sent AUTH, but no password is set\r\n");
+    assert_int_equal(local_of(&d, 1, &s, &none, t, sizeof(t)), PROTO_FORWARD);
+    drv_close(&d);
+}
+
+static void test_server_setup(void **state)
+{
+    (void)state;
+    struct tenv e;
+    tenv_init(&e, 4096);
+    struct conf_pool cp;
+    memset(&cp, 0, sizeof(cp));
+    cp.redis = true;
+    struct msg *out[PROTO_SETUP_MAX];
+    assert_int_equal(redis_proto.server_setup(&cp, &e.pp, out, PROTO_SETUP_MAX), 0);
+    cp.redis_auth = "pw";
+    cp.redis_db = 12;
+    assert_int_equal(redis_proto.server_setup(&cp, &e.pp, out, PROTO_SETUP_MAX), 2);
+    char t[128];
+    static const char *const want[] = { "*2\r\n$4\r\nAUTH\r\n$2\r\npw\r\n",
+                                         "*2\r\n$6\r\nSELECT\r\n$2\r\n12\r\n" };
+    for (int i = 0; i < 2; i++) {
+        size_t n = msg_copy_out(out[i], 0, t, sizeof(t) - 1);
+        t[n] = '\0';
+        assert_string_equal(t, want[i]);
+        assert_true(out[i]->swallow);
+        msg_put(&e.pp, out[i]);
+    }
+    tenv_deinit(&e);
+}
+
+static void test_probe_alive(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *reply;
+        bool alive;
+    } cases[] = {
+        { "+PONG\r\n", true },
+        { "-NOAUTH Authentication required.\r\n", true }, /* the probe sends no AUTH: up */
+        { "-MISCONF errors writing to disk\r\n", true },
+        { "-ERR max number of clients reached\r\n", true },
+        { "-LOADING Redis is loading the dataset in memory\r\n", false },
+        { "-BUSY Redis is busy running a script\r\n", false },
+        { "-MASTERDOWN Link with MASTER is down\r\n", false },
+        { "-BUSY\r\n", false },
+        { "+PONG", false },  /* no line yet */
+        { "$4\r\nPONG\r\n", false },
+        { "garbage\r\n", false },
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        bool got = redis_proto.probe_alive((const uint8_t *)cases[i].reply, strlen(cases[i].reply));
+        if (got != cases[i].alive) fail_msg("probe_alive(%s) = %d", cases[i].reply, got);
+    }
+    assert_string_equal(redis_proto.probe_request, "*1\r\n$4\r\nPING\r\n");
+    assert_string_equal(redis_proto.max_clients_reply, "-ERR max number of clients reached\r\n");
+    char buf[128];
+    size_t n = redis_proto.protocol_error_reply("invalid bulk length", buf, sizeof(buf));
+    assert_int_equal(n, strlen("-ERR Protocol error: invalid bulk length\r\n"));
+    assert_memory_equal(buf, "-ERR Protocol error: invalid bulk length\r\n", n);
+}
+
 /* ---------------------------------------------------------------- replies, helpers */
 
 static void test_error_reply(void **state)
@@ -984,6 +1117,9 @@ int main(void)
         cmocka_unit_test(test_random_requests),
         cmocka_unit_test(test_big_values_small_mbufs),
         cmocka_unit_test(test_error_reply),
+        cmocka_unit_test(test_local_answers),
+        cmocka_unit_test(test_server_setup),
+        cmocka_unit_test(test_probe_alive),
         cmocka_unit_test(test_parse_int),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
