@@ -22,7 +22,10 @@
  * A request that parses but must not be forwarded (unknown command, wrong arity, memcached key
  * too long, ...) is returned as PARSE_DONE with msg->reject set, after consuming all its bytes,
  * so the connection stays usable. The core answers it with reject_reply, or with nothing when
- * msg->noreply is also set (memcached sends nothing for some rejects that end in noreply).
+ * msg->noreply is also set (memcached sends nothing for some rejects that end in noreply). A
+ * reject with msg->quit set closes the connection after its reply (or after the earlier ones,
+ * with noreply); such a request may end before all its bytes (a memcached binary-protocol header,
+ * a redis request declaring more arguments than are worth reading): the rest is never parsed.
  *
  * Threads: the ops are const and the functions keep no global state; parse_state lives in a conn.
  */

@@ -57,6 +57,8 @@ REDIS_REQ = {
     "nested": b"*2\r\n*1\r\n$3\r\nGET\r\n",
     "no_crlf": b"*1\r\n$4\r\nPINGxx",
     "leading_zero": b"*02\r\n$3\r\nGET\r\n$1\r\na\r\n",
+    "over_key_cap": b"*1048578\r\n$3\r\nDEL\r\n$1\r\na\r\n",
+    "huge_count_reject": b"*1000000000\r\n$3\r\nGET\r\n$1\r\na\r\n",
 }
 
 REDIS_RSP = {
