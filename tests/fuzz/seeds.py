@@ -103,6 +103,8 @@ MC_REQ = {
     "long_line": b"set " + b"x " * 1100 + b"\r\n",
     "pipeline": b"set a 0 0 1\r\n1\r\nget a b\r\nincr a 1\r\ndelete a\r\nget a\r\n",
     "big_data": b"set big 0 0 1500\r\n" + b"d" * 1500 + b"\r\n",
+    "token_counts": b"cas k 0 600 5 \r\nset k 0 0 1 foo\r\nx\r\nset k 0 0 abc x y\r\nget\r\n",
+    "binary": bytes([0x80, 0x0a]) + bytes(10) + b"\xde\xad\xbe\xef" + bytes(8) + b"get a\r\n",
 }
 
 MC_RSP = {
