@@ -3,7 +3,10 @@
  * parsers (memcache_req.c, memcache_rsp.c), fragments (memcache_frag.c), what the proxy answers
  * itself and the reply texts it writes:
  *   rejected request: "ERROR\r\n" (unknown command) or "CLIENT_ERROR <reason>\r\n", or nothing
- *                     when it ends in noreply; quit: nothing, the connection is closed;
+ *                     when it ends in noreply; a binary-protocol request (MC_CMD_BINARY): a binary
+ *                     reply header, status "unknown command", with the request's opcode and
+ *                     opaque, and a short text, then the connection is closed;
+ *   quit: nothing, the connection is closed;
  *   failed request:   "SERVER_ERROR <strerror(err)>\r\n";
  *   unparseable stream: "CLIENT_ERROR <why>\r\n", then the connection is closed.
  * Server connections need no set-up; the health probe is "version".
@@ -43,8 +46,30 @@ static size_t clamp_len(int n, size_t size)
     return (size_t)n < size ? (size_t)n : size - 1;
 }
 
+/* The binary protocol's "unknown command" reply to the request header req->name (24 bytes). */
+static size_t mc_binary_reply(const struct msg *req, char *buf, size_t size)
+{
+    static const char text[] = "Unknown command: binary protocol not supported, use ASCII";
+    const size_t body = sizeof(text) - 1, n = MC_BIN_HDR_LEN + body;
+    if (req->name == NULL || req->name_len < MC_BIN_HDR_LEN || size < n) return 0;
+    uint8_t *out = (uint8_t *)buf;
+    memset(out, 0, MC_BIN_HDR_LEN);
+    out[0] = MC_BIN_RSP_MAGIC;
+    out[1] = req->name[1];                         /* opcode */
+    out[6] = (uint8_t)(MC_BIN_UNKNOWN_COMMAND >> 8); /* status, big-endian */
+    out[7] = (uint8_t)(MC_BIN_UNKNOWN_COMMAND & 0xff);
+    out[8] = (uint8_t)(body >> 24);                /* total body length */
+    out[9] = (uint8_t)(body >> 16);
+    out[10] = (uint8_t)(body >> 8);
+    out[11] = (uint8_t)body;
+    memcpy(out + 12, req->name + 12, 4);           /* opaque, as sent */
+    memcpy(out + MC_BIN_HDR_LEN, text, body);      /* key, extras: none; cas: 0 */
+    return n;
+}
+
 static size_t mc_reject_reply(const struct msg *req, char *buf, size_t size)
 {
+    if (req->cmd == MC_CMD_BINARY) return mc_binary_reply(req, buf, size);
     if (req->reject == REJECT_CLIENT_ERROR) {
         const char *reason = req->reject_reason ? req->reject_reason : "bad command line format";
         return clamp_len(snprintf(buf, size, "CLIENT_ERROR %s\r\n", reason), size);

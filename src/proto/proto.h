@@ -23,7 +23,10 @@
  * too long, ...) is returned as PARSE_DONE with msg->reject set, after consuming all its bytes,
  * so the connection stays usable. The protocol answers it in local() (below) with reject_reply,
  * or with nothing when msg->noreply is also set (memcached sends nothing for some rejects that
- * end in noreply).
+ * end in noreply). A reject with msg->quit set closes the connection after its reply (or after
+ * the earlier ones, with noreply); such a request may end before all its bytes (a memcached
+ * binary-protocol header, a redis request declaring more arguments than are worth reading): the
+ * rest is never parsed.
  *
  * Everything else a protocol knows that the core does not: the requests the proxy answers itself
  * (local(), with a small per-client session), the error texts the proxy writes, the requests sent

@@ -25,6 +25,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "app/daemon.h"
 #include "common/accept_pause.h"
 #include "common/mem_trim.h"
 #include "common/log.h"
@@ -502,6 +503,7 @@ int master_run(const struct nc_options *opts, struct conf *conf)
     if (master_listen(&m) < 0) goto out;
     log_notice("nutcrackers-%s started on pid %d with %d worker threads", PACKAGE_VERSION, (int)getpid(),
                opts->threads);
+    daemon_started(); /* a -d launcher waits for this (app/daemon.h) */
     event_base_dispatch(m.base);
     rc = 0;
     log_notice("nutcrackers-%s stopping", PACKAGE_VERSION);

@@ -713,6 +713,12 @@ static const struct err_vector err_vectors[] = {
     { GETK "set \"a b\" c\r\n", 0, "quotes and NUL are not supported in inline requests", 1 },
     { "get 'a'\r\n", 0, "quotes and NUL are not supported in inline requests", 0 },
     { "get a\0b\r\n", 9, "quotes and NUL are not supported in inline requests", 0 },
+    /* more than MSG_KEYS_MAX (2^20) keys: refused at the name or numkeys, none of them read */
+    { "*1048578\r\n$3\r\nDEL\r\n", 0, "too many keys", 0 },
+    { GETK "*1000000000\r\n$3\r\nDEL\r\n$1\r\na\r\n", 0, "too many keys", 1 },
+    { "*2097155\r\n$4\r\nMSET\r\n", 0, "too many keys", 0 },
+    { "*1048580\r\n$4\r\nEVAL\r\n$1\r\ns\r\n$7\r\n1048577\r\n", 0, "too many keys", 0 },
+    { "*1048580\r\n$11\r\nZUNIONSTORE\r\n$1\r\nd\r\n$7\r\n1048576\r\n", 0, "too many keys", 0 },
 };
 
 static void test_protocol_errors(void **state)
@@ -805,6 +811,73 @@ static void test_limits(void **state)
     assert_int_equal(d.out[0]->keys[0].len, 600);
     drv_close(&d);
     free(in);
+}
+
+/*
+ * An argument count is weighed as soon as the name (or numkeys) is read: over the key cap is
+ * refused above (err_vectors); a request rejected anyway with more than MSG_KEYS_MAX arguments
+ * after its name ends there, with its reject and quit (answered at once, then closed); a count
+ * within the cap, or of arguments that are not keys, is read on.
+ */
+static void test_count_over_key_cap(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *in;
+        uint8_t reject;
+        const char *reply;
+    } quits[] = {
+        { "*1000000000\r\n$3\r\nGET\r\n", REJECT_ARITY,
+          "-ERR wrong number of arguments for 'get' command\r\n" },
+        { "*1048578\r\n$3\r\nGET\r\n", REJECT_ARITY,
+          "-ERR wrong number of arguments for 'get' command\r\n" },
+        { "*1048578\r\n$6\r\nNOSUCH\r\n", REJECT_UNSUPPORTED, "-ERR unsupported command 'nosuch'\r\n" },
+        { "*2097154\r\n$4\r\nMSET\r\n", REJECT_ARITY, /* a key without its value */
+          "-ERR wrong number of arguments for 'mset' command\r\n" },
+        { "*1048580\r\n$4\r\nEVAL\r\n$1\r\ns\r\n$30\r\n", REJECT_ARITY,
+          "-ERR wrong number of arguments for 'eval' command\r\n" },
+        { "*1048580\r\n$4\r\nEVAL\r\n$1\r\ns\r\n$1\r\nx\r\n", REJECT_ARITY,
+          "-ERR wrong number of arguments for 'eval' command\r\n" },
+        { "*1048578\r\n$70\r\nAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
+          REJECT_UNSUPPORTED,
+          "-ERR unsupported command 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa'\r\n" },
+    };
+    for (size_t i = 0; i < NC_ARRAY_LEN(quits); i++) {
+        for (size_t step = 0; step <= 1; step++) {
+            struct tenv e;
+            struct drv d;
+            parse_one(&e, &d, quits[i].in, strlen(quits[i].in), step);
+            if (d.nout != 1) print_error("case %zu: %zu requests\n", i, d.nout);
+            assert_false(d.failed);
+            assert_int_equal(d.nout, 1);
+            const struct msg *m = d.out[0];
+            assert_int_equal(m->reject, quits[i].reject);
+            assert_true(m->quit);
+            assert_int_equal(m->nkeys, 0);
+            char reply[256];
+            size_t n = redis_proto.reject_reply(m, reply, sizeof(reply));
+            assert_int_equal(n, strlen(quits[i].reply));
+            assert_memory_equal(reply, quits[i].reply, n);
+            drv_close(&d);
+        }
+    }
+    /* within the cap, or not keys: the arguments are awaited */
+    static const char *const pending[] = {
+        "*1048577\r\n$3\r\nDEL\r\n$1\r\na\r\n",                /* 2^20 keys */
+        "*1048577\r\n$3\r\nGET\r\n",                              /* 2^20 arguments */
+        "*2097153\r\n$4\r\nMSET\r\n",
+        "*3000000\r\n$4\r\nSADD\r\n$1\r\nk\r\n$1\r\nm\r\n",
+        "*1048580\r\n$4\r\nEVAL\r\n$1\r\ns\r\n$7\r\n1048576\r\n",
+    };
+    for (size_t i = 0; i < NC_ARRAY_LEN(pending); i++) {
+        struct tenv e;
+        struct drv d;
+        parse_one(&e, &d, pending[i], strlen(pending[i]), 1);
+        if (d.failed || d.nout != 0) print_error("case %zu: %s\n", i, d.failed ? d.error : "done");
+        assert_false(d.failed);
+        assert_int_equal(d.nout, 0);
+        drv_close(&d);
+    }
 }
 
 /* ---------------------------------------------------------------- randomized */
@@ -1114,6 +1187,7 @@ int main(void)
         cmocka_unit_test(test_special_commands),
         cmocka_unit_test(test_protocol_errors),
         cmocka_unit_test(test_limits),
+        cmocka_unit_test(test_count_over_key_cap),
         cmocka_unit_test(test_random_requests),
         cmocka_unit_test(test_big_values_small_mbufs),
         cmocka_unit_test(test_error_reply),
