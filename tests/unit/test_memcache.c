@@ -844,6 +844,8 @@ static void test_local_answers(void **state)
     assert_int_equal(n, strlen("CLIENT_ERROR bad data chunk\r\n"));
     assert_memory_equal(buf, "CLIENT_ERROR bad data chunk\r\n", n);
     tenv_deinit(&e);
+}
+
 /*
  * A request whose first byte is the binary protocol's magic 0x80 is its 24-byte header (nothing
  * consumed before it is all there): rejected with quit, and answered with a binary "unknown
