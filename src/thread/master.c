@@ -84,31 +84,56 @@ struct master {
 
 static int master_reload(struct master *m, char *answer, size_t cap);
 
-static void master_on_signal(evutil_socket_t signo, short what, void *arg)
+/* The name of a signal the master handles, for its log lines. */
+static const char *master_signal_name(int signo)
+{
+    switch (signo) {
+    case SIGTTIN: return "SIGTTIN";
+    case SIGTTOU: return "SIGTTOU";
+    case SIGHUP: return "SIGHUP";
+    case SIGUSR1: return "SIGUSR1";
+    case SIGINT: return "SIGINT";
+    case SIGTERM: return "SIGTERM";
+    default: return "?";
+    }
+}
+
+/* Every line names the signal, "signal 1 (SIGHUP): ...", and says what it did. */
+static void master_on_signal(evutil_socket_t fd, short what, void *arg)
 {
     struct master *m = arg;
+    int signo = (int)fd;
+    const char *name = master_signal_name(signo);
     (void)what;
     switch (signo) {
     case SIGTTIN:
         log_level_up();
-        log_notice("signal %d (SIGTTIN): log level up to %d", (int)signo, log_level_get());
+        log_notice("signal %d (%s): log level up to %d", signo, name, log_level_get());
         break;
     case SIGTTOU:
         log_level_down();
-        log_notice("signal %d (SIGTTOU): log level down to %d", (int)signo, log_level_get());
+        log_notice("signal %d (%s): log level down to %d", signo, name, log_level_get());
         break;
     case SIGHUP:
     case SIGUSR1:
-        log_notice("signal %d: reopening the log file", (int)signo);
-        if (log_reopen() < 0) log_error("reopening the log file failed");
+        /* this line goes to the old file: whoever rotated it sees the signal arrive */
+        log_notice("signal %d (%s): reopening the log file%s", signo, name,
+                   signo == SIGHUP ? ", then reloading the configuration" : "");
+        if (log_reopen() < 0) log_error("signal %d (%s): reopening the log file failed", signo, name);
         if (signo == SIGHUP) {
             char answer[RELOAD_ANSWER_MAX];
-            master_reload(m, answer, sizeof(answer)); /* logged */
+            if (master_reload(m, answer, sizeof(answer)) == 0) {
+                log_notice("signal %d (%s): configuration reloaded: generation %lu", signo, name,
+                           (unsigned long)m->rt->generation);
+            } else {
+                log_error("signal %d (%s): configuration not reloaded: still serving generation %lu "
+                          "(errors above)", signo, name, (unsigned long)m->rt->generation);
+            }
         }
         break;
     case SIGINT:
     case SIGTERM:
-        log_notice("signal %d: exiting", (int)signo);
+        log_notice("signal %d (%s): exiting", signo, name);
         event_base_loopbreak(m->base);
         break;
     default:

@@ -39,7 +39,7 @@ def command(port, *lines, timeout=IO_TIMEOUT):
 
 
 def status(port, *words):
-    """`status` (or `status workers`) parsed into dicts."""
+    """`status` (or `status workers`, `status latency`) parsed into dicts."""
     text = command(port, " ".join(("status",) + words))
     return json.loads(text)
 
@@ -69,11 +69,12 @@ def http_get(port, path, method="GET", timeout=IO_TIMEOUT):
         conn.close()
 
 
-def wait_status(port, pred, timeout=5.0, what="stats"):
-    """Polls `status` until pred(doc) is true; returns the doc (raises on timeout with the last)."""
+def wait_status(port, pred, timeout=5.0, what="stats", words=()):
+    """Polls `status` (or `status <words>`) until pred(doc) is true; returns the doc (raises on
+    timeout with the last)."""
     deadline = time.monotonic() + timeout
     while True:
-        doc = status(port)
+        doc = status(port, *words)
         if pred(doc):
             return doc
         if time.monotonic() > deadline:
