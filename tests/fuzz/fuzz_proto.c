@@ -1,8 +1,9 @@
 /*
  * fuzz_proto.c - fz_run_proto (fuzz_feed.h): one fuzz input through a protocol's parser as the core
  * feeds it, compared with the same stream parsed in whole reads (a split may not change what is
- * found), and every multi-key request through fragment() + coalesce() with fake server replies
- * whose expected coalesced bytes are computed here independently.
+ * found), every multi-key request through fragment() + coalesce() with fake server replies
+ * whose expected coalesced bytes are computed here independently, and every request through the
+ * protocol's local() answers.
  *
  * Threads: the fuzzer's only.
  */
@@ -16,6 +17,7 @@
 #include <string.h>
 
 #include "common/log.h"
+#include "conf/conf.h"
 #include "fuzz_feed.h"
 
 struct fz_fake;
@@ -426,6 +428,28 @@ static void fz_fragment(struct fz_run *r, struct msg *req)
     msg_put(r->stream.pp, out);
 }
 
+/* What the proxy answers itself: local() on every request, for a client that must AUTH first
+ * (redis_auth set, every other request) or not. Its verdict is one of enum proto_local, a request
+ * to forward gets no reply text, a reject or quit is never forwarded, and nothing but the reply
+ * is allocated (the pools' leak checks). */
+static void fz_local(struct fz_run *r, const struct msg *m)
+{
+    struct conf_pool cp;
+    memset(&cp, 0, sizeof(cp));
+    cp.redis = r->redis;
+    char pw[] = "pw";
+    cp.redis_auth = r->nsums % 2 ? pw : NULL;
+    struct proto_session s;
+    r->ops->session_init(&s, &cp, NULL);
+    struct msg *rsp = msg_get(r->stream.pp);
+    FZ_CHECK(rsp != NULL);
+    int rc = r->ops->local(&s, &cp, m, rsp);
+    FZ_CHECK(rc == PROTO_FORWARD || rc == PROTO_ANSWERED || rc == PROTO_ANSWERED_CLOSE);
+    if (rc == PROTO_FORWARD) FZ_CHECK(rsp->len == 0);
+    if (m->reject != REJECT_NONE || m->quit) FZ_CHECK(rc != PROTO_FORWARD);
+    msg_put(r->stream.pp, rsp);
+}
+
 static void fz_on_msg(struct fz_feed *f, struct msg *m, void *ctx)
 {
     struct fz_run *r = ctx;
@@ -435,6 +459,7 @@ static void fz_on_msg(struct fz_feed *f, struct msg *m, void *ctx)
         FZ_CHECK(r->sums != NULL);
     }
     fz_summarize(&r->sums[r->nsums++], m);
+    if (r->fragments && !r->rsp) fz_local(r, m);
     if (r->fragments && !r->rsp && m->reject == REJECT_NONE && (m->cmd_flags & CMD_F_FRAG_MASK) &&
         m->nkeys >= 2)
         fz_fragment(r, m);
