@@ -19,6 +19,7 @@
 #include "core/loop.h"
 #include "core/pool.h"
 #include "core/request.h"
+#include "core/txn.h"
 
 /*
  * Back-pressure: a client with this many requests queued, or this many bytes held (below), is no
@@ -73,6 +74,7 @@ void client_close(struct conn *c)
 {
     struct loop *l = c->loop;
     struct msg *req;
+    txn_client_close(c); /* before the queue: the requests it holds back were never sent */
     while ((req = TAILQ_FIRST(&c->reqs)) != NULL) {
         TAILQ_REMOVE(&c->reqs, req, client_link);
         c->nreqs--;
@@ -100,6 +102,7 @@ int client_follow_reload(struct conn *c)
     struct pool_rt *old = c->pool;
     struct pool_rt *np = gen_pool_find(l->gen, old->cp->name);
     if (np == NULL || np->proto != old->proto) return -1;
+    if (c->txn != NULL) return 0; /* its transaction stays on the servers it started on */
     atomic_fetch_sub(pool_nclients(old->shared), 1);
     atomic_fetch_add(pool_nclients(np->shared), 1);
     /* the same name: the same counter block, unless the pool is new in the registry */
@@ -245,6 +248,7 @@ static int client_write(struct conn *c)
         conn_want_read(c, false);
     }
     if (!c->closing && !c->kill && !c->reading && !client_should_pause(c)) conn_want_read(c, true);
+    if (c->txn != NULL) txn_resume(c); /* requests held behind a transaction's step may go on */
     return 0;
 }
 

@@ -34,7 +34,8 @@ void client_reply_ready(struct conn *c, struct msg *req);
  * reading and is closed once answered. */
 void client_on_reload(struct conn *c);
 /* Moves c, which has nothing queued, to the pool of the same name in the loop's current
- * generation. Returns -1 when there is none (or it changed protocol): the caller closes c. */
+ * generation; a client in a transaction (core/txn.h) stays where it is until that is over.
+ * Returns -1 when there is none (or it changed protocol): the caller closes c. */
 int client_follow_reload(struct conn *c);
 
 #endif

@@ -12,6 +12,7 @@ import redis
 
 import ncmanage
 import ncproxy
+import ncutil
 from ncproxy import RawConn, resp
 
 THREADED = True  # the TSan stage runs these too (conftest.py)
@@ -92,3 +93,378 @@ def test_hash_tagged_pipeline_transaction_applies(txn):
     assert txn.direct(where).get(a) == b"2"
     r.delete(a, b)
     r.close()
+
+
+# ---------------------------------------------------------------------------------------------
+# byte for byte against a redis-server answering the same sequence
+
+
+@pytest.fixture(scope="module")
+def oracle(module_redis_server):
+    """A redis-server of its own, for the replies redis gives to a sequence."""
+    port, _ = module_redis_server()
+    return port
+
+
+def run_sequence(port, requests, nreplies):
+    """Sends the requests in one write; returns the bytes of the first nreplies replies."""
+    with RawConn(port) as c:
+        c.send(b"".join(requests))
+        return b"".join(c.reply() for _ in range(nreplies))
+
+
+def tagged(*names):
+    """Keys of one hash tag (one server through the proxy), fresh for each call."""
+    tag = uuid.uuid4().hex[:10]
+    return [f"{{{tag}}}:{n}" for n in names]
+
+
+def sequences():
+    """name -> (function of keys k, j -> the requests, number of replies)."""
+    return {
+        "queued-results": (lambda k, j: [resp("MULTI"), resp("SET", k, "1"), resp("INCR", k),
+                                         resp("RPUSH", j, "a", "b"), resp("GET", k), resp("EXEC")], 6),
+        "inline": (lambda k, j: [b"MULTI\r\n", b"SET %s 7\r\n" % k.encode(),
+                                 b"GET %s\r\n" % k.encode(), b"EXEC\r\n"], 4),
+        "nested-multi": (lambda k, j: [resp("MULTI"), resp("MULTI"), resp("SET", k, "1"),
+                                       resp("EXEC")], 4),
+        "without-multi": (lambda k, j: [resp("EXEC"), resp("DISCARD"), resp("UNWATCH")], 3),
+        "watch-inside-multi": (lambda k, j: [resp("MULTI"), resp("SET", k, "1"), resp("WATCH", j),
+                                             resp("EXEC")], 4),
+        "arity-aborts": (lambda k, j: [resp("MULTI"), resp("SET", k, "1"), resp("SET", j),
+                                       resp("EXEC"), resp("EXISTS", k)], 5),
+        "txn-arity-aborts": (lambda k, j: [resp("MULTI"), resp("DISCARD", "x"), resp("EXEC")], 3),
+        "discard": (lambda k, j: [resp("MULTI"), resp("SET", k, "1"), resp("DISCARD"),
+                                  resp("DISCARD"), resp("EXISTS", k)], 5),
+        "discard-clears-abort": (lambda k, j: [resp("MULTI"), resp("GET"), resp("DISCARD"),
+                                               resp("MULTI"), resp("SET", k, "2"), resp("EXEC")], 6),
+        "empty": (lambda k, j: [resp("MULTI"), resp("EXEC")], 2),
+        "error-inside-exec": (lambda k, j: [resp("MULTI"), resp("INCR", k), resp("SET", k, "x"),
+                                            resp("INCR", k), resp("GET", k), resp("EXEC")], 6),
+        "watch-then-exec": (lambda k, j: [resp("WATCH", k, j), resp("MULTI"), resp("SET", k, "1"),
+                                          resp("EXEC"), resp("UNWATCH")], 5),
+        "ping-unwatch-queued": (lambda k, j: [resp("MULTI"), resp("PING"), resp("PING", "m"),
+                                              resp("UNWATCH"), resp("EXEC")], 5),
+        "two-in-a-row": (lambda k, j: [resp("MULTI"), resp("INCR", k), resp("EXEC"), resp("MULTI"),
+                                       resp("INCR", k), resp("EXEC"), resp("GET", k)], 7),
+        "exec-then-read": (lambda k, j: [resp("SET", k, "1"), resp("MULTI"), resp("INCR", k),
+                                         resp("EXEC"), resp("GET", k), resp("WATCH", k),
+                                         resp("UNWATCH"), resp("GET", k)], 8),
+    }
+
+
+@pytest.mark.parametrize("name", sorted(sequences()))
+def test_replies_are_redis_own(txn, oracle, name):
+    build, n = sequences()[name]
+    k, j = tagged("k", "j")
+    expected = run_sequence(oracle, build(k, j), n)
+    k, j = tagged("k", "j")
+    got = run_sequence(txn.port, build(k, j), n)
+    assert got == expected, ncproxy.first_difference(got, expected)
+
+
+def test_quit_inside_multi_drops_the_transaction(txn, oracle):
+    for port in (oracle, txn.port):
+        (k,) = tagged("k")
+        with RawConn(port) as c:
+            c.send(resp("MULTI") + resp("SET", k, "1") + resp("QUIT") + resp("SET", k, "2"))
+            c.expect(b"+OK\r\n+QUEUED\r\n+OK\r\n")
+            assert c.is_closed()
+        with RawConn(port) as c:
+            c.exchange(resp("EXISTS", k), b":0\r\n")
+
+
+# ---------------------------------------------------------------------------------------------
+# keys on two servers
+
+
+def test_cross_server_command_names_both_servers_and_aborts(txn):
+    a, b, name_a, name_b = keys_apart(txn, "cross")
+    cross = (b"-ERR keys of one transaction on two servers, '%s' and '%s' (hash tags keep them on one)\r\n"
+             % (name_a.encode(), name_b.encode()))
+    with txn.raw() as c:
+        c.send(resp("MULTI") + resp("SET", a, "1") + resp("SET", b, "2") + resp("SET", a, "3") +
+               resp("EXEC"))
+        c.expect(b"+OK\r\n+QUEUED\r\n" + cross + b"+QUEUED\r\n" +
+                 b"-EXECABORT Transaction discarded because of previous errors.\r\n")
+        # one command whose own keys cross
+        c.send(resp("MULTI") + resp("MGET", a, b) + resp("EXEC"))
+        c.expect(b"+OK\r\n" + cross + b"-EXECABORT Transaction discarded because of previous errors.\r\n")
+        # WATCH whose keys cross: refused, nothing watched
+        c.exchange(resp("WATCH", a, b), cross)
+        # the connection is still usable, in and out of transactions
+        c.exchange(resp("SET", b, "x"), b"+OK\r\n")
+        c.exchange(resp("MULTI") + resp("GET", a) + resp("GET", a) + resp("EXEC"),
+                   b"+OK\r\n+QUEUED\r\n+QUEUED\r\n*2\r\n$-1\r\n$-1\r\n")
+        c.exchange(resp("DEL", b), b":1\r\n")
+    assert nowhere(txn, a, b)
+
+
+def test_watch_then_multi_on_another_server_crosses(txn):
+    a, b, name_a, name_b = keys_apart(txn, "wcross")
+    cross = (b"-ERR keys of one transaction on two servers, '%s' and '%s' (hash tags keep them on one)\r\n"
+             % (name_a.encode(), name_b.encode()))
+    with txn.raw() as c:
+        c.exchange(resp("WATCH", a), b"+OK\r\n")
+        c.exchange(resp("WATCH", b), cross)
+        c.exchange(resp("MULTI") + resp("SET", b, "1") + resp("EXEC"),
+                   b"+OK\r\n" + cross + b"-EXECABORT Transaction discarded because of previous errors.\r\n")
+        # EXECABORT released the WATCH: the other server is free again
+        c.exchange(resp("WATCH", b), b"+OK\r\n")
+        c.exchange(resp("UNWATCH"), b"+OK\r\n")
+    assert nowhere(txn, a, b)
+
+
+def test_redis_py_cross_server_error_then_usable(txn):
+    a, b, name_a, name_b = keys_apart(txn, "pycross")
+    r = txn.client()
+    pipe = r.pipeline(transaction=True)
+    pipe.set(a, "1").set(b, "2")
+    with pytest.raises(redis.ResponseError) as err:
+        pipe.execute()
+    assert name_a in str(err.value) and name_b in str(err.value)
+    assert nowhere(txn, a, b)
+    pipe = r.pipeline(transaction=True)
+    pipe.set(a, "1").get(a)
+    assert pipe.execute() == [True, b"1"]
+    r.delete(a)
+    r.close()
+
+
+# ---------------------------------------------------------------------------------------------
+# WATCH
+
+
+def test_watch_aborts_exec_when_the_key_changes(txn):
+    k, other = tagged("k", "other")
+    r = txn.client()
+    r.set(k, "0")
+    with r.pipeline(transaction=True) as pipe:
+        pipe.watch(k)
+        value = int(pipe.get(k))
+        r2 = txn.client()
+        r2.set(k, "100")  # another client, another connection
+        pipe.multi()
+        pipe.set(k, value + 1)
+        pipe.set(other, "written")
+        with pytest.raises(redis.WatchError):
+            pipe.execute()
+    assert r.get(k) == b"100"
+    assert r.exists(other) == 0
+    # without a concurrent change the same transaction applies
+    with r.pipeline(transaction=True) as pipe:
+        pipe.watch(k)
+        value = int(pipe.get(k))
+        pipe.multi()
+        pipe.set(k, value + 1)
+        assert pipe.execute() == [True]
+    assert r.get(k) == b"101"
+    r.delete(k)
+    r.close()
+    r2.close()
+
+
+def test_watch_raw_null_exec_and_unwatch(txn):
+    k, j = tagged("k", "j")
+    with txn.raw() as c, txn.raw() as other:
+        c.exchange(resp("WATCH", k, j), b"+OK\r\n")
+        other.exchange(resp("SET", j, "x"), b"+OK\r\n")
+        c.exchange(resp("MULTI") + resp("SET", k, "1") + resp("EXEC"), b"+OK\r\n+QUEUED\r\n*-1\r\n")
+        # EXEC ended the WATCH: the same transaction now applies
+        c.exchange(resp("MULTI") + resp("SET", k, "1") + resp("EXEC"), b"+OK\r\n+QUEUED\r\n*1\r\n+OK\r\n")
+        # UNWATCH ends it too
+        c.exchange(resp("WATCH", k), b"+OK\r\n")
+        c.exchange(resp("UNWATCH"), b"+OK\r\n")
+        other.exchange(resp("SET", k, "2"), b"+OK\r\n")
+        c.exchange(resp("MULTI") + resp("INCR", k) + resp("EXEC"), b"+OK\r\n+QUEUED\r\n*1\r\n:3\r\n")
+        # DISCARD ends it too
+        c.exchange(resp("WATCH", k), b"+OK\r\n")
+        c.exchange(resp("MULTI") + resp("DISCARD"), b"+OK\r\n+OK\r\n")
+        other.exchange(resp("SET", k, "5"), b"+OK\r\n")
+        c.exchange(resp("MULTI") + resp("INCR", k) + resp("EXEC"), b"+OK\r\n+QUEUED\r\n*1\r\n:6\r\n")
+        c.exchange(resp("DEL", k, j), b":2\r\n")
+
+
+def test_requests_keep_their_order_around_a_transaction(txn):
+    """A client's requests before EXEC (on the shared connections) are answered before EXEC
+    runs, and those after it run after it, as on one redis connection."""
+    for _ in range(20):
+        k, j = tagged("k", "j")
+        untagged = f"plain:{uuid.uuid4().hex}"
+        with txn.raw() as c:
+            c.send(resp("SET", k, "1") + resp("SET", untagged, "5") + resp("MULTI") +
+                   resp("INCR", k) + resp("EXEC") + resp("INCR", k) + resp("GET", k) +
+                   resp("WATCH", j) + resp("SET", j, "own") + resp("MULTI") + resp("GET", j) +
+                   resp("EXEC") + resp("DEL", k, j, untagged))
+            c.expect(b"+OK\r\n+OK\r\n+OK\r\n+QUEUED\r\n*1\r\n:2\r\n:3\r\n$1\r\n3\r\n+OK\r\n+OK\r\n"
+                     b"+OK\r\n+QUEUED\r\n*-1\r\n:3\r\n")
+
+
+# ---------------------------------------------------------------------------------------------
+# clients that leave in the middle
+
+
+def test_disconnect_mid_multi_writes_nothing_and_leaves_no_state(txn):
+    keys = []
+    for _ in range(2 * txn.threads):  # consecutive clients go to every worker in turn
+        (k,) = tagged("k")
+        keys.append(k)
+        with txn.raw() as c:
+            c.exchange(resp("MULTI") + resp("SET", k, "1"), b"+OK\r\n+QUEUED\r\n")
+    with txn.raw() as w:  # after them on the wire: they have left
+        w.exchange(resp("PING"), b"+PONG\r\n")
+    for k in keys:
+        assert nowhere(txn, k)
+    for _ in range(2 * txn.threads):
+        (k,) = tagged("k")
+        with txn.raw() as c:
+            c.exchange(resp("SET", k, "1") + resp("EXEC") + resp("GET", k) + resp("DEL", k),
+                       b"+OK\r\n-ERR EXEC without MULTI\r\n$1\r\n1\r\n:1\r\n")
+    for port in txn.ports:
+        for line in ncproxy.redis_clients(port):
+            assert "flags=N " in line and "multi=-1" in line, line
+
+
+# ---------------------------------------------------------------------------------------------
+# the set of dedicated connections (a proxy of their own: the set's size is its setting)
+
+
+def small_set(redis_server, write_conf, nutcrackers, size, threads=1, **pool):
+    return ncproxy.start_cluster("redis", 2, threads, redis_server, write_conf, nutcrackers,
+                                 name="small", hash_tag="{}", dedicated_connections=size, **pool)
+
+
+def gauge(cluster):
+    """dedicated_connections of each server, from the stats."""
+    st = ncmanage.status(cluster.proxy.manage_port)["small"]
+    return [st[stats_name(cluster, i)]["dedicated_connections"] for i in range(len(cluster.ports))]
+
+
+def test_disconnect_mid_watch_leaves_the_connection_clean(redis_server, write_conf, nutcrackers):
+    """With one dedicated connection per server, the next client gets the one a watching client
+    left: its WATCH must not be in place any more (the proxy sent UNWATCH)."""
+    cl = small_set(redis_server, write_conf, nutcrackers, 1)
+    k, j = tagged("k", "j")
+    where = server_of(cl, k)
+    with cl.raw() as c:
+        c.exchange(resp("WATCH", k), b"+OK\r\n")
+        assert gauge(cl)[where] == 1
+    ncutil_wait(lambda: gauge(cl)[where] == 0, "the dedicated connection to come back")
+    with cl.raw() as other:
+        other.exchange(resp("SET", k, "changed"), b"+OK\r\n")
+    with cl.raw() as c:
+        c.exchange(resp("WATCH", j), b"+OK\r\n")
+        c.exchange(resp("MULTI") + resp("SET", j, "1") + resp("EXEC"), b"+OK\r\n+QUEUED\r\n*1\r\n+OK\r\n")
+        c.exchange(resp("DEL", k, j), b":2\r\n")
+    assert gauge(cl) == [0, 0]
+
+
+def test_exhausted_set_answers_at_once(redis_server, write_conf, nutcrackers):
+    cl = small_set(redis_server, write_conf, nutcrackers, 1)
+    k, j = tagged("k", "j")
+    where = server_of(cl, k)
+    busy = (b"-ERR no dedicated connection free to server '%s' (dedicated_connections: 1)\r\n"
+            % stats_name(cl, where).encode())
+    with cl.raw(timeout=5) as holder, cl.raw(timeout=5) as c:
+        holder.exchange(resp("WATCH", k), b"+OK\r\n")
+        assert gauge(cl)[where] == 1
+        c.exchange(resp("WATCH", j), busy)
+        c.exchange(resp("MULTI") + resp("SET", j, "1") + resp("EXEC"), b"+OK\r\n+QUEUED\r\n" + busy)
+        c.exchange(resp("GET", j), b"$-1\r\n")  # nothing written, the connection usable
+        holder.exchange(resp("UNWATCH"), b"+OK\r\n")
+        c.exchange(resp("MULTI") + resp("SET", j, "1") + resp("EXEC"), b"+OK\r\n+QUEUED\r\n*1\r\n+OK\r\n")
+        c.exchange(resp("DEL", j), b":1\r\n")
+    ncutil_wait(lambda: gauge(cl) == [0, 0], "the gauges back to 0")
+
+
+def test_zero_dedicated_connections_refuses_transactions(redis_server, write_conf, nutcrackers):
+    cl = small_set(redis_server, write_conf, nutcrackers, 0)
+    (k,) = tagged("k")
+    busy = (b"-ERR no dedicated connection free to server '%s' (dedicated_connections: 0)\r\n"
+            % stats_name(cl, server_of(cl, k)).encode())
+    with cl.raw() as c:
+        c.exchange(resp("MULTI") + resp("SET", k, "1") + resp("EXEC"), b"+OK\r\n+QUEUED\r\n" + busy)
+        c.exchange(resp("EXISTS", k), b":0\r\n")
+
+
+def test_gauge_counts_held_connections_over_workers(redis_server, write_conf, nutcrackers):
+    cl = small_set(redis_server, write_conf, nutcrackers, 10, threads=4)
+    (k,) = tagged("k")
+    where = server_of(cl, k)
+    conns = [cl.raw() for _ in range(6)]
+    try:
+        for c in conns:
+            c.exchange(resp("WATCH", k), b"+OK\r\n")
+        assert gauge(cl)[where] == 6
+        for c in conns[:4]:
+            c.exchange(resp("UNWATCH"), b"+OK\r\n")
+        ncutil_wait(lambda: gauge(cl)[where] == 2, "two held")
+    finally:
+        for c in conns:
+            c.close()
+    ncutil_wait(lambda: gauge(cl) == [0, 0], "the gauges back to 0")
+
+
+def test_stopped_server_fails_the_transaction_without_hanging(redis_server, write_conf, nutcrackers,
+                                                              stopped):
+    cl = small_set(redis_server, write_conf, nutcrackers, 2, timeout=500)
+    k, j = tagged("k", "j")
+    where = server_of(cl, k)
+    with cl.raw() as c:
+        c.exchange(resp("WATCH", k), b"+OK\r\n")
+        stopped(cl.procs[where])
+        c.exchange(resp("MULTI") + resp("SET", k, "1") + resp("EXEC"),
+                   b"+OK\r\n+QUEUED\r\n-ERR Connection timed out\r\n")
+        stopped.resume()
+        # the WATCH went with the connection that timed out: EXEC says so (nothing runs)
+        c.exchange(resp("WATCH", j), b"+OK\r\n")
+        c.exchange(resp("MULTI") + resp("SET", j, "1") + resp("EXEC"), b"+OK\r\n+QUEUED\r\n*1\r\n+OK\r\n")
+    # (the timed-out EXEC may still have run: its bytes were in the stopped server's socket, as
+    # for any request that times out)
+    assert cl.holder(j) == [where]
+
+
+def test_lost_watch_fails_exec(redis_server, write_conf, nutcrackers):
+    """The dedicated connection holding a WATCH closes (the server kills it): the WATCH is gone,
+    so EXEC fails with the connection's error instead of running unwatched."""
+    cl = small_set(redis_server, write_conf, nutcrackers, 2)
+    (k,) = tagged("k")
+    where = server_of(cl, k)
+    with cl.raw() as c:
+        c.exchange(resp("WATCH", k), b"+OK\r\n")
+        with RawConn(cl.ports[where]) as admin:
+            assert admin.call("CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes") >= 1
+        c.send(resp("MULTI") + resp("SET", k, "1") + resp("EXEC"))
+        c.expect(b"+OK\r\n+QUEUED\r\n")
+        assert c.reply().startswith(b"-ERR ")
+        c.exchange(resp("MULTI") + resp("SET", k, "1") + resp("EXEC"), b"+OK\r\n+QUEUED\r\n*1\r\n+OK\r\n")
+        c.exchange(resp("DEL", k), b":1\r\n")
+
+
+def ncutil_wait(pred, what):
+    ncutil.wait_until(pred, 10, what=what)
+
+
+# ---------------------------------------------------------------------------------------------
+# the pool key
+
+
+@pytest.mark.parametrize("value, error", [
+    ("-1", "key 'dedicated_connections': -1 is out of range (must be between 0 and 2147483647)"),
+    ("many", "key 'dedicated_connections': expected an integer, got 'many'"),
+    ("[1]", "key 'dedicated_connections': expected an integer, got a sequence"),
+])
+def test_test_conf_checks_dedicated_connections(write_conf, value, error):
+    text = ("alpha:\n  listen: 127.0.0.1:22121\n  redis: true\n"
+            f"  dedicated_connections: {value}\n  servers:\n   - 127.0.0.1:6379:1\n")
+    path = write_conf(text)
+    r = ncutil.run(["-t", "-c", str(path)])
+    assert r.returncode == 1
+    assert f"{path}:4: pool 'alpha': {error}" in r.stderr, r.stderr
+
+
+def test_test_conf_accepts_dedicated_connections(write_conf):
+    path = write_conf("alpha:\n  listen: 127.0.0.1:22121\n  redis: true\n"
+                      "  dedicated_connections: 0\n  servers:\n   - 127.0.0.1:6379:1\n")
+    r = ncutil.run(["-t", "-c", str(path)])
+    assert r.returncode == 0, r.stderr
