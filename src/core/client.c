@@ -248,7 +248,6 @@ static int client_write(struct conn *c)
         conn_want_read(c, false);
     }
     if (!c->closing && !c->kill && !c->reading && !client_should_pause(c)) conn_want_read(c, true);
-    if (c->txn != NULL) txn_resume(c); /* requests held behind a transaction's step may go on */
     return 0;
 }
 
@@ -330,3 +329,33 @@ const struct conn_ops client_conn_ops = {
     .parse = client_parse,
     .msg_max = CLIENT_REQUEST_MAX,
 };
+
+/* A client with a transaction state (core/txn.h): once its replies are written, the requests
+ * held behind a step of its transaction may go on (txn_resume). Its own ops, so that a client
+ * without one does not test for it. */
+static bool client_txn_on_writable(struct conn *c)
+{
+    if (client_flush(c)) return true;
+    txn_resume(c);
+    return false;
+}
+
+static void client_txn_flush(struct conn *c)
+{
+    if (!client_flush(c)) txn_resume(c);
+}
+
+static const struct conn_ops client_txn_conn_ops = {
+    .role = "client",
+    .on_writable = client_txn_on_writable,
+    .on_readable = client_on_readable,
+    .flush = client_txn_flush,
+    .msg_begin = client_msg_begin,
+    .parse = client_parse,
+    .msg_max = CLIENT_REQUEST_MAX,
+};
+
+void client_txn_ops(struct conn *c, bool on)
+{
+    c->ops = on ? &client_txn_conn_ops : &client_conn_ops;
+}

@@ -10,6 +10,8 @@
 #ifndef NC_CLIENT_H
 #define NC_CLIENT_H
 
+#include <stdbool.h>
+
 #include "core/conn.h"
 
 struct loop;
@@ -28,6 +30,9 @@ bool client_req_queued(struct conn *c, struct msg *req);
 /* req (of client c) has its reply: account for its bytes and schedule a write when it is the
  * head of the queue. A client over its limit is dropped (closed from the loop's flush queue). */
 void client_reply_ready(struct conn *c, struct msg *req);
+
+/* c has a transaction state (on) or no longer has one (core/txn.h): its ops follow. */
+void client_txn_ops(struct conn *c, bool on);
 
 /* A reload happened (the loop has a new current generation): an idle client moves to it now (or
  * is closed, its pool gone); a busy one follows once its queue is empty, or, its pool gone, stops

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "core/client.h"
 #include "core/dedicated.h"
 #include "core/loop.h"
 #include "core/pool.h"
@@ -45,9 +46,18 @@ static struct txn *txn_get(struct conn *c)
 {
     if (c->txn == NULL) {
         c->txn = calloc(1, sizeof(*c->txn));
-        if (c->txn != NULL) TAILQ_INIT(&c->txn->queue);
+        if (c->txn == NULL) return NULL;
+        TAILQ_INIT(&c->txn->queue);
+        client_txn_ops(c, true);
     }
     return c->txn;
+}
+
+static void txn_free(struct conn *c)
+{
+    free(c->txn);
+    c->txn = NULL;
+    client_txn_ops(c, false);
 }
 
 /* Frees c's state once nothing is left in it: the client is back on the plain path. */
@@ -56,8 +66,7 @@ static void txn_maybe_free(struct conn *c)
     struct txn *t = c->txn;
     if (t == NULL || t->in_multi || t->dconn != NULL || t->err != 0 || t->barrier != 0 || t->nwait > 0)
         return;
-    free(t);
-    c->txn = NULL;
+    txn_free(c);
 }
 
 static int txn_answer(struct conn *c, struct msg *req, enum proto_txn_reply what, const char *a,
@@ -407,6 +416,7 @@ static bool txn_barrier_done(const struct conn *c, const struct txn *t)
 void txn_resume(struct conn *c)
 {
     struct txn *t = c->txn;
+    if (t == NULL) return;
     if (t->barrier != 0) {
         if (!txn_barrier_done(c, t)) return;
         t->barrier = 0;
@@ -440,8 +450,7 @@ void txn_client_close(struct conn *c)
     if (t == NULL) return;
     txn_drop_held(c);
     txn_end(c, t);
-    free(t);
-    c->txn = NULL;
+    txn_free(c);
 }
 
 void txn_dedicated_lost(struct txn *t, int err)

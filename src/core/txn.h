@@ -23,7 +23,9 @@
  *   answers the connection's error.
  *
  * A client has its state (c->txn) only while it is in a transaction, watches, or has requests
- * held; otherwise c->txn is NULL and request_dispatch/client_write test nothing else.
+ * held; it then has the client role's transaction ops (client_txn_ops), which call txn_resume
+ * after its replies are written. Otherwise c->txn is NULL: request_dispatch tests it, nothing
+ * else on the plain path does.
  *
  * Threads: the loop owning the client.
  */
@@ -36,7 +38,7 @@
 /* A request of client c with c->txn set or a CMD_F_TXN_MASK command (request_dispatch's
  * contract: non-zero when the client should stop reading). */
 int txn_dispatch(struct conn *c, struct msg *req);
-/* c (with c->txn set) has written replies: a request on the dedicated connection that got its
+/* c has written replies (its transaction ops): a request on the dedicated connection that got its
  * answer lets the held requests go on, in order. */
 void txn_resume(struct conn *c);
 /* c is closing: frees the requests it holds back, its queued commands and its state, and gives
