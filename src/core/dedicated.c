@@ -43,11 +43,15 @@ static struct conn *dedicated_create(struct server_rt *s, struct backend *be)
     return d;
 }
 
+int dedicated_limit(const struct server_rt *s)
+{
+    return s->be->owner->pool->cp->dedicated_connections;
+}
+
 int dedicated_acquire(struct server_rt *s, struct txn *t, struct conn **out)
 {
     struct backend *be = s->be;
-    int64_t limit = be->owner->pool->cp->dedicated_connections;
-    if ((int64_t)be->ndheld >= limit) return -EBUSY;
+    if ((int64_t)be->ndheld >= (int64_t)dedicated_limit(s)) return -EBUSY;
     struct conn *d = NULL;
     for (uint32_t i = 0; i < be->ndconns; i++) {
         struct conn *f = be->dconns[i];

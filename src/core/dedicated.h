@@ -23,6 +23,8 @@
 
 extern const struct conn_ops dedicated_conn_ops;
 
+/* How many dedicated connections to s may be held at once (its newest config's). */
+int dedicated_limit(const struct server_rt *s);
 /* Takes a free dedicated connection of server s for transaction t (a new one when the set has
  * none free and room for it). Returns 0 (*out set, (*out)->txn == t), -EBUSY when s's
  * dedicated_connections are all held, or -ENOMEM. */

@@ -192,8 +192,10 @@ int server_conn_enqueue(struct conn *c, struct msg *req, uint32_t server_idx)
     req->server_idx = server_idx;
     TAILQ_INSERT_TAIL(&c->to_send, req, server_link);
     c->nto_send++;
-    SSTAT(c, requests, 1);
-    SSTAT(c, request_bytes, (int64_t)req->len);
+    if (!req->swallow) { /* the proxy's own (a dedicated connection's clean-up): as server_on_msg */
+        SSTAT(c, requests, 1);
+        SSTAT(c, request_bytes, (int64_t)req->len);
+    }
     server_stats_queue(c, false, req, 1);
     if (c->connected && !c->wev_on) conn_flush_later(c); /* else EV_WRITE is on */
     return 0;

@@ -199,7 +199,7 @@ static int txn_no_conn(struct conn *c, struct msg *req, uint32_t server, int rc)
 {
     if (rc != -EBUSY) return txn_fail(c, req, -rc);
     char limit[24];
-    snprintf(limit, sizeof(limit), "%d", c->pool->cp->dedicated_connections);
+    snprintf(limit, sizeof(limit), "%d", dedicated_limit(&c->pool->servers[server]));
     return txn_answer(c, req, PROTO_TXN_BUSY, txn_server_name(c, server), limit);
 }
 
@@ -432,7 +432,7 @@ void txn_resume(struct conn *c)
         req->txn_wait = false;
         t->nwait--;
         int stop = txn_run(c, req);
-        if (c->txn == NULL) return; /* freed: nothing was held behind it */
+        if (c->txn != t) return; /* freed: nothing was held behind it */
         if (req->txn_wait) break;   /* held again: an earlier request still has no answer */
         if (stop != 0) {            /* QUIT: what follows it is not served */
             txn_drop_held(c);

@@ -468,3 +468,122 @@ def test_test_conf_accepts_dedicated_connections(write_conf):
                       "  dedicated_connections: 0\n  servers:\n   - 127.0.0.1:6379:1\n")
     r = ncutil.run(["-t", "-c", str(path)])
     assert r.returncode == 0, r.stderr
+
+
+# ---------------------------------------------------------------------------------------------
+# more of the dedicated connections' life
+
+
+def test_client_gone_with_exec_in_flight_leaves_the_connection_usable(redis_server, write_conf,
+                                                                       nutcrackers):
+    cl = small_set(redis_server, write_conf, nutcrackers, 1)
+    k, j = tagged("k", "j")
+    with cl.raw() as c:  # leaves without reading a reply
+        c.send(resp("WATCH", k) + resp("MULTI") + resp("SET", k, "1") + resp("EXEC") +
+               resp("WATCH", j))
+    ncutil_wait(lambda: gauge(cl) == [0, 0], "the dedicated connection back")
+    with cl.raw() as other:
+        other.exchange(resp("SET", j, "changed"), b"+OK\r\n")
+    with cl.raw() as c:
+        c.exchange(resp("WATCH", k), b"+OK\r\n")
+        c.exchange(resp("MULTI") + resp("INCR", k) + resp("EXEC"), b"+OK\r\n+QUEUED\r\n*1\r\n:2\r\n")
+        c.exchange(resp("DEL", k, j), b":2\r\n")
+
+
+def test_reload_keeps_a_held_watch_and_takes_the_new_limit(redis_server, write_conf, nutcrackers):
+    cl = small_set(redis_server, write_conf, nutcrackers, 1)
+    k, j = tagged("k", "j")
+    where = server_of(cl, k)
+    with cl.raw() as holder, cl.raw() as c:
+        holder.exchange(resp("WATCH", k), b"+OK\r\n")
+        c.send(resp("WATCH", j))
+        assert c.reply().startswith(b"-ERR no dedicated connection free")
+        text = cl.proxy.conf_path.read_text().replace("dedicated_connections: 1", "dedicated_connections: 2")
+        assert text != cl.proxy.conf_path.read_text()
+        cl.proxy.conf_path.write_text(text)
+        assert ncmanage.command(cl.proxy.manage_port, "reload").startswith("OK generation 2")
+        with cl.raw() as late:  # a client of the new generation
+            late.exchange(resp("WATCH", j), b"+OK\r\n")
+            assert gauge(cl)[where] == 2
+            late.exchange(resp("UNWATCH"), b"+OK\r\n")
+        with cl.raw() as other:
+            other.exchange(resp("SET", k, "changed"), b"+OK\r\n")
+        # the WATCH from before the reload is still in place
+        holder.exchange(resp("MULTI") + resp("SET", k, "mine") + resp("EXEC"), b"+OK\r\n+QUEUED\r\n*-1\r\n")
+        holder.exchange(resp("GET", k), b"$7\r\nchanged\r\n")
+        holder.exchange(resp("DEL", k), b":1\r\n")
+    ncutil_wait(lambda: gauge(cl) == [0, 0], "the gauges back to 0")
+
+
+def test_dedicated_connections_authenticate_and_select(redis_server, write_conf, nutcrackers):
+    cl = ncproxy.start_cluster("redis", 2, 2, redis_server, write_conf, nutcrackers, name="authdb",
+                               hash_tag="{}", backend_args=("--requirepass", "s3cret"),
+                               redis_auth="s3cret", redis_db=2)
+    k, j = tagged("k", "j")
+    with cl.raw() as c:
+        c.exchange(resp("MULTI"), b"-NOAUTH Authentication required.\r\n")
+        c.exchange(resp("AUTH", "s3cret"), b"+OK\r\n")
+        c.exchange(resp("WATCH", j), b"+OK\r\n")
+        c.exchange(resp("MULTI") + resp("SET", k, "1") + resp("AUTH", "s3cret") + resp("EXEC"),
+                   b"+OK\r\n+QUEUED\r\n-ERR Command not allowed inside a transaction\r\n"
+                   b"-EXECABORT Transaction discarded because of previous errors.\r\n")
+        c.exchange(resp("MULTI") + resp("SET", k, "1") + resp("EXEC"), b"+OK\r\n+QUEUED\r\n*1\r\n+OK\r\n")
+    where = [i for i, port in enumerate(cl.ports)
+             if redis.Redis(port=port, host="127.0.0.1", password="s3cret", db=2, protocol=2).exists(k)]
+    assert len(where) == 1
+    assert not redis.Redis(port=cl.ports[where[0]], host="127.0.0.1", password="s3cret", db=0,
+                           protocol=2).exists(k)
+
+
+def test_long_transaction(txn):
+    (k,) = tagged("k")
+    r = txn.client()
+    pipe = r.pipeline(transaction=True)
+    for i in range(3000):
+        pipe.rpush(k, i)
+    pipe.llen(k)
+    assert pipe.execute() == list(range(1, 3001)) + [3000]
+    assert r.delete(k) == 1
+    r.close()
+
+
+def test_concurrent_optimistic_increments_are_exact(txn):
+    """Clients add to one counter with WATCH / GET / MULTI / SET / EXEC, retrying on a WATCH
+    abort: no increment is lost or doubled."""
+    import threading
+    (k,) = tagged("counter")
+    nclients, each = 6, 15
+    errors = []
+
+    def work():
+        try:
+            r = txn.client()
+            for _ in range(each):
+                for _attempt in range(1000):
+                    with r.pipeline(transaction=True) as pipe:
+                        try:
+                            pipe.watch(k)
+                            value = int(pipe.get(k) or 0)
+                            pipe.multi()
+                            pipe.set(k, value + 1)
+                            pipe.execute()
+                            break
+                        except redis.WatchError:
+                            continue
+                else:
+                    raise AssertionError("no increment went through in 1000 attempts")
+            r.close()
+        except Exception as e:  # reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work) for _ in range(nclients)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert not errors, errors
+    assert not any(t.is_alive() for t in threads)
+    r = txn.client()
+    assert int(r.get(k)) == nclients * each
+    r.delete(k)
+    r.close()
