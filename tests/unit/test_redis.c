@@ -605,6 +605,48 @@ static void test_reject_arity_then_valid(void **state)
     for (size_t i = 0; i < NC_ARRAY_LEN(lines); i++) check_reject(lines[i], REJECT_ARITY);
 }
 
+/* The proxy's replies in a transaction: redis's own texts; the proxy's errors name servers with
+ * their control bytes blanked and stay one CRLF-ended line when cut. */
+static void test_txn_replies(void **state)
+{
+    (void)state;
+    static const struct {
+        enum proto_txn_reply what;
+        const char *text;
+    } fixed[] = {
+        { PROTO_TXN_OK, "+OK\r\n" },
+        { PROTO_TXN_QUEUED, "+QUEUED\r\n" },
+        { PROTO_TXN_NESTED, "-ERR MULTI calls can not be nested\r\n" },
+        { PROTO_TXN_EXEC_WITHOUT, "-ERR EXEC without MULTI\r\n" },
+        { PROTO_TXN_DISCARD_WITHOUT, "-ERR DISCARD without MULTI\r\n" },
+        { PROTO_TXN_WATCH_INSIDE, "-ERR WATCH inside MULTI is not allowed\r\n" },
+        { PROTO_TXN_NOT_ALLOWED, "-ERR Command not allowed inside a transaction\r\n" },
+        { PROTO_TXN_EXECABORT, "-EXECABORT Transaction discarded because of previous errors.\r\n" },
+    };
+    char buf[512];
+    for (size_t i = 0; i < NC_ARRAY_LEN(fixed); i++) {
+        size_t n = redis_proto.txn_reply(fixed[i].what, NULL, NULL, buf, sizeof(buf));
+        assert_int_equal(n, strlen(fixed[i].text));
+        assert_memory_equal(buf, fixed[i].text, n);
+    }
+    const char *cross = "-ERR keys of one transaction on two servers, 'r 0' and 'r1' (hash tags keep "
+                        "them on one)\r\n";
+    size_t n = redis_proto.txn_reply(PROTO_TXN_CROSS, "r\r0", "r1", buf, sizeof(buf));
+    assert_int_equal(n, strlen(cross));
+    assert_memory_equal(buf, cross, n);
+    const char *busy = "-ERR no dedicated connection free to server 's' (dedicated_connections: 3)\r\n";
+    n = redis_proto.txn_reply(PROTO_TXN_BUSY, "s", "3", buf, sizeof(buf));
+    assert_int_equal(n, strlen(busy));
+    assert_memory_equal(buf, busy, n);
+    n = redis_proto.txn_reply(PROTO_TXN_TOO_LARGE, "268435456", NULL, buf, sizeof(buf));
+    assert_int_equal(n, strlen("-ERR transaction too large (more than 268435456 bytes queued)\r\n"));
+    n = redis_proto.txn_reply(PROTO_TXN_BUSY, "a-very-long-server-name", "3", buf, 20);
+    assert_int_equal(n, 20);
+    assert_memory_equal(buf, "-ERR no dedicated \r\n", 20);
+    assert_string_equal(redis_proto.txn_clean_request, "*1\r\n$7\r\nUNWATCH\r\n");
+    assert_null(memcache_proto.txn_reply);
+}
+
 static void test_reject_long_and_odd_names(void **state)
 {
     (void)state;
@@ -1120,6 +1162,7 @@ int main(void)
         cmocka_unit_test(test_pipeline_every_split),
         cmocka_unit_test(test_inline),
         cmocka_unit_test(test_reject_unsupported_then_valid),
+        cmocka_unit_test(test_txn_replies),
         cmocka_unit_test(test_reject_arity_then_valid),
         cmocka_unit_test(test_reject_long_and_odd_names),
         cmocka_unit_test(test_nul_in_name),
