@@ -587,3 +587,37 @@ def test_concurrent_optimistic_increments_are_exact(txn):
     assert int(r.get(k)) == nclients * each
     r.delete(k)
     r.close()
+
+
+# ---------------------------------------------------------------------------------------------
+# requests held behind a transaction's step, when the client ends
+
+
+def test_quit_held_behind_watch_drops_what_follows(txn, oracle):
+    for port in (oracle, txn.port):
+        k, j = tagged("k", "j")
+        with RawConn(port) as c:
+            c.send(resp("WATCH", k) + resp("GET", j) + resp("QUIT") + resp("SET", j, "1"))
+            c.expect(b"+OK\r\n$-1\r\n+OK\r\n")
+            assert c.is_closed()
+        with RawConn(port) as c:
+            c.exchange(resp("EXISTS", j), b":0\r\n")
+
+
+def test_half_close_with_held_requests_gets_every_reply(txn):
+    import socket
+    k, j = tagged("k", "j")
+    with txn.raw() as c:
+        c.send(resp("SET", j, "v") + resp("WATCH", k) + resp("GET", j) + resp("MULTI") +
+               resp("GET", j) + resp("EXEC") + resp("DEL", j))
+        c.sock.shutdown(socket.SHUT_WR)
+        c.expect(b"+OK\r\n+OK\r\n$1\r\nv\r\n+OK\r\n+QUEUED\r\n*1\r\n$1\r\nv\r\n:1\r\n")
+        assert c.is_closed()
+
+
+def test_protocol_error_behind_held_requests(txn):
+    k, j = tagged("k", "j")
+    with txn.raw() as c:
+        c.send(resp("WATCH", k) + resp("GET", j) + b"*x\r\n")
+        c.expect(b"+OK\r\n$-1\r\n-ERR Protocol error: invalid multibulk length\r\n")
+        assert c.is_closed()
