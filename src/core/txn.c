@@ -7,7 +7,6 @@
 #include "core/txn.h"
 
 #include <errno.h>
-#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 
