@@ -17,11 +17,12 @@
 #include "core/server.h"
 #include "core/txn.h"
 
-/* The held count of d's backend and the stats gauge of its server follow each other. */
+/* The held count of d's backend and the stats gauge of its server follow each other. (A backend
+ * being released has no owner's be any more; no client holds its connections then.) */
 static void dedicated_held(struct conn *d, int dir)
 {
     struct backend *be = d->server->be;
-    be->ndheld = (uint32_t)((int64_t)be->ndheld + dir);
+    if (be != NULL) be->ndheld = (uint32_t)((int64_t)be->ndheld + dir);
     STATS_SERVER_ADD(d->server->st, dedicated_connections, dir);
 }
 
