@@ -26,6 +26,7 @@
 #define CONF_DEFAULT_CLIENT_CONNECTIONS 0    /* 0: unlimited */
 #define CONF_DEFAULT_REDIS_DB 0
 #define CONF_DEFAULT_SERVER_CONNECTIONS 1
+#define CONF_DEFAULT_DEDICATED_CONNECTIONS 10 /* per server and worker (transactions) */
 #define CONF_DEFAULT_SERVER_RETRY_TIMEOUT 30000 /* ms */
 #define CONF_DEFAULT_SERVER_FAILURE_LIMIT 2
 #define CONF_DEFAULT_KEEP (-1)               /* tcpkeepidle/cnt/intvl: -1 = kernel default */
@@ -71,6 +72,7 @@ struct conf_pool {
     bool preconnect;
     bool auto_eject_hosts;
     int server_connections;
+    int dedicated_connections;    /* per server and worker: clients in MULTI/EXEC or WATCH */
     int64_t server_retry_timeout; /* ms */
     int server_failure_limit;
     struct conf_server *servers;

@@ -100,7 +100,7 @@ static const char *conf_dist_name(int value)
 static const struct conf_enum conf_hash_names = { hash_type_from_name, conf_hash_name, HASH_COUNT };
 static const struct conf_enum conf_dist_names = { dist_type_from_name, conf_dist_name, DIST_COUNT };
 
-/* The pool keys, in twemproxy's order (tcpkeepidle/cnt/intvl are ours). */
+/* The pool keys, in twemproxy's order (tcpkeepidle/cnt/intvl and dedicated_connections are ours). */
 static const struct conf_key conf_keys[] = {
     { .name = "listen", .parse = conf_key_listen, .required = true },
     { .name = "hash", .parse = conf_key_enum, .field = CONF_FIELD_HASH,
@@ -127,6 +127,8 @@ static const struct conf_key conf_keys[] = {
     CONF_KEY_BOOL("auto_eject_hosts", auto_eject_hosts),
     CONF_KEY_INT("server_connections", server_connections, 1, CONF_INT_MAX,
                  CONF_DEFAULT_SERVER_CONNECTIONS),
+    CONF_KEY_INT("dedicated_connections", dedicated_connections, 0, CONF_INT_MAX,
+                 CONF_DEFAULT_DEDICATED_CONNECTIONS),
     CONF_KEY_I64("server_retry_timeout", server_retry_timeout, 0, CONF_INT_MAX,
                  CONF_DEFAULT_SERVER_RETRY_TIMEOUT),
     CONF_KEY_INT("server_failure_limit", server_failure_limit, 1, CONF_INT_MAX,

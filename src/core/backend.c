@@ -15,15 +15,30 @@
 
 /* The backend's connections now follow s: its pool's config and health, its counters (the same
  * blocks: an owner always has the same pool and server names). */
-static void backend_set_owner(struct backend *be, struct server_rt *s)
+static void backend_conns_follow(struct conn **conns, uint32_t n, struct server_rt *s)
 {
-    be->owner = s;
-    for (uint32_t i = 0; i < be->nconns; i++) {
-        struct conn *c = be->conns[i];
+    for (uint32_t i = 0; i < n; i++) {
+        struct conn *c = conns[i];
         if (c == NULL) continue;
         c->server = s;
         c->pool = s->pool;
     }
+}
+
+static void backend_set_owner(struct backend *be, struct server_rt *s)
+{
+    be->owner = s;
+    backend_conns_follow(be->conns, be->nconns, s);
+    backend_conns_follow(be->dconns, be->ndconns, s);
+}
+
+static bool backend_conns_busy(struct conn *const *conns, uint32_t n)
+{
+    for (uint32_t i = 0; i < n; i++) {
+        const struct conn *c = conns[i];
+        if (c != NULL && c->nto_send + c->nsent > 0) return true;
+    }
+    return false;
 }
 
 int backend_acquire(struct loop *l, struct server_rt *s)
@@ -69,18 +84,16 @@ void backend_release(struct loop *l, struct server_rt *s)
     for (uint32_t i = 0; i < be->nconns; i++) {
         if (be->conns[i] != NULL) server_conn_destroy(be->conns[i]);
     }
+    for (uint32_t i = 0; i < be->ndconns; i++) server_conn_destroy(be->dconns[i]);
     TAILQ_REMOVE(&l->backends, be, link);
     free(be->conns);
+    free(be->dconns);
     free(be);
 }
 
 bool backend_busy(const struct backend *be)
 {
-    for (uint32_t i = 0; i < be->nconns; i++) {
-        const struct conn *c = be->conns[i];
-        if (c != NULL && c->nto_send + c->nsent > 0) return true;
-    }
-    return false;
+    return backend_conns_busy(be->conns, be->nconns) || backend_conns_busy(be->dconns, be->ndconns);
 }
 
 bool backend_used_only_by(const struct backend *be, const struct server_rt *s)

@@ -9,6 +9,10 @@
  * counters from its owner, the newest user. When the last user releases it (its generation is
  * gone), its connections are closed.
  *
+ * Beside the shared connections, a backend has its set of dedicated connections (core/dedicated.h):
+ * created on demand, each held by one client's transaction at a time, at most the owner's
+ * dedicated_connections held at once (the limit follows reloads; no connection is closed for it).
+ *
  * Threads: a backend and its conns belong to one loop.
  */
 #ifndef NC_BACKEND_H
@@ -29,6 +33,10 @@ struct backend {
     struct server_rt *owner;      /* the newest user (the last of users) */
     struct conn **conns;          /* server_connections of them, created lazily */
     uint32_t nconns;
+    uint32_t ndconns;             /* dedicated connections created (dconns[0..ndconns)) */
+    struct conn **dconns;         /* dedicated connections, held or free (core/dedicated.c) */
+    uint32_t dconns_cap;
+    uint32_t ndheld;              /* of them held by a client */
 };
 
 TAILQ_HEAD(backend_tqh, backend);
@@ -39,7 +47,8 @@ int backend_acquire(struct loop *l, struct server_rt *s);
 /* s's generation is going away: drops its use of its backend. The last user closes the
  * connections; when s was the owner, the newest remaining user takes over. */
 void backend_release(struct loop *l, struct server_rt *s);
-/* Whether any connection of the backend has a request queued or awaiting its reply. */
+/* Whether any connection of the backend (shared or dedicated) has a request queued or awaiting
+ * its reply. */
 bool backend_busy(const struct backend *be);
 /* Whether s is the backend's only user. */
 bool backend_used_only_by(const struct backend *be, const struct server_rt *s);

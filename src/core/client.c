@@ -19,6 +19,7 @@
 #include "core/loop.h"
 #include "core/pool.h"
 #include "core/request.h"
+#include "core/txn.h"
 
 /*
  * Back-pressure: a client with this many requests queued, or this many bytes held (below), is no
@@ -73,6 +74,7 @@ void client_close(struct conn *c)
 {
     struct loop *l = c->loop;
     struct msg *req;
+    txn_client_close(c); /* before the queue: the requests it holds back were never sent */
     while ((req = TAILQ_FIRST(&c->reqs)) != NULL) {
         TAILQ_REMOVE(&c->reqs, req, client_link);
         c->nreqs--;
@@ -100,6 +102,7 @@ int client_follow_reload(struct conn *c)
     struct pool_rt *old = c->pool;
     struct pool_rt *np = gen_pool_find(l->gen, old->cp->name);
     if (np == NULL || np->proto != old->proto) return -1;
+    if (c->txn != NULL) return 0; /* its transaction stays on the servers it started on */
     atomic_fetch_sub(pool_nclients(old->shared), 1);
     atomic_fetch_add(pool_nclients(np->shared), 1);
     /* the same name: the same counter block, unless the pool is new in the registry */
@@ -326,3 +329,33 @@ const struct conn_ops client_conn_ops = {
     .parse = client_parse,
     .msg_max = CLIENT_REQUEST_MAX,
 };
+
+/* A client with a transaction state (core/txn.h): once its replies are written, the requests
+ * held behind a step of its transaction may go on (txn_resume). Its own ops, so that a client
+ * without one does not test for it. */
+static bool client_txn_on_writable(struct conn *c)
+{
+    if (client_flush(c)) return true;
+    txn_resume(c);
+    return false;
+}
+
+static void client_txn_flush(struct conn *c)
+{
+    if (!client_flush(c)) txn_resume(c);
+}
+
+static const struct conn_ops client_txn_conn_ops = {
+    .role = "client",
+    .on_writable = client_txn_on_writable,
+    .on_readable = client_on_readable,
+    .flush = client_txn_flush,
+    .msg_begin = client_msg_begin,
+    .parse = client_parse,
+    .msg_max = CLIENT_REQUEST_MAX,
+};
+
+void client_txn_ops(struct conn *c, bool on)
+{
+    c->ops = on ? &client_txn_conn_ops : &client_conn_ops;
+}

@@ -10,6 +10,8 @@
 #ifndef NC_CLIENT_H
 #define NC_CLIENT_H
 
+#include <stdbool.h>
+
 #include "core/conn.h"
 
 struct loop;
@@ -29,12 +31,16 @@ bool client_req_queued(struct conn *c, struct msg *req);
  * head of the queue. A client over its limit is dropped (closed from the loop's flush queue). */
 void client_reply_ready(struct conn *c, struct msg *req);
 
+/* c has a transaction state (on) or no longer has one (core/txn.h): its ops follow. */
+void client_txn_ops(struct conn *c, bool on);
+
 /* A reload happened (the loop has a new current generation): an idle client moves to it now (or
  * is closed, its pool gone); a busy one follows once its queue is empty, or, its pool gone, stops
  * reading and is closed once answered. */
 void client_on_reload(struct conn *c);
 /* Moves c, which has nothing queued, to the pool of the same name in the loop's current
- * generation. Returns -1 when there is none (or it changed protocol): the caller closes c. */
+ * generation; a client in a transaction (core/txn.h) stays where it is until that is over.
+ * Returns -1 when there is none (or it changed protocol): the caller closes c. */
 int client_follow_reload(struct conn *c);
 
 #endif

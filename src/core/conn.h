@@ -3,14 +3,16 @@
  * socket, its one libevent event, the read buffer and parser state, and the message queues.
  *
  * What a connection does with its events is its role's: a const struct conn_ops set at creation
- * (client_conn_ops in client.c, server_conn_ops in server.c). conn.c knows no role by name: it
- * reads, parses and writes, and calls the role's ops.
+ * (client_conn_ops in client.c, server_conn_ops in server.c, dedicated_conn_ops in dedicated.c:
+ * a server connection that one client holds at a time, for its transaction). conn.c knows no
+ * role by name: it reads, parses and writes, and calls the role's ops.
  *
  * The queues, per role:
  *   client: reqs = its requests in arrival order; the head's reply is written first (out_off
  *           bytes of it already are). Replies leave in request order whatever server answers first.
  *   server: to_send = requests to write (out_off bytes of the head written); sent = written
- *           requests waiting for their reply, in order (replies are matched FIFO).
+ *           requests waiting for their reply, in order (replies are matched FIFO). The same for
+ *           a dedicated connection.
  *
  * Threads: a conn and everything it points to belongs to one loop (core/loop.h); it never
  * crosses threads.
@@ -30,12 +32,13 @@ struct pool_rt;
 struct server_rt;
 struct event;
 struct conn;
+struct txn;
 
 TAILQ_HEAD(conn_tqh, conn);
 
 /* What a role does with a connection's events (one const table per role). */
 struct conn_ops {
-    const char *role;                            /* "client", "server": for logs */
+    const char *role;                            /* "client", "server", "dedicated": for logs */
     /* EV_WRITE fired: the socket has room, or a connect finished. Returns true when the event
      * must not go on to reading: c was freed, or its socket closed. */
     bool (*on_writable)(struct conn *c);
@@ -47,6 +50,9 @@ struct conn_ops {
     void (*msg_begin)(struct conn *c);
     /* The protocol parser of this side of the connection (proto.h's contract) on c->ps, c->rmsg. */
     int (*parse)(struct conn *c, const uint8_t *buf, size_t len, size_t *consumed);
+    /* Server roles: c's socket is being closed by a failure or a shutdown (err), before its
+     * requests are failed. NULL: nothing to do. */
+    void (*on_close)(struct conn *c, int err);
     uint64_t msg_max;                            /* a larger message is refused (-EMSGSIZE) */
 };
 
@@ -61,6 +67,8 @@ struct conn {
     struct event *ev;              /* the socket's event: EV_READ while reading, EV_WRITE only
                                     * while output waits for room */
     struct event *tev;             /* server conns: timeout */
+    struct txn *txn;               /* client: its transaction state (core/txn.h), NULL when none;
+                                    * dedicated: the transaction holding it, NULL when free */
 
     struct mbuf *rbuf;             /* current read buffer (NULL when idle) */
     struct msg *rmsg;              /* message being parsed */

@@ -8,6 +8,8 @@ src_libnutcrackers_la_SOURCES += \
 	src/core/conn.c src/core/conn.h \
 	src/core/client.c src/core/client.h \
 	src/core/server.c src/core/server.h \
+	src/core/dedicated.c src/core/dedicated.h \
+	src/core/txn.c src/core/txn.h \
 	src/core/backend.c src/core/backend.h \
 	src/core/gen.c src/core/gen.h \
 	src/core/request.c src/core/request.h \

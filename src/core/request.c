@@ -17,6 +17,7 @@
 #include "core/loop.h"
 #include "core/pool.h"
 #include "core/server.h"
+#include "core/txn.h"
 
 #define REPLY_MAX 512
 #define REQUEST_STACK_KEYS 64 /* a multi-key request's routing up to this many keys: no malloc */
@@ -54,7 +55,7 @@ static void request_done(struct loop *l, struct msg *req)
     client_reply_ready(req->owner, req);
 }
 
-static void request_fail(struct loop *l, struct msg *req, int err)
+void request_fail(struct loop *l, struct msg *req, int err)
 {
     req->err = err;
     request_complete(l, req);
@@ -102,7 +103,8 @@ void request_complete(struct loop *l, struct msg *req)
 {
     if (req->swallow) {
         if (req->peer && req->peer->rsp_type == RSP_ERROR)
-            log_warn("a connection set-up command (redis: AUTH/SELECT) was refused by the server");
+            log_warn("a command of the proxy's own (redis: AUTH/SELECT on connect, UNWATCH) was "
+                     "refused by the server");
         request_free(l, req);
         return;
     }
@@ -135,7 +137,17 @@ static void request_forward_one(struct loop *l, struct msg *req, uint32_t sidx, 
     }
 }
 
-static void request_forward(struct loop *l, struct conn *c, struct msg *req)
+void request_answer(struct conn *c, struct msg *req, const char *text, size_t len)
+{
+    struct loop *l = c->loop;
+    if (request_reply_text(l, req, text, len) < 0) {
+        request_fail(l, req, ENOMEM);
+        return;
+    }
+    request_done(l, req);
+}
+
+void request_forward(struct loop *l, struct conn *c, struct msg *req)
 {
     struct pool_rt *p = c->pool;
     if (req->cmd_flags & CMD_F_ANY_SERVER) {
@@ -216,6 +228,16 @@ static int request_local(struct conn *c, struct msg *req)
     return rc == PROTO_ANSWERED_CLOSE ? 1 : 0;
 }
 
+int request_serve(struct conn *c, struct msg *req)
+{
+    if (req->reject != REJECT_NONE || req->quit || (req->cmd_flags & CMD_F_LOCAL_MASK) || !c->sess.admitted) {
+        int rc = request_local(c, req);
+        if (rc >= 0) return rc;
+    }
+    request_forward(c->loop, c, req);
+    return 0;
+}
+
 int request_dispatch(struct conn *c, struct msg *req)
 {
     struct loop *l = c->loop;
@@ -233,9 +255,12 @@ int request_dispatch(struct conn *c, struct msg *req)
         return 1;
     }
 
-    if (req->reject != REJECT_NONE || req->quit || (req->cmd_flags & CMD_F_LOCAL_MASK) || !c->sess.admitted) {
-        int rc = request_local(c, req);
-        if (rc >= 0) return rc;
+    /* one test for everything off the plain path: rejects, the proxy's own answers, transactions
+     * (a client not in one pays the c->txn test only) */
+    if (req->reject != REJECT_NONE || req->quit || (req->cmd_flags & (CMD_F_LOCAL_MASK | CMD_F_TXN_MASK)) ||
+        !c->sess.admitted || c->txn != NULL) {
+        if (c->txn != NULL || (req->cmd_flags & CMD_F_TXN_MASK)) return txn_dispatch(c, req);
+        return request_serve(c, req);
     }
     request_forward(l, c, req);
     return 0;

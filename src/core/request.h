@@ -20,6 +20,15 @@ struct loop;
  * when the client should stop reading: quit (or a memcached flush_all/verbosity with noreply),
  * or the client was dropped (over its held-bytes limit, client.c). */
 int request_dispatch(struct conn *c, struct msg *req);
+/* What request_dispatch does with a request outside a transaction: answered by the proxy when its
+ * protocol answers it (local()), else forwarded. Returns as request_dispatch. */
+int request_serve(struct conn *c, struct msg *req);
+/* Routes req (of client c) by its keys and queues it (or its fragments) on server connections. */
+void request_forward(struct loop *l, struct conn *c, struct msg *req);
+/* Answers req (of client c) with the reply text[0..len) (the proxy's own). */
+void request_answer(struct conn *c, struct msg *req, const char *text, size_t len);
+/* Fails req with errno err: its client gets the protocol's error reply. */
+void request_fail(struct loop *l, struct msg *req, int err);
 /* req (or a fragment) has its reply in req->peer, or failed with req->err, or was a noreply
  * request that has been written. */
 void request_complete(struct loop *l, struct msg *req);

@@ -33,6 +33,11 @@ void server_conn_destroy(struct conn *c)
     conn_destroy(c);
 }
 
+void server_conn_close(struct conn *c, int err)
+{
+    server_fail(c, err, SERVER_END_SHUTDOWN);
+}
+
 static struct stats_server_block *server_stats(const struct conn *c)
 {
     return c->server->st;
@@ -68,6 +73,7 @@ static void server_fail(struct conn *c, int err, enum server_end how)
     struct msg *m;
     bool outstanding = c->nto_send + c->nsent > 0;
     bool was_open = c->fd >= 0;
+    if (c->ops->on_close != NULL) c->ops->on_close(c, err);
     if (was_open) {
         log_debug(LOG_INFO, "server %s: connection closed: %s", c->server->cs->stats_name, strerror(err));
         SSTAT(c, server_connections, -1);
@@ -177,22 +183,29 @@ static struct conn *server_conn(struct server_rt *s, uint32_t slot)
     return c;
 }
 
-int server_enqueue(struct server_rt *s, struct msg *req, uint64_t hint)
+int server_conn_enqueue(struct conn *c, struct msg *req, uint32_t server_idx)
 {
-    struct conn *c = server_conn(s, (uint32_t)(hint % s->be->nconns));
-    if (c == NULL) return -ENOMEM;
     if (c->fd < 0) {
         int rc = server_connect(c);
         if (rc < 0) return rc;
     }
-    req->server_idx = s->idx;
+    req->server_idx = server_idx;
     TAILQ_INSERT_TAIL(&c->to_send, req, server_link);
     c->nto_send++;
-    SSTAT(c, requests, 1);
-    SSTAT(c, request_bytes, (int64_t)req->len);
+    if (!req->swallow) { /* the proxy's own (a dedicated connection's clean-up): as server_on_msg */
+        SSTAT(c, requests, 1);
+        SSTAT(c, request_bytes, (int64_t)req->len);
+    }
     server_stats_queue(c, false, req, 1);
     if (c->connected && !c->wev_on) conn_flush_later(c); /* else EV_WRITE is on */
     return 0;
+}
+
+int server_enqueue(struct server_rt *s, struct msg *req, uint64_t hint)
+{
+    struct conn *c = server_conn(s, (uint32_t)(hint % s->be->nconns));
+    if (c == NULL) return -ENOMEM;
+    return server_conn_enqueue(c, req, s->idx);
 }
 
 void server_preconnect(struct server_rt *s)
@@ -297,8 +310,8 @@ static int server_write(struct conn *c)
     return 0;
 }
 
-/* conn_ops.on_writable: a connect finished, or the socket has room again. */
-static bool server_on_writable(struct conn *c)
+/* conn_ops.on_writable (server.h): a connect finished, or the socket has room again. */
+bool server_on_writable(struct conn *c)
 {
     if (c->connecting) {
         int rc = sock_connect_result(c->fd);
@@ -318,7 +331,7 @@ static bool server_on_writable(struct conn *c)
     return false;
 }
 
-static void server_flush(struct conn *c)
+void server_flush(struct conn *c)
 {
     if (c->fd < 0 || !c->connected || c->wev_on) return;
     int rc = server_write(c);
@@ -353,7 +366,7 @@ static int server_on_msg(struct conn *c, struct msg *rsp)
 
 /* conn_ops.msg_begin: the reply of a fragment of a multi-key read has its top-level elements
  * recorded, for the coalescing. */
-static void server_msg_begin(struct conn *c)
+void server_msg_begin(struct conn *c)
 {
     const struct msg *req = TAILQ_FIRST(&c->sent);
     bool want = req != NULL && req->frag_owner != NULL &&
@@ -362,13 +375,13 @@ static void server_msg_begin(struct conn *c)
     c->ps.want_elems = want;
 }
 
-static int server_parse(struct conn *c, const uint8_t *buf, size_t len, size_t *consumed)
+int server_parse(struct conn *c, const uint8_t *buf, size_t len, size_t *consumed)
 {
     return c->pool->proto->parse_rsp(&c->ps, c->rmsg, buf, len, consumed);
 }
 
 /* conn_ops.on_readable */
-static void server_on_readable(struct conn *c)
+void server_on_readable(struct conn *c)
 {
     bool eof = false;
     int rc = conn_recv(c, &eof, server_on_msg);
@@ -391,5 +404,6 @@ const struct conn_ops server_conn_ops = {
     .flush = server_flush,
     .msg_begin = server_msg_begin,
     .parse = server_parse,
+    .on_close = NULL,
     .msg_max = UINT64_MAX, /* a reply is as large as the server makes it */
 };

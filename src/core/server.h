@@ -10,6 +10,8 @@
 #ifndef NC_SERVER_H
 #define NC_SERVER_H
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "core/conn.h"
@@ -21,9 +23,22 @@ extern const struct conn_ops server_conn_ops;
  * (a client's id, so one client's requests stay in order on one connection). Returns 0, or
  * -errno when the server cannot be reached now (the caller fails the request). */
 int server_enqueue(struct server_rt *s, struct msg *req, uint64_t hint);
+/* Queues req on server connection c (connecting it if needed); server_idx: the index of c's
+ * server in the pool of req's client. Returns 0, or -errno when the server cannot be reached. */
+int server_conn_enqueue(struct conn *c, struct msg *req, uint32_t server_idx);
 /* Opens the connections of s now (preconnect). */
 void server_preconnect(struct server_rt *s);
+/* Fails what c holds (errno err) and closes its socket; it reconnects on demand. */
+void server_conn_close(struct conn *c, int err);
 /* Fails what c holds and frees it (its backend is going away). */
 void server_conn_destroy(struct conn *c);
+
+/* The server role's conn_ops, which the dedicated role (core/dedicated.c) shares: a dedicated
+ * connection connects, writes, reads and fails as any server connection. */
+bool server_on_writable(struct conn *c);
+void server_on_readable(struct conn *c);
+void server_flush(struct conn *c);
+void server_msg_begin(struct conn *c);
+int server_parse(struct conn *c, const uint8_t *buf, size_t len, size_t *consumed);
 
 #endif

@@ -62,6 +62,13 @@ enum parse_status { PARSE_ERROR = -1, PARSE_AGAIN = 0, PARSE_DONE = 1 };
 #define CMD_F_WRITE        (1u << 8)  /* informational: modifies data */
 /* the commands the core hands to proto_ops.local() */
 #define CMD_F_LOCAL_MASK   (CMD_F_LOCAL_PING | CMD_F_QUIT | CMD_F_AUTH)
+/* transaction commands: the core's transaction logic (core/txn.c) handles them */
+#define CMD_F_MULTI        (1u << 16) /* redis MULTI: start queueing */
+#define CMD_F_EXEC         (1u << 17) /* redis EXEC: run what was queued */
+#define CMD_F_DISCARD      (1u << 18) /* redis DISCARD: drop what was queued */
+#define CMD_F_WATCH        (1u << 19) /* redis WATCH key...: its keys choose the server */
+#define CMD_F_UNWATCH      (1u << 20) /* redis UNWATCH */
+#define CMD_F_TXN_MASK     (CMD_F_MULTI | CMD_F_EXEC | CMD_F_DISCARD | CMD_F_WATCH | CMD_F_UNWATCH)
 
 /* What a client's connection remembers for its protocol; only proto_ops.session_init and
  * proto_ops.local change it. */
@@ -76,6 +83,21 @@ enum proto_local {
     PROTO_FORWARD = 0,      /* not the proxy's to answer: route it to a server */
     PROTO_ANSWERED = 1,     /* answered (the reply is in rsp; empty rsp: no reply at all) */
     PROTO_ANSWERED_CLOSE = 2, /* answered, then close the client once its replies are written */
+};
+
+/* The proxy's own replies in a transaction (proto_ops.txn_reply; core/txn.c says when). */
+enum proto_txn_reply {
+    PROTO_TXN_OK,               /* MULTI, DISCARD, an UNWATCH with nothing watched */
+    PROTO_TXN_QUEUED,           /* a command held until EXEC */
+    PROTO_TXN_NESTED,           /* MULTI inside MULTI */
+    PROTO_TXN_EXEC_WITHOUT,     /* EXEC outside MULTI */
+    PROTO_TXN_DISCARD_WITHOUT,  /* DISCARD outside MULTI */
+    PROTO_TXN_WATCH_INSIDE,     /* WATCH inside MULTI */
+    PROTO_TXN_NOT_ALLOWED,      /* inside MULTI, a command the proxy answers itself (AUTH, ...) */
+    PROTO_TXN_EXECABORT,        /* EXEC of a transaction in which a command was refused */
+    PROTO_TXN_CROSS,            /* a command whose keys map to another server: a, b = the names */
+    PROTO_TXN_BUSY,             /* no dedicated connection free to server a (b: the limit) */
+    PROTO_TXN_TOO_LARGE,        /* the queued commands hold more than a bytes */
 };
 
 /* Parser state, one per connection (reset with proto_ops.parse_reset between messages). */
@@ -146,6 +168,14 @@ struct proto_ops {
 
     /* The one line sent to a client refused over client_connections before it is closed. */
     const char *max_clients_reply;
+
+    /* Transactions (core/txn.c; NULL for a protocol without CMD_F_TXN_MASK commands). Writes
+     * the reply text for what (a, b: see enum proto_txn_reply, else NULL) into buf; returns its
+     * length. */
+    size_t (*txn_reply)(enum proto_txn_reply what, const char *a, const char *b, char *buf, size_t size);
+    /* The request that leaves a dedicated connection clean for its next client after one that
+     * watched keys (redis: UNWATCH); its reply is dropped. */
+    const char *txn_clean_request;
 };
 
 /* How many requests server_setup may build at most. */

@@ -56,6 +56,7 @@ void redis_session_init(struct proto_session *s, const struct conf_pool *cp, con
 int redis_local(struct proto_session *s, const struct conf_pool *cp, const struct msg *req, struct msg *rsp);
 int redis_server_setup(const struct conf_pool *cp, struct msg_pool *pool, struct msg **out, uint32_t max);
 size_t redis_reject_reply(const struct msg *req, char *buf, size_t size);
+size_t redis_txn_reply(enum proto_txn_reply what, const char *a, const char *b, char *buf, size_t size);
 /* Writes pre + mid + post into buf (no NUL), cutting mid so it fits; control bytes of mid become
  * spaces, and with lower its letters are lowercased. Returns the length, or 0 when even pre +
  * post do not fit. */

@@ -4,7 +4,8 @@
  * The set of commands is twemproxy 0.5.0's (twemproxy-behaviour.md 1.5, including what its code
  * parses beyond its notes: COPY, TOUCH, UNLINK, MOVE, HRANDFIELD, HSTRLEN, ...); arities and key
  * positions are redis 7's. The table is sorted by name (a unit test checks it) and searched by
- * binary search on the lowercased name.
+ * binary search on the lowercased name. Beyond twemproxy's set: the transaction commands (MULTI,
+ * EXEC, DISCARD, WATCH, UNWATCH), which the core runs on a dedicated server connection.
  *
  * Threads: const data; any thread.
  */
@@ -36,9 +37,11 @@ const struct redis_cmd redis_cmds[] = {
     KEY1("decr", 2, W),
     KEY1("decrby", 3, W),
     KEYALL("del", -2, W | CMD_F_FRAG_SUM),
+    NOKEY("discard", 1, CMD_F_DISCARD),
     KEY1("dump", 2, 0),
     NUMK("eval", -3, 2, W),
     NUMK("evalsha", -3, 2, W),
+    NOKEY("exec", 1, CMD_F_EXEC),
     KEYALL("exists", -2, CMD_F_FRAG_SUM),
     KEY1("expire", -3, W),
     KEY1("expireat", -3, W),
@@ -91,6 +94,7 @@ const struct redis_cmd redis_cmds[] = {
     KEYALL("mget", -2, CMD_F_FRAG_MGET),
     KEY1("move", 3, W),
     { "mset", -3, 1, -1, 2, 0, W | CMD_F_FRAG_MSET },
+    NOKEY("multi", 1, CMD_F_MULTI),
     KEY1("persist", 2, W),
     KEY1("pexpire", -3, W),
     KEY1("pexpireat", -3, W),
@@ -133,6 +137,8 @@ const struct redis_cmd redis_cmds[] = {
     KEY1("ttl", 2, 0),
     KEY1("type", 2, 0),
     KEYALL("unlink", -2, W | CMD_F_FRAG_SUM),
+    NOKEY("unwatch", 1, CMD_F_UNWATCH),
+    KEYALL("watch", -2, CMD_F_WATCH),
     KEY1("zadd", -4, W),
     KEY1("zcard", 2, 0),
     KEY1("zcount", 4, 0),

@@ -6,7 +6,9 @@
  *     against the pool's password, with redis' replies;
  *   - PING gets +PONG, or its message back as a bulk string;
  *   - every new server connection starts with AUTH (redis_auth) and SELECT (redis_db), their
- *     replies dropped by the core.
+ *     replies dropped by the core;
+ *   - the texts of the proxy's own replies in a transaction (redis_txn_reply): redis's own where
+ *     redis has one, and the proxy's errors (keys on two servers, no dedicated connection free).
  *
  * Threads: no state of its own; a loop calls it on its clients' sessions and its msgs.
  */
@@ -80,6 +82,62 @@ int redis_local(struct proto_session *s, const struct conf_pool *cp, const struc
     if (!s->admitted) return redis_answer(rsp, "-NOAUTH Authentication required.\r\n", PROTO_ANSWERED);
     if (req->cmd_flags & CMD_F_LOCAL_PING) return redis_ping(req, rsp);
     return PROTO_FORWARD;
+}
+
+/* An error line of the pieces part[0..n): the odd ones are names from the config, in which a
+ * control byte (which would end or split the line) becomes a space. Cut to fit, it still ends in
+ * CRLF. Returns its length. */
+static size_t redis_txn_line(char *buf, size_t size, const char *const *part, size_t n)
+{
+    size_t len = 0;
+    if (size < 2) return 0;
+    for (size_t i = 0; i < n; i++) {
+        for (const char *p = part[i] != NULL ? part[i] : ""; *p != '\0' && len < size - 2; p++) {
+            unsigned char ch = (unsigned char)*p;
+            buf[len++] = (i % 2 == 1 && (ch < 0x20 || ch == 0x7f)) ? ' ' : (char)ch;
+        }
+    }
+    buf[len++] = '\r';
+    buf[len++] = '\n';
+    return len;
+}
+
+size_t redis_txn_reply(enum proto_txn_reply what, const char *a, const char *b, char *buf, size_t size)
+{
+    static const char *const fixed[] = {
+        [PROTO_TXN_OK] = "+OK\r\n",
+        [PROTO_TXN_QUEUED] = "+QUEUED\r\n",
+        [PROTO_TXN_NESTED] = "-ERR MULTI calls can not be nested\r\n",
+        [PROTO_TXN_EXEC_WITHOUT] = "-ERR EXEC without MULTI\r\n",
+        [PROTO_TXN_DISCARD_WITHOUT] = "-ERR DISCARD without MULTI\r\n",
+        [PROTO_TXN_WATCH_INSIDE] = "-ERR WATCH inside MULTI is not allowed\r\n",
+        [PROTO_TXN_NOT_ALLOWED] = "-ERR Command not allowed inside a transaction\r\n",
+        [PROTO_TXN_EXECABORT] = "-EXECABORT Transaction discarded because of previous errors.\r\n",
+    };
+    switch (what) {
+    case PROTO_TXN_CROSS: {
+        const char *part[] = { "-ERR keys of one transaction on two servers, '", a, "' and '", b,
+                               "' (hash tags keep them on one)" };
+        return redis_txn_line(buf, size, part, 5);
+    }
+    case PROTO_TXN_BUSY: {
+        const char *part[] = { "-ERR no dedicated connection free to server '", a,
+                               "' (dedicated_connections: ", b, ")" };
+        return redis_txn_line(buf, size, part, 5);
+    }
+    case PROTO_TXN_TOO_LARGE: {
+        const char *part[] = { "-ERR transaction too large (more than ", a, " bytes queued)" };
+        return redis_txn_line(buf, size, part, 3);
+    }
+    default:
+        break;
+    }
+    const char *text = (size_t)what < sizeof(fixed) / sizeof(fixed[0]) ? fixed[what] : NULL;
+    if (text == NULL) text = "-ERR transaction error\r\n";
+    size_t n = strlen(text);
+    if (n > size) return 0;
+    memcpy(buf, text, n);
+    return n;
 }
 
 /* One set-up request: "*2 <verb> <arg>", its reply to be dropped. */

@@ -142,4 +142,6 @@ const struct proto_ops redis_proto = {
     .probe_request = "*1\r\n$4\r\nPING\r\n",
     .probe_alive = redis_probe_alive,
     .max_clients_reply = "-ERR max number of clients reached\r\n",
+    .txn_reply = redis_txn_reply,
+    .txn_clean_request = "*1\r\n$7\r\nUNWATCH\r\n",
 };

@@ -6,6 +6,8 @@
 #include "config.h"
 #include "stats/stats_desc.h"
 
+#include <string.h>
+
 #define STATS_DESC_ROW(name, type, desc) { #name, type, desc },
 const struct stats_field_desc stats_header_desc[STATS_HEADER_NFIELD] = {
     STATS_HEADER_FIELDS(STATS_DESC_ROW)
@@ -42,7 +44,8 @@ const char *stats_type_name(enum stats_type t)
 static void stats_describe_rows(FILE *f, const struct stats_field_desc *d, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
-        fprintf(f, "  %-20s%-11s\"%s\"\n", d[i].name, stats_type_name(d[i].type), d[i].desc);
+        const char *gap = strlen(d[i].name) >= 20 ? " " : ""; /* a long name still ends in a space */
+        fprintf(f, "  %-20s%s%-11s\"%s\"\n", d[i].name, gap, stats_type_name(d[i].type), d[i].desc);
     }
 }
 

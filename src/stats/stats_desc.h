@@ -57,7 +57,9 @@ enum stats_type {
     ACTION(in_queue, STATS_GAUGE, "# requests in incoming queue")                            \
     ACTION(in_queue_bytes, STATS_GAUGE, "current request bytes in incoming queue")           \
     ACTION(out_queue, STATS_GAUGE, "# requests in outgoing queue")                           \
-    ACTION(out_queue_bytes, STATS_GAUGE, "current request bytes in outgoing queue")
+    ACTION(out_queue_bytes, STATS_GAUGE, "current request bytes in outgoing queue")          \
+    ACTION(dedicated_connections, STATS_GAUGE,                                               \
+           "# dedicated server connections held by clients (transactions)")
 
 /*
  * The latency histograms are not in twemproxy's document (where any object inside a pool is taken

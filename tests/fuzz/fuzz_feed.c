@@ -232,8 +232,9 @@ static void fz_check_req(const struct fz_feed *f, const struct msg *m)
             FZ_CHECK(fz_one_line(buf, n, sizeof(buf)));
         }
     } else {
-        /* a forwarded request names its server by a key (the core fails it otherwise) */
-        uint32_t keyless = CMD_F_ANY_SERVER | CMD_F_LOCAL_PING | CMD_F_QUIT | CMD_F_AUTH;
+        /* a forwarded request names its server by a key (the core fails it otherwise); the
+         * transaction commands without keys are the core's (core/txn.c) */
+        uint32_t keyless = CMD_F_ANY_SERVER | CMD_F_LOCAL_PING | CMD_F_QUIT | CMD_F_AUTH | CMD_F_TXN_MASK;
         FZ_CHECK(m->nkeys >= 1 || (m->cmd_flags & keyless) != 0);
         if (redis) FZ_CHECK(m->nargs >= 1 && m->name != NULL);
     }

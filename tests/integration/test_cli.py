@@ -28,7 +28,8 @@ POOL_METRICS = ["client_eof", "client_err", "client_connections", "server_ejects
                 "forward_error", "fragments"]
 SERVER_METRICS = ["server_eof", "server_err", "server_timedout", "server_connections",
                   "server_ejected_at", "requests", "request_bytes", "responses", "response_bytes",
-                  "in_queue", "in_queue_bytes", "out_queue", "out_queue_bytes"]
+                  "in_queue", "in_queue_bytes", "out_queue", "out_queue_bytes",
+                  "dedicated_connections"]
 HEADER_FIELDS = ["service", "source", "version", "uptime", "timestamp", "generation", "loaded_at",
                  "total_connections",
                  "curr_connections"]

@@ -193,6 +193,15 @@ def command_table(t):
         # errors from the server pass through
         (("INCR", k("s2")), err),
         (("LPUSH", k("s2"), "x"), err),
+        # transactions (stateless steps; test_transactions.py has the rest)
+        (("EXEC",), err),
+        (("DISCARD",), err),
+        (("WATCH", k("s2"), k("n1")), ok),
+        (("UNWATCH",), ok),
+        (("MULTI",), ok),
+        (("INCR", k("n1")), ok),
+        (("GET", k("n1")), ok),
+        (("EXEC",), ok),
     ]
 
 
@@ -268,8 +277,8 @@ def test_local_replies(redis_cluster):
 
 
 UNSUPPORTED = ["KEYS", "MIGRATE", "OBJECT", "RANDOMKEY", "RENAME", "RENAMENX", "SCAN", "BITOP",
-               "MSETNX", "BLPOP", "BRPOP", "BLMOVE", "BZPOPMIN", "SUBSCRIBE", "PUBLISH", "MULTI",
-               "EXEC", "WATCH", "SCRIPT", "ECHO", "SELECT", "INFO", "FLUSHALL", "FLUSHDB",
+               "MSETNX", "BLPOP", "BRPOP", "BLMOVE", "BZPOPMIN", "SUBSCRIBE", "PUBLISH", "RESET",
+               "SCRIPT", "ECHO", "SELECT", "INFO", "FLUSHALL", "FLUSHDB",
                "CONFIG", "CLIENT", "DBSIZE", "HELLO", "XADD", "SHUTDOWN", "NoSuchCommand"]
 
 

@@ -21,10 +21,11 @@ POOL_FIELDS = ["client_eof", "client_err", "client_connections", "server_ejects"
                "fragments"]
 SERVER_FIELDS = ["server_eof", "server_err", "server_timedout", "server_connections",
                  "server_ejected_at", "requests", "request_bytes", "responses", "response_bytes",
-                 "in_queue", "in_queue_bytes", "out_queue", "out_queue_bytes"]
+                 "in_queue", "in_queue_bytes", "out_queue", "out_queue_bytes",
+                 "dedicated_connections"]
 HIST_FIELDS = ["count", "sum", "max", "p50", "p99", "p999", "buckets"]
 BUCKETS = ["1", "10", "20", "50", "100", "200", "500", "1000", "2000", "3000", "+inf"]
-GAUGES = ["in_queue", "in_queue_bytes", "out_queue", "out_queue_bytes"]
+GAUGES = ["in_queue", "in_queue_bytes", "out_queue", "out_queue_bytes", "dedicated_connections"]
 
 
 @pytest.fixture

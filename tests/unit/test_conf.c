@@ -193,6 +193,7 @@ static void check_defaults(const struct conf_pool *p)
     assert_false(p->preconnect);
     assert_false(p->auto_eject_hosts);
     assert_int_equal(p->server_connections, 1);
+    assert_int_equal(p->dedicated_connections, 10);
     assert_int_equal(p->server_retry_timeout, 30000);
     assert_int_equal(p->server_failure_limit, 2);
 }
@@ -244,11 +245,12 @@ static void test_good_all_keys(void **state)
     assert_true(p->preconnect);
     assert_true(p->auto_eject_hosts);
     assert_int_equal(p->server_connections, 4);
+    assert_int_equal(p->dedicated_connections, 7);
     assert_int_equal(p->server_retry_timeout, 2000);
     assert_int_equal(p->server_failure_limit, 5);
     assert_int_equal(p->nservers, 2);
-    check_server(&p->servers[0], "127.0.0.1:6380:2", 2, NULL, "127.0.0.1:6380", 24);
-    check_server(&p->servers[1], "127.0.0.1:6381:3", 3, NULL, "127.0.0.1:6381", 25);
+    check_server(&p->servers[0], "127.0.0.1:6380:2", 2, NULL, "127.0.0.1:6380", 25);
+    check_server(&p->servers[1], "127.0.0.1:6381:3", 3, NULL, "127.0.0.1:6381", 26);
     conf_unref(c);
 }
 
@@ -568,9 +570,11 @@ static const struct bad_case bad_cases[] = {
         RANGE_INT,
         "12: pool 'alpha': key 'server_retry_timeout': -1 is out of range (must be between 0 and "
         RANGE_INT,
-        "17: pool 'beta': key 'timeout': 99999999999999999999999 is out of range (must be "
+        "13: pool 'alpha': key 'dedicated_connections': -1 is out of range (must be between 0 and "
+        RANGE_INT,
+        "18: pool 'beta': key 'timeout': 99999999999999999999999 is out of range (must be "
         "between -1 and " RANGE_INT,
-        "18: pool 'beta': key 'backlog': 2147483648 is out of range (must be between 0 and "
+        "19: pool 'beta': key 'backlog': 2147483648 is out of range (must be between 0 and "
         RANGE_INT } },
     { "unknown_hash.yml",
       { "3: pool 'alpha': key 'hash': unknown hash 'fnv1a' (valid: " HASH_NAMES ")" } },

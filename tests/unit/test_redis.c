@@ -49,10 +49,11 @@ static void test_table_sorted_and_lookup(void **state)
         /* key spec sanity: keyed commands have a step, keyless ones are local or any-server */
         if (c->first_key > 0) assert_true(c->key_step > 0);
         if (c->first_key == 0 && c->numkeys_pos == 0)
-            assert_true(c->flags & (CMD_F_LOCAL_PING | CMD_F_QUIT | CMD_F_AUTH | CMD_F_ANY_SERVER));
+            assert_true(c->flags & (CMD_F_LOCAL_PING | CMD_F_QUIT | CMD_F_AUTH | CMD_F_ANY_SERVER |
+                                    CMD_F_TXN_MASK));
     }
     static const char *const absent[] = {
-        "keys", "select", "multi", "exec", "subscribe", "info", "scan", "blpop", "brpop", "bitop",
+        "keys", "select", "subscribe", "info", "scan", "blpop", "brpop", "bitop",
         "msetnx", "rename", "hello", "echo", "config", "flushall", "xadd", "script", "", "g",
         "getx", "zzzz", "aaaa", "georadiusbymemberx",
     };
@@ -85,6 +86,11 @@ static void test_table_flags(void **state)
     assert_int_equal(flags_of("auth"), CMD_F_AUTH);
     assert_int_equal(flags_of("command"), CMD_F_ANY_SERVER);
     assert_int_equal(flags_of("lolwut"), CMD_F_ANY_SERVER);
+    assert_int_equal(flags_of("multi"), CMD_F_MULTI);
+    assert_int_equal(flags_of("exec"), CMD_F_EXEC);
+    assert_int_equal(flags_of("discard"), CMD_F_DISCARD);
+    assert_int_equal(flags_of("watch"), CMD_F_WATCH);
+    assert_int_equal(flags_of("unwatch"), CMD_F_UNWATCH);
     assert_true(flags_of("set") & CMD_F_WRITE);
     assert_false(flags_of("get") & CMD_F_WRITE);
     size_t nfrag = 0;
@@ -114,9 +120,11 @@ static const struct key_vector key_vectors[] = {
     { "DECRBY k 2", "k" },
     { "DEL a b c", "a b c" },
     { "del a", "a" },
+    { "DISCARD", "" },
     { "DUMP k", "k" },
     { "EVAL script 2 k1 k2 a1", "k1 k2" },
     { "EVALSHA sha 1 k1 a1 a2", "k1" },
+    { "EXEC", "" },
     { "EXISTS a b", "a b" },
     { "EXPIRE k 10 NX", "k" },
     { "EXPIREAT k 100", "k" },
@@ -169,6 +177,7 @@ static const struct key_vector key_vectors[] = {
     { "MGET a b c", "a b c" },
     { "MOVE k 1", "k" },
     { "MSET a 1 b 2", "a b" },
+    { "MULTI", "" },
     { "mset key value", "key" },
     { "PERSIST k", "k" },
     { "PEXPIRE k 100", "k" },
@@ -214,6 +223,8 @@ static const struct key_vector key_vectors[] = {
     { "TTL k", "k" },
     { "TYPE k", "k" },
     { "UNLINK a b", "a b" },
+    { "UNWATCH", "" },
+    { "WATCH a b", "a b" },
     { "ZADD z NX 1 a 2 b", "z" },
     { "ZCARD z", "z" },
     { "ZCOUNT z -inf +inf", "z" },
@@ -571,10 +582,10 @@ static void test_reject_unsupported_then_valid(void **state)
 {
     (void)state;
     static const char *const lines[] = {
-        "KEYS *", "SELECT 1", "MULTI", "EXEC", "SUBSCRIBE ch", "PSUBSCRIBE c*", "INFO", "SCAN 0",
+        "KEYS *", "SELECT 1", "SUBSCRIBE ch", "PSUBSCRIBE c*", "INFO", "SCAN 0",
         "BLPOP l 0", "BRPOP l 0", "BLMOVE a b LEFT LEFT 0", "BZPOPMIN z 0", "RENAME a b",
         "MSETNX a 1 b 2", "BITOP AND d a b", "RANDOMKEY", "OBJECT ENCODING k", "ECHO hi",
-        "CONFIG GET *", "FLUSHALL", "SCRIPT LOAD x", "HELLO 3", "XADD s * f v", "WATCH k",
+        "CONFIG GET *", "FLUSHALL", "SCRIPT LOAD x", "HELLO 3", "XADD s * f v", "RESET",
         "MIGRATE h p k 0 1", "NOSUCHCOMMAND a b c",
     };
     for (size_t i = 0; i < NC_ARRAY_LEN(lines); i++) check_reject(lines[i], REJECT_UNSUPPORTED);
@@ -588,9 +599,52 @@ static void test_reject_arity_then_valid(void **state)
         "AUTH", "EVAL s", "EVAL s 0", "EVAL s 2 k", "EVAL s x k", "EVAL s -1 k", "EVAL s 01 k",
         "EVALSHA s 0 a", "ZUNION 0 a", "ZUNION 3 a b", "ZUNIONSTORE d 0 a", "ZINTERSTORE d 2 a",
         "ZDIFF", "LMOVE a b LEFT", "GEOSEARCHSTORE d s FROMMEMBER m BYRADIUS 10",
-        "EVAL s 123456789012345678901234567890 k",
+        "EVAL s 123456789012345678901234567890 k", "MULTI x", "EXEC x", "DISCARD x", "WATCH",
+        "UNWATCH x",
     };
     for (size_t i = 0; i < NC_ARRAY_LEN(lines); i++) check_reject(lines[i], REJECT_ARITY);
+}
+
+/* The proxy's replies in a transaction: redis's own texts; the proxy's errors name servers with
+ * their control bytes blanked and stay one CRLF-ended line when cut. */
+static void test_txn_replies(void **state)
+{
+    (void)state;
+    static const struct {
+        enum proto_txn_reply what;
+        const char *text;
+    } fixed[] = {
+        { PROTO_TXN_OK, "+OK\r\n" },
+        { PROTO_TXN_QUEUED, "+QUEUED\r\n" },
+        { PROTO_TXN_NESTED, "-ERR MULTI calls can not be nested\r\n" },
+        { PROTO_TXN_EXEC_WITHOUT, "-ERR EXEC without MULTI\r\n" },
+        { PROTO_TXN_DISCARD_WITHOUT, "-ERR DISCARD without MULTI\r\n" },
+        { PROTO_TXN_WATCH_INSIDE, "-ERR WATCH inside MULTI is not allowed\r\n" },
+        { PROTO_TXN_NOT_ALLOWED, "-ERR Command not allowed inside a transaction\r\n" },
+        { PROTO_TXN_EXECABORT, "-EXECABORT Transaction discarded because of previous errors.\r\n" },
+    };
+    char buf[512];
+    for (size_t i = 0; i < NC_ARRAY_LEN(fixed); i++) {
+        size_t n = redis_proto.txn_reply(fixed[i].what, NULL, NULL, buf, sizeof(buf));
+        assert_int_equal(n, strlen(fixed[i].text));
+        assert_memory_equal(buf, fixed[i].text, n);
+    }
+    const char *cross = "-ERR keys of one transaction on two servers, 'r 0' and 'r1' (hash tags keep "
+                        "them on one)\r\n";
+    size_t n = redis_proto.txn_reply(PROTO_TXN_CROSS, "r\r0", "r1", buf, sizeof(buf));
+    assert_int_equal(n, strlen(cross));
+    assert_memory_equal(buf, cross, n);
+    const char *busy = "-ERR no dedicated connection free to server 's' (dedicated_connections: 3)\r\n";
+    n = redis_proto.txn_reply(PROTO_TXN_BUSY, "s", "3", buf, sizeof(buf));
+    assert_int_equal(n, strlen(busy));
+    assert_memory_equal(buf, busy, n);
+    n = redis_proto.txn_reply(PROTO_TXN_TOO_LARGE, "268435456", NULL, buf, sizeof(buf));
+    assert_int_equal(n, strlen("-ERR transaction too large (more than 268435456 bytes queued)\r\n"));
+    n = redis_proto.txn_reply(PROTO_TXN_BUSY, "a-very-long-server-name", "3", buf, 20);
+    assert_int_equal(n, 20);
+    assert_memory_equal(buf, "-ERR no dedicated \r\n", 20);
+    assert_string_equal(redis_proto.txn_clean_request, "*1\r\n$7\r\nUNWATCH\r\n");
+    assert_null(memcache_proto.txn_reply);
 }
 
 static void test_reject_long_and_odd_names(void **state)
@@ -1181,6 +1235,7 @@ int main(void)
         cmocka_unit_test(test_pipeline_every_split),
         cmocka_unit_test(test_inline),
         cmocka_unit_test(test_reject_unsupported_then_valid),
+        cmocka_unit_test(test_txn_replies),
         cmocka_unit_test(test_reject_arity_then_valid),
         cmocka_unit_test(test_reject_long_and_odd_names),
         cmocka_unit_test(test_nul_in_name),

@@ -1,0 +1,37 @@
+/*
+ * dedicated.h - dedicated server connections, the third conn role (dedicated_conn_ops): a server
+ * connection that one client holds at a time, for its transaction (core/txn.h). A client in
+ * MULTI/EXEC or holding a WATCH needs a connection on which no other client's commands run
+ * between its own: redis keeps the WATCH and MULTI state per connection.
+ *
+ * Each backend (core/backend.h) has a set of them, created on demand and kept open when given
+ * back; at most its pool's dedicated_connections are held at once (per server and worker). A
+ * dedicated connection connects, writes, reads, times out and fails as a shared one (the server
+ * role's ops, core/server.h), with the protocol's set-up requests (redis AUTH/SELECT) first; when
+ * it closes while held, its transaction is told (txn_dedicated_lost). The stats count the held
+ * ones per server (`dedicated_connections`).
+ *
+ * Threads: the owning loop only, like every server connection.
+ */
+#ifndef NC_DEDICATED_H
+#define NC_DEDICATED_H
+
+#include <stdbool.h>
+
+#include "core/conn.h"
+#include "core/pool.h"
+
+extern const struct conn_ops dedicated_conn_ops;
+
+/* How many dedicated connections to s may be held at once (its newest config's). */
+int dedicated_limit(const struct server_rt *s);
+/* Takes a free dedicated connection of server s for transaction t (a new one when the set has
+ * none free and room for it). Returns 0 (*out set, (*out)->txn == t), -EBUSY when s's
+ * dedicated_connections are all held, or -ENOMEM. */
+int dedicated_acquire(struct server_rt *s, struct txn *t, struct conn **out);
+/* Gives d back to its set. clean: first queue the protocol's request that leaves it clean for
+ * the next client (redis UNWATCH, its reply dropped); when that cannot be queued, d is closed
+ * instead. What d still has in flight is answered in order before anything of its next client. */
+void dedicated_release(struct conn *d, bool clean);
+
+#endif

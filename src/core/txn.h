@@ -1,0 +1,50 @@
+/*
+ * txn.h - transactions (redis MULTI, EXEC, DISCARD, WATCH, UNWATCH; the protocol marks them with
+ * CMD_F_TXN_MASK) for one client, on a dedicated server connection (core/dedicated.h). The design
+ * and its reasons: notes/transactions.md.
+ *
+ * - MULTI is answered by the proxy; each command after it is checked (a refused one is answered
+ *   its error and marks the transaction aborted, as redis does), routed (every key of every
+ *   queued command, and of WATCH, must map to one server: a command whose keys map elsewhere
+ *   gets an error naming the two servers and aborts the transaction), held by the proxy and
+ *   answered as queued. Nothing of it reaches a server before EXEC.
+ * - EXEC of an aborted transaction is answered by the proxy (redis: -EXECABORT). Otherwise the
+ *   client takes a dedicated connection to that server (any server for a keyless transaction)
+ *   and the proxy writes MULTI, the queued commands and EXEC on it at once; it drops the replies
+ *   to MULTI and the queued commands and the client gets EXEC's.
+ * - WATCH takes the dedicated connection to its keys' server and keeps it until EXEC, DISCARD,
+ *   UNWATCH or the client leaves; the transaction that follows must map to that server.
+ * - A request that goes to the dedicated connection (WATCH, EXEC, UNWATCH) waits until every
+ *   earlier request of its client is answered, and the client's later requests wait until it
+ *   is answered (held in the client's queue, msg.txn_wait): its order against the client's
+ *   other requests, which use the shared connections, is the order the client sent them in.
+ * - A client that leaves gives its dedicated connection back clean (UNWATCH when it watched).
+ *   When the dedicated connection fails while it holds a WATCH, the WATCH is lost: EXEC then
+ *   answers the connection's error.
+ *
+ * A client has its state (c->txn) only while it is in a transaction, watches, or has requests
+ * held; it then has the client role's transaction ops (client_txn_ops), which call txn_resume
+ * after its replies are written. Otherwise c->txn is NULL: request_dispatch tests it, nothing
+ * else on the plain path does.
+ *
+ * Threads: the loop owning the client.
+ */
+#ifndef NC_TXN_H
+#define NC_TXN_H
+
+#include "core/conn.h"
+#include "msg/msg.h"
+
+/* A request of client c with c->txn set or a CMD_F_TXN_MASK command (request_dispatch's
+ * contract: non-zero when the client should stop reading). */
+int txn_dispatch(struct conn *c, struct msg *req);
+/* c has written replies (its transaction ops): a request on the dedicated connection that got its
+ * answer lets the held requests go on, in order. */
+void txn_resume(struct conn *c);
+/* c is closing: frees the requests it holds back, its queued commands and its state, and gives
+ * its dedicated connection back clean. */
+void txn_client_close(struct conn *c);
+/* The dedicated connection of t closed (err) while t held it. */
+void txn_dedicated_lost(struct txn *t, int err);
+
+#endif
