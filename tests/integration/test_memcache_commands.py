@@ -8,9 +8,11 @@ import uuid
 
 import pytest
 
-import ncproxy
-import ncutil
-from ncproxy import mc_store, mc_value
+from nctest import procs
+from nctest.keys import spread_keys
+from nctest.cluster import start_cluster
+from nctest.codec import mc_store, mc_value
+from nctest.conn import RawConn
 
 
 def cas_of(conn, key):
@@ -164,7 +166,7 @@ def test_touch_gat_gats(mc_cluster, placed):
 
 
 def test_version(mc_cluster):
-    want = ncproxy.RawConn(mc_cluster.ports[0])
+    want = RawConn(mc_cluster.ports[0])
     want.send(b"version\r\n")
     expected = want.line()
     want.close()
@@ -278,7 +280,7 @@ def test_rejected_request_with_noreply_sends_nothing(mc_cluster, line, data):
         body = b"" if data is None else data + b"\r\n"
         c.exchange(request + body + f"get {k}\r\n".encode(), get_reply)
         c.exchange(f"get {k}\r\n".encode(), get_reply)  # and nothing came after it
-    with ncproxy.RawConn(mc_cluster.ports[0]) as m:
+    with RawConn(mc_cluster.ports[0]) as m:
         m.exchange(mc_store("set", k, "v"), b"STORED\r\n")
         m.exchange(request + f"get {k}\r\n".encode(), get_reply)
 
@@ -332,7 +334,7 @@ def test_request_over_1gb_is_refused(mc_cluster):
     """One request is held whole: a get line of endless spaces (or of keys the proxy stopped
     keeping) grew the proxy for as long as the client sent. Past 1 GB (CONN_REQUEST_MAX, redis'
     client-query-buffer-limit) the client gets CLIENT_ERROR and is closed."""
-    if ncproxy.tsan_binary():
+    if procs.tsan_binary():
         pytest.skip("a gigabyte through a TSan build takes minutes")
     if mc_cluster.threads != 1 or len(mc_cluster.ports) != 1:
         pytest.skip("one configuration is enough for a gigabyte")
@@ -349,13 +351,13 @@ def test_request_over_1gb_is_refused(mc_cluster):
 
 def test_backend_refused(memcached_server, write_conf, nutcrackers):
     live, _ = memcached_server()
-    dead = ncutil.free_port()
-    cluster = ncproxy.start_cluster("memcache", 2, 2, None, write_conf, nutcrackers, "refused",
+    dead = procs.free_port()
+    cluster = start_cluster("memcache", 2, 2, None, write_conf, nutcrackers, "refused",
                                     ports=[live, dead])
     refused = b"SERVER_ERROR Connection refused\r\n"
     keys_live, keys_dead = [], []
     with cluster.raw() as c:
-        for key in ncproxy.spread_keys("refused", 60):
+        for key in spread_keys("refused", 60):
             c.send(mc_store("set", key, "v"))
             reply = c.line()
             assert reply in (b"STORED\r\n", refused)
@@ -374,7 +376,7 @@ def test_line_memcached_would_drop_is_refused(memcached_server, write_conf, nutc
     with more leading spaces are limited like the other commands. Forwarded, such a line would
     reset the server connection that every client shares (failing their requests in flight) and
     count as a server failure, here enough to eject the only server."""
-    cluster = ncproxy.start_cluster("memcache", 1, 1, memcached_server, write_conf, nutcrackers,
+    cluster = start_cluster("memcache", 1, 1, memcached_server, write_conf, nutcrackers,
                                     "longline", auto_eject_hosts=True, server_failure_limit=1,
                                     server_retry_timeout=60000)
     # over memcached's 16 kB read buffer: it always drops this one (a 2.1 kB line can be dropped

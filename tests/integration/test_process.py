@@ -7,9 +7,8 @@ from pathlib import Path
 
 import pytest
 
-import ncproxy
-import ncutil
-from ncutil import HOST
+from nctest import procs, wait
+from nctest.procs import HOST
 
 
 def _proc_status_field(pid, field):
@@ -90,7 +89,7 @@ def test_daemon_with_relative_paths(nutcrackers, good_conf, tmp_path):
     assert (tmp_path / "rel.pid").read_text() == f"{proxy.daemon_pid}\n"
     (tmp_path / "rel.log").rename(tmp_path / "rel.log.1")
     proxy.signal(signal.SIGHUP)
-    ncutil.wait_until((tmp_path / "rel.log").exists, 5, what="the reopened log")
+    wait.wait_for((tmp_path / "rel.log").exists, 5, what="the reopened log")
     proxy.signal(signal.SIGTERM)
     assert proxy.wait_exit() == 0
     assert not (tmp_path / "rel.pid").exists()
@@ -99,8 +98,8 @@ def test_daemon_with_relative_paths(nutcrackers, good_conf, tmp_path):
 def test_pid_file_of_a_running_instance_is_refused(nutcrackers, good_conf, write_conf, tmp_path):
     pid_file = tmp_path / "nc.pid"
     first = nutcrackers(good_conf, "-p", str(pid_file), wait="log")
-    other_conf = write_conf({"solo": {"listen": f"{HOST}:{ncutil.free_port()}",
-                                      "servers": [f"{HOST}:{ncutil.free_port()}:1"]}},
+    other_conf = write_conf({"solo": {"listen": f"{HOST}:{procs.free_port()}",
+                                      "servers": [f"{HOST}:{procs.free_port()}:1"]}},
                             name="other.yml")
     second = nutcrackers(other_conf, "-p", str(pid_file), wait=None, log_name="second.log")
     assert second.wait_exit() == 1
@@ -119,13 +118,13 @@ def test_daemon_that_fails_makes_the_launcher_fail(nutcrackers, good_conf, tmp_p
     """A daemon that cannot start (its pid file is taken) must not let its launcher exit 0."""
     pid_file = tmp_path / "held.pid"
     nutcrackers(good_conf, "-p", str(pid_file), wait="log")
-    r = ncutil.run(["-d", "-c", str(good_conf), "-o", str(tmp_path / "d.log"), "-p", str(pid_file),
-                    "-s", str(ncutil.free_port()), "-a", HOST])
+    r = procs.run(["-d", "-c", str(good_conf), "-o", str(tmp_path / "d.log"), "-p", str(pid_file),
+                    "-s", str(procs.free_port()), "-a", HOST])
     assert r.returncode == 1
 
 
 def test_unwritable_log_file_exits_1(good_conf, tmp_path):
-    r = ncutil.run(["-c", str(good_conf), "-o", str(tmp_path / "no" / "such" / "dir.log")])
+    r = procs.run(["-c", str(good_conf), "-o", str(tmp_path / "no" / "such" / "dir.log")])
     assert r.returncode == 1
     assert "log file" in r.stderr
 
@@ -136,14 +135,14 @@ def test_log_reopen(nutcrackers, good_conf, signo):
     rotated = proxy.log_path.with_name(proxy.log_path.name + ".1")
     proxy.log_path.rename(rotated)
     proxy.signal(signo)
-    ncutil.wait_until(proxy.log_path.exists, 5, what="a new log file after the signal")
-    assert "reopening" in ncutil.read_text(rotated), "the signal's line goes to the old file"
+    wait.wait_for(proxy.log_path.exists, 5, what="a new log file after the signal")
+    assert "reopening" in procs.read_text(rotated), "the signal's line goes to the old file"
     # the reopened file gets the next lines
     proxy.signal_and_wait(signal.SIGTTIN, "log level up")
     proxy.signal(signal.SIGTERM)
     assert proxy.wait_exit() == 0
     assert "stopping" in proxy.log()
-    assert "stopping" not in ncutil.read_text(rotated)
+    assert "stopping" not in procs.read_text(rotated)
 
 
 def test_log_level_signals(nutcrackers, good_conf):
@@ -154,7 +153,7 @@ def test_log_level_signals(nutcrackers, good_conf):
     start = len(proxy.log())
     # pending signals are handled in signal-number order, not in sending order: give each one
     # time to be handled before the next
-    pause = 3.0 if ncproxy.sanitized_binary() else 1.0  # a sanitizer stage's load next to it
+    pause = 3.0 if procs.sanitized_binary() else 1.0  # a sanitizer stage's load next to it
     proxy.signal(signal.SIGTTOU)                                # back to 4: this line is silent
     time.sleep(pause)
     proxy.signal(signal.SIGHUP)                                 # a notice, not written at 4
@@ -194,9 +193,9 @@ def _two_pool_conf(write_conf, redis_server, memcached_server):
     rport, _ = redis_server()
     mport, _ = memcached_server()
     return write_conf({
-        "r": {"listen": f"{HOST}:{ncutil.free_port()}", "redis": True,
+        "r": {"listen": f"{HOST}:{procs.free_port()}", "redis": True,
               "servers": [f"{HOST}:{rport}:1"]},
-        "m": {"listen": f"{HOST}:{ncutil.free_port()}", "servers": [f"{HOST}:{mport}:1"]},
+        "m": {"listen": f"{HOST}:{procs.free_port()}", "servers": [f"{HOST}:{mport}:1"]},
     })
 
 
@@ -205,7 +204,7 @@ def test_proxy_listens_on_its_pools(nutcrackers, write_conf, redis_server, memca
     proxy = nutcrackers(conf, "-T", "2", wait="listen")
     assert len(proxy.listen_ports) == 2
     for port in proxy.listen_ports:
-        assert ncutil.port_accepts(port)
+        assert procs.port_accepts(port)
     proxy.signal(signal.SIGTERM)
     assert proxy.wait_exit() == 0
 

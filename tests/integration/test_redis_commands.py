@@ -12,9 +12,11 @@ import uuid
 
 import pytest
 
-import ncproxy
-import ncutil
-from ncproxy import RawConn, array, bulk, integer, resp
+from nctest import codec, procs
+from nctest.keys import spread_keys
+from nctest.cluster import start_cluster
+from nctest.codec import array, bulk, integer, resp
+from nctest.conn import RawConn
 
 SCRIPT_GET = "return redis.call('get', KEYS[1])"
 SCRIPT_NESTED = "return {1, {2, {3, 'x', {}}, 'y'}, redis.status_reply('fine'), -7, {'z'}}"
@@ -202,7 +204,7 @@ NOT_DIFFERENTIAL = {"ping", "quit", "auth", "lolwut"}
 
 def supported_commands():
     """The command names of the proxy's table (src/proto/redis_cmd.c)."""
-    text = (ncutil.REPO / "src" / "proto" / "redis_cmd.c").read_text()
+    text = (procs.REPO / "src" / "proto" / "redis_cmd.c").read_text()
     table = text[text.index("redis_cmds[] = {"):text.index("};", text.index("redis_cmds[] = {"))]
     return set(re.findall(r'^\s*(?:[A-Z0-9]+\(|\{)\s*"([a-z]+)"', table, re.MULTILINE))
 
@@ -233,7 +235,7 @@ def test_every_command_same_reply_as_redis(redis_cluster, reference):
                 sent = [prev[name] if a is PREV else a for a in args]
                 conn.send(resp(*sent))
                 got[name] = conn.reply()
-                prev[name] = ncproxy.resp_decode(got[name])[0]
+                prev[name] = codec.resp_decode(got[name])[0]
             assert got["proxy"] == got["reference"], args
             assert got["proxy"].startswith(b"-") == expect_error, (args, got["proxy"])
 
@@ -241,7 +243,7 @@ def test_every_command_same_reply_as_redis(redis_cluster, reference):
 def test_keys_land_on_the_backends(redis_cluster):
     """Writes through the proxy are on exactly one backend, reads find them."""
     client = redis_cluster.client()
-    keys = ncproxy.spread_keys(f"land:{uuid.uuid4().hex}", 40)
+    keys = spread_keys(f"land:{uuid.uuid4().hex}", 40)
     for key in keys:
         assert client.set(key, key)
     used = set()
@@ -261,7 +263,7 @@ def test_local_replies(redis_cluster):
         c.exchange(resp("PING", "a", "b"), b"-ERR wrong number of arguments for 'ping' command\r\n")
         c.exchange(resp("AUTH", "pw"), b"-ERR Client sent AUTH, but no password is set\r\n")
         c.send(resp("LOLWUT"))
-        text = ncproxy.resp_decode(c.reply())[0]
+        text = codec.resp_decode(c.reply())[0]
         assert b"Redis ver." in text
         c.exchange(resp("QUIT"), b"+OK\r\n")
         assert c.is_closed()
@@ -358,7 +360,7 @@ def test_nested_replies_pass_through(redis_cluster, reference):
             got, want = proxy.reply(), ref.reply()
             assert got == want
             assert got.startswith(b"*")
-    value = ncproxy.resp_decode(got)[0]
+    value = codec.resp_decode(got)[0]
     assert value[2] is None
 
 
@@ -383,12 +385,12 @@ def test_backend_refused(redis_server, write_conf, nutcrackers):
     """A server nobody listens on: -ERR Connection refused, for single and multi-key commands,
     and the connection stays usable."""
     live, _ = redis_server()
-    dead = ncutil.free_port()
-    cluster = ncproxy.start_cluster("redis", 2, 2, None, write_conf, nutcrackers, "refused",
+    dead = procs.free_port()
+    cluster = start_cluster("redis", 2, 2, None, write_conf, nutcrackers, "refused",
                                     ports=[live, dead])
     keys_live, keys_dead = [], []
     with cluster.raw() as c:
-        for key in ncproxy.spread_keys("refused", 100):
+        for key in spread_keys("refused", 100):
             c.send(resp("SET", key, "v"))
             reply = c.reply()
             if reply == b"+OK\r\n":

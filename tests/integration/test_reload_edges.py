@@ -3,18 +3,17 @@ under the old one is pending, `client_connections` with clients still on an olde
 and a unix listen path spelled another way for the same socket file. Each test failed before its
 fix (see notes/reload.md)."""
 import copy
-import os
 import time
 
-import ncmanage
-import ncproxy
-import ncutil
-from ncutil import HOST
+from nctest import manage, procs, wait
+from nctest.codec import resp
+from nctest.conn import RawConn
+from nctest.procs import HOST
 
 
 def _reload(proxy, spec, write_conf):
     write_conf(spec)
-    reply = ncmanage.command(proxy.manage_port, "reload", timeout=30)
+    reply = manage.command(proxy.manage_port, "reload", timeout=30)
     assert reply.startswith("OK generation"), reply
     return reply
 
@@ -25,23 +24,23 @@ def test_reload_dropping_timeout_does_not_time_out_requests(redis_server, write_
     is the new generation), so a request sent after the reload must wait for its reply, not fail
     with a timeout when the timer armed under the old config fires."""
     port, proc = redis_server()
-    spec = {"alpha": {"listen": f"{HOST}:{ncutil.free_port()}", "redis": True, "timeout": 2000,
+    spec = {"alpha": {"listen": f"{HOST}:{procs.free_port()}", "redis": True, "timeout": 2000,
                       "servers": [f"{HOST}:{port}:1 r0"]}}
     conf = write_conf(spec)
     proxy = nutcrackers(conf, "-T", "1", wait_manage=True)
     lport = int(spec["alpha"]["listen"].rsplit(":", 1)[1])
-    with ncproxy.RawConn(lport, timeout=10) as a, ncproxy.RawConn(lport, timeout=10) as b:
-        a.exchange(ncproxy.resp("SET", "k", "v"), b"+OK\r\n")
-        b.exchange(ncproxy.resp("SET", "k2", "v2"), b"+OK\r\n")
+    with RawConn(lport, timeout=10) as a, RawConn(lport, timeout=10) as b:
+        a.exchange(resp("SET", "k", "v"), b"+OK\r\n")
+        b.exchange(resp("SET", "k2", "v2"), b"+OK\r\n")
         stopped(proc)
         t0 = time.monotonic()
-        a.send(ncproxy.resp("GET", "k"))          # arms the 2 s timer of the server connection
+        a.send(resp("GET", "k"))          # arms the 2 s timer of the server connection
         time.sleep(0.2)
         new = copy.deepcopy(spec)
         del new["alpha"]["timeout"]               # no timeout any more
         _reload(proxy, new, write_conf)
         time.sleep(0.3)
-        b.send(ncproxy.resp("GET", "k2"))         # b is idle: it is on the new generation now
+        b.send(resp("GET", "k2"))         # b is idle: it is on the new generation now
         time.sleep(max(0.0, t0 + 3.0 - time.monotonic()))
         stopped.resume()
         got = b.reply(timeout=5)
@@ -53,7 +52,7 @@ def test_client_connections_limit_holds_across_reload(redis_server, write_conf, 
     """client_connections: 1. A client busy at the reload stays on the old generation, which
     counts it; the master checks the new generation's count (0), so a second client gets in."""
     port, proc = redis_server()
-    spec = {"alpha": {"listen": f"{HOST}:{ncutil.free_port()}", "redis": True,
+    spec = {"alpha": {"listen": f"{HOST}:{procs.free_port()}", "redis": True,
                       "client_connections": 1, "servers": [f"{HOST}:{port}:1 r0"]}}
     conf = write_conf(spec)
     proxy = nutcrackers(conf, "-T", "1", wait_manage=True)
@@ -61,9 +60,9 @@ def test_client_connections_limit_holds_across_reload(redis_server, write_conf, 
 
     def first_client():
         # the fixture's probe connection holds the one slot until the proxy has seen it close
-        c = ncproxy.RawConn(lport, timeout=10)
+        c = RawConn(lport, timeout=10)
         try:
-            c.send(ncproxy.resp("SET", "k", "v"))
+            c.send(resp("SET", "k", "v"))
             if c.line() == b"+OK\r\n":
                 return c
         except OSError:  # refused: the error line, then a close (or a reset)
@@ -71,16 +70,16 @@ def test_client_connections_limit_holds_across_reload(redis_server, write_conf, 
         c.close()
         return None
 
-    with ncutil.wait_until(first_client, 10, interval=0.1, what="the first client in") as a:
-        with ncproxy.RawConn(lport, timeout=5) as refused:
+    with wait.wait_for(first_client, 10, interval=0.1, what="the first client in") as a:
+        with RawConn(lport, timeout=5) as refused:
             assert refused.line() == b"-ERR max number of clients reached\r\n"
         stopped(proc)
-        a.send(ncproxy.resp("GET", "k"))          # a stays busy, on generation 1
+        a.send(resp("GET", "k"))          # a stays busy, on generation 1
         time.sleep(0.2)
         _reload(proxy, spec, write_conf)          # an identical reload
         time.sleep(0.3)
-        with ncproxy.RawConn(lport, timeout=5) as b:
-            b.send(ncproxy.resp("PING"))
+        with RawConn(lport, timeout=5) as b:
+            b.send(resp("PING"))
             got = b.line()
         stopped.resume()
         assert a.reply() == b"$1\r\nv\r\n"
@@ -97,14 +96,14 @@ def test_unix_listen_respelled_keeps_a_reachable_socket(redis_server, write_conf
     spec = {"alpha": {"listen": str(path), "redis": True, "servers": [f"{HOST}:{port}:1 r0"]}}
     conf = write_conf(spec)
     proxy = nutcrackers(conf, "-T", "1", wait="log", wait_manage=True)
-    ncutil.wait_until(lambda: path.exists(), 10, what="the socket file")
-    ncutil.wait_until(lambda: ncmanage.command(proxy.manage_port, "help"), 10, what="manage port")
-    with ncproxy.RawConn(path=path) as c:
-        c.exchange(ncproxy.resp("PING"), b"+PONG\r\n")
+    wait.wait_for(lambda: path.exists(), 10, what="the socket file")
+    wait.wait_for(lambda: manage.command(proxy.manage_port, "help"), 10, what="manage port")
+    with RawConn(path=path) as c:
+        c.exchange(resp("PING"), b"+PONG\r\n")
     new = copy.deepcopy(spec)
     new["alpha"]["listen"] = f"{tmp_path}/./a.sock"
     _reload(proxy, new, write_conf)
     time.sleep(0.3)
     assert path.exists(), "the listening socket's file was unlinked: the pool is unreachable"
-    with ncproxy.RawConn(path=path) as c:
-        c.exchange(ncproxy.resp("PING"), b"+PONG\r\n")
+    with RawConn(path=path) as c:
+        c.exchange(resp("PING"), b"+PONG\r\n")

@@ -17,9 +17,8 @@ to each server (server_connections: 1), so each backend must see 8 connections f
 import bisect
 import threading
 
-import ncutil
-import vecutil
-from ncutil import HOST
+from nctest import procs, vectors
+from nctest.procs import HOST
 
 NWORKERS = 8
 NCLIENTS = 48           # a multiple of NWORKERS: 6 clients a worker
@@ -106,7 +105,7 @@ class Clients:
 
 
 def _ketama_model(ports):
-    ns, status, out = vecutil.model()
+    ns, status, out = vectors.model()
     assert status == 0, f"model_check.py disagrees with the vectors:\n{out}"
     continuum = ns["ketama"]([b"%s:%d" % (HOST.encode(), p) for p in ports], [1] * len(ports))
     points = [point for point, _ in continuum]
@@ -127,9 +126,9 @@ def _proxy_connections(backend):
 
 
 def test_routing_is_the_same_in_every_worker(redis_server, write_conf, nutcrackers):
-    gen = vecutil.gen_vectors()
+    gen = vectors.gen_vectors()
     ports = [redis_server()[0] for _ in range(NBACKENDS)]
-    listen = ncutil.free_port()
+    listen = procs.free_port()
     conf = write_conf({"shared": {
         "listen": f"{HOST}:{listen}", "hash": "fnv1a_64", "distribution": "ketama",
         "redis": True, "timeout": 10000, "server_connections": 1,
