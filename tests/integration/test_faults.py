@@ -13,6 +13,7 @@ out by accident, and bounds on latency leave room for scheduling noise (SLACK) a
 guard against. Tests of failing fast use a 3 s timeout and call "fast" anything under 1 s
 (2 s in a sanitized build, which runs next to the other sanitizer stage).
 """
+import collections
 import signal
 import time
 from dataclasses import dataclass, field
@@ -99,12 +100,25 @@ class Rig:
     def log_mark(self):
         return len(self.proxy.log())
 
-    def wait_log(self, needle, start, timeout):
-        """Waits for needle in the log after start; returns when it was seen. (A sanitized build
-        is several times slower: the deadline scales, the assertions on what clients saw do
-        not move.)"""
-        self.proxy.wait_log(needle, timeout=timeout, start=start)
+    def wait_log(self, needle, start, timeout, count=1):
+        """Waits for needle (count times) in the log after start; returns when it was seen. (A
+        sanitized build is several times slower: the deadline scales, the assertions on what
+        clients saw do not move.)"""
+        self.proxy.wait_log(needle, timeout=timeout, start=start, count=count)
         return time.monotonic()
+
+    def wait_no_conns(self, i):
+        """Waits until the proxy holds no connection to backend i: after a kill, every worker
+        has seen its idle connection to it end (which is not a failure)."""
+        port = self.ports[i]
+        wait.wait_for(lambda: not procfs.conns_to(self.proxy.pid, port), 5,
+                      f"the proxy's connections to backend :{port} to close")
+
+    def wait_written(self, i, n=1):
+        """Waits until n requests are written to backend i and not answered (out_queue)."""
+        manage.wait_server_stat(self.proxy.manage_port, "faults", f"{HOST}:{self.ports[i]}:1",
+                                "out_queue", lambda v: v >= n, what=f"{n} requests written to "
+                                f"backend {i}, unanswered")
 
     def settled_fds(self, timeout=5.0):
         """The proxy's descriptors once their number stops changing (closes are asynchronous)."""
@@ -220,6 +234,26 @@ def rig(redis_server, memcached_server, write_conf, nutcrackers):
     return make
 
 
+def past(load, t, each=3):
+    """Lets the load run until every client has had `each` exchanges that began at or after t
+    (whatever their replies): the window from t on holds events of every client."""
+    load.wait_progress(each=each, since=t, ok=False)
+
+
+def wait_errors(load, keys, since, each=2, timeout=15.0):
+    """Waits until every client with a key in keys has had `each` error replies on them in
+    exchanges begun at or after since: the failure reached every client it concerns."""
+    cids = {cid for cid in range(NCLIENTS) if set(load.keys_of(cid)) & keys}
+
+    def seen():
+        errors = load.select(kinds=("error",), t_from=since, touching=keys)
+        counts = collections.Counter(e.cid for e in errors)
+        return all(counts[cid] >= each for cid in cids)
+
+    wait.wait_for(seen, timeout, f"{each} errors for each of the {len(cids)} clients of the "
+                                 f"failed backend's keys")
+
+
 def assert_only(load, allowed, what, **sel):
     evs = [e for e in load.select(**sel) if e.kind not in allowed]
     assert not evs, f"{what}: {len(evs)} events not in {allowed}:\n{describe(evs)}"
@@ -258,13 +292,15 @@ def test_kill9_with_ejection_moves_keys_and_rejoins(rig, redis):
     victim, vkeys = r.victim()
     load = r.load.start()
     try:
-        time.sleep(0.8)
+        load.wait_progress(each=3)
         t_kill = r.mark("kill")
         log0 = r.log_mark()
         r.kill(victim)
         r.wait_log("ejected after", log0, timeout=3)
-        # past one retry period: the prober finds it still dead and keeps it out, silently
-        time.sleep(RETRY_MS / 1000 * 1.4)
+        # one retry period on: the prober finds it still dead and keeps it out, silently; the
+        # keys served elsewhere meanwhile
+        r.wait_log("still does not answer", log0, timeout=RETRY_MS / 1000 + 3)
+        past(load, t_kill + SETTLE)
         t_restart = r.mark("restart")
         moved = {}
         for i, port in enumerate(r.ports):
@@ -273,7 +309,7 @@ def test_kill9_with_ejection_moves_keys_and_rejoins(rig, redis):
         log1 = r.log_mark()
         r.restart(victim)
         t_back = r.wait_log("back in the distribution", log1, timeout=RETRY_MS / 1000 + 3)
-        time.sleep(1.0)
+        past(load, t_back + 0.5)
     finally:
         load.stop()
 
@@ -314,14 +350,14 @@ def test_kill9_without_ejection_fails_fast(rig, redis):
     victim, vkeys = r.victim()
     load = r.load.start()
     try:
-        time.sleep(0.8)
+        load.wait_progress(each=3)
         t_kill = r.mark("kill")
         r.kill(victim)
-        time.sleep(1.5)
+        wait_errors(load, vkeys, since=t_kill + 0.2)
         t_restart = r.mark("restart")
         r.restart(victim)
         t_up = time.monotonic()
-        time.sleep(1.0)
+        past(load, t_up + 0.3)
     finally:
         load.stop()
 
@@ -371,7 +407,7 @@ def test_ejection_is_pool_wide(rig):
     key = sorted(vkeys)[0]
     log0 = r.log_mark()
     r.kill(victim)
-    time.sleep(0.2)  # the workers see their idle connections to it close (not a failure)
+    r.wait_no_conns(victim)  # the workers saw their idle connections to it close (no failure)
     results = []
     before = None
     for i in range(n):
@@ -418,15 +454,15 @@ def test_sigstop_timeouts_fire_on_time_others_keep_serving(rig):
     proc = r.procs[victim]
     load = r.load.start()
     try:
-        time.sleep(0.8)
+        load.wait_progress(each=3)
         t_stop = r.mark("stop")
         proc.send_signal(signal.SIGSTOP)
-        time.sleep(3.0)
+        wait_errors(load, vkeys, since=t_stop + 0.05)  # two rounds of timeouts
         t_cont = r.mark("cont")
     finally:
         proc.send_signal(signal.SIGCONT)
     try:
-        time.sleep(1.0)
+        past(load, t_cont + 0.5)
     finally:
         load.stop()
 
@@ -470,22 +506,21 @@ def test_sigstop_with_ejection_prober_waits_for_an_answer(rig):
     proc = r.procs[victim]
     load = r.load.start()
     try:
-        time.sleep(0.8)
+        load.wait_progress(each=3)
         t_stop = r.mark("stop")
         log0 = r.log_mark()
         proc.send_signal(signal.SIGSTOP)
         r.wait_log("ejected after", log0, timeout=3)
         # two probe rounds (each: the retry wait, then a probe that times out)
-        rounds = (retry + timeout) / 1000 * 2.5 * (3 if SANITIZED else 1)
-        wait.wait_for(lambda: r.proxy.log()[log0:].count("still does not answer") >= 2,
-                          rounds, what="two failed probes")
+        r.wait_log("still does not answer", log0, (retry + timeout) / 1000 * 2.5, count=2)
+        past(load, t_stop + LIMIT * timeout / 1000 + 2 * SLACK)
         t_cont = r.mark("cont")
     finally:
         proc.send_signal(signal.SIGCONT)
     try:
         log1 = r.log_mark()
         t_back = r.wait_log("back in the distribution", log1, timeout=retry / 1000 + 3)
-        time.sleep(1.0)
+        past(load, t_back + 0.5)
     finally:
         load.stop()
 
@@ -516,24 +551,28 @@ def test_all_backends_down_fail_fast(rig, redis, eject):
     r = rig(redis, eject=eject, timeout=FAIL_FAST_TIMEOUT_MS)
     load = r.load.start()
     try:
-        time.sleep(0.5)
+        load.wait_progress(each=3)
         r.mark("kill")
+        log0 = r.log_mark()
         for i in range(len(r.ports)):
             r.kill(i)
         t_kill = r.mark("all killed")  # a loaded machine may take a while to reap all of them
-        time.sleep(RETRY_MS / 1000 + 0.6)  # through a probe round when ejecting
+        if eject:  # every server ejected, and a probe round that found them still dead
+            r.wait_log("ejected after", log0, timeout=3, count=len(r.ports))
+            r.wait_log("still does not answer", log0, timeout=RETRY_MS / 1000 + 3,
+                       count=len(r.ports))
+        past(load, t_kill + SETTLE)
         t_restart = r.mark("restart")
         stats = manage.status(r.proxy.manage_port)["faults"]
         log1 = r.log_mark()
         for i in range(len(r.ports)):
             r.restart(i)
         if eject:
-            for _ in range(len(r.ports)):
-                t_back = r.wait_log("back in the distribution", log1, timeout=RETRY_MS / 1000 + 3)
-                log1 = r.proxy.log().index("back in the distribution", log1) + 1
+            t_back = r.wait_log("back in the distribution", log1, timeout=RETRY_MS / 1000 + 3,
+                                count=len(r.ports))
         else:
             t_back = time.monotonic()  # all restarted
-        time.sleep(0.8)
+        past(load, t_back + 0.5)
     finally:
         load.stop()
 
@@ -564,7 +603,7 @@ def _replace_with_fake(r, victim, serve):
     workers see their idle connections to it close (not a failure) before the test goes on."""
     r.kill(victim)
     fake = FakeBackend(serve, port=r.ports[victim])
-    time.sleep(0.2)
+    r.wait_no_conns(victim)
     return fake
 
 
@@ -579,16 +618,18 @@ def test_backend_closing_every_connection(rig, eject):
         load = r.load.start()
         if eject:
             t_fake = r.wait_log("ejected after", log0, timeout=3)
-        time.sleep(RETRY_MS / 1000 + 0.8)
-        if eject:  # a probe found it: accepted and closed, which is no answer
-            r.wait_log("still does not answer", log0, timeout=3)
+            # a probe found it: accepted and closed, which is no answer
+            r.wait_log("still does not answer", log0, timeout=RETRY_MS / 1000 + 3)
+            past(load, t_fake + SLACK)
+        else:
+            wait_errors(load, vkeys, since=t_fake)
         t_restart = r.mark("restart")  # (from here on, refused or reset until the restart)
         fake.stop()
         log1 = r.log_mark()
         r.restart(victim)
         t_back = r.wait_log("back in the distribution", log1, RETRY_MS / 1000 + 3) if eject \
             else time.monotonic()
-        time.sleep(0.8)
+        past(load, t_back + 0.5)
     finally:
         r.load.stop()
         fake.stop()
@@ -628,13 +669,14 @@ def test_backend_answering_garbage(rig, redis):
     victim, vkeys = r.victim()
     fake = _replace_with_fake(r, victim, serve_garbage(GARBAGE[redis]))
     try:
+        t_fake = r.mark("fake")
         load = r.load.start()
-        time.sleep(1.5)
+        wait_errors(load, vkeys, since=t_fake)
         t_restart = r.mark("restart")  # (from here on, refused or reset until the restart)
         fake.stop()
         r.restart(victim)
         t_up = time.monotonic()
-        time.sleep(0.8)
+        past(load, t_up + 0.3)
     finally:
         r.load.stop()
         fake.stop()
@@ -675,13 +717,18 @@ def test_prober_takes_no_garbage_for_an_answer(rig, redis):
             # fake and gets garbage: one failure, ejected
             assert c.kv_set(key, "v") == Err(err_line(redis, "Invalid argument"))
             r.wait_log("ejected after", log0, timeout=3)
-            deadline = time.monotonic() + retry / 1000 * 5
-            n = 0
-            while time.monotonic() < deadline:
-                n += 1
-                assert c.kv_set(key, f"v{n}") is True, "the garbage backend came back"
-                assert c.kv_get(key) == f"v{n}".encode()
-                time.sleep(0.02)
+            writes = [0]
+
+            def served_through_two_probes():
+                # the key keeps being served elsewhere while the prober gets garbage twice
+                writes[0] += 1
+                value = f"v{writes[0]}"
+                assert c.kv_set(key, value) is True, "the garbage backend came back"
+                assert c.kv_get(key) == value.encode()
+                return r.proxy.log()[log0:].count("still does not answer") >= 2
+
+            wait.wait_for(served_through_two_probes, retry / 1000 * 5,
+                          "two probes that got garbage", interval=0.02)
     finally:
         fake.stop()
     log = r.proxy.log()[log0:]
@@ -703,18 +750,20 @@ def test_busy_backend_is_ejected_until_it_answers(rig):
     assert direct.call("CONFIG", "SET", "busy-reply-threshold", "50") == "OK"
     load = r.load.start()
     try:
-        time.sleep(0.5)
+        load.wait_progress(each=3)
         t_busy = r.mark("busy")
         log0 = r.log_mark()
         direct.send(resp("EVAL", "while true do end", "0"))
         r.wait_log("ejected after", log0, timeout=3)
-        time.sleep(retry / 1000 * 2.5)
+        # a probe got -BUSY too (no answer), while the keys were served elsewhere
+        r.wait_log("still does not answer", log0, timeout=retry / 1000 + 3)
+        past(load, t_busy + SETTLE)
         t_kill = r.mark("script kill")
         log1 = r.log_mark()
         with RawConn(r.ports[victim]) as k:
             assert k.call("SCRIPT", "KILL") == "OK"
         t_back = r.wait_log("back in the distribution", log1, timeout=retry / 1000 + 3)
-        time.sleep(0.8)
+        past(load, t_back + 0.5)
     finally:
         load.stop()
         direct.close()
@@ -748,6 +797,7 @@ def test_multikey_with_a_dead_fragment_one_error(rig, redis):
     victim = 0
     keys = _spread_keys(r)
     r.kill(victim)
+    r.wait_no_conns(victim)
     want = Err(err_line(redis, REFUSED))
     live = sorted(r.keys_on(1))[0]
     cls = client_class(redis)
@@ -838,7 +888,8 @@ def test_timeout_fails_the_requests_behind_on_that_connection(rig):
         proc.send_signal(signal.SIGSTOP)
         t0 = time.monotonic()
         a.send(resp("GET", k1))
-        time.sleep(1.0)
+        r.wait_written(victim)  # a's request is on the wire: its clock runs
+        wait.hold(1.0, "b goes 1 s after a: it must fail with a, well before its own timeout")
         t1 = time.monotonic()
         b.send(resp("GET", k2))
         ra, ta = a.read(), time.monotonic()
@@ -877,7 +928,7 @@ def test_failure_counters_in_stats(rig):
         fake.stop()
     r.restart(closing)
     r.kill(refused)
-    time.sleep(0.2)
+    r.wait_no_conns(refused)
     with RawConn(r.listen) as c:
         for _ in range(LIMIT):  # refused, and ejected after the last one
             assert c.call("GET", key(refused)) == Err(f"ERR {REFUSED}")

@@ -5,11 +5,10 @@ well-behaved client (the "witness") must keep getting exactly the replies it exp
 """
 import resource
 import socket
-import time
 
 import pytest
 
-from nctest import load, procs, wait
+from nctest import load, manage, procs, wait
 from nctest.codec import bulk, resp
 from nctest.conn import IO_TIMEOUT, RawConn
 from nctest.load import witness
@@ -23,10 +22,15 @@ def redis_proxy(redis_server, write_conf, nutcrackers):
     conf = write_conf({"hostile": {
         "listen": f"{HOST}:{procs.free_port()}", "redis": True, "timeout": 5000,
         "servers": [f"{HOST}:{p}:1" for p in ports]}})
-    proxy = nutcrackers(conf, "-T", "2")
-    port = proxy.listen_ports[0]
-    time.sleep(0.2)
-    return proxy, port
+    proxy = nutcrackers(conf, "-T", "2", wait_manage=True)
+    return proxy, proxy.listen_ports[0]
+
+
+def idle_fd_count(proxy):
+    """The proxy's fd count once it has seen every client leave (its stats say no client is
+    connected: the start-up probe and the witnesses are gone)."""
+    manage.wait_pool_stat(proxy.manage_port, "hostile", "client_connections", lambda n: n == 0)
+    return fd_count(proxy.pid)
 
 
 def settle_fds(pid, baseline, slack=4, timeout=5.0):
@@ -44,7 +48,7 @@ def settle_fds(pid, baseline, slack=4, timeout=5.0):
 def test_bad_lengths_get_protocol_error_and_close(redis_proxy, attack, want_prefix):
     proxy, port = redis_proxy
     witness(port)
-    base = fd_count(proxy.pid)
+    base = idle_fd_count(proxy)
     with RawConn(port) as c:
         c.send(resp("PING") + attack)
         got = c.read_until_closed()
@@ -53,25 +57,21 @@ def test_bad_lengths_get_protocol_error_and_close(redis_proxy, attack, want_pref
     settle_fds(proxy.pid, base)
 
 
-def test_billion_element_array_declared(redis_proxy):
+@pytest.mark.parametrize("announce", [
+    b"*1000000000\r\n$3\r\nDEL\r\n$1\r\na\r\n",                       # a billion elements
+    b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$536870912\r\n" + b"x" * 65536,  # a 512 MB value
+], ids=["billion-element-array", "512mb-value"])
+def test_announced_size_is_not_allocated_up_front(redis_proxy, announce):
+    """The start of a request that announces a huge size: once the proxy has read it (and waits
+    for the rest), its memory has not grown by the size, and other clients are served."""
     proxy, port = redis_proxy
     rss0 = rss_kb(proxy.pid)
-    with socket.create_connection((HOST, port), timeout=IO_TIMEOUT) as s:
-        s.sendall(b"*1000000000\r\n$3\r\nDEL\r\n$1\r\na\r\n")
-        time.sleep(0.3)
+    with RawConn(port) as c:
+        c.send(announce)
+        c.wait_consumed()
         witness(port)
-        assert rss_kb(proxy.pid) < rss0 + 64 * 1024, "the declared size must not be allocated up front"
-    witness(port)
-
-
-def test_announced_512mb_value_never_sent(redis_proxy):
-    proxy, port = redis_proxy
-    rss0 = rss_kb(proxy.pid)
-    with socket.create_connection((HOST, port), timeout=IO_TIMEOUT) as s:
-        s.sendall(b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$536870912\r\n" + b"x" * 65536)
-        time.sleep(0.3)
-        witness(port)
-        assert rss_kb(proxy.pid) < rss0 + 64 * 1024, "an announced value must not be allocated up front"
+        grown = rss_kb(proxy.pid) - rss0
+        assert grown < 64 * 1024, f"RSS grew {grown} kB: the announced size was allocated"
     witness(port)
 
 
@@ -85,7 +85,7 @@ def test_binary_keys_with_nul_and_crlf_round_trip(redis_proxy):
 
 def test_key_larger_than_a_buffer_is_refused_cleanly(redis_proxy):
     proxy, port = redis_proxy
-    base = fd_count(proxy.pid)
+    base = idle_fd_count(proxy)
     with RawConn(port) as c:
         reset = False
         try:
@@ -131,7 +131,7 @@ def test_request_of_more_keys_than_the_cap_is_refused(redis_proxy, cmd):
 
 def test_connect_and_close_storm(redis_proxy):
     proxy, port = redis_proxy
-    base = fd_count(proxy.pid)
+    base = idle_fd_count(proxy)
     for i in range(1500):
         s = socket.create_connection((HOST, port), timeout=IO_TIMEOUT)
         if i % 3 == 0:
@@ -286,14 +286,11 @@ def test_out_of_fds_pauses_accepts_without_spinning(redis_server, write_conf, nu
         proxy.wait_log("Too many open files", timeout=10)
         # fds closed late (the witness's client) go to the clients still in the backlog first
         wait.wait_for(lambda: fd_count(proxy.pid) >= limit, 10, what=f"{limit} fds in use")
-        time.sleep(0.5)
         # the manage port's listener (the stats thread) too
         socks.append(socket.create_connection((HOST, proxy.manage_port), timeout=IO_TIMEOUT))
         proxy.wait_log("manage port: accept failed", timeout=10)
-        time.sleep(0.5)
-
         log0, cpu0 = len(proxy.log()), cpu_ticks(proxy.pid)
-        time.sleep(2)
+        wait.hold(2, "a window to measure the CPU time and log lines of a proxy out of fds")
         grown, used = len(proxy.log()) - log0, cpu_ticks(proxy.pid) - cpu0
         assert grown < 1000, f"the log grew {grown} bytes in 2 s while out of fds"
         assert used < 40, f"the proxy used {used} ticks of CPU in 2 s while out of fds"

@@ -91,7 +91,9 @@ def test_slowlog_records_a_request_to_a_stopped_backend(proxy3):
     try:
         t = threading.Thread(target=get)
         t.start()
-        time.sleep(1.5)  # the GET reaches the proxy within the first second even on a busy machine
+        # the GET written to the stopped backend, then kept waiting past the 500 ms bucket
+        manage.wait_server_stat(proxy.manage_port, "alpha", name, "out_queue", lambda n: n >= 1)
+        wait.hold(0.7, "a request slower than 500 ms")
     finally:
         backend.send_signal(signal.SIGCONT)
     t.join(20)

@@ -6,10 +6,9 @@ stream must be exactly the bytes a model of its own keys predicts, so a reply th
 wrong client, or came out of order, fails the test. Then a pipeline fed one byte per write.
 """
 import random
-import threading
 import uuid
 
-from nctest import load
+from nctest import load, wait
 from nctest.keys import spread_keys
 from nctest.codec import array, bulk, integer, mc_value, resp
 
@@ -211,7 +210,9 @@ def test_back_pressure_deadlock_memcache_raw_pipeline(mc_cluster):
 
 def test_paused_client_resumes_when_servers_answer(redis_cluster, stopped):
     """The back-pressure that remains: while the servers are stopped, a client's 30000 queued
-    requests pause it; once they answer, it is read again and every reply comes, in order."""
+    requests pause it (the proxy stops taking its requests once it holds a few thousand: the
+    rest waits in the socket); once they answer, it is read again and every reply comes, in
+    order."""
     keys = spread_keys(f"slow{uuid.uuid4().hex[:6]}", 50)
     client = redis_cluster.client()
     client.mset({k: k for k in keys})
@@ -221,11 +222,14 @@ def test_paused_client_resumes_when_servers_answer(redis_cluster, stopped):
     expected = b"".join(bulk(keys[i % len(keys)]) for i in range(n))
     for proc in redis_cluster.procs:
         stopped(proc)
-    timer = threading.Timer(1.0, stopped.resume)
-    timer.start()
+    client = load.start_clients(redis_cluster.port, [(request, expected)])
     try:
-        bad = load.run_clients(redis_cluster.port, [(request, expected)])
+        wait.wait_value(redis_cluster.queued, lambda q: q >= 1000, 30,
+                        "the proxy holding the client's requests")
+        held = wait.steady(redis_cluster.queued, 30, "the held requests to stop growing",
+                           samples=5)
+        assert held < n, f"the proxy took all {held} requests: the client was not paused"
     finally:
-        timer.cancel()
         stopped.resume()
+        bad = load.finish_clients(client)
     assert not bad, load.first_difference(bad[0], expected)

@@ -220,11 +220,17 @@ def test_preconnect(kind, redis_server, memcached_server, write_conf, nutcracker
     for i in range(2):
         wait.wait_for(lambda i=i: backend_connections(cluster, i) == 8, 5,
                           what=f"8 connections (4 threads x 2) on backend {i} before any request")
-    # without it, a second proxy on the same servers opens none until it has requests
-    start(kind, 2, 4, None, write_conf, nutcrackers, name="lazy", ports=cluster.ports)
-    time.sleep(0.3)
-    for i in range(2):
-        assert backend_connections(cluster, i) == 8
+    # without it, a second proxy on the same servers opens none until it has requests: once each
+    # of its 4 workers has served a request (the workers take new clients in turn), only server
+    # 0, which holds the key asked for, has more connections
+    say = Speaker(kind)
+    (key, *_), _ = cluster.place_keys(f"pre{uuid.uuid4().hex[:6]}", 1)
+    lazy = start(kind, 2, 4, None, write_conf, nutcrackers, name="lazy", ports=cluster.ports)
+    for _ in range(4):
+        with lazy.raw() as c:
+            c.exchange(say.get(key), say.value(key, key))
+    assert backend_connections(cluster, 0) > 8
+    assert backend_connections(cluster, 1) == 8, "the proxy without preconnect connected at start"
 
 
 # --- client_connections

@@ -2,20 +2,11 @@
 SIGTTIN/SIGTTOU log levels, SIGPIPE ignored, and the backend fixtures themselves."""
 import os
 import signal
-import time
-from pathlib import Path
 
 import pytest
 
-from nctest import procs, wait
+from nctest import manage, procfs, procs, wait
 from nctest.procs import HOST
-
-
-def _proc_status_field(pid, field):
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith(field + ":"):
-            return line.split(":", 1)[1].strip()
-    raise KeyError(field)
 
 
 @pytest.mark.parametrize("signo", [signal.SIGTERM, signal.SIGINT])
@@ -28,7 +19,7 @@ def test_signal_exits_cleanly(nutcrackers, good_conf, signo):
 
 def test_sigpipe_is_ignored(nutcrackers, good_conf):
     proxy = nutcrackers(good_conf, wait="log")
-    ignored = int(_proc_status_field(proxy.pid, "SigIgn"), 16)
+    ignored = procfs.signal_mask(proxy.pid, "SigIgn")
     assert ignored & (1 << (signal.SIGPIPE - 1))
 
 
@@ -37,19 +28,18 @@ def test_threads_leave_fault_signals_unblocked(nutcrackers, good_conf):
     not SIGSEGV and the other fault signals: a fault in a thread that blocks its signal kills the
     process without any handler, so a sanitizer could not say where it was."""
     proxy = nutcrackers(good_conf, "-T", "2", wait="log")
-    tasks = {t: (t / "comm").read_text().strip() for t in Path(f"/proc/{proxy.pid}/task").iterdir()}
-    # the master and the threads it names (a sanitizer's own threads block what they like)
-    ours = [t for t, name in tasks.items() if t.name == str(proxy.pid) or name.startswith("nc-")]
-    assert sorted(tasks[t] for t in ours if t.name != str(proxy.pid)) == \
-        ["nc-stats", "nc-worker-0", "nc-worker-1"]
-    for task in ours:
-        blocked = 0
-        for line in (task / "status").read_text().splitlines():
-            if line.startswith("SigBlk:"):
-                blocked = int(line.split(":", 1)[1], 16)
+    # the master and the threads it names (a sanitizer's own threads block what they like); a
+    # thread takes its name once it runs, maybe after the master's "started"
+    named = ["nc-stats", "nc-worker-0", "nc-worker-1"]
+    tasks = wait.wait_value(lambda: procfs.tasks(proxy.pid),
+                            lambda t: sorted(n for n in t.values() if n.startswith("nc-")) == named,
+                            10, "the named threads")
+    ours = [tid for tid, name in tasks.items() if tid == proxy.pid or name.startswith("nc-")]
+    for tid in ours:
+        blocked = procfs.signal_mask(proxy.pid, "SigBlk", task=tid)
         for signo in (signal.SIGSEGV, signal.SIGBUS, signal.SIGFPE, signal.SIGILL, signal.SIGABRT):
-            assert not blocked & (1 << (signo - 1)), f"thread {task.name} blocks {signo!r}"
-        if task.name != str(proxy.pid):  # helper threads leave SIGTERM/SIGHUP to the master
+            assert not blocked & (1 << (signo - 1)), f"thread {tid} blocks {signo!r}"
+        if tid != proxy.pid:  # helper threads leave SIGTERM/SIGHUP to the master
             assert blocked & (1 << (signal.SIGTERM - 1)) and blocked & (1 << (signal.SIGHUP - 1))
 
 
@@ -149,15 +139,25 @@ def test_log_level_signals(nutcrackers, good_conf):
     # at -v 4 (warn) the master's notice lines are not written
     proxy = nutcrackers(good_conf, "-v", "4", wait="signals")
     assert "started" not in proxy.log()
+    wait.wait_for(lambda: procs.port_accepts(proxy.manage_port), 10, "the manage port")
     proxy.signal_and_wait(signal.SIGTTIN, "log level up to 5")  # now notices show
     start = len(proxy.log())
-    # pending signals are handled in signal-number order, not in sending order: give each one
-    # time to be handled before the next
-    pause = 3.0 if procs.sanitized_binary() else 1.0  # a sanitizer stage's load next to it
-    proxy.signal(signal.SIGTTOU)                                # back to 4: this line is silent
-    time.sleep(pause)
-    proxy.signal(signal.SIGHUP)                                 # a notice, not written at 4
-    time.sleep(pause)
+    # pending signals are handled in signal-number order, not in sending order: each one is sent
+    # once the one before is seen handled
+    proxy.signal(signal.SIGTTOU)  # back to 4: this line is silent
+
+    def quiet_reload():
+        # the master, at level 4, answers a reload without writing its notice
+        mark = len(proxy.log())
+        assert manage.command(proxy.manage_port, "reload").startswith("OK generation")
+        return "reloading the configuration" not in proxy.log()[mark:]
+
+    wait.wait_for(quiet_reload, 10, "a reload answered without its notice (level 4)",
+                  interval=0.1)
+    gen = manage.status(proxy.manage_port)["generation"]
+    proxy.signal(signal.SIGHUP)  # a reopen and a reload: notices, not written at 4
+    manage.wait_status(proxy.manage_port, lambda d: d["generation"] == gen + 1,
+                       what="the SIGHUP's reload")
     proxy.signal_and_wait(signal.SIGTTIN, "log level up to 5")  # written again
     between = proxy.log()[start:]
     assert "reopening" not in between
@@ -211,4 +211,6 @@ def test_proxy_listens_on_its_pools(nutcrackers, write_conf, redis_server, memca
 
 def test_proxy_listens_on_manage_port(nutcrackers, write_conf, redis_server, memcached_server):
     conf = _two_pool_conf(write_conf, redis_server, memcached_server)
-    nutcrackers(conf, "-T", "2", wait="listen", wait_manage=True, timeout=3)
+    proxy = nutcrackers(conf, "-T", "2", wait="listen", wait_manage=True, timeout=3)
+    doc = manage.status(proxy.manage_port)
+    assert doc["service"] == "nutcrackers" and {"r", "m"} <= set(doc), doc

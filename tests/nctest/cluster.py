@@ -33,6 +33,7 @@ class Cluster:
     port: int = None       # the pool's listen port (None for a unix socket)
     path: Path = None      # the pool's unix socket
     backend_args: tuple = ()
+    name: str = None       # the pool's name (in the stats)
     _direct: dict = field(default_factory=dict)
 
     @property
@@ -85,6 +86,14 @@ class Cluster:
     def pid(self):
         return self.proxy.pid
 
+    def queued(self):
+        """Requests the proxy holds for the pool's servers now (in_queue + out_queue)."""
+        from . import manage
+
+        doc = manage.status(self.proxy.manage_port)[self.name]
+        return sum(s["in_queue"] + s["out_queue"] for s in doc.values()
+                   if isinstance(s, dict) and "in_queue" in s)
+
     def alive(self):
         return self.proxy.proc.poll() is None
 
@@ -128,4 +137,4 @@ def start_cluster(kind, backends, threads, start_backend, write_conf, start_prox
     if path is not None:
         wait.wait_for(path.exists, procs.START_TIMEOUT, f"unix socket {path}")
     return Cluster(kind=kind, threads=threads, proxy=proxy, ports=ports, procs=started, pool=pool,
-                   port=port, path=path, backend_args=tuple(backend_args))
+                   port=port, path=path, backend_args=tuple(backend_args), name=name)

@@ -10,7 +10,7 @@ Threads: one connection belongs to one thread.
 import socket
 import time
 
-from . import codec
+from . import codec, procfs, wait
 from .codec import Err
 from .procs import HOST
 
@@ -59,6 +59,18 @@ class RawConn:
     @property
     def local_port(self):
         return self.sock.getsockname()[1]
+
+    def wait_consumed(self, timeout=IO_TIMEOUT):
+        """Waits until the peer has read every byte sent so far: none unacknowledged on this
+        side, none unread on the peer's socket (/proc/net/tcp). The event that a request the
+        peer cannot answer yet (an incomplete one) has reached it. TCP only."""
+        local, remote = self.sock.getsockname()[1], self.sock.getpeername()[1]
+
+        def read_by_peer():
+            mine, theirs = procfs.unread(local, remote), procfs.unread(remote, local)
+            return mine is not None and theirs is not None and mine[1] == 0 and theirs[0] == 0
+
+        wait.wait_for(read_by_peer, timeout, f"port {remote} to read all that {local} sent")
 
     def send(self, data):
         try:

@@ -546,18 +546,28 @@ def describe(events, limit=8):
     return "\n".join(lines) + more
 
 
-def run_clients(port, scripts, timeout=60.0):
+def start_clients(port, scripts, timeout=60.0):
     """Connects one socket per script (request bytes, expected reply bytes), then, all at once
     and without blocking, writes every request and reads until each client has as many bytes as
-    expected (or its connection ends). Returns {client index: bytes received} for each client
-    whose bytes differ (a short or extra read included). Bounded by timeout seconds a client."""
-    load = Load(port, scripts=scripts, hang=timeout, keep_bytes=True).start()
+    expected (or its connection ends), in the background. Bounded by timeout seconds a client.
+    finish_clients() gives the outcome."""
+    return Load(port, scripts=scripts, hang=timeout, keep_bytes=True).start()
+
+
+def finish_clients(load):
+    """Waits for start_clients' clients to end; returns {client index: bytes received} for each
+    client whose bytes differ from its script's (a short or extra read included)."""
     try:
-        wait.wait_for(lambda: not load.thread.is_alive(), timeout + 10,
-                      f"{len(scripts)} scripted clients on port {port}", scaled=False)
+        wait.wait_for(lambda: not load.thread.is_alive(), load.hang + 10,
+                      f"{len(load.scripts)} scripted clients on {load.where}", scaled=False)
     finally:
         load.stop()
-    return {c.cid: bytes(c.raw) for c in load.clients if bytes(c.raw) != scripts[c.cid][1]}
+    return {c.cid: bytes(c.raw) for c in load.clients if bytes(c.raw) != load.scripts[c.cid][1]}
+
+
+def run_clients(port, scripts, timeout=60.0):
+    """start_clients, then finish_clients."""
+    return finish_clients(start_clients(port, scripts, timeout))
 
 
 def first_difference(got, expected, context=60):
