@@ -9,7 +9,7 @@ import uuid
 
 import pytest
 
-from nctest import codec, load, wait
+from nctest import codec, load, manage, wait
 from nctest.keys import spread_keys
 from nctest.cluster import start_cluster
 from nctest.codec import bulk, resp
@@ -243,6 +243,9 @@ def test_client_connections_limit_across_workers(kind, redis_server, memcached_s
     say = Speaker(kind)
     limit = 6
     cluster = start(kind, 1, 4, servers, write_conf, nutcrackers, client_connections=limit)
+    # the start-up probe's connection holds a slot until the proxy has seen it close
+    manage.wait_pool_stat(cluster.proxy.manage_port, cluster.name, "client_connections",
+                          lambda n: n == 0)
     refused = (b"-ERR ", b"SERVER_ERROR ")
     clients = []
     for _ in range(limit):

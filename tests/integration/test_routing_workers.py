@@ -64,12 +64,14 @@ class Clients:
         self.lock = threading.Lock()
         self.barrier = threading.Barrier(len(conns), timeout=THREAD_TIMEOUT)
         self.errors = []
+        self.broken = []  # clients that left at a broken barrier (a timeout, or another's error)
 
     def run(self, i):
         try:
             self._run(i)
         except threading.BrokenBarrierError:
-            pass  # another client failed first; its error is the one reported
+            with self.lock:
+                self.broken.append(i)
         except BaseException as e:  # noqa: BLE001 - reported by the main thread
             with self.lock:
                 self.errors.append(f"client {i}: {e!r}")
@@ -150,6 +152,8 @@ def test_routing_is_the_same_in_every_worker(redis_server, write_conf, nutcracke
         assert not any(t.is_alive() for t in threads), "the clients did not finish in time"
         assert not clients.errors, (f"{len(clients.errors)} clients failed:\n" +
                                     "\n".join(clients.errors[:8]))
+        # a barrier that timed out with no error would skip the cross-worker reads silently
+        assert not clients.broken, f"clients {clients.broken[:8]} gave up at a broken barrier"
     finally:
         for c in conns:
             c.close()

@@ -155,8 +155,16 @@ class RawConn:
                 if len(p) == 3 and p[0] == "STAT"}
 
     def expect(self, expected, timeout=None):
-        """Reads len(expected) bytes and checks them."""
-        got = self.recv_exact(len(expected), timeout)
+        """Reads len(expected) bytes and checks them (failing as soon as the bytes come apart:
+        a shorter wrong reply does not wait for the timeout)."""
+        n = len(expected)
+
+        def end(b):
+            if len(b) >= n:
+                return n
+            return None if b == expected[:len(b)] else len(b)
+
+        got = self._until(end, timeout)
         assert got == expected, f"expected {expected[:300]!r}, got {got[:300]!r}"
 
     def exchange(self, request, expected, timeout=None):
