@@ -448,15 +448,22 @@ def test_ejection_is_pool_wide(rig):
 
 # --------------------------------------------------------------------------- SIGSTOP
 
+def stop_when_serving(r, load, proc):
+    """Once every client of the load has been answered, SIGSTOPs the backend proc (the caller
+    SIGCONTs it); returns when."""
+    load.wait_progress(each=3)
+    t_stop = r.mark("stop")
+    proc.send_signal(signal.SIGSTOP)
+    return t_stop
+
+
 def test_sigstop_timeouts_fire_on_time_others_keep_serving(rig):
     r = rig(True, eject=False)  # timeout 1000 ms
     victim, vkeys = r.victim()
     proc = r.procs[victim]
     load = r.load.start()
     try:
-        load.wait_progress(each=3)
-        t_stop = r.mark("stop")
-        proc.send_signal(signal.SIGSTOP)
+        t_stop = stop_when_serving(r, load, proc)
         wait_errors(load, vkeys, since=t_stop + 0.05)  # two rounds of timeouts
         t_cont = r.mark("cont")
     finally:
@@ -504,12 +511,10 @@ def test_sigstop_with_ejection_prober_waits_for_an_answer(rig):
     r = rig(True, eject=True, server_retry_timeout=retry, timeout=timeout)
     victim, vkeys = r.victim()
     proc = r.procs[victim]
+    log0 = r.log_mark()
     load = r.load.start()
     try:
-        load.wait_progress(each=3)
-        t_stop = r.mark("stop")
-        log0 = r.log_mark()
-        proc.send_signal(signal.SIGSTOP)
+        t_stop = stop_when_serving(r, load, proc)
         r.wait_log("ejected after", log0, timeout=3)
         # two probe rounds (each: the retry wait, then a probe that times out)
         r.wait_log("still does not answer", log0, (retry + timeout) / 1000 * 2.5, count=2)
