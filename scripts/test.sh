@@ -192,10 +192,10 @@ bg_done() {
 
 # The sanitizer stages: both builds and their unit tests, then the two integration stages. Those
 # mostly wait on sockets and timers (each keeps about a third of the 2 cores busy), so they run at
-# the same time (NC_SAN_PARALLEL=0: one after the other). In session 3, 2 of 5 such runs had a proxy
-# die silently (no log line, no sanitizer report); the workers blocked SIGSEGV, so a fault killed
-# the process before a sanitizer could report it. They no longer do (notes/thread-signals.md): a
-# recurrence fails its stage with a report naming the line.
+# the same time (NC_SAN_PARALLEL=0: one after the other). Proxies of such runs once died silently
+# (no log line, no sanitizer report): the workers blocked SIGSEGV, so a fault killed the process
+# before a sanitizer could report it. They no longer do (notes/thread-signals.md): a recurrence
+# fails its stage with a report naming the line (notes/fuzzing.md).
 # san_build_stage NAME ENABLED BUILD UNIT: the build and unit tests of one sanitizer; returns 0
 # when its integration stage should run
 san_build_stage() {

@@ -73,7 +73,7 @@ static int main_run(struct nc_options *opts)
     char *owned[3] = { NULL, NULL, NULL };
     struct pidfile pf;
     pidfile_init(&pf);
-    int rc = 1, ready_fd = -1;
+    int rc = 1;
     struct conf *conf = NULL;
 
     if (main_abspaths(opts, owned, 3) < 0) {
@@ -96,7 +96,7 @@ static int main_run(struct nc_options *opts)
     signal(SIGPIPE, SIG_IGN);
     main_raise_nofile();
     if (opts->daemonize) {
-        err = daemon_detach(opts->output == NULL, &ready_fd);
+        err = daemon_detach(opts->output == NULL);
         if (err < 0) {
             log_error("cannot daemonize: %s", strerror(-err));
             goto out_conf;
@@ -113,9 +113,7 @@ static int main_run(struct nc_options *opts)
             goto out_conf;
         }
     }
-    daemon_ready(ready_fd);
-    ready_fd = -1;
-    rc = master_run(opts, conf);
+    rc = master_run(opts, conf); /* tells a -d launcher once it listens (daemon_started) */
     pidfile_remove(&pf);
 out_conf:
     conf_unref(conf);
@@ -123,7 +121,7 @@ out_log:
     log_deinit();
 out:
     for (size_t i = 0; i < 3; i++) free(owned[i]);
-    return rc; /* a daemon that failed before daemon_ready: its launcher exits 1 */
+    return rc; /* a daemon that failed before daemon_started: its launcher exits 1 */
 }
 
 int main(int argc, char **argv)

@@ -1,7 +1,12 @@
 /*
  * daemon.c - detaching from the terminal for `-d` (see daemon.h).
  *
- * Threads: the main thread, before any other thread exists.
+ * The launcher (the original process) waits on a pipe for one status byte from the daemon, sent
+ * by daemon_started() once every listener and the manage port are up; a daemon that dies first
+ * closes the pipe instead. The wait is bounded (DAEMON_START_TIMEOUT_MS).
+ *
+ * Threads: the main thread: daemon_detach before any other thread exists, daemon_started from
+ * the master (the main thread too).
  */
 #include "config.h"
 #include "app/daemon.h"
@@ -9,6 +14,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,19 +27,36 @@
 #include "common/util.h"
 
 #define DAEMON_READY_BYTE 'R'
+/* How long the launcher waits for the daemon's word: a start takes milliseconds (the config is
+ * already loaded); this only keeps a hung daemon from hanging its launcher too. */
+#define DAEMON_START_TIMEOUT_MS 30000
+
+/* The daemon's end of the launcher's pipe until daemon_started(); -1 otherwise. */
+static int daemon_ready_fd = -1;
 
 /* The original process: wait for the daemon's word, then leave without running atexit handlers. */
 static void daemon_launcher_wait(int rfd, pid_t child)
 {
     char c = 0;
-    ssize_t n;
+    ssize_t n = -1;
+    struct pollfd pfd = { .fd = rfd, .events = POLLIN };
+    int rc;
     do {
-        n = read(rfd, &c, 1);
-    } while (n < 0 && errno == EINTR);
+        rc = poll(&pfd, 1, DAEMON_START_TIMEOUT_MS); /* EINTR restarts the full wait: bounded still */
+    } while (rc < 0 && errno == EINTR);
+    if (rc > 0) {
+        do {
+            n = read(rfd, &c, 1);
+        } while (n < 0 && errno == EINTR);
+    }
     while (waitpid(child, NULL, 0) < 0 && errno == EINTR) {
     }
     if (n == 1 && c == DAEMON_READY_BYTE) _exit(0);
-    fprintf(stderr, "nutcrackers: the daemon did not start (see its log)\n");
+    if (rc == 0)
+        fprintf(stderr, "nutcrackers: the daemon did not report its start within %d s (see its log)\n",
+                DAEMON_START_TIMEOUT_MS / 1000);
+    else
+        fprintf(stderr, "nutcrackers: the daemon did not start (see its log)\n");
     _exit(1);
 }
 
@@ -86,10 +109,9 @@ static int daemon_setup(bool keep_stderr)
     return rc;
 }
 
-int daemon_detach(bool keep_stderr, int *ready_fd)
+int daemon_detach(bool keep_stderr)
 {
     int pfd[2];
-    *ready_fd = -1;
     if (pipe2(pfd, O_CLOEXEC) < 0) return -errno;
     fflush(NULL); /* nothing buffered may be written twice */
     pid_t pid = fork();
@@ -114,17 +136,18 @@ int daemon_detach(bool keep_stderr, int *ready_fd)
     if (pid > 0) _exit(0); /* the launcher reaps this one; the daemon is re-parented to init */
     /* the daemon: not a session leader, so it can never acquire a controlling terminal */
     if (daemon_setup(keep_stderr) < 0) _exit(1);
-    *ready_fd = pfd[1];
+    daemon_ready_fd = pfd[1];
     return 0;
 }
 
-void daemon_ready(int ready_fd)
+void daemon_started(void)
 {
-    if (ready_fd < 0) return;
+    if (daemon_ready_fd < 0) return;
     const char c = DAEMON_READY_BYTE;
-    while (write(ready_fd, &c, 1) < 0 && errno == EINTR) {
+    while (write(daemon_ready_fd, &c, 1) < 0 && errno == EINTR) {
     }
-    close(ready_fd);
+    close(daemon_ready_fd);
+    daemon_ready_fd = -1;
 }
 
 char *daemon_abspath(const char *path)

@@ -11,15 +11,16 @@
 /*
  * Turns the process into a daemon: fork, setsid, fork again (so it can never reacquire a
  * terminal), chdir "/", umask 0, an empty signal mask, stdin and stdout on /dev/null, and stderr
- * too unless keep_stderr (the log goes to stderr). Returns 0 in the daemon, with *ready_fd set:
- * the original process stays in the foreground until the daemon calls daemon_ready() (it then
- * exits 0) or dies or closes the fd without it (it then exits 1), so a launcher sees a failed
- * start in the exit status. Returns -errno, in the original process, if nothing could be done.
+ * too unless keep_stderr (the log goes to stderr). Returns 0 in the daemon. The original process
+ * stays in the foreground until the daemon calls daemon_started() (it then exits 0), or dies
+ * without it, or 30 s pass (it then exits 1), so a launcher sees a failed start in the exit
+ * status. Returns -errno, in the original process, if nothing could be done.
  */
-int daemon_detach(bool keep_stderr, int *ready_fd);
+int daemon_detach(bool keep_stderr);
 
-/* Tells the waiting launcher that the start succeeded, and closes ready_fd. -1 is ignored. */
-void daemon_ready(int ready_fd);
+/* Tells the launcher waiting since daemon_detach() that the daemon is up (every listener and the
+ * manage port): it exits 0. Nothing when not daemonized, or after the first call. */
+void daemon_started(void);
 
 /*
  * Returns a malloc'ed absolute form of path (relative to the current directory): the daemon runs

@@ -1,6 +1,7 @@
 /*
- * options.c - the command line (see options.h). One table describes every flag: it drives
- * getopt_long, the range checks, the error lines and the help text.
+ * options.c - the command line (see options.h). One table, one row per option, describes every
+ * flag: its letter, long name(s), field, default, range and help. It drives getopt_long, the
+ * defaults, the range checks, the error lines, the usage line and the help text.
  *
  * Threads: the main thread, before any other thread exists (getopt_long keeps global state).
  */
@@ -16,81 +17,119 @@
 
 #include "common/log.h"
 #include "common/util.h"
+#include "msg/mbuf.h"
 
-#define NC_MBUF_MIN_SIZE 512
-#define NC_MBUF_MAX_SIZE 16777216
-#define NC_DEFAULT_MBUF_SIZE 16384
+/* The C type of an option's field in struct nc_options; it decides the option's kind: a bool is a
+ * flag (no value), a string takes any non-empty text, the others take a number in a range. */
+enum opt_type { OPT_T_BOOL, OPT_T_STR, OPT_T_INT, OPT_T_U16, OPT_T_I64, OPT_T_SIZE };
 
-enum opt_kind { OPT_FLAG, OPT_INT, OPT_STR };
+/* Where a row stores its value, and that field's type (picked by the compiler, so a row cannot
+ * disagree with struct nc_options). */
+#define OPT_FIELD(f)                                                                        \
+    .offset = offsetof(struct nc_options, f),                                               \
+    .type = _Generic(((struct nc_options *)0)->f, bool: OPT_T_BOOL, const char *: OPT_T_STR, \
+                     int: OPT_T_INT, uint16_t: OPT_T_U16, int64_t: OPT_T_I64, size_t: OPT_T_SIZE)
 
 struct opt_desc {
     char short_name;
     const char *long_name;   /* as shown in help and errors */
-    enum opt_kind kind;
-    int64_t min, max;        /* OPT_INT: accepted range; max INT64_MAX means unbounded */
-    const char *help;        /* the text after ':' in the help */
+    const char *alias;       /* another accepted long spelling (not shown), or NULL */
+    size_t offset;           /* the field in struct nc_options */
+    enum opt_type type;
+    int64_t def;             /* numbers: the default */
+    const char *def_str;     /* strings: the default, or NULL for none */
+    const char *none;        /* strings without a default: how the help calls that ("off") */
+    int64_t min, max;        /* numbers: accepted range; max INT64_MAX means unbounded */
+    bool help_range;         /* numbers: the help shows min and max */
+    const char *unit;        /* numbers: the help's unit after the default, or NULL */
+    const char *usage;       /* values: what the usage line calls the value */
+    const char *help;        /* the text after ':' in the help, before the default */
 };
 
+/* One row per option, in the help's order (twemproxy's). */
 static const struct opt_desc opt_table[] = {
-    { 'h', "help", OPT_FLAG, 0, 0, "this help" },
-    { 'V', "version", OPT_FLAG, 0, 0, "show version and exit" },
-    { 't', "test-conf", OPT_FLAG, 0, 0, "test configuration for syntax errors and exit" },
-    { 'd', "daemonize", OPT_FLAG, 0, 0, "run as a daemon" },
-    { 'D', "describe-stats", OPT_FLAG, 0, 0, "print stats description and exit" },
-    { 'v', "verbose", OPT_INT, LOG_LEVEL_MIN, LOG_LEVEL_MAX,
-      "set logging level (default: 5, min: 0, max: 11)" },
-    { 'o', "output", OPT_STR, 0, 0, "set logging file (default: stderr)" },
-    { 'c', "conf-file", OPT_STR, 0, 0, "set configuration file (default: " NC_DEFAULT_CONF_FILE ")" },
-    { 's', "port", OPT_INT, 1, 65535, "set manage (stats) port (default: 22222)" },
-    { 'a', "addr", OPT_STR, 0, 0, "set manage (stats) ip (default: " NC_DEFAULT_STATS_ADDR ")" },
-    { 'i', "interval", OPT_INT, 1, INT64_MAX,
-      "set stats aggregation interval in msec (default: 30000 msec)" },
-    { 'p', "pid-file", OPT_STR, 0, 0, "set pid file (default: off)" },
-    { 'm', "mbuf-size", OPT_INT, NC_MBUF_MIN_SIZE, NC_MBUF_MAX_SIZE,
-      "set size of mbuf chunk in bytes (default: 16384 bytes, min: 512, max: 16777216)" },
-    { 'T', "thread_num", OPT_INT, 1, NC_MAX_THREADS,
-      "set number of worker threads (default: 8, min: 1, max: 1024)" },
-    { 'S', "slowlog", OPT_INT, 0, INT64_MAX,
-      "set slowlog threshold in usec (default: 10000 usec)" },
+    { .short_name = 'h', .long_name = "help", OPT_FIELD(show_help), .help = "this help" },
+    { .short_name = 'V', .long_name = "version", OPT_FIELD(show_version),
+      .help = "show version and exit" },
+    { .short_name = 't', .long_name = "test-conf", OPT_FIELD(test_conf),
+      .help = "test configuration for syntax errors and exit" },
+    { .short_name = 'd', .long_name = "daemonize", OPT_FIELD(daemonize), .help = "run as a daemon" },
+    { .short_name = 'D', .long_name = "describe-stats", OPT_FIELD(describe_stats),
+      .help = "print stats description and exit" },
+    { .short_name = 'v', .long_name = "verbose", OPT_FIELD(verbose), .def = LOG_LEVEL_DEFAULT,
+      .min = LOG_LEVEL_MIN, .max = LOG_LEVEL_MAX, .help_range = true, .usage = "verbosity level",
+      .help = "set logging level" },
+    { .short_name = 'o', .long_name = "output", OPT_FIELD(output), .none = "stderr",
+      .usage = "output file", .help = "set logging file" },
+    { .short_name = 'c', .long_name = "conf-file", OPT_FIELD(conf_file),
+      .def_str = "conf/nutcrackers.yml", .usage = "conf file", .help = "set configuration file" },
+    { .short_name = 's', .long_name = "port", OPT_FIELD(stats_port), .def = 22222, .min = 1,
+      .max = 65535, .usage = "stats port", .help = "set manage (stats) port" },
+    { .short_name = 'a', .long_name = "addr", OPT_FIELD(stats_addr), .def_str = "0.0.0.0",
+      .usage = "stats addr", .help = "set manage (stats) ip" },
+    { .short_name = 'i', .long_name = "interval", OPT_FIELD(stats_interval), .def = 30000,
+      .min = 1, .max = INT64_MAX, .unit = "msec", .usage = "stats interval",
+      .help = "set stats aggregation interval in msec" },
+    { .short_name = 'p', .long_name = "pid-file", OPT_FIELD(pid_file), .none = "off",
+      .usage = "pid file", .help = "set pid file" },
+    { .short_name = 'm', .long_name = "mbuf-size", OPT_FIELD(mbuf_size), .def = MBUF_DEFAULT_SIZE,
+      .min = MBUF_MIN_SIZE, .max = MBUF_MAX_SIZE, .help_range = true, .unit = "bytes",
+      .usage = "mbuf size", .help = "set size of mbuf chunk in bytes" },
+    { .short_name = 'T', .long_name = "thread_num", .alias = "thread-num", OPT_FIELD(threads),
+      .def = 8, .min = 1, .max = 1024, .help_range = true, .usage = "thread num",
+      .help = "set number of worker threads" },
+    { .short_name = 'S', .long_name = "slowlog", OPT_FIELD(slowlog_usec), .def = 10000, .min = 0,
+      .max = INT64_MAX, .unit = "usec", .usage = "slowlog threshold",
+      .help = "set slowlog threshold in usec" },
 };
 
-/* getopt_long's view of the table, plus the hidden alias --thread-num. */
-static const struct option opt_long[] = {
-    { "help", no_argument, NULL, 'h' },
-    { "version", no_argument, NULL, 'V' },
-    { "test-conf", no_argument, NULL, 't' },
-    { "daemonize", no_argument, NULL, 'd' },
-    { "describe-stats", no_argument, NULL, 'D' },
-    { "verbose", required_argument, NULL, 'v' },
-    { "output", required_argument, NULL, 'o' },
-    { "conf-file", required_argument, NULL, 'c' },
-    { "port", required_argument, NULL, 's' },
-    { "addr", required_argument, NULL, 'a' },
-    { "interval", required_argument, NULL, 'i' },
-    { "pid-file", required_argument, NULL, 'p' },
-    { "mbuf-size", required_argument, NULL, 'm' },
-    { "thread_num", required_argument, NULL, 'T' },
-    { "thread-num", required_argument, NULL, 'T' },
-    { "slowlog", required_argument, NULL, 'S' },
-    { NULL, 0, NULL, 0 },
-};
+/* The usage line's group of flags, in twemproxy's order ("-?" is help too); the test checks that
+ * it names every flag of the table. */
+#define OPT_USAGE_FLAGS "?hVdDt"
+#define OPT_USAGE_WIDTH 80 /* the usage line wraps before this column */
 
-/* Leading ':' makes getopt return ':' for a missing value; "?" is accepted as a help flag. */
-static const char opt_short[] = ":hVtdDv:o:c:s:a:i:p:m:T:S:";
+static bool opt_takes_value(const struct opt_desc *d)
+{
+    return d->type != OPT_T_BOOL;
+}
+
+static void opt_store_int(struct nc_options *o, const struct opt_desc *d, int64_t v)
+{
+    void *f = (char *)o + d->offset;
+    switch (d->type) {
+    case OPT_T_INT: *(int *)f = (int)v; break;
+    case OPT_T_U16: *(uint16_t *)f = (uint16_t)v; break;
+    case OPT_T_I64: *(int64_t *)f = v; break;
+    case OPT_T_SIZE: *(size_t *)f = (size_t)v; break;
+    case OPT_T_BOOL:
+    case OPT_T_STR: NC_NOT_REACHED(); break;
+    }
+}
+
+static void opt_store_str(struct nc_options *o, const struct opt_desc *d, const char *v)
+{
+    NC_ASSERT(d->type == OPT_T_STR);
+    *(const char **)((char *)o + d->offset) = v;
+}
+
+static void opt_store_flag(struct nc_options *o, const struct opt_desc *d)
+{
+    NC_ASSERT(d->type == OPT_T_BOOL);
+    *(bool *)((char *)o + d->offset) = true;
+}
 
 void options_init(struct nc_options *o)
 {
     memset(o, 0, sizeof(*o));
-    o->verbose = LOG_LEVEL_DEFAULT;
-    o->output = NULL;
-    o->conf_file = NC_DEFAULT_CONF_FILE;
-    o->stats_port = NC_DEFAULT_STATS_PORT;
-    o->stats_addr = NC_DEFAULT_STATS_ADDR;
-    o->stats_interval = NC_DEFAULT_STATS_INTERVAL;
-    o->pid_file = NULL;
-    o->mbuf_size = NC_DEFAULT_MBUF_SIZE;
-    o->threads = NC_DEFAULT_THREADS;
-    o->slowlog_usec = NC_DEFAULT_SLOWLOG_USEC;
+    for (size_t i = 0; i < NC_ARRAY_LEN(opt_table); i++) {
+        const struct opt_desc *d = &opt_table[i];
+        if (d->type == OPT_T_STR) {
+            opt_store_str(o, d, d->def_str);
+        } else if (d->type != OPT_T_BOOL) {
+            NC_ASSERT(d->def >= d->min && d->def <= d->max);
+            opt_store_int(o, d, d->def);
+        }
+    }
 }
 
 static const struct opt_desc *opt_find(int short_name)
@@ -141,42 +180,6 @@ static int opt_parse_int(const struct opt_desc *d, const char *arg, int64_t *out
     return 0;
 }
 
-static void opt_store_int(struct nc_options *o, int short_name, int64_t v)
-{
-    switch (short_name) {
-    case 'v': o->verbose = (int)v; break;
-    case 's': o->stats_port = (uint16_t)v; break;
-    case 'i': o->stats_interval = v; break;
-    case 'm': o->mbuf_size = (size_t)v; break;
-    case 'T': o->threads = (int)v; break;
-    case 'S': o->slowlog_usec = v; break;
-    default: NC_NOT_REACHED(); break;
-    }
-}
-
-static void opt_store_str(struct nc_options *o, int short_name, const char *v)
-{
-    switch (short_name) {
-    case 'o': o->output = v; break;
-    case 'c': o->conf_file = v; break;
-    case 'a': o->stats_addr = v; break;
-    case 'p': o->pid_file = v; break;
-    default: NC_NOT_REACHED(); break;
-    }
-}
-
-static void opt_store_flag(struct nc_options *o, int short_name)
-{
-    switch (short_name) {
-    case 'h': o->show_help = true; break;
-    case 'V': o->show_version = true; break;
-    case 't': o->test_conf = true; break;
-    case 'd': o->daemonize = true; break;
-    case 'D': o->describe_stats = true; break;
-    default: NC_NOT_REACHED(); break;
-    }
-}
-
 /* getopt_long said '?': an unknown flag, "-?" (help), or a value given to a flag that takes none. */
 static int opt_bad_flag(struct nc_options *o, int argc, char **argv, char *err, size_t errlen)
 {
@@ -185,7 +188,7 @@ static int opt_bad_flag(struct nc_options *o, int argc, char **argv, char *err, 
         return 0;
     }
     const struct opt_desc *d = optopt != 0 ? opt_find(optopt) : NULL;
-    if (d != NULL && d->kind == OPT_FLAG) {
+    if (d != NULL && !opt_takes_value(d)) {
         snprintf(err, errlen, "nutcrackers: option -%c/--%s takes no value", d->short_name,
                  d->long_name);
     } else if (optopt != 0) {
@@ -197,13 +200,41 @@ static int opt_bad_flag(struct nc_options *o, int argc, char **argv, char *err, 
     return -EINVAL;
 }
 
+/* getopt_long's view of the table: the long names with their aliases, and the short letters.
+ * A leading ':' makes getopt return ':' for a missing value; "-?" is left out so that getopt
+ * returns '?' with optopt '?' for it (help). */
+struct opt_getopt {
+    struct option longs[2 * NC_ARRAY_LEN(opt_table) + 1];
+    char shorts[1 + 2 * NC_ARRAY_LEN(opt_table) + 1];
+};
+
+static void opt_getopt_build(struct opt_getopt *g)
+{
+    size_t nl = 0, ns = 0;
+    g->shorts[ns++] = ':';
+    for (size_t i = 0; i < NC_ARRAY_LEN(opt_table); i++) {
+        const struct opt_desc *d = &opt_table[i];
+        int has_arg = opt_takes_value(d) ? required_argument : no_argument;
+        g->longs[nl++] = (struct option){ d->long_name, has_arg, NULL, d->short_name };
+        if (d->alias != NULL) {
+            g->longs[nl++] = (struct option){ d->alias, has_arg, NULL, d->short_name };
+        }
+        g->shorts[ns++] = d->short_name;
+        if (opt_takes_value(d)) g->shorts[ns++] = ':';
+    }
+    g->longs[nl] = (struct option){ NULL, 0, NULL, 0 };
+    g->shorts[ns] = '\0';
+}
+
 int options_parse(struct nc_options *o, int argc, char **argv, char *err, size_t errlen)
 {
     if (errlen > 0) err[0] = '\0';
+    struct opt_getopt g;
+    opt_getopt_build(&g);
     optind = 0; /* glibc: full re-initialisation, so the parser can run more than once */
     opterr = 0; /* every message is ours, one line each */
     for (;;) {
-        int c = getopt_long(argc, argv, opt_short, opt_long, NULL);
+        int c = getopt_long(argc, argv, g.shorts, g.longs, NULL);
         if (c == -1) break;
         if (c == '?') {
             int rc = opt_bad_flag(o, argc, argv, err, errlen);
@@ -223,25 +254,20 @@ int options_parse(struct nc_options *o, int argc, char **argv, char *err, size_t
         const struct opt_desc *d = opt_find(c);
         NC_ASSERT(d != NULL);
         if (d == NULL) return -EINVAL;
-        switch (d->kind) {
-        case OPT_FLAG:
-            opt_store_flag(o, c);
-            break;
-        case OPT_INT: {
-            int64_t v = 0;
-            int rc = opt_parse_int(d, optarg, &v, err, errlen);
-            if (rc < 0) return rc;
-            opt_store_int(o, c, v);
-            break;
-        }
-        case OPT_STR:
+        if (d->type == OPT_T_BOOL) {
+            opt_store_flag(o, d);
+        } else if (d->type == OPT_T_STR) {
             if (optarg[0] == '\0') {
                 snprintf(err, errlen, "nutcrackers: option -%c/--%s: the value is empty",
                          d->short_name, d->long_name);
                 return -EINVAL;
             }
-            opt_store_str(o, c, optarg);
-            break;
+            opt_store_str(o, d, optarg);
+        } else {
+            int64_t v = 0;
+            int rc = opt_parse_int(d, optarg, &v, err, errlen);
+            if (rc < 0) return rc;
+            opt_store_int(o, d, v);
         }
     }
     if (optind < argc) {
@@ -251,20 +277,59 @@ int options_parse(struct nc_options *o, int argc, char **argv, char *err, size_t
     return 0;
 }
 
+/* "Usage: nutcrackers [-?hVdDt] [-v verbosity level] ...", wrapped before OPT_USAGE_WIDTH. */
+static void opt_print_usage(FILE *f)
+{
+    static const char lead[] = "Usage: nutcrackers ";
+    size_t col = (size_t)fprintf(f, "%s[-" OPT_USAGE_FLAGS "]", lead);
+    for (size_t i = 0; i < NC_ARRAY_LEN(opt_table); i++) {
+        const struct opt_desc *d = &opt_table[i];
+        if (!opt_takes_value(d)) continue;
+        char item[64];
+        int n = snprintf(item, sizeof(item), "[-%c %s]", d->short_name, d->usage);
+        if (n < 0) continue;
+        if (col + 1 + (size_t)n > OPT_USAGE_WIDTH) {
+            col = (size_t)fprintf(f, "\n%*s%s", (int)(sizeof(lead) - 1), "", item) - 1;
+        } else {
+            col += (size_t)fprintf(f, " %s", item);
+        }
+    }
+    fprintf(f, "\n");
+}
+
+/* The help text of d: what it does, then its default (and unit and range) in parentheses. */
+static void opt_help_text(const struct opt_desc *d, char *buf, size_t len)
+{
+    switch (d->type) {
+    case OPT_T_BOOL:
+        snprintf(buf, len, "%s", d->help);
+        break;
+    case OPT_T_STR:
+        snprintf(buf, len, "%s (default: %s)", d->help, d->def_str != NULL ? d->def_str : d->none);
+        break;
+    default: {
+        char range[64] = "";
+        if (d->help_range) {
+            snprintf(range, sizeof(range), ", min: %" PRId64 ", max: %" PRId64, d->min, d->max);
+        }
+        snprintf(buf, len, "%s (default: %" PRId64 "%s%s%s)", d->help, d->def,
+                 d->unit != NULL ? " " : "", d->unit != NULL ? d->unit : "", range);
+        break;
+    }
+    }
+}
+
 void options_print_help(FILE *f)
 {
-    fprintf(f,
-            "Usage: nutcrackers [-?hVdDt] [-v verbosity level] [-o output file]\n"
-            "                   [-c conf file] [-s stats port] [-a stats addr]\n"
-            "                   [-i stats interval] [-p pid file] [-m mbuf size]\n"
-            "                   [-T thread num] [-S slowlog threshold]\n"
-            "\n"
-            "Options:\n");
+    opt_print_usage(f);
+    fprintf(f, "\nOptions:\n");
     for (size_t i = 0; i < NC_ARRAY_LEN(opt_table); i++) {
         const struct opt_desc *d = &opt_table[i];
         char name[40];
         snprintf(name, sizeof(name), "--%s%s", d->long_name,
-                 d->kind == OPT_INT ? "=N" : d->kind == OPT_STR ? "=S" : "");
-        fprintf(f, "  -%c, %-20s : %s\n", d->short_name, name, d->help);
+                 d->type == OPT_T_BOOL ? "" : d->type == OPT_T_STR ? "=S" : "=N");
+        char help[160];
+        opt_help_text(d, help, sizeof(help));
+        fprintf(f, "  -%c, %-20s : %s\n", d->short_name, name, help);
     }
 }

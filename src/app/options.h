@@ -1,5 +1,6 @@
 /*
- * options.h - the command line (twemproxies' flags, long and short forms) and its defaults.
+ * options.h - the command line (twemproxies' flags, long and short forms). The defaults and
+ * ranges live in one place, the table of options.c, which `-h` prints.
  *
  * Threads: parsed by the main thread before any other thread starts; read-only afterwards.
  */
@@ -11,30 +12,22 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#define NC_DEFAULT_CONF_FILE "conf/nutcrackers.yml"
-#define NC_DEFAULT_STATS_PORT 22222
-#define NC_DEFAULT_STATS_ADDR "0.0.0.0"
-#define NC_DEFAULT_STATS_INTERVAL 30000 /* ms */
-#define NC_DEFAULT_THREADS 8
-#define NC_MAX_THREADS 1024
-#define NC_DEFAULT_SLOWLOG_USEC 10000   /* -S: requests slower than this go to the slowlog */
-
 struct nc_options {
     bool show_help;          /* -h */
     bool show_version;       /* -V */
     bool test_conf;          /* -t */
     bool daemonize;          /* -d */
     bool describe_stats;     /* -D */
-    int verbose;             /* -v, 0..11, default 5 */
-    const char *output;      /* -o, NULL = stderr */
-    const char *conf_file;   /* -c */
+    int verbose;             /* -v / --verbose */
+    const char *output;      /* -o / --output, NULL = stderr */
+    const char *conf_file;   /* -c / --conf-file */
     uint16_t stats_port;     /* -s / --port */
     const char *stats_addr;  /* -a / --addr */
     int64_t stats_interval;  /* -i / --interval, ms */
-    const char *pid_file;    /* -p, NULL = none */
-    size_t mbuf_size;        /* -m, 512..16777216 */
-    int threads;             /* -T / --thread_num / --thread-num, 1..1024 */
-    int64_t slowlog_usec;    /* -S / --slowlog */
+    const char *pid_file;    /* -p / --pid-file, NULL = none */
+    size_t mbuf_size;        /* -m / --mbuf-size, bytes */
+    int threads;             /* -T / --thread_num / --thread-num */
+    int64_t slowlog_usec;    /* -S / --slowlog, usec: a request this slow goes to the slowlog */
 };
 
 /* Fills the defaults. */

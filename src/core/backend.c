@@ -1,7 +1,7 @@
 /*
- * backend.c - a worker's connections to one backend server across generations (see backend.h).
+ * backend.c - a loop's connections to one backend server across generations (see backend.h).
  *
- * Threads: the owning worker only.
+ * Threads: the owning loop only.
  */
 #include "config.h"
 #include "core/backend.h"
@@ -10,9 +10,8 @@
 #include <stdlib.h>
 
 #include "core/conn.h"
-#include "core/gen.h"
+#include "core/loop.h"
 #include "core/server.h"
-#include "thread/worker.h"
 
 /* The backend's connections now follow s: its pool's config and health, its counters (the same
  * blocks: an owner always has the same pool and server names). */
@@ -27,14 +26,14 @@ static void backend_set_owner(struct backend *be, struct server_rt *s)
     }
 }
 
-int backend_acquire(struct worker *w, struct server_rt *s)
+int backend_acquire(struct loop *l, struct server_rt *s)
 {
     struct backend *be;
-    TAILQ_FOREACH(be, &w->backends, link)
+    TAILQ_FOREACH(be, &l->backends, link)
     {
         const struct server_rt *o = be->owner;
         if (runtime_same_backend(o->pool->cp, o->cs, s->pool->cp, s->cs)) {
-            be->refs++;
+            TAILQ_INSERT_TAIL(&be->users, s, be_link);
             backend_set_owner(be, s);
             s->be = be;
             return 0;
@@ -48,46 +47,29 @@ int backend_acquire(struct worker *w, struct server_rt *s)
         free(be);
         return -ENOMEM;
     }
-    be->refs = 1;
+    TAILQ_INIT(&be->users);
+    TAILQ_INSERT_TAIL(&be->users, s, be_link);
     be->owner = s;
-    TAILQ_INSERT_TAIL(&w->backends, be, link);
+    TAILQ_INSERT_TAIL(&l->backends, be, link);
     s->be = be;
     return 0;
 }
 
-/* Another server_rt using be, in a generation other than skip's, or NULL. */
-static struct server_rt *backend_find_user(struct worker *w, const struct backend *be, const struct worker_gen *skip)
-{
-    struct worker_gen *g;
-    TAILQ_FOREACH(g, &w->gens, link)
-    {
-        if (g == skip) continue;
-        for (size_t p = 0; p < g->npools; p++) {
-            struct pool_rt *pr = &g->pools[p];
-            for (uint32_t k = 0; k < pr->nservers; k++) {
-                if (pr->servers[k].be == be) return &pr->servers[k];
-            }
-        }
-    }
-    return NULL;
-}
-
-void backend_release(struct worker *w, struct server_rt *s)
+void backend_release(struct loop *l, struct server_rt *s)
 {
     struct backend *be = s->be;
     if (be == NULL) return;
     s->be = NULL;
-    if (--be->refs > 0) {
-        if (be->owner == s) {
-            struct server_rt *next = backend_find_user(w, be, s->pool->gen);
-            if (next != NULL) backend_set_owner(be, next);
-        }
+    TAILQ_REMOVE(&be->users, s, be_link);
+    struct server_rt *newest = TAILQ_LAST(&be->users, server_rt_tqh);
+    if (newest != NULL) {
+        if (be->owner == s) backend_set_owner(be, newest);
         return;
     }
     for (uint32_t i = 0; i < be->nconns; i++) {
         if (be->conns[i] != NULL) server_conn_destroy(be->conns[i]);
     }
-    TAILQ_REMOVE(&w->backends, be, link);
+    TAILQ_REMOVE(&l->backends, be, link);
     free(be->conns);
     free(be);
 }
@@ -96,7 +78,12 @@ bool backend_busy(const struct backend *be)
 {
     for (uint32_t i = 0; i < be->nconns; i++) {
         const struct conn *c = be->conns[i];
-        if (c != NULL && c->nq1 + c->nq2 > 0) return true;
+        if (c != NULL && c->nto_send + c->nsent > 0) return true;
     }
     return false;
+}
+
+bool backend_used_only_by(const struct backend *be, const struct server_rt *s)
+{
+    return TAILQ_FIRST(&be->users) == s && TAILQ_NEXT(s, be_link) == NULL;
 }

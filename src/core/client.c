@@ -1,7 +1,7 @@
 /*
  * client.c - client connections (see client.h).
  *
- * Threads: the worker owning the client.
+ * Threads: the loop owning the client.
  */
 #include "config.h"
 #include "core/client.h"
@@ -16,9 +16,9 @@
 #include "common/log.h"
 #include "common/sock.h"
 #include "core/gen.h"
+#include "core/loop.h"
+#include "core/pool.h"
 #include "core/request.h"
-#include "core/server.h"
-#include "thread/worker.h"
 
 /*
  * Back-pressure: a client with this many requests queued, or this many bytes held (below), is no
@@ -45,82 +45,82 @@
 #define CLIENT_MSG_COST 512u /* a msg and its span and key arrays, with the allocator's overhead */
 #define CLIENT_KEY_COST (2 * sizeof(struct msg_key) + sizeof(uint32_t))
 #define CLIENT_WRITE_BATCH 128
+/* A client's request may not pass this many bytes (redis' client-query-buffer-limit): one request
+ * is held whole, and a get line of endless keys or an array of endless arguments would otherwise
+ * grow the proxy for as long as the client sends. One 512 MB value fits with room to spare. */
+#define CLIENT_REQUEST_MAX ((uint64_t)1 << 30)
 
-int client_accept(struct worker *w, struct pool_rt *pool, int fd)
+int client_accept(struct loop *l, struct pool_rt *pool, int fd)
 {
-    struct conn *c = conn_create(w, CONN_CLIENT, fd, pool);
+    struct conn *c = conn_create(l, &client_conn_ops, fd, pool);
     if (c == NULL) {
         atomic_fetch_sub(pool_nclients(pool->shared), 1);
         return -ENOMEM;
     }
-    TAILQ_INSERT_TAIL(&w->clients, c, link);
-    w->nclients++;
+    pool->proto->session_init(&c->sess, pool->cp, NULL);
+    TAILQ_INSERT_TAIL(&l->clients, c, link);
+    l->nclients++;
     pool->gen->nclients++;
-    stats_ctr_add(&w->stats->total_connections, 1);
-    stats_ctr_add(&w->stats->curr_connections, 1);
+    stats_ctr_add(&l->stats->total_connections, 1);
+    stats_ctr_add(&l->stats->curr_connections, 1);
     STATS_POOL_ADD(pool->st, client_connections, 1);
     conn_want_read(c, true);
-    log_debug(LOG_VERB, "worker %u: client %lu on pool '%s'", w->id, (unsigned long)c->id, pool->cp->name);
+    log_debug(LOG_VERB, "worker %u: client %lu on pool '%s'", l->id, (unsigned long)c->id, pool->cp->name);
     return 0;
 }
 
 void client_close(struct conn *c)
 {
-    struct worker *w = c->w;
+    struct loop *l = c->loop;
     struct msg *req;
-    while ((req = TAILQ_FIRST(&c->q1)) != NULL) {
-        TAILQ_REMOVE(&c->q1, req, client_link);
-        c->nq1--;
+    while ((req = TAILQ_FIRST(&c->reqs)) != NULL) {
+        TAILQ_REMOVE(&c->reqs, req, client_link);
+        c->nreqs--;
         if (req->done) {
-            request_free(w, req);
+            request_free(l, req);
         } else {
             req->owner = NULL; /* in flight: freed when its reply or failure arrives */
         }
     }
-    TAILQ_REMOVE(&w->clients, c, link);
-    w->nclients--;
+    TAILQ_REMOVE(&l->clients, c, link);
+    l->nclients--;
     struct pool_rt *p = c->pool;
-    stats_ctr_add(&w->stats->curr_connections, -1);
+    stats_ctr_add(&l->stats->curr_connections, -1);
     STATS_POOL_ADD(p->st, client_connections, -1);
     if (c->err != 0) STATS_POOL_ADD(p->st, client_err, 1);
     else if (c->eof) STATS_POOL_ADD(p->st, client_eof, 1);
     atomic_fetch_sub(pool_nclients(p->shared), 1);
     conn_destroy(c);
-    if (--p->gen->nclients == 0) worker_reap_later(w);
-}
-
-static bool client_str_eq(const char *a, const char *b)
-{
-    return (a == NULL && b == NULL) || (a != NULL && b != NULL && strcmp(a, b) == 0);
+    if (--p->gen->nclients == 0) loop_reap_later(l);
 }
 
 int client_follow_reload(struct conn *c)
 {
-    struct worker *w = c->w;
+    struct loop *l = c->loop;
     struct pool_rt *old = c->pool;
-    struct pool_rt *np = gen_pool_find(w->gen, old->cp->name);
-    if (np == NULL || np->cp->redis != old->cp->redis) return -1;
+    struct pool_rt *np = gen_pool_find(l->gen, old->cp->name);
+    if (np == NULL || np->proto != old->proto) return -1;
     atomic_fetch_sub(pool_nclients(old->shared), 1);
     atomic_fetch_add(pool_nclients(np->shared), 1);
     /* the same name: the same counter block, unless the pool is new in the registry */
     STATS_POOL_ADD(old->st, client_connections, -1);
     STATS_POOL_ADD(np->st, client_connections, 1);
-    if (!client_str_eq(old->cp->redis_auth, np->cp->redis_auth)) c->authed = false;
+    np->proto->session_init(&c->sess, np->cp, old->cp);
     c->pool = np;
     np->gen->nclients++;
-    if (--old->gen->nclients == 0) worker_reap_later(w);
+    if (--old->gen->nclients == 0) loop_reap_later(l);
     return 0;
 }
 
 void client_on_reload(struct conn *c)
 {
-    if (c->pool->gen == c->w->gen) return;
-    if (c->nq1 == 0) {
+    if (c->pool->gen == c->loop->gen) return;
+    if (c->nreqs == 0) {
         if (client_follow_reload(c) < 0) client_close(c);
         return;
     }
-    struct pool_rt *np = gen_pool_find(c->w->gen, c->pool->cp->name);
-    if (np == NULL || np->cp->redis != c->pool->cp->redis) {
+    struct pool_rt *np = gen_pool_find(c->loop->gen, c->pool->cp->name);
+    if (np == NULL || np->proto != c->pool->proto) {
         /* its pool is gone: answer what it asked, then close (client_flush) */
         c->closing = true;
         conn_want_read(c, false);
@@ -131,8 +131,8 @@ void client_on_reload(struct conn *c)
 /* Whether reading from c must pause (see CLIENT_MAX_PENDING). */
 static bool client_should_pause(const struct conn *c)
 {
-    const struct msg *head = TAILQ_FIRST(&c->q1);
-    bool over = c->nq1 >= CLIENT_MAX_PENDING || c->held_bytes >= CLIENT_OUT_SOFT_LIMIT;
+    const struct msg *head = TAILQ_FIRST(&c->reqs);
+    bool over = c->nreqs >= CLIENT_MAX_PENDING || c->held_bytes >= CLIENT_OUT_SOFT_LIMIT;
     return over && head != NULL && !head->done;
 }
 
@@ -174,7 +174,7 @@ void client_reply_ready(struct conn *c, struct msg *req)
     c->held_bytes += cost;
     if (req->held > c->held_max) c->held_max = req->held;
     if (client_over_limit(c)) return;
-    struct msg *head = TAILQ_FIRST(&c->q1);
+    struct msg *head = TAILQ_FIRST(&c->reqs);
     if (head == NULL || !head->done) {
         if (client_should_pause(c)) conn_want_read(c, false);
         return;
@@ -198,12 +198,12 @@ static int client_on_msg(struct conn *c, struct msg *req)
 /* Writes the replies that are ready, in order. Returns -errno on a write error. */
 static int client_write(struct conn *c)
 {
-    struct worker *w = c->w;
+    struct loop *l = c->loop;
     for (;;) {
         struct msg *batch[CLIENT_WRITE_BATCH];
         uint32_t n = 0;
         struct msg *req;
-        TAILQ_FOREACH(req, &c->q1, client_link)
+        TAILQ_FOREACH(req, &c->reqs, client_link)
         {
             if (!req->done || n == CLIENT_WRITE_BATCH) break;
             batch[n++] = req;
@@ -214,9 +214,9 @@ static int client_write(struct conn *c)
         for (uint32_t i = 0; i < n; i++) {
             if (batch[i]->peer) replies[nr++] = batch[i]->peer;
         }
-        int64_t wrote = nr ? conn_writev(c, replies, nr, c->q1_off) : 0;
+        int64_t wrote = nr ? conn_writev(c, replies, nr, c->out_off) : 0;
         if (wrote < 0) return (int)wrote;
-        uint64_t off = c->q1_off + (uint64_t)wrote;
+        uint64_t off = c->out_off + (uint64_t)wrote;
         uint32_t freed = 0;
         uint64_t now = nc_usec_now();
         struct stats_pool_block *ps = c->pool->st;
@@ -224,23 +224,23 @@ static int client_write(struct conn *c)
             uint64_t len = batch[i]->peer ? batch[i]->peer->len : 0;
             if (off < len) break;
             off -= len;
-            TAILQ_REMOVE(&c->q1, batch[i], client_link);
-            c->nq1--;
-            if (batch[i]->t_start != 0) request_record_latency(w, batch[i], ps, now);
+            TAILQ_REMOVE(&c->reqs, batch[i], client_link);
+            c->nreqs--;
+            if (batch[i]->t_start != 0) request_record_latency(l, batch[i], ps, now);
             c->held_bytes -= batch[i]->held;
-            request_free(w, batch[i]);
+            request_free(l, batch[i]);
             freed++;
         }
-        c->q1_off = off;
+        c->out_off = off;
         if (freed < n) break; /* the socket is full */
     }
-    struct msg *head = TAILQ_FIRST(&c->q1);
+    struct msg *head = TAILQ_FIRST(&c->reqs);
     if (head == NULL) { /* its buffer may come back from the pool for new bytes */
         c->held_mb = NULL;
         c->held_max = 0;
     }
     conn_want_write(c, head != NULL && head->done);
-    if (head == NULL && c->pool->gen != w->gen && !c->closing && client_follow_reload(c) < 0) {
+    if (head == NULL && c->pool->gen != l->gen && !c->closing && client_follow_reload(c) < 0) {
         c->closing = true; /* cannot happen: a client of a removed pool is closing already */
         conn_want_read(c, false);
     }
@@ -248,7 +248,9 @@ static int client_write(struct conn *c)
     return 0;
 }
 
-bool client_flush(struct conn *c)
+/* Writes the replies that are ready (the loop's flush queue, EV_WRITE). Returns true when it
+ * closed c (c is freed). */
+static bool client_flush(struct conn *c)
 {
     if (c->kill) { /* over its held-bytes limit: see client_over_limit */
         client_close(c);
@@ -256,19 +258,17 @@ bool client_flush(struct conn *c)
     }
     int rc = client_write(c);
     if (rc < 0) c->err = -rc;
-    if (rc < 0 || (c->closing && c->nq1 == 0)) {
+    if (rc < 0 || (c->closing && c->nreqs == 0)) {
         client_close(c);
         return true;
     }
     return false;
 }
 
-void client_on_read(int fd, short what, void *arg)
+/* conn_ops.on_readable */
+static void client_on_readable(struct conn *c)
 {
-    struct conn *c = arg;
     bool eof = false;
-    (void)fd;
-    (void)what;
     int rc = conn_recv(c, &eof, client_on_msg);
     if (rc == -EPROTO || rc == -E2BIG || rc == -EMSGSIZE) {
         const char *why = rc == -E2BIG      ? "request token larger than the buffer size (-m)"
@@ -278,7 +278,7 @@ void client_on_read(int fd, short what, void *arg)
         c->err = EPROTO;
         request_protocol_error(c, why); /* the error reply goes after the earlier replies */
         conn_want_read(c, false);
-        if (c->nq1 == 0) client_close(c);
+        if (c->nreqs == 0) client_close(c);
         return;
     }
     if (rc < 0) {
@@ -291,6 +291,38 @@ void client_on_read(int fd, short what, void *arg)
         /* end of requests: answer what was asked, then close */
         c->closing = true;
         conn_want_read(c, false);
-        if (c->nq1 == 0) client_close(c);
+        if (c->nreqs == 0) client_close(c);
     }
 }
+
+/* conn_ops.on_writable: the socket has room for the replies again. */
+static bool client_on_writable(struct conn *c)
+{
+    return client_flush(c);
+}
+
+static void client_flush_queued(struct conn *c)
+{
+    client_flush(c);
+}
+
+static void client_msg_begin(struct conn *c)
+{
+    c->pool->proto->parse_reset(&c->ps);
+    c->ps.want_elems = false;
+}
+
+static int client_parse(struct conn *c, const uint8_t *buf, size_t len, size_t *consumed)
+{
+    return c->pool->proto->parse_req(&c->ps, c->rmsg, buf, len, consumed);
+}
+
+const struct conn_ops client_conn_ops = {
+    .role = "client",
+    .on_writable = client_on_writable,
+    .on_readable = client_on_readable,
+    .flush = client_flush_queued,
+    .msg_begin = client_msg_begin,
+    .parse = client_parse,
+    .msg_max = CLIENT_REQUEST_MAX,
+};

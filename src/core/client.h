@@ -5,40 +5,36 @@
  * A client belongs to one generation's pool (c->pool) and moves to the current generation only
  * when it has no request queued: a pipeline is never split across two configs.
  *
- * Threads: a client conn belongs to the worker that took it from its inbox.
+ * Threads: a client conn belongs to the loop that took it (core/loop.h).
  */
 #ifndef NC_CLIENT_H
 #define NC_CLIENT_H
 
 #include "core/conn.h"
 
-struct worker;
+struct loop;
 struct pool_rt;
 
+extern const struct conn_ops client_conn_ops;
+
 /* Takes over fd, an accepted client socket of pool. Returns 0 or -errno (fd closed). */
-int client_accept(struct worker *w, struct pool_rt *pool, int fd);
+int client_accept(struct loop *l, struct pool_rt *pool, int fd);
 /* Closes the client now: its finished requests are freed, those in flight are orphaned (freed
  * when their replies arrive). */
 void client_close(struct conn *c);
-/* req was just queued on c (q1): charge the memory it holds to c (see client.c). A client over its
- * limit is dropped (closed from the worker's flush queue): returns true then. */
+/* req was just queued on c (reqs): charge the memory it holds to c (see client.c). A client over
+ * its limit is dropped (closed from the loop's flush queue): returns true then. */
 bool client_req_queued(struct conn *c, struct msg *req);
 /* req (of client c) has its reply: account for its bytes and schedule a write when it is the
- * head of the queue. A client over its limit is dropped (closed from the worker's flush queue). */
+ * head of the queue. A client over its limit is dropped (closed from the loop's flush queue). */
 void client_reply_ready(struct conn *c, struct msg *req);
-/* Writes the replies that are ready (the worker's flush queue, EV_WRITE). Returns true when it
- * closed c (c is freed). */
-bool client_flush(struct conn *c);
 
-/* A reload happened (the worker has a new current generation): an idle client moves to it now (or
+/* A reload happened (the loop has a new current generation): an idle client moves to it now (or
  * is closed, its pool gone); a busy one follows once its queue is empty, or, its pool gone, stops
  * reading and is closed once answered. */
 void client_on_reload(struct conn *c);
-/* Moves c, which has nothing queued, to the pool of the same name in the worker's current
+/* Moves c, which has nothing queued, to the pool of the same name in the loop's current
  * generation. Returns -1 when there is none (or it changed protocol): the caller closes c. */
 int client_follow_reload(struct conn *c);
-
-/* The socket is readable (called from the conn's event, conn.c). */
-void client_on_read(int fd, short what, void *arg);
 
 #endif

@@ -1,8 +1,8 @@
 /*
- * conn.c - connection plumbing shared by clients and servers: events, the read-and-parse loop, and
- * writev of queued message spans.
+ * conn.c - connection plumbing shared by every role: events (dispatched to the role's conn_ops),
+ * the flush queue, the read-and-parse loop, and writev of queued message spans.
  *
- * Threads: the owning worker only.
+ * Threads: the owning loop's thread only.
  */
 #include "config.h"
 #include "core/conn.h"
@@ -17,32 +17,26 @@
 
 #include "common/clock.h"
 #include "common/log.h"
-#include "core/client.h"
-#include "core/server.h"
-#include "thread/worker.h"
+#include "core/loop.h"
 
 #define CONN_READS_PER_EVENT 16 /* fairness between connections of one worker */
 #define CONN_IOV_MAX 512
 #define CONN_FLUSH_MAX 65536    /* conns flushed per run of the queue; the rest in the next one */
-/* A client's request may not pass this many bytes (redis' client-query-buffer-limit): one request
- * is held whole, and a get line of endless keys or an array of endless arguments would otherwise
- * grow the proxy for as long as the client sends. One 512 MB value fits with room to spare. */
-#define CONN_REQUEST_MAX ((uint64_t)1 << 30)
 
-struct conn *conn_create(struct worker *w, enum conn_kind kind, int fd, struct pool_rt *pool)
+struct conn *conn_create(struct loop *l, const struct conn_ops *ops, int fd, struct pool_rt *pool)
 {
     struct conn *c = calloc(1, sizeof(*c));
     if (c == NULL) {
         if (fd >= 0) close(fd);
         return NULL;
     }
-    c->kind = kind;
+    c->ops = ops;
     c->fd = fd;
-    c->w = w;
+    c->loop = l;
     c->pool = pool;
-    c->id = ++w->next_conn_id;
-    TAILQ_INIT(&c->q1);
-    TAILQ_INIT(&c->q2);
+    c->id = ++l->next_conn_id;
+    TAILQ_INIT(&c->reqs); /* the server's to_send too: one head, two names */
+    TAILQ_INIT(&c->sent);
     if (fd >= 0 && conn_attach_fd(c, fd) < 0) {
         close(fd);
         free(c);
@@ -51,29 +45,20 @@ struct conn *conn_create(struct worker *w, enum conn_kind kind, int fd, struct p
     return c;
 }
 
-/* The socket's one event: writes first (a client may be closed by them), then reads. */
+/* The socket's one event: writes first (they may close the connection), then reads. */
 static void conn_on_event(evutil_socket_t fd, short what, void *arg)
 {
     struct conn *c = arg;
-    if (what & EV_WRITE) {
-        if (c->kind == CONN_CLIENT) {
-            if (client_flush(c)) return; /* closed: c is gone */
-        } else {
-            server_on_write(fd, what, c);
-            if (c->fd != fd) return;     /* failed: the socket is closed */
-        }
-    }
-    if ((what & EV_READ) && c->reading) {
-        if (c->kind == CONN_CLIENT) client_on_read(fd, what, c);
-        else server_on_read(fd, what, c);
-    }
+    (void)fd;
+    if ((what & EV_WRITE) && c->ops->on_writable(c)) return; /* c is gone, or its socket */
+    if ((what & EV_READ) && c->reading) c->ops->on_readable(c);
 }
 
 int conn_attach_fd(struct conn *c, int fd)
 {
     c->fd = fd;
     c->reading = c->wev_on = false;
-    c->ev = event_new(c->w->base, fd, EV_PERSIST, conn_on_event, c);
+    c->ev = event_new(c->loop->base, fd, EV_PERSIST, conn_on_event, c);
     if (c->ev == NULL) {
         c->fd = -1; /* not closed here: the caller closes fd (closing it twice could close a
                      * descriptor another thread has just been given the same number) */
@@ -92,13 +77,13 @@ void conn_detach_fd(struct conn *c)
     if (c->rbuf) mbuf_unref(c->rbuf);
     c->rbuf = NULL;
     c->rpos = 0;
-    if (c->rmsg) msg_put(&c->w->msgs, c->rmsg);
+    if (c->rmsg) msg_put(&c->loop->msgs, c->rmsg);
     c->rmsg = NULL;
 }
 
 void conn_destroy(struct conn *c)
 {
-    if (c->flush_queued) TAILQ_REMOVE(&c->w->flushq, c, flush_link);
+    if (c->flush_queued) TAILQ_REMOVE(&c->loop->flushq, c, flush_link);
     c->flush_queued = false;
     conn_detach_fd(c);
     if (c->tev) event_free(c->tev);
@@ -115,7 +100,7 @@ static void conn_set_events(struct conn *c, bool rd, bool wr)
     c->wev_on = wr;
     if (!rd && !wr) return;
     short what = (short)((rd ? EV_READ : 0) | (wr ? EV_WRITE : 0) | EV_PERSIST);
-    event_assign(c->ev, c->w->base, c->fd, what, conn_on_event, c);
+    event_assign(c->ev, c->loop->base, c->fd, what, conn_on_event, c);
     event_add(c->ev, NULL);
 }
 
@@ -131,26 +116,25 @@ void conn_want_read(struct conn *c, bool on)
 
 void conn_flush_later(struct conn *c)
 {
-    struct worker *w = c->w;
+    struct loop *l = c->loop;
     if (c->flush_queued) return;
-    if (TAILQ_EMPTY(&w->flushq)) event_active(w->flush_ev, EV_TIMEOUT, 1);
-    TAILQ_INSERT_TAIL(&w->flushq, c, flush_link);
+    if (TAILQ_EMPTY(&l->flushq)) event_active(l->flush_ev, EV_TIMEOUT, 1);
+    TAILQ_INSERT_TAIL(&l->flushq, c, flush_link);
     c->flush_queued = true;
 }
 
-void conn_flush_queue(struct worker *w)
+void conn_flush_queue(struct loop *l)
 {
     /* a flush may queue other conns (a memcached noreply request written completes its client's
      * turn); each conn is in the queue at most once, and the loop is bounded all the same */
     for (uint32_t i = 0; i < CONN_FLUSH_MAX; i++) {
-        struct conn *c = TAILQ_FIRST(&w->flushq);
+        struct conn *c = TAILQ_FIRST(&l->flushq);
         if (c == NULL) return;
-        TAILQ_REMOVE(&w->flushq, c, flush_link);
+        TAILQ_REMOVE(&l->flushq, c, flush_link);
         c->flush_queued = false;
-        if (c->kind == CONN_CLIENT) client_flush(c);
-        else server_flush(c);
+        c->ops->flush(c);
     }
-    if (!TAILQ_EMPTY(&w->flushq)) event_active(w->flush_ev, EV_TIMEOUT, 1);
+    if (!TAILQ_EMPTY(&l->flushq)) event_active(l->flush_ev, EV_TIMEOUT, 1);
 }
 
 /* Makes sure rbuf has room; moves an unconsumed partial token to a fresh mbuf. */
@@ -158,7 +142,7 @@ static int conn_rbuf_ready(struct conn *c)
 {
     struct mbuf *rb = c->rbuf;
     if (rb != NULL && mbuf_room(rb) > 0) return 0;
-    struct mbuf *nb = mbuf_get(&c->w->mbufs);
+    struct mbuf *nb = mbuf_get(&c->loop->mbufs);
     if (nb == NULL) return -ENOMEM;
     if (rb != NULL) {
         uint32_t tail = rb->len - c->rpos;
@@ -177,24 +161,20 @@ static int conn_rbuf_ready(struct conn *c)
 
 static int conn_parse(struct conn *c, conn_msg_fn on_msg)
 {
-    const struct proto_ops *proto = c->pool->proto;
+    const struct conn_ops *ops = c->ops;
     struct mbuf *rb = c->rbuf;
     while (c->rpos < rb->len) {
         if (c->rmsg == NULL) {
-            c->rmsg = msg_get(&c->w->msgs);
+            c->rmsg = msg_get(&c->loop->msgs);
             if (c->rmsg == NULL) return -ENOMEM;
-            bool want = c->kind == CONN_SERVER && server_head_wants_elems(c);
-            proto->parse_reset(&c->ps);
-            c->ps.want_elems = want;
+            ops->msg_begin(c);
         }
         size_t consumed = 0;
-        int st = c->kind == CONN_CLIENT
-                     ? proto->parse_req(&c->ps, c->rmsg, rb->data + c->rpos, rb->len - c->rpos, &consumed)
-                     : proto->parse_rsp(&c->ps, c->rmsg, rb->data + c->rpos, rb->len - c->rpos, &consumed);
+        int st = ops->parse(c, rb->data + c->rpos, rb->len - c->rpos, &consumed);
         if (consumed > 0) {
             if (msg_append(c->rmsg, rb, c->rpos, (uint32_t)consumed) < 0) return -ENOMEM;
             c->rpos += (uint32_t)consumed;
-            if (c->kind == CONN_CLIENT && c->rmsg->len > CONN_REQUEST_MAX) return -EMSGSIZE;
+            if (c->rmsg->len > ops->msg_max) return -EMSGSIZE;
         }
         if (st == PARSE_ERROR) return -EPROTO;
         if (st == PARSE_AGAIN) break;
@@ -227,7 +207,7 @@ int conn_recv(struct conn *c, bool *eof, conn_msg_fn on_msg)
             break;
         }
         rb->len += (uint32_t)n;
-        c->w->read_usec = nc_usec_now(); /* one clock read per read(), not per message */
+        c->loop->read_usec = nc_usec_now(); /* one clock read per read(), not per message */
         rc = conn_parse(c, on_msg);
         if (rc != 0 || (uint32_t)n < room || !c->reading) break;
     }

@@ -2,12 +2,18 @@
  * conn.h - a connection: a client of a pool, or one connection to a backend server. Holds the
  * socket, its one libevent event, the read buffer and parser state, and the message queues.
  *
- *   client: q1 = its requests in arrival order; the head's reply is written first (q1_off bytes of
- *           it already are). Replies leave in request order whatever server answers first.
- *   server: q1 = requests to write (q1_off bytes of the head written); q2 = written requests
- *           waiting for their reply, in order (replies are matched FIFO).
+ * What a connection does with its events is its role's: a const struct conn_ops set at creation
+ * (client_conn_ops in client.c, server_conn_ops in server.c). conn.c knows no role by name: it
+ * reads, parses and writes, and calls the role's ops.
  *
- * Threads: a conn and everything it points to belongs to one worker; it never crosses threads.
+ * The queues, per role:
+ *   client: reqs = its requests in arrival order; the head's reply is written first (out_off
+ *           bytes of it already are). Replies leave in request order whatever server answers first.
+ *   server: to_send = requests to write (out_off bytes of the head written); sent = written
+ *           requests waiting for their reply, in order (replies are matched FIFO).
+ *
+ * Threads: a conn and everything it points to belongs to one loop (core/loop.h); it never
+ * crosses threads.
  */
 #ifndef NC_CONN_H
 #define NC_CONN_H
@@ -19,20 +25,37 @@
 #include "msg/msg.h"
 #include "proto/proto.h"
 
-struct worker;
+struct loop;
 struct pool_rt;
 struct server_rt;
 struct event;
-
-enum conn_kind { CONN_CLIENT, CONN_SERVER };
+struct conn;
 
 TAILQ_HEAD(conn_tqh, conn);
 
+/* What a role does with a connection's events (one const table per role). */
+struct conn_ops {
+    const char *role;                            /* "client", "server": for logs */
+    /* EV_WRITE fired: the socket has room, or a connect finished. Returns true when the event
+     * must not go on to reading: c was freed, or its socket closed. */
+    bool (*on_writable)(struct conn *c);
+    /* EV_READ fired (and c still wants to read). */
+    void (*on_readable)(struct conn *c);
+    /* c is taken from its loop's flush queue: write what is queued. */
+    void (*flush)(struct conn *c);
+    /* A new message is about to be parsed into c->rmsg: reset c->ps for it. */
+    void (*msg_begin)(struct conn *c);
+    /* The protocol parser of this side of the connection (proto.h's contract) on c->ps, c->rmsg. */
+    int (*parse)(struct conn *c, const uint8_t *buf, size_t len, size_t *consumed);
+    uint64_t msg_max;                            /* a larger message is refused (-EMSGSIZE) */
+};
+
 /* Laid out so that an idle client costs little memory: no padding holes, one libevent event. */
 struct conn {
-    TAILQ_ENTRY(conn) link;        /* clients: the worker's list of clients */
-    TAILQ_ENTRY(conn) flush_link;  /* the worker's flush queue (while flush_queued) */
-    struct worker *w;
+    TAILQ_ENTRY(conn) link;        /* clients: the loop's list of clients */
+    TAILQ_ENTRY(conn) flush_link;  /* the loop's flush queue (while flush_queued) */
+    const struct conn_ops *ops;    /* its role */
+    struct loop *loop;
     struct pool_rt *pool;
     struct server_rt *server;      /* server conns: the server */
     struct event *ev;              /* the socket's event: EV_READ while reading, EV_WRITE only
@@ -42,36 +65,44 @@ struct conn {
     struct mbuf *rbuf;             /* current read buffer (NULL when idle) */
     struct msg *rmsg;              /* message being parsed */
     struct parse_state ps;
+    struct proto_session sess;     /* client: what its protocol remembers of it (proto.h) */
 
-    struct msg_tqh q1, q2;
-    uint64_t q1_off;
+    union {                        /* see the top of this file */
+        struct msg_tqh reqs;       /* client */
+        struct msg_tqh to_send;    /* server */
+    };
+    struct msg_tqh sent;           /* server */
+    uint64_t out_off;
     uint64_t t_wblocked;           /* server: usec since when bytes wait for a full socket with no
                                     * progress (0: none waiting); the timeout covers it too */
     uint64_t held_bytes;           /* client: memory its queued requests hold (client.c) */
     const struct mbuf *held_mb;    /* client: the read buffer last charged to held_bytes */
-    uint64_t held_max;             /* client: the largest request's held since q1 was last empty */
-    bool kill;                     /* client: closed from the worker's flush queue (over its limit) */
+    uint64_t held_max;             /* client: the largest request's held since reqs was last empty */
+    bool kill;                     /* client: closed from the loop's flush queue (over its limit) */
 
     uint64_t id;
 
     int fd;
     int err;                       /* the error that ends the connection, 0 if none */
     uint32_t rpos;                 /* first byte of rbuf not yet consumed by the parser */
-    uint32_t nq1, nq2;
+    union {
+        uint32_t nreqs;            /* client */
+        uint32_t nto_send;         /* server */
+    };
+    uint32_t nsent;                /* server */
     uint32_t slot;                 /* server conns: index among the server's connections */
-    uint8_t kind;                  /* enum conn_kind */
     bool flush_queued;
     bool wev_on;                   /* EV_WRITE wanted */
     bool reading;                  /* EV_READ wanted */
     bool connecting;               /* server: non-blocking connect in progress */
     bool connected;
-    bool authed;                   /* client: passed redis_auth */
     bool closing;                  /* client: close once the replies before `quit` are written */
     bool eof;                      /* the peer closed its side */
 };
 
-/* Creates a conn for fd (takes the fd over; closes it on failure). Events are not yet added. */
-struct conn *conn_create(struct worker *w, enum conn_kind kind, int fd, struct pool_rt *pool);
+/* Creates a conn of role ops for fd (takes the fd over; closes it on failure; -1: none yet).
+ * Events are not yet added. */
+struct conn *conn_create(struct loop *l, const struct conn_ops *ops, int fd, struct pool_rt *pool);
 /* Attaches a socket: creates its event (not added). On failure fd is left open for the caller. */
 int conn_attach_fd(struct conn *c, int fd);
 /* Frees the events, the read buffer and the partial msg, and closes the fd (the conn stays). */
@@ -84,27 +115,27 @@ void conn_want_read(struct conn *c, bool on);
 
 /*
  * Output is written without waiting for EV_WRITE: a conn with something to write is queued on its
- * worker, and the queue is flushed once the callbacks of the current loop iteration have run (so
+ * loop, and the queue is flushed once the callbacks of the current loop iteration have run (so
  * the requests of many clients go to a server in one writev, and a client's pipelined replies in
  * one). EV_WRITE is added only when a socket is full. Idempotent; the conn leaves the queue when
  * it is flushed or destroyed.
  */
 void conn_flush_later(struct conn *c);
-/* Runs the worker's flush queue (the worker's flush event). */
-void conn_flush_queue(struct worker *w);
+/* Runs the loop's flush queue (the loop's flush event). */
+void conn_flush_queue(struct loop *l);
 
 /*
  * Reads what the socket has and parses it into messages, calling on_msg for each one completed.
  * Returns 0 when the socket is drained, or -errno (ECONNRESET / EPIPE ...), 0 with *eof set on
  * end of stream, or -EPROTO on a parse error (ps.error says why), -E2BIG for a token larger than
- * an mbuf, or -EMSGSIZE for a client's request over CONN_REQUEST_MAX (1 GB, conn.c). on_msg may
+ * an mbuf, or -EMSGSIZE for a message over its role's msg_max. on_msg may
  * stop the loop by returning non-zero (its value is returned).
  */
 typedef int (*conn_msg_fn)(struct conn *c, struct msg *m);
 int conn_recv(struct conn *c, bool *eof, conn_msg_fn on_msg);
 
 /*
- * Writes queued bytes with writev: the spans of the given msgs starting q1_off into the first one.
+ * Writes queued bytes with writev: the spans of the given msgs starting first_off into the first one.
  * msgs[] holds n msgs whose bytes are written in order; returns bytes written (>= 0) or -errno.
  * -EAGAIN is returned as 0.
  */

@@ -1,6 +1,10 @@
 # src/core: connections, clients, servers, request dispatch; the per-generation shared runtime.
 src_libnutcrackers_la_SOURCES += \
 	src/core/runtime.c src/core/runtime.h \
+	src/core/runtime_stats.c src/core/runtime_stats.h \
+	src/core/route.c src/core/route.h \
+	src/core/loop.c src/core/loop.h \
+	src/core/pool.c src/core/pool.h \
 	src/core/conn.c src/core/conn.h \
 	src/core/client.c src/core/client.h \
 	src/core/server.c src/core/server.h \

@@ -17,6 +17,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/sock.h"
+#include "core/route.h"
 #include "core/runtime.h"
 
 #define PROBE_TICK_USEC 100000
@@ -62,21 +63,6 @@ static void probe_end(struct probe *pb, bool alive)
     free(pb);
 }
 
-/* Only a reply of the protocol is an answer: a memcached VERSION line, a redis status line or an
- * error line other than "alive but not serving". Anything else (garbage) keeps the server out. */
-static bool probe_reply_alive(const struct probe *pb)
-{
-    static const char *const not_ready[] = { "-LOADING", "-BUSY", "-MASTERDOWN" };
-    if (memchr(pb->reply, '\n', pb->reply_len) == NULL) return false;
-    if (!pb->pool->cp->redis) return pb->reply_len >= 8 && memcmp(pb->reply, "VERSION ", 8) == 0;
-    if (pb->reply[0] != '+' && pb->reply[0] != '-') return false;
-    for (size_t i = 0; i < sizeof(not_ready) / sizeof(not_ready[0]); i++) {
-        size_t n = strlen(not_ready[i]);
-        if (pb->reply_len >= n && memcmp(pb->reply, not_ready[i], n) == 0) return false;
-    }
-    return true;
-}
-
 static void probe_on_io(int fd, short what, void *arg);
 
 static int probe_wait(struct probe *pb, short what)
@@ -114,7 +100,7 @@ static void probe_on_io(int fd, short what, void *arg)
     if (n < 0) return;
     pb->reply_len += (size_t)n;
     if (memchr(pb->reply, '\n', pb->reply_len) != NULL || pb->reply_len == sizeof(pb->reply) - 1)
-        probe_end(pb, probe_reply_alive(pb));
+        probe_end(pb, pb->pool->proto->probe_alive((const uint8_t *)pb->reply, pb->reply_len));
 }
 
 static void probe_on_timeout(int fd, short what, void *arg)
@@ -138,7 +124,7 @@ static void probe_start(struct prober *pr, struct pool_shared *p, uint32_t s)
     pb->pr = pr;
     pb->pool = p;
     pb->server = s;
-    pb->req = cp->redis ? "*1\r\n$4\r\nPING\r\n" : "version\r\n";
+    pb->req = p->proto->probe_request;
     pb->req_len = strlen(pb->req);
     LIST_INSERT_HEAD(&pr->active, pb, link);
     bool in_progress = false;

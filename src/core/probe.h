@@ -1,10 +1,11 @@
 /*
  * probe.h - the liveness prober: when an ejected server's server_retry_timeout has passed, it
- * connects to it and sends one harmless request (redis PING, memcached version). If the server
+ * connects to it and sends its protocol's probe request (proto_ops.probe_request: redis PING,
+ * memcached version); only an answer of the protocol (proto_ops.probe_alive) counts. If the server
  * answers, it goes back into the pool's distribution for every worker; if not, it stays ejected
  * for another retry period. So clients never pay for trying a server that is still down.
  *
- * Threads: runs on the master's event loop; touches shared pool health only through runtime.h.
+ * Threads: runs on the master's event loop; touches shared pool health only through route.h.
  */
 #ifndef NC_PROBE_H
 #define NC_PROBE_H

@@ -1,9 +1,9 @@
 /*
- * request.h - what happens to a parsed request: answered by the proxy (PING, AUTH, rejects,
- * errors), routed by key to one server, or split into fragments (one per server) whose replies
+ * request.h - what happens to a parsed request: answered by the proxy (its protocol's local():
+ * PING, AUTH, rejects, ...; errors), routed by key to one server, or split into fragments (one per server) whose replies
  * are coalesced; and what happens when its reply arrives or its server fails.
  *
- * Threads: the worker owning the client (and so the request, its fragments and replies).
+ * Threads: the loop owning the client (and so the request, its fragments and replies).
  */
 #ifndef NC_REQUEST_H
 #define NC_REQUEST_H
@@ -14,7 +14,7 @@
 #include "core/conn.h"
 #include "msg/msg.h"
 
-struct worker;
+struct loop;
 
 /* A request parsed on client c: queues it on c and answers or forwards it. Returns non-zero
  * when the client should stop reading: quit (or a memcached flush_all/verbosity with noreply),
@@ -22,12 +22,12 @@ struct worker;
 int request_dispatch(struct conn *c, struct msg *req);
 /* req (or a fragment) has its reply in req->peer, or failed with req->err, or was a noreply
  * request that has been written. */
-void request_complete(struct worker *w, struct msg *req);
+void request_complete(struct loop *l, struct msg *req);
 /* Frees req, its reply and its fragments' replies. */
-void request_free(struct worker *w, struct msg *req);
+void request_free(struct loop *l, struct msg *req);
 struct stats_pool_block;
 /* Records the client-observed latency of a finished request (and the slowlog). */
-void request_record_latency(struct worker *w, struct msg *req, struct stats_pool_block *ps, uint64_t now);
+void request_record_latency(struct loop *l, struct msg *req, struct stats_pool_block *ps, uint64_t now);
 /* Queues, after c's earlier requests, a final error reply for an unparseable stream. */
 void request_protocol_error(struct conn *c, const char *why);
 

@@ -1,9 +1,7 @@
 /*
- * server.c - a worker's server connections (see server.h): lazy non-blocking connect, AUTH/SELECT
- * on connect, pipelined writev of queued requests, FIFO matching of replies, timeouts, failure
- * accounting (ejection is pool-wide, see runtime.h), and the counters of each server.
+ * server.c - server connections (see server.h).
  *
- * Threads: the owning worker only (health and routes are shared through core/runtime.c).
+ * Threads: the owning loop only (health and routes are shared through core/route.c).
  */
 #include "config.h"
 #include "core/server.h"
@@ -19,9 +17,8 @@
 #include "common/log.h"
 #include "common/sock.h"
 #include "core/backend.h"
-#include "core/gen.h"
+#include "core/loop.h"
 #include "core/request.h"
-#include "thread/worker.h"
 
 #define SERVER_WRITE_BATCH 256
 
@@ -30,53 +27,10 @@ enum server_end { SERVER_END_ERR, SERVER_END_EOF, SERVER_END_TIMEOUT, SERVER_END
 
 static void server_fail(struct conn *c, int err, enum server_end how);
 
-int pool_rt_init(struct pool_rt *p, struct worker_gen *g, struct pool_shared *shared)
-{
-    memset(p, 0, sizeof(*p));
-    p->w = g->w;
-    p->gen = g;
-    p->shared = shared;
-    p->cp = shared->cp;
-    p->proto = shared->proto;
-    p->st = shared->wstats[g->w->id];
-    p->route = pool_route_get(shared);
-    p->route_version = p->route->version;
-    p->nservers = (uint32_t)p->cp->nservers;
-    p->servers = calloc(p->nservers ? p->nservers : 1, sizeof(*p->servers));
-    if (p->servers == NULL) {
-        pool_rt_deinit(p);
-        return -ENOMEM;
-    }
-    for (uint32_t i = 0; i < p->nservers; i++) {
-        struct server_rt *s = &p->servers[i];
-        s->pool = p;
-        s->idx = i;
-        s->cs = &p->cp->servers[i];
-        s->st = shared->wservers[(size_t)g->w->id * p->nservers + i];
-    }
-    return 0;
-}
-
-void pool_rt_deinit(struct pool_rt *p)
-{
-    free(p->servers);
-    p->servers = NULL;
-    route_put(p->route);
-    p->route = NULL;
-}
-
 void server_conn_destroy(struct conn *c)
 {
     server_fail(c, ECONNABORTED, SERVER_END_SHUTDOWN);
     conn_destroy(c);
-}
-
-void pool_rt_refresh(struct pool_rt *p)
-{
-    struct route *r = pool_route_get(p->shared);
-    route_put(p->route);
-    p->route = r;
-    p->route_version = r->version;
 }
 
 static struct stats_server_block *server_stats(const struct conn *c)
@@ -86,7 +40,7 @@ static struct stats_server_block *server_stats(const struct conn *c)
 
 #define SSTAT(c, field, d) stats_ctr_add(&server_stats(c)->f[STATS_SERVER_##field], (d))
 
-/* in_queue[_bytes] follow q1 (to write), out_queue[_bytes] q2 (written, awaiting the reply): +1 or
+/* in_queue[_bytes] follow to_send, out_queue[_bytes] sent (written, awaiting the reply): +1 or
  * -1 on every insert and removal. */
 static void server_stats_queue(const struct conn *c, bool out_q, const struct msg *m, int dir)
 {
@@ -96,7 +50,7 @@ static void server_stats_queue(const struct conn *c, bool out_q, const struct ms
                   dir * (int64_t)m->len);
 }
 
-/* One more failure of this server, seen by this worker; may eject it for every worker. */
+/* One more failure of this server, seen by this loop; may eject it for every worker. */
 static void server_count_failure(struct conn *c)
 {
     struct pool_shared *ps = c->pool->shared;
@@ -110,9 +64,9 @@ static void server_count_failure(struct conn *c)
 /* Fails every request the connection holds and closes its socket (it reconnects on demand). */
 static void server_fail(struct conn *c, int err, enum server_end how)
 {
-    struct worker *w = c->w;
+    struct loop *l = c->loop;
     struct msg *m;
-    bool outstanding = c->nq1 + c->nq2 > 0;
+    bool outstanding = c->nto_send + c->nsent > 0;
     bool was_open = c->fd >= 0;
     if (was_open) {
         log_debug(LOG_INFO, "server %s: connection closed: %s", c->server->cs->stats_name, strerror(err));
@@ -125,57 +79,36 @@ static void server_fail(struct conn *c, int err, enum server_end how)
     if (how != SERVER_END_SHUTDOWN && (outstanding || c->connecting)) server_count_failure(c);
     conn_detach_fd(c);
     c->connected = c->connecting = false;
-    c->q1_off = 0;
+    c->out_off = 0;
     c->t_wblocked = 0;
     if (c->tev) evtimer_del(c->tev);
-    while ((m = TAILQ_FIRST(&c->q2)) != NULL) {
-        TAILQ_REMOVE(&c->q2, m, server_link);
-        c->nq2--;
+    while ((m = TAILQ_FIRST(&c->sent)) != NULL) {
+        TAILQ_REMOVE(&c->sent, m, server_link);
+        c->nsent--;
         server_stats_queue(c, true, m, -1);
         m->err = err;
-        request_complete(w, m);
+        request_complete(l, m);
     }
-    while ((m = TAILQ_FIRST(&c->q1)) != NULL) {
-        TAILQ_REMOVE(&c->q1, m, server_link);
-        c->nq1--;
+    while ((m = TAILQ_FIRST(&c->to_send)) != NULL) {
+        TAILQ_REMOVE(&c->to_send, m, server_link);
+        c->nto_send--;
         server_stats_queue(c, false, m, -1);
         m->err = err;
-        request_complete(w, m);
+        request_complete(l, m);
     }
 }
 
-static int server_queue_literal(struct conn *c, const char *text, size_t len)
-{
-    struct msg *m = msg_get(&c->w->msgs);
-    if (m == NULL) return -ENOMEM;
-    if (msg_append_literal(m, text, len) < 0) {
-        msg_put(&c->w->msgs, m);
-        return -ENOMEM;
-    }
-    m->swallow = true;
-    TAILQ_INSERT_TAIL(&c->q1, m, server_link);
-    c->nq1++;
-    server_stats_queue(c, false, m, 1);
-    return 0;
-}
-
-/* Redis: AUTH and SELECT go first on every new connection; their replies are swallowed. */
+/* The protocol's set-up requests (redis: AUTH, SELECT) go first on every new connection; their
+ * replies are swallowed. */
 static int server_queue_setup(struct conn *c)
 {
-    const struct conf_pool *cp = c->pool->cp;
-    char buf[512];
-    if (!cp->redis) return 0;
-    if (cp->redis_auth != NULL) {
-        size_t pl = strlen(cp->redis_auth);
-        int n = snprintf(buf, sizeof(buf), "*2\r\n$4\r\nAUTH\r\n$%zu\r\n%s\r\n", pl, cp->redis_auth);
-        if (n < 0 || (size_t)n >= sizeof(buf) || server_queue_literal(c, buf, (size_t)n) < 0)
-            return -ENOMEM;
-    }
-    if (cp->redis_db > 0) {
-        char db[16];
-        int dl = snprintf(db, sizeof(db), "%d", cp->redis_db);
-        int n = snprintf(buf, sizeof(buf), "*2\r\n$6\r\nSELECT\r\n$%d\r\n%s\r\n", dl, db);
-        if (n < 0 || server_queue_literal(c, buf, (size_t)n) < 0) return -ENOMEM;
+    struct msg *setup[PROTO_SETUP_MAX];
+    int n = c->pool->proto->server_setup(c->pool->cp, &c->loop->msgs, setup, PROTO_SETUP_MAX);
+    if (n < 0) return n;
+    for (int i = 0; i < n; i++) {
+        TAILQ_INSERT_TAIL(&c->to_send, setup[i], server_link);
+        c->nto_send++;
+        server_stats_queue(c, false, setup[i], 1);
     }
     return 0;
 }
@@ -185,7 +118,7 @@ static void server_on_timeout(int fd, short what, void *arg);
 static void server_timer_at(struct conn *c, uint64_t deadline)
 {
     if (c->tev == NULL) {
-        c->tev = evtimer_new(c->w->base, server_on_timeout, c);
+        c->tev = evtimer_new(c->loop->base, server_on_timeout, c);
         if (c->tev == NULL) return;
     }
     uint64_t now = nc_usec_now();
@@ -236,7 +169,7 @@ static struct conn *server_conn(struct server_rt *s, uint32_t slot)
     struct backend *be = s->be;
     struct conn *c = be->conns[slot];
     if (c != NULL) return c;
-    c = conn_create(s->pool->w, CONN_SERVER, -1, be->owner->pool);
+    c = conn_create(s->pool->loop, &server_conn_ops, -1, be->owner->pool);
     if (c == NULL) return NULL;
     c->server = be->owner;
     c->slot = slot;
@@ -253,8 +186,8 @@ int server_enqueue(struct server_rt *s, struct msg *req, uint64_t hint)
         if (rc < 0) return rc;
     }
     req->server_idx = s->idx;
-    TAILQ_INSERT_TAIL(&c->q1, req, server_link);
-    c->nq1++;
+    TAILQ_INSERT_TAIL(&c->to_send, req, server_link);
+    c->nto_send++;
     SSTAT(c, requests, 1);
     SSTAT(c, request_bytes, (int64_t)req->len);
     server_stats_queue(c, false, req, 1);
@@ -278,7 +211,7 @@ void server_preconnect(struct server_rt *s)
 static uint64_t server_deadline(const struct conn *c)
 {
     uint64_t timeout = (uint64_t)c->pool->cp->timeout * 1000u;
-    const struct msg *head = TAILQ_FIRST(&c->q2);
+    const struct msg *head = TAILQ_FIRST(&c->sent);
     uint64_t deadline = head != NULL ? head->t_sent + timeout : 0;
     if (c->t_wblocked != 0 && (deadline == 0 || c->t_wblocked + timeout < deadline))
         deadline = c->t_wblocked + timeout;
@@ -319,44 +252,44 @@ static void server_on_timeout(int fd, short what, void *arg)
 
 static int server_write(struct conn *c)
 {
-    struct worker *w = c->w;
-    while (!TAILQ_EMPTY(&c->q1)) {
+    struct loop *l = c->loop;
+    while (!TAILQ_EMPTY(&c->to_send)) {
         struct msg *batch[SERVER_WRITE_BATCH];
         uint32_t n = 0;
         struct msg *m;
-        TAILQ_FOREACH(m, &c->q1, server_link)
+        TAILQ_FOREACH(m, &c->to_send, server_link)
         {
             if (n == SERVER_WRITE_BATCH) break;
             batch[n++] = m;
         }
-        int64_t wrote = conn_writev(c, batch, n, c->q1_off);
+        int64_t wrote = conn_writev(c, batch, n, c->out_off);
         if (wrote < 0) return (int)wrote;
-        uint64_t off = c->q1_off + (uint64_t)wrote;
+        uint64_t off = c->out_off + (uint64_t)wrote;
         uint64_t now = nc_usec_now();
         uint32_t sent = 0;
         for (uint32_t i = 0; i < n; i++) {
             m = batch[i];
             if (off < m->len) break;
             off -= m->len;
-            TAILQ_REMOVE(&c->q1, m, server_link);
-            c->nq1--;
+            TAILQ_REMOVE(&c->to_send, m, server_link);
+            c->nto_send--;
             server_stats_queue(c, false, m, -1);
             sent++;
             m->t_sent = now;
             if (m->noreply) {
-                request_complete(w, m);
+                request_complete(l, m);
                 continue;
             }
-            TAILQ_INSERT_TAIL(&c->q2, m, server_link);
-            c->nq2++;
+            TAILQ_INSERT_TAIL(&c->sent, m, server_link);
+            c->nsent++;
             server_stats_queue(c, true, m, 1);
         }
-        c->q1_off = off;
+        c->out_off = off;
         if (wrote > 0) c->t_wblocked = 0;
         if (sent > 0) server_arm_timer(c);
         if (sent < n || wrote == 0) break;
     }
-    bool blocked = !TAILQ_EMPTY(&c->q1); /* the socket took less than everything */
+    bool blocked = !TAILQ_EMPTY(&c->to_send); /* the socket took less than everything */
     if (!blocked) c->t_wblocked = 0;
     else if (c->t_wblocked == 0) c->t_wblocked = nc_usec_now();
     if (blocked) server_arm_timer(c);
@@ -364,26 +297,28 @@ static int server_write(struct conn *c)
     return 0;
 }
 
-void server_on_write(int fd, short what, void *arg)
+/* conn_ops.on_writable: a connect finished, or the socket has room again. */
+static bool server_on_writable(struct conn *c)
 {
-    struct conn *c = arg;
-    (void)fd;
-    (void)what;
     if (c->connecting) {
         int rc = sock_connect_result(c->fd);
         if (rc < 0) {
             server_fail(c, -rc, SERVER_END_ERR);
-            return;
+            return true; /* the socket is closed */
         }
         c->connecting = false;
         c->connected = true;
         if (c->tev) evtimer_del(c->tev);
     }
     int rc = server_write(c);
-    if (rc < 0) server_fail(c, -rc, SERVER_END_ERR);
+    if (rc < 0) {
+        server_fail(c, -rc, SERVER_END_ERR);
+        return true;
+    }
+    return false;
 }
 
-void server_flush(struct conn *c)
+static void server_flush(struct conn *c)
 {
     if (c->fd < 0 || !c->connected || c->wev_on) return;
     int rc = server_write(c);
@@ -392,17 +327,17 @@ void server_flush(struct conn *c)
 
 static int server_on_msg(struct conn *c, struct msg *rsp)
 {
-    struct msg *req = TAILQ_FIRST(&c->q2);
+    struct msg *req = TAILQ_FIRST(&c->sent);
     if (req == NULL) {
-        msg_put(&c->w->msgs, rsp);
+        msg_put(&c->loop->msgs, rsp);
         return -EPROTO; /* a reply nobody asked for */
     }
-    TAILQ_REMOVE(&c->q2, req, server_link);
-    c->nq2--;
+    TAILQ_REMOVE(&c->sent, req, server_link);
+    c->nsent--;
     server_stats_queue(c, true, req, -1);
     if (!req->swallow) { /* the proxy's own AUTH/SELECT are not the clients' requests */
         struct stats_server_block *ss = server_stats(c);
-        uint64_t now = c->w->read_usec;
+        uint64_t now = c->loop->read_usec;
         stats_ctr_add(&ss->f[STATS_SERVER_responses], 1);
         stats_ctr_add(&ss->f[STATS_SERVER_response_bytes], (int64_t)rsp->len);
         stats_hist_record(&ss->server_latency, now > req->t_sent ? now - req->t_sent : 0);
@@ -412,23 +347,30 @@ static int server_on_msg(struct conn *c, struct msg *rsp)
     rsp->owner = c;
     req->peer = rsp;
     rsp->peer = req;
-    request_complete(c->w, req);
+    request_complete(c->loop, req);
     return 0;
 }
 
-bool server_head_wants_elems(const struct conn *c)
+/* conn_ops.msg_begin: the reply of a fragment of a multi-key read has its top-level elements
+ * recorded, for the coalescing. */
+static void server_msg_begin(struct conn *c)
 {
-    const struct msg *req = TAILQ_FIRST(&c->q2);
-    return req != NULL && req->frag_owner != NULL &&
-           (req->cmd_flags & (CMD_F_FRAG_MGET | CMD_F_FRAG_MCGET)) != 0;
+    const struct msg *req = TAILQ_FIRST(&c->sent);
+    bool want = req != NULL && req->frag_owner != NULL &&
+                (req->cmd_flags & (CMD_F_FRAG_MGET | CMD_F_FRAG_MCGET)) != 0;
+    c->pool->proto->parse_reset(&c->ps);
+    c->ps.want_elems = want;
 }
 
-void server_on_read(int fd, short what, void *arg)
+static int server_parse(struct conn *c, const uint8_t *buf, size_t len, size_t *consumed)
 {
-    struct conn *c = arg;
+    return c->pool->proto->parse_rsp(&c->ps, c->rmsg, buf, len, consumed);
+}
+
+/* conn_ops.on_readable */
+static void server_on_readable(struct conn *c)
+{
     bool eof = false;
-    (void)fd;
-    (void)what;
     int rc = conn_recv(c, &eof, server_on_msg);
     if (rc < 0) {
         int err = (rc == -EPROTO || rc == -E2BIG) ? EINVAL : -rc;
@@ -439,5 +381,15 @@ void server_on_read(int fd, short what, void *arg)
         return;
     }
     if (eof) server_fail(c, ECONNRESET, SERVER_END_EOF);
-    else if (c->nq2 == 0 && c->tev && !c->connecting && c->t_wblocked == 0) evtimer_del(c->tev);
+    else if (c->nsent == 0 && c->tev && !c->connecting && c->t_wblocked == 0) evtimer_del(c->tev);
 }
+
+const struct conn_ops server_conn_ops = {
+    .role = "server",
+    .on_writable = server_on_writable,
+    .on_readable = server_on_readable,
+    .flush = server_flush,
+    .msg_begin = server_msg_begin,
+    .parse = server_parse,
+    .msg_max = UINT64_MAX, /* a reply is as large as the server makes it */
+};

@@ -3,8 +3,10 @@
  *
  * A struct dist is built once from a pool's servers and their live set and is immutable afterwards:
  * any number of threads may call dist_dispatch() on it at the same time. When the live set changes
- * (ejection, return) or the config is reloaded, a new one is built and published; the old one is
- * destroyed once nobody uses it (the caller owns that protocol, see core/route.h).
+ * (ejection, return) or the config is reloaded, a new one is built and the old one is destroyed
+ * once nobody uses it. That protocol is the caller's: core/route.h wraps each dist in a refcounted
+ * routing table, publishes it under the pool's mutex with a version counter, and lets workers
+ * check that version with one relaxed load per request.
  *
  * Threads: build/destroy by one thread; dispatch from any thread.
  */

@@ -1,5 +1,5 @@
 # src/proto: the protocol contract (proto.h) and the redis and memcached implementations.
-src_libnutcrackers_la_SOURCES += src/proto/proto.h
+src_libnutcrackers_la_SOURCES += src/proto/proto.h src/proto/proto.c
 # memcached ASCII protocol (memcache_proto): command table, tokenizer, parsers, fragments
 src_libnutcrackers_la_SOURCES += \
 	src/proto/memcache.h \
@@ -9,11 +9,12 @@ src_libnutcrackers_la_SOURCES += \
 	src/proto/memcache_rsp.c \
 	src/proto/memcache_frag.c \
 	src/proto/memcache_proto.c
-# redis: command table, request and response parsers, fragments, the ops struct
+# redis: command table, request and response parsers, fragments, local answers, the ops struct
 src_libnutcrackers_la_SOURCES += \
 	src/proto/redis.h \
 	src/proto/redis_cmd.c src/proto/redis_cmd.h \
 	src/proto/redis_req.c \
 	src/proto/redis_rsp.c \
 	src/proto/redis_frag.c \
+	src/proto/redis_local.c \
 	src/proto/redis_proto.c

@@ -24,15 +24,22 @@
  *   f  flags (u32)             e  exptime (i32)         E  exptime, error "invalid exptime argument"
  *   b  data length (0..INT32_MAX-2): a data block follows the line; a bad one is a PARSE_ERROR
  *   c  cas unique (u64)        v  incr/decr delta (u64), error "invalid numeric delta argument"
- *   z  delete's optional "0"   n  optional "noreply"
+ *   z  delete's optional "0"
+ *   n  optional last token: "noreply" makes the request noreply, any other token is ignored
+ *      (memcached's rule: `set k 0 0 5 foo` is a plain set)
+ *   N  optional "noreply", nothing else (delete after its "0")
  *   x  any one token           *  any number of tokens (last slot)
  *   o  any one token, optional (before "n" only)
- * Optional slots (z, n, o) come last. A command with an "n" slot takes memcached's noreply rules
- * for its rejects too: between the count of its other slots and the count of all its slots
- * arguments, the last one "noreply", and memcached sends nothing (memcache_req.c).
+ * Optional slots (z, n, N, o) come last. A command with an "n" or "N" slot takes memcached's
+ * token-count rule: with fewer argument tokens than its other slots or more than all its slots it
+ * is "ERROR", whatever they are, and no data block is read (memcache_req.c). Within that count it
+ * takes memcached's noreply rules for its rejects too: the last token "noreply", and memcached
+ * sends nothing.
  */
 #define MC_CMD_TABLE(X)                                                             \
     X(UNKNOWN,   "",          "*",      0, false)                                   \
+    /* a binary-protocol request header: answered "unknown command", then closed */     \
+    X(BINARY,    "",          "",       0, false)                                   \
     X(GET,       "get",       "K",      CMD_F_FRAG_MCGET, false)                    \
     X(GETS,      "gets",      "K",      CMD_F_FRAG_MCGET, false)                    \
     X(GAT,       "gat",       "EK",     CMD_F_FRAG_MCGET | CMD_F_WRITE, false)      \
@@ -45,7 +52,7 @@
     X(CAS,       "cas",       "kfebcn", CMD_F_WRITE, false)                         \
     X(INCR,      "incr",      "kvn",    CMD_F_WRITE, false)                         \
     X(DECR,      "decr",      "kvn",    CMD_F_WRITE, false)                         \
-    X(DELETE,    "delete",    "kzn",    CMD_F_WRITE, false)                         \
+    X(DELETE,    "delete",    "kzN",    CMD_F_WRITE, false)                         \
     X(TOUCH,     "touch",     "kEn",    CMD_F_WRITE, false)                         \
     X(VERSION,   "version",   "",       CMD_F_ANY_SERVER, false)                    \
     X(QUIT,      "quit",      "*",      CMD_F_QUIT, false) /* memcached ignores args */\
@@ -79,6 +86,16 @@ extern const struct mc_cmd mc_cmds[MC_CMD_COUNT];
 
 /* The command named by verb[0..len) (case-sensitive, as memcached), or MC_CMD_UNKNOWN. */
 enum mc_cmd_id mc_cmd_lookup(const uint8_t *verb, size_t len);
+
+/*
+ * memcached's binary protocol, which the proxy does not speak: a request starts with the magic
+ * byte 0x80 and a 24-byte header (opcode at byte 1, opaque at bytes 12..15); the reply header has
+ * the magic 0x81, the request's opcode and opaque, and a status (0x0081: unknown command).
+ */
+#define MC_BIN_REQ_MAGIC 0x80
+#define MC_BIN_RSP_MAGIC 0x81
+#define MC_BIN_HDR_LEN 24
+#define MC_BIN_UNKNOWN_COMMAND 0x0081
 
 /*
  * Line tokenizer. Tokens are separated by runs of ' '; a line ends at "\n" or "\r\n" (memcached

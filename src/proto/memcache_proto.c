@@ -1,15 +1,22 @@
 /*
  * memcache_proto.c - memcache_proto, the memcached ASCII protocol's proto_ops (proto.h): the
- * parsers (memcache_req.c, memcache_rsp.c), fragments (memcache_frag.c) and the reply texts the
- * proxy writes itself:
- *   rejected request: "ERROR\r\n" (unknown command) or "CLIENT_ERROR <reason>\r\n";
- *   failed request:   "SERVER_ERROR <strerror(err)>\r\n".
+ * parsers (memcache_req.c, memcache_rsp.c), fragments (memcache_frag.c), what the proxy answers
+ * itself and the reply texts it writes:
+ *   rejected request: "ERROR\r\n" (unknown command) or "CLIENT_ERROR <reason>\r\n", or nothing
+ *                     when it ends in noreply; a binary-protocol request (MC_CMD_BINARY): a binary
+ *                     reply header, status "unknown command", with the request's opcode and
+ *                     opaque, and a short text, then the connection is closed;
+ *   quit: nothing, the connection is closed;
+ *   failed request:   "SERVER_ERROR <strerror(err)>\r\n";
+ *   unparseable stream: "CLIENT_ERROR <why>\r\n", then the connection is closed.
+ * Server connections need no set-up; the health probe is "version".
  *
  * Threads: const ops; any worker.
  */
 #include "config.h"
 #include "proto/memcache.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,8 +46,30 @@ static size_t clamp_len(int n, size_t size)
     return (size_t)n < size ? (size_t)n : size - 1;
 }
 
+/* The binary protocol's "unknown command" reply to the request header req->name (24 bytes). */
+static size_t mc_binary_reply(const struct msg *req, char *buf, size_t size)
+{
+    static const char text[] = "Unknown command: binary protocol not supported, use ASCII";
+    const size_t body = sizeof(text) - 1, n = MC_BIN_HDR_LEN + body;
+    if (req->name == NULL || req->name_len < MC_BIN_HDR_LEN || size < n) return 0;
+    uint8_t *out = (uint8_t *)buf;
+    memset(out, 0, MC_BIN_HDR_LEN);
+    out[0] = MC_BIN_RSP_MAGIC;
+    out[1] = req->name[1];                         /* opcode */
+    out[6] = (uint8_t)(MC_BIN_UNKNOWN_COMMAND >> 8); /* status, big-endian */
+    out[7] = (uint8_t)(MC_BIN_UNKNOWN_COMMAND & 0xff);
+    out[8] = (uint8_t)(body >> 24);                /* total body length */
+    out[9] = (uint8_t)(body >> 16);
+    out[10] = (uint8_t)(body >> 8);
+    out[11] = (uint8_t)body;
+    memcpy(out + 12, req->name + 12, 4);           /* opaque, as sent */
+    memcpy(out + MC_BIN_HDR_LEN, text, body);      /* key, extras: none; cas: 0 */
+    return n;
+}
+
 static size_t mc_reject_reply(const struct msg *req, char *buf, size_t size)
 {
+    if (req->cmd == MC_CMD_BINARY) return mc_binary_reply(req, buf, size);
     if (req->reject == REJECT_CLIENT_ERROR) {
         const char *reason = req->reject_reason ? req->reject_reason : "bad command line format";
         return clamp_len(snprintf(buf, size, "CLIENT_ERROR %s\r\n", reason), size);
@@ -56,6 +85,52 @@ static size_t mc_error_reply(int err, char *buf, size_t size)
     return clamp_len(snprintf(buf, size, "SERVER_ERROR %s\r\n", s), size);
 }
 
+static size_t mc_protocol_error_reply(const char *why, char *buf, size_t size)
+{
+    return clamp_len(snprintf(buf, size, "CLIENT_ERROR %s\r\n", why), size);
+}
+
+static void mc_session_init(struct proto_session *s, const struct conf_pool *cp, const struct conf_pool *old)
+{
+    (void)cp;
+    (void)old;
+    s->admitted = true; /* nothing to authenticate */
+    s->authed = false;
+}
+
+static int mc_local(struct proto_session *s, const struct conf_pool *cp, const struct msg *req, struct msg *rsp)
+{
+    (void)s;
+    (void)cp;
+    if (req->reject != REJECT_NONE) {
+        /* with noreply memcached sends nothing either; an unsupported command with noreply also
+         * sets quit (memcache_req.c): the client must not believe it was carried out */
+        if (!req->noreply) {
+            char buf[512];
+            size_t n = mc_reject_reply(req, buf, sizeof(buf));
+            if (msg_append_literal(rsp, buf, n) < 0) return -ENOMEM;
+        }
+        return req->quit ? PROTO_ANSWERED_CLOSE : PROTO_ANSWERED;
+    }
+    if (req->quit) return PROTO_ANSWERED_CLOSE; /* no reply */
+    return PROTO_FORWARD;
+}
+
+static int mc_server_setup(const struct conf_pool *cp, struct msg_pool *pool, struct msg **out, uint32_t max)
+{
+    (void)cp;
+    (void)pool;
+    (void)out;
+    (void)max;
+    return 0;
+}
+
+/* A VERSION line is the only answer of a live memcached. */
+static bool mc_probe_alive(const uint8_t *reply, size_t len)
+{
+    return memchr(reply, '\n', len) != NULL && len >= 8 && memcmp(reply, "VERSION ", 8) == 0;
+}
+
 const struct proto_ops memcache_proto = {
     .name = "memcache",
     .parse_reset = mc_parse_reset,
@@ -66,4 +141,11 @@ const struct proto_ops memcache_proto = {
     .coalesce = mc_coalesce,
     .reject_reply = mc_reject_reply,
     .error_reply = mc_error_reply,
+    .protocol_error_reply = mc_protocol_error_reply,
+    .session_init = mc_session_init,
+    .local = mc_local,
+    .server_setup = mc_server_setup,
+    .probe_request = "version\r\n",
+    .probe_alive = mc_probe_alive,
+    .max_clients_reply = "SERVER_ERROR max number of clients reached\r\n",
 };

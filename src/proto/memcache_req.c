@@ -13,16 +13,22 @@
  *     consuming the whole line and, when <bytes> was readable, the data block too (unknown verb:
  *     REJECT_ERROR; key over 250 bytes, bad or missing or extra fields: REJECT_CLIENT_ERROR with
  *     memcached's own texts; flush_all, stats, verbosity and the meta commands: REJECT_CLIENT_ERROR
- *     "unsupported command"). A rejected request has no keys. It has noreply set exactly when
- *     memcached would send nothing for it: a REJECT_CLIENT_ERROR of a command with a noreply slot
- *     whose last token is "noreply" and whose number of arguments is within the command's bounds
- *     (memcached answers ERROR to a wrong count before it looks for noreply); the core then
- *     answers nothing (notes/memcache.md has the measured table). An unsupported command
- *     (flush_all, verbosity) rejected with noreply also has quit set: the core closes the
- *     connection after the earlier replies, without a reply;
- *   - a stream that cannot be followed (missing or bad <bytes>, data not followed by "\r\n", a line
- *     longer than MC_LINE_MAX bytes before its "\n" other than get/gets after at most MC_LEAD_MAX
- *     spaces, more than MSG_KEYS_MAX keys, out of memory): PARSE_ERROR.
+ *     "unsupported command"). A command with a noreply slot (storage, cas, incr, decr, delete,
+ *     touch, flush_all, verbosity) first has its argument tokens counted, as memcached does: a
+ *     wrong count is REJECT_ERROR ("ERROR"), whatever the tokens, and no data block is read (the
+ *     next line is the next request, as for memcached). A rejected request has no keys. It has
+ *     noreply set exactly when memcached would send nothing for it: a REJECT_CLIENT_ERROR of a
+ *     command with a noreply slot whose last token is "noreply"; the core then answers nothing
+ *     (notes/memcache.md has the measured table). An unsupported command (flush_all, verbosity)
+ *     rejected with noreply also has quit set: the core closes the connection after the earlier
+ *     replies, without a reply;
+ *   - a binary-protocol request (first byte 0x80): PARSE_DONE after its 24-byte header, as
+ *     MC_CMD_BINARY with REJECT_ERROR and quit set: the core answers memcache_proto's binary
+ *     "unknown command" reply and closes the connection (logged here, once: the connection ends);
+ *   - a stream that cannot be followed (bad <bytes> in a line of the right token count, or a
+ *     missing one where there is no count rule (ms), data not followed by "\r\n", a line longer
+ *     than MC_LINE_MAX bytes before its "\n" other than get/gets after at most MC_LEAD_MAX spaces,
+ *     more than MSG_KEYS_MAX keys, out of memory): PARSE_ERROR.
  *
  * State (struct parse_state): state = RQ_*, a = index of the next argument slot of the command,
  * b = data bytes still to come, c = bytes of the current line consumed so far, d = RQF_* flags
@@ -36,6 +42,7 @@
 
 #include <string.h>
 
+#include "common/log.h"
 #include "common/util.h"
 
 enum { RQ_VERB = 0, RQ_ARGS, RQ_DATA = MC_STATE_DATA };
@@ -46,6 +53,7 @@ enum { RQ_VERB = 0, RQ_ARGS, RQ_DATA = MC_STATE_DATA };
 #define RQF_HAVE_LEN (1u << 3)  /* <bytes> read: a data block follows the line */
 #define RQF_LONG_OK  (1u << 4)  /* get/gets within MC_LEAD_MAX bytes of the line start: no limit */
 #define RQF_LAST_NR  (1u << 5)  /* the last argument token so far is "noreply" */
+#define RQF_BAD_LEN  (1u << 6)  /* <bytes> unreadable: decided at the line end (count first) */
 
 /* argument tokens counted in ps->d; more than any command's slots, so "too many" stays visible */
 #define RQ_NARGS_SHIFT 8
@@ -57,6 +65,7 @@ enum { RQ_VERB = 0, RQ_ARGS, RQ_DATA = MC_STATE_DATA };
 #define MC_LEAD_MAX 100
 
 static const char BAD_FORMAT[] = "bad command line format";
+static const char DELETE_USAGE[] = "bad command line format.  Usage: delete <key> [noreply]";
 
 static void reject(struct msg *m, uint8_t kind, const char *reason)
 {
@@ -107,7 +116,8 @@ static int on_arg(struct parse_state *ps, struct msg *m, const uint8_t *tok, siz
     else ps->d &= ~(uint64_t)RQF_LAST_NR;
 
     switch (slot) {
-    case '\0': /* one token too many */
+    case '\0': /* one token too many (delete: after "noreply" in the place of its "0") */
+        if (m->cmd == MC_CMD_DELETE) why = DELETE_USAGE;
         ok = false;
         break;
     case '*':
@@ -134,10 +144,13 @@ static int on_arg(struct parse_state *ps, struct msg *m, const uint8_t *tok, siz
         ok = ok && mc_parse_i32(tok, len, &i32);
         break;
     case 'b':
-        if (!ok || !mc_parse_i32(tok, len, &i32) || i32 < 0 || i32 > INT32_MAX - 2)
-            return mc_fail(ps, BAD_FORMAT);
-        ps->b = (uint64_t)i32;
-        ps->d |= RQF_HAVE_LEN;
+        if (ok && mc_parse_i32(tok, len, &i32) && i32 >= 0 && i32 <= INT32_MAX - 2) {
+            ps->b = (uint64_t)i32;
+            ps->d |= RQF_HAVE_LEN;
+        } else {
+            ps->d |= RQF_BAD_LEN; /* fatal unless the token count makes the line an ERROR */
+            ok = true;
+        }
         break;
     case 'v':
         why = "invalid numeric delta argument";
@@ -151,10 +164,15 @@ static int on_arg(struct parse_state *ps, struct msg *m, const uint8_t *tok, siz
             ps->a += 2; /* no "0" and no other "noreply" */
             return MC_STEP_CONT;
         }
-        why = "bad command line format.  Usage: delete <key> [noreply]";
+        why = DELETE_USAGE;
         ok = token_is(tok, len, "0");
         break;
     case 'n':
+        ok = true; /* memcached ignores a last token that is not "noreply" */
+        if (token_is(tok, len, "noreply")) ps->d |= RQF_NOREPLY;
+        break;
+    case 'N':
+        why = DELETE_USAGE;
         ok = token_is(tok, len, "noreply");
         if (ok) ps->d |= RQF_NOREPLY;
         break;
@@ -170,20 +188,33 @@ static int on_arg(struct parse_state *ps, struct msg *m, const uint8_t *tok, siz
     return MC_STEP_CONT;
 }
 
+/* Whether the command has a noreply slot: memcached counts its tokens before anything else. */
+static bool has_noreply_slot(const char *args)
+{
+    return strchr(args, 'n') != NULL || strchr(args, 'N') != NULL;
+}
+
+/* Whether the number of argument tokens is one memcached accepts for the command: at least its
+ * mandatory slots, at most all its slots. */
+static bool count_ok(const struct parse_state *ps, const char *args)
+{
+    uint64_t nargs = ps->d >> RQ_NARGS_SHIFT, min = 0, max = strlen(args);
+    for (const char *s = args; *s != '\0'; s++)
+        if (*s != 'z' && *s != 'n' && *s != 'N' && *s != 'o') min++;
+    return nargs >= min && nargs <= max;
+}
+
 /*
  * Whether memcached sends nothing for this rejected request. Its commands with a noreply slot
- * check the number of tokens first (a wrong count is "ERROR" whatever the last token), then take a
- * last token "noreply" as noreply before any other check, and a suppressed error is not sent.
+ * check the number of tokens first (a wrong count is "ERROR" whatever the last token: on_eol),
+ * then take a last token "noreply" as noreply before any other check, and a suppressed error is
+ * not sent.
  */
 static bool reject_is_silent(const struct parse_state *ps, const struct msg *m)
 {
     const char *args = mc_cmds[m->cmd].args;
-    if (m->reject != REJECT_CLIENT_ERROR || strchr(args, 'n') == NULL || !(ps->d & RQF_LAST_NR))
-        return false;
-    uint64_t nargs = ps->d >> RQ_NARGS_SHIFT, min = 0, max = strlen(args);
-    for (const char *s = args; *s != '\0'; s++)
-        if (*s != 'z' && *s != 'n' && *s != 'o') min++;
-    return nargs >= min && nargs <= max;
+    return m->reject == REJECT_CLIENT_ERROR && has_noreply_slot(args) && (ps->d & RQF_LAST_NR) &&
+           count_ok(ps, args);
 }
 
 static int finish(struct parse_state *ps, struct msg *m)
@@ -204,13 +235,24 @@ static int on_eol(struct parse_state *ps, struct msg *m)
         on_verb(ps, m, NULL, 0, 0);
         return finish(ps, m);
     }
-    const char *rest = mc_cmds[m->cmd].args + ps->a;
-    bool missing = *rest != '\0' && *rest != '*' && *rest != 'z' && *rest != 'n' && *rest != 'o' &&
-                   !(*rest == 'K' && (ps->d & RQF_GOT_KEY));
+    const char *args = mc_cmds[m->cmd].args;
+    bool no_args = (ps->d >> RQ_NARGS_SHIFT) == 0;
+    if ((has_noreply_slot(args) && !count_ok(ps, args)) || (strchr(args, 'K') != NULL && no_args)) {
+        /* memcached's first check (get/gets/gat/gats: at least one argument): "ERROR", and the
+         * line is all (a data block the client may send after it is read as commands, by
+         * memcached as here) */
+        m->reject = REJECT_ERROR;
+        m->reject_reason = NULL;
+        return finish(ps, m);
+    }
+    const char *rest = args + ps->a;
+    bool missing = *rest != '\0' && *rest != '*' && *rest != 'z' && *rest != 'n' && *rest != 'N' &&
+                   *rest != 'o' && !(*rest == 'K' && (ps->d & RQF_GOT_KEY));
     if (missing) {
         if (strchr(rest, 'b') != NULL) return mc_fail(ps, BAD_FORMAT); /* data length unknown */
         reject(m, REJECT_CLIENT_ERROR, BAD_FORMAT);
     }
+    if (ps->d & RQF_BAD_LEN) return mc_fail(ps, BAD_FORMAT);
     if (!(ps->d & RQF_HAVE_LEN)) return finish(ps, m);
     ps->state = RQ_DATA;
     return MC_STEP_CONT;
@@ -224,6 +266,27 @@ static int on_token(struct parse_state *ps, struct msg *m, const uint8_t *tok, s
     return on_arg(ps, m, tok, len, off);
 }
 
+/*
+ * A request starting with the binary protocol's magic byte: its 24-byte header is the request
+ * (whatever body follows is never read: the connection is closed after the reply). Consumes
+ * nothing until the whole header is there.
+ */
+static int on_binary(struct msg *m, const uint8_t *buf, size_t len, size_t *pos)
+{
+    if (len < MC_BIN_HDR_LEN) return PARSE_AGAIN;
+    /* nothing of the msg was filled yet (a fresh one: no flags, keys, noreply) */
+    m->cmd = MC_CMD_BINARY;
+    m->name = buf;
+    m->name_len = MC_BIN_HDR_LEN;
+    m->reject = REJECT_ERROR;
+    m->quit = true;
+    *pos = MC_BIN_HDR_LEN;
+    log_notice("memcached binary protocol request (opcode 0x%02x) refused: only the ASCII protocol "
+               "is supported; answered \"unknown command\" and closing the connection",
+               (unsigned)buf[1]);
+    return PARSE_DONE;
+}
+
 /* One step on the command line: a token, the line end, or the end of the bytes. */
 static int step_line(struct parse_state *ps, struct msg *m, const uint8_t *buf, size_t len,
                      size_t *pos)
@@ -231,6 +294,11 @@ static int step_line(struct parse_state *ps, struct msg *m, const uint8_t *buf, 
     bool limited = !(ps->d & RQF_LONG_OK);
     size_t p = *pos;
     struct mc_tok t;
+
+    /* the request's first byte (nothing of it consumed yet) */
+    if (ps->state == RQ_VERB && ps->c == 0 && m->len == 0 && p == 0 && len > 0 &&
+        buf[0] == MC_BIN_REQ_MAGIC)
+        return on_binary(m, buf, len, pos);
 
     if (ps->d & RQF_SKIP) {
         size_t end;

@@ -21,8 +21,18 @@
  *
  * A request that parses but must not be forwarded (unknown command, wrong arity, memcached key
  * too long, ...) is returned as PARSE_DONE with msg->reject set, after consuming all its bytes,
- * so the connection stays usable. The core answers it with reject_reply, or with nothing when
- * msg->noreply is also set (memcached sends nothing for some rejects that end in noreply).
+ * so the connection stays usable. The protocol answers it in local() (below) with reject_reply,
+ * or with nothing when msg->noreply is also set (memcached sends nothing for some rejects that
+ * end in noreply). A reject with msg->quit set closes the connection after its reply (or after
+ * the earlier ones, with noreply); such a request may end before all its bytes (a memcached
+ * binary-protocol header, a redis request declaring more arguments than are worth reading): the
+ * rest is never parsed.
+ *
+ * Everything else a protocol knows that the core does not: the requests the proxy answers itself
+ * (local(), with a small per-client session), the error texts the proxy writes, the requests sent
+ * first on every new server connection (redis AUTH/SELECT), the health probe and what counts as
+ * an answer, and the reply to a client over client_connections. A locally answered command or a
+ * connection set-up step is an entry here, never a branch in core/.
  *
  * Threads: the ops are const and the functions keep no global state; parse_state lives in a conn.
  */
@@ -34,6 +44,8 @@
 #include <stdint.h>
 
 #include "msg/msg.h"
+
+struct conf_pool;
 
 enum parse_status { PARSE_ERROR = -1, PARSE_AGAIN = 0, PARSE_DONE = 1 };
 
@@ -48,6 +60,23 @@ enum parse_status { PARSE_ERROR = -1, PARSE_AGAIN = 0, PARSE_DONE = 1 };
 #define CMD_F_FRAG_MCGET   (1u << 7)  /* memcached get/gets/gat/gats: VALUE blocks in key order, one END */
 #define CMD_F_FRAG_MASK    (CMD_F_FRAG_MGET | CMD_F_FRAG_SUM | CMD_F_FRAG_MSET | CMD_F_FRAG_MCGET)
 #define CMD_F_WRITE        (1u << 8)  /* informational: modifies data */
+/* the commands the core hands to proto_ops.local() */
+#define CMD_F_LOCAL_MASK   (CMD_F_LOCAL_PING | CMD_F_QUIT | CMD_F_AUTH)
+
+/* What a client's connection remembers for its protocol; only proto_ops.session_init and
+ * proto_ops.local change it. */
+struct proto_session {
+    bool admitted;          /* its requests may be forwarded; false: each goes to local() first
+                             * (redis: AUTH is required) */
+    bool authed;            /* redis: it sent the pool's redis_auth */
+};
+
+/* What proto_ops.local() did with a request. */
+enum proto_local {
+    PROTO_FORWARD = 0,      /* not the proxy's to answer: route it to a server */
+    PROTO_ANSWERED = 1,     /* answered (the reply is in rsp; empty rsp: no reply at all) */
+    PROTO_ANSWERED_CLOSE = 2, /* answered, then close the client once its replies are written */
+};
 
 /* Parser state, one per connection (reset with proto_ops.parse_reset between messages). */
 struct parse_state {
@@ -92,9 +121,40 @@ struct proto_ops {
     /* Writes the error reply for a failed request (errno err): "-ERR <strerror>\r\n" or
      * "SERVER_ERROR <strerror>\r\n". Returns its length. */
     size_t (*error_reply)(int err, char *buf, size_t size);
+    /* Writes the last reply to a client whose stream cannot be parsed (why: the parser's text).
+     * Returns its length. */
+    size_t (*protocol_error_reply)(const char *why, char *buf, size_t size);
+
+    /* A client starts on pool cp (old NULL), or moves to cp from pool old after a reload. */
+    void (*session_init)(struct proto_session *s, const struct conf_pool *cp, const struct conf_pool *old);
+    /*
+     * The requests the proxy answers itself. The core calls it only for a request with reject or
+     * quit set, a command flag of CMD_F_LOCAL_MASK, or a client not admitted. It writes the reply
+     * into rsp (an empty msg; left empty: no reply) and returns enum proto_local, or -ENOMEM.
+     */
+    int (*local)(struct proto_session *s, const struct conf_pool *cp, const struct msg *req, struct msg *rsp);
+
+    /* The requests written first on every new server connection of pool cp (redis: AUTH, SELECT),
+     * their replies dropped: built into out[] (at most max, msg_get from pool, swallow set).
+     * Returns how many, or -ENOMEM (nothing left allocated). */
+    int (*server_setup)(const struct conf_pool *cp, struct msg_pool *pool, struct msg **out, uint32_t max);
+
+    /* The health probe of an ejected server: the request, and whether the start of its reply
+     * (what was read, up to the first newline) shows a server ready to serve. */
+    const char *probe_request;
+    bool (*probe_alive)(const uint8_t *reply, size_t len);
+
+    /* The one line sent to a client refused over client_connections before it is closed. */
+    const char *max_clients_reply;
 };
+
+/* How many requests server_setup may build at most. */
+#define PROTO_SETUP_MAX 4
 
 extern const struct proto_ops redis_proto;
 extern const struct proto_ops memcache_proto;
+
+/* The protocol of pool cp. */
+const struct proto_ops *proto_for_pool(const struct conf_pool *cp);
 
 #endif

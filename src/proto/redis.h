@@ -1,6 +1,7 @@
 /*
  * redis.h - internals shared by the redis protocol files: limits, the functions behind
- * redis_proto (redis_req.c, redis_rsp.c, redis_frag.c, redis_proto.c) and small token helpers.
+ * redis_proto (redis_req.c, redis_rsp.c, redis_frag.c, redis_local.c, redis_proto.c) and small
+ * token helpers.
  * The core uses only redis_proto (proto.h).
  *
  * Threads: no state; any worker.
@@ -46,6 +47,20 @@ int redis_parse_rsp(struct parse_state *ps, struct msg *m, const uint8_t *buf, s
                     size_t *consumed);
 int redis_fragment(struct msg *req, const uint32_t *server_of_key, struct msg_pool *pool);
 int redis_coalesce(struct msg *req, struct msg *rsp);
+/* proto_ops.probe_alive (redis_rsp.c): a status reply, or an error other than "up but not
+ * serving yet" (-LOADING, -BUSY, -MASTERDOWN). */
+bool redis_probe_alive(const uint8_t *reply, size_t len);
+
+/* The requests and the per-client session the proxy handles itself (redis_local.c). */
+void redis_session_init(struct proto_session *s, const struct conf_pool *cp, const struct conf_pool *old);
+int redis_local(struct proto_session *s, const struct conf_pool *cp, const struct msg *req, struct msg *rsp);
+int redis_server_setup(const struct conf_pool *cp, struct msg_pool *pool, struct msg **out, uint32_t max);
+size_t redis_reject_reply(const struct msg *req, char *buf, size_t size);
+/* Writes pre + mid + post into buf (no NUL), cutting mid so it fits; control bytes of mid become
+ * spaces, and with lower its letters are lowercased. Returns the length, or 0 when even pre +
+ * post do not fit. */
+size_t redis_reply_line(char *buf, size_t size, const char *pre, const uint8_t *mid, size_t mid_len,
+                        const char *post, bool lower);
 
 /* What redis_line() found at the start of buf. */
 #define REDIS_LINE_AGAIN (-1)  /* no CRLF yet, and there is still room for one */

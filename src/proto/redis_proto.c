@@ -1,6 +1,6 @@
 /*
  * redis_proto.c - redis_proto, the redis protocol's proto_ops (proto.h): parser state reset/free,
- * the proxy's own error replies, and the token helpers the parsers share.
+ * the proxy's own error replies, the health probe, and the token helpers the parsers share.
  *
  * Threads: const ops and pure functions; any worker, on its own parse_state and msgs.
  */
@@ -79,12 +79,9 @@ static void redis_parse_free(struct parse_state *ps)
     ps->depth = 0;
 }
 
-/*
- * Writes pre + mid + post into buf (no NUL), cutting mid so it fits; control bytes of mid (CR, LF,
- * NUL, ...) become spaces, so they cannot end or split the reply line, and with lower its letters
- * are lowercased. Returns the length, or 0 when even pre + post do not fit.
- */
-static size_t redis_reply_line(char *buf, size_t size, const char *pre, const uint8_t *mid,
+/* (redis.h) Control bytes of mid (CR, LF, NUL, ...) become spaces, so that they cannot end or
+ * split the reply line. */
+size_t redis_reply_line(char *buf, size_t size, const char *pre, const uint8_t *mid,
                                size_t mid_len, const char *post, bool lower)
 {
     size_t pl = strlen(pre), ql = strlen(post);
@@ -101,7 +98,7 @@ static size_t redis_reply_line(char *buf, size_t size, const char *pre, const ui
     return pl + mid_len + ql;
 }
 
-static size_t redis_reject_reply(const struct msg *req, char *buf, size_t size)
+size_t redis_reject_reply(const struct msg *req, char *buf, size_t size)
 {
     size_t n = req->name != NULL ? req->name_len : 0;
     if (n > REDIS_NAME_PREFIX) n = REDIS_NAME_PREFIX;
@@ -123,6 +120,11 @@ static size_t redis_error_reply(int err, char *buf, size_t size)
     return redis_reply_line(buf, size, "-ERR ", (const uint8_t *)text, strlen(text), "\r\n", false);
 }
 
+static size_t redis_protocol_error_reply(const char *why, char *buf, size_t size)
+{
+    return redis_reply_line(buf, size, "-ERR Protocol error: ", (const uint8_t *)why, strlen(why), "\r\n", false);
+}
+
 const struct proto_ops redis_proto = {
     .name = "redis",
     .parse_reset = redis_parse_reset,
@@ -133,4 +135,11 @@ const struct proto_ops redis_proto = {
     .coalesce = redis_coalesce,
     .reject_reply = redis_reject_reply,
     .error_reply = redis_error_reply,
+    .protocol_error_reply = redis_protocol_error_reply,
+    .session_init = redis_session_init,
+    .local = redis_local,
+    .server_setup = redis_server_setup,
+    .probe_request = "*1\r\n$4\r\nPING\r\n",
+    .probe_alive = redis_probe_alive,
+    .max_clients_reply = "-ERR max number of clients reached\r\n",
 };

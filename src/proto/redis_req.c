@@ -20,6 +20,17 @@
  *                       argument (EVAL, ZUNION, ...) that is not an integer >= 1 or counts more
  *                       keys than there are arguments (so EVAL with no key is rejected).
  *
+ * Requests refused as soon as the name (arg 0) or a numkeys count has been read, instead of after
+ * all their arguments (so a client that declares a huge count is answered at once):
+ *   - a forwardable command whose argument count means more than MSG_KEYS_MAX keys (DEL, MGET,
+ *     MSET, ... with that many arguments, a numkeys over it): PARSE_ERROR "too many keys", the
+ *     text the key cap gives once the keys are read;
+ *   - a rejected one (unknown command, wrong arity) with more than MSG_KEYS_MAX arguments after
+ *     its name: PARSE_DONE there with its reject and quit set, so the client gets the reject's
+ *     reply at once and the connection is closed (its other arguments are never read).
+ * A known command of the right arity whose arguments are not keys (SADD k m1 m2 ...) is read
+ * whatever its count, up to the core's request size limit.
+ *
  * Empty requests ("*0\r\n", "*-1\r\n", a blank inline line) are ignored as redis does: they are
  * consumed and parsing goes on; their bytes become part of the next request (redis ignores them
  * there too). More than REDIS_MAX_EMPTY such bytes in a row is a protocol error.
@@ -40,6 +51,7 @@
  */
 #include "config.h"
 
+#include <errno.h>
 #include <string.h>
 
 #include "proto/redis.h"
@@ -123,6 +135,36 @@ static void rq_on_numkeys(struct parse_state *ps, struct msg *m, const uint8_t *
         return;
     }
     ps->d = (uint64_t)c->numkeys_pos + (uint64_t)n;
+}
+
+/* The number of keys the request has at fixed positions (redis_cmd.h), from its argument count. */
+static uint64_t rq_fixed_keys(const struct parse_state *ps, const struct redis_cmd *c)
+{
+    if (c->first_key <= 0) return 0;
+    uint64_t first = (uint64_t)c->first_key;
+    uint64_t neg = c->last_key >= 0 ? 0 : (uint64_t)(-c->last_key);
+    if (c->last_key < 0 && ps->a < neg) return 0;
+    uint64_t last = c->last_key >= 0 ? (uint64_t)c->last_key : ps->a - neg;
+    return last < first ? 0 : (last - first) / (uint64_t)c->key_step + 1;
+}
+
+/*
+ * After the name or a numkeys argument: whether the request is refused now rather than after all
+ * its arguments (see the top of this file). Returns next, PARSE_DONE (a reject answered now and
+ * the connection closed) or PARSE_ERROR.
+ */
+static int rq_check_cap(struct parse_state *ps, struct msg *m, int next)
+{
+    if (m->reject != REJECT_NONE) {
+        if (ps->a - 1 <= MSG_KEYS_MAX) return next;
+        m->quit = true;
+        return PARSE_DONE;
+    }
+    const struct redis_cmd *c = &redis_cmds[m->cmd];
+    uint64_t keys = rq_fixed_keys(ps, c);
+    if (c->numkeys_pos > 0 && ps->d > (uint64_t)c->numkeys_pos) keys += ps->d - (uint64_t)c->numkeys_pos;
+    if (keys > MSG_KEYS_MAX) return rq_error(ps, msg_add_key_error(-E2BIG));
+    return next;
 }
 
 /* A value argument ending at offset end is done: it extends its key's group (MSET). */
@@ -263,9 +305,9 @@ static int rq_arg_hdr(struct parse_state *ps, struct msg *m, const uint8_t *buf,
         if (blen > REDIS_MAX_NUMKEYS_LEN) {
             rq_reject(m, REJECT_ARITY);
             ps->state = RQ_ARG_PIECE;
-        } else {
-            ps->state = RQ_ARG_WHOLE;
+            return rq_check_cap(ps, m, REDIS_CONT);
         }
+        ps->state = RQ_ARG_WHOLE;
         break;
     case ARG_VALUE:
         ps->state = RQ_ARG_PIECE;
@@ -295,9 +337,11 @@ static int rq_arg_whole(struct parse_state *ps, struct msg *m, const uint8_t *bu
     if (redis_crlf(buf, len, p + (size_t)dlen) < 0) return rq_error(ps, "expected CRLF after bulk data");
     const uint8_t *data = buf + p;
     uint64_t end = m->len + p + dlen + 2;
+    bool check = false;
     switch (rq_kind(ps, m, ps->b)) {
     case ARG_NAME:
         rq_on_name(ps, m, data, (size_t)dlen);
+        check = true;
         break;
     case ARG_KEY: {
         int rc = msg_add_key(m, data, (uint32_t)dlen, ps->off, end);
@@ -306,11 +350,16 @@ static int rq_arg_whole(struct parse_state *ps, struct msg *m, const uint8_t *bu
     }
     case ARG_NUMKEYS:
         rq_on_numkeys(ps, m, data, (size_t)dlen);
+        check = true;
         break;
     case ARG_VALUE: /* not consumed whole */
         break;
     }
     *pp = p + (size_t)dlen + 2;
+    if (check && ps->b + 1 < ps->a) {
+        int rc = rq_check_cap(ps, m, REDIS_CONT);
+        if (rc != REDIS_CONT) return rc;
+    }
     return rq_arg_done(ps, m, false, end);
 }
 
@@ -323,7 +372,7 @@ static int rq_name_prefix(struct parse_state *ps, struct msg *m, const uint8_t *
     *pp = p + REDIS_NAME_PREFIX;
     ps->c -= REDIS_NAME_PREFIX;
     ps->state = RQ_ARG_PIECE;
-    return REDIS_CONT;
+    return rq_check_cap(ps, m, REDIS_CONT);
 }
 
 static int rq_arg_piece(struct parse_state *ps, struct msg *m, const uint8_t *buf, size_t len,

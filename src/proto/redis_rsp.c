@@ -39,8 +39,16 @@ enum rs_state {
     RS_BULK_CRLF,   /* the CRLF after bulk data */
 };
 
-static const char *const rs_fatal_codes[] = {
-    "LOADING", "BUSY", "MASTERDOWN", "NOAUTH", "MISCONF", "ERR max number of clients reached",
+/* The error replies of a server that cannot serve now (rsp_fatal above). probe_down: a health
+ * probe (a PING sent without AUTH, core/probe.c) that gets it keeps the server ejected, as one up
+ * but not serving yet; to the probe, NOAUTH (it sent no AUTH), MISCONF and a full client table
+ * still show a live server. One list for both, so that they cannot drift apart. */
+static const struct {
+    const char *code;
+    bool probe_down;
+} rs_unready[] = {
+    { "LOADING", true }, { "BUSY", true }, { "MASTERDOWN", true },
+    { "NOAUTH", false }, { "MISCONF", false }, { "ERR max number of clients reached", false },
 };
 
 static int rs_error(struct parse_state *ps, const char *why)
@@ -49,15 +57,26 @@ static int rs_error(struct parse_state *ps, const char *why)
     return PARSE_ERROR;
 }
 
-/* text: an error reply after its '-', CR/LF excluded (maybe only its first bytes). */
-static bool rs_is_fatal(const uint8_t *text, size_t n)
+/* text: an error reply after its '-', CR/LF excluded (maybe only its first bytes). Whether it
+ * is one of rs_unready (only those with probe_down when for_probe). */
+static bool rs_is_unready(const uint8_t *text, size_t n, bool for_probe)
 {
-    for (size_t i = 0; i < sizeof(rs_fatal_codes) / sizeof(rs_fatal_codes[0]); i++) {
-        size_t cl = strlen(rs_fatal_codes[i]);
-        if (n >= cl && memcmp(text, rs_fatal_codes[i], cl) == 0 && (n == cl || text[cl] == ' '))
+    for (size_t i = 0; i < sizeof(rs_unready) / sizeof(rs_unready[0]); i++) {
+        if (for_probe && !rs_unready[i].probe_down) continue;
+        size_t cl = strlen(rs_unready[i].code);
+        if (n >= cl && memcmp(text, rs_unready[i].code, cl) == 0 && (n == cl || text[cl] == ' '))
             return true;
     }
     return false;
+}
+
+bool redis_probe_alive(const uint8_t *reply, size_t len)
+{
+    const uint8_t *lf = memchr(reply, '\n', len);
+    if (lf == NULL || (reply[0] != '+' && reply[0] != '-')) return false;
+    size_t n = (size_t)(lf - reply);
+    if (n > 0 && reply[n - 1] == '\r') n--;
+    return reply[0] == '+' || !rs_is_unready(reply + 1, n - 1, true);
 }
 
 /* A value ended at offset end: counts it in its array, closing every array it completes. */
@@ -98,7 +117,7 @@ static int rs_top_error(struct parse_state *ps, struct msg *m, const uint8_t *bu
     size_t tlen = seen - 1;
     if (tlen > 0 && buf[p + seen - 1] == '\r') tlen--;
     m->rsp_type = RSP_ERROR;
-    m->rsp_fatal = rs_is_fatal(buf + p + 1, tlen);
+    m->rsp_fatal = rs_is_unready(buf + p + 1, tlen, false);
     if (nl != NULL) {
         *pp = p + seen + 1;
         return rs_value_done(ps, m, m->len + *pp);

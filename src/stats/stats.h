@@ -10,10 +10,12 @@
  * Each block also holds its worker's slowlog ring (stats_slowlog.h).
  *
  * Blocks are found by name: each worker has a registry (a list of pool blocks, each with a list of
- * server blocks) that only grows. stats_bind() looks up or adds the blocks of a new config
- * generation's pools and servers and stores the pointers in the runtime, so a pool or server that
- * stays across a reload keeps its counters and gauges; the blocks of removed names stay allocated
- * (hidden: no runtime points to them) until the process exits.
+ * server blocks) that only grows. stats_bind() (core/runtime_stats.h) looks up or adds the blocks
+ * of a new config generation's pools and servers and stores the pointers in the runtime, so a pool
+ * or server that stays across a reload keeps its counters and gauges; the blocks of removed names
+ * stay allocated (hidden: no runtime points to them) until the process exits.
+ *
+ * This module knows nothing above it: core writes the counters, manage/ reads and renders them.
  *
  * Threads: a block is written by its worker only, read by the stats thread. The registry lists and
  * names are written by the master only, before the runtime that points to them is handed to the
@@ -28,8 +30,6 @@
 #include "stats/stats_desc.h"
 #include "stats/stats_hist.h"
 #include "stats/stats_slowlog.h"
-
-struct runtime;
 
 struct stats_server_block {
     stats_ctr f[STATS_SERVER_NFIELD];
@@ -57,9 +57,11 @@ struct stats_worker {
 struct stats_worker *stats_worker_create(void);
 void stats_worker_destroy(struct stats_worker *s);
 
-/* Master: points rt's pools and servers (pool_shared wstats/wservers) at their blocks in each of
- * the n workers' registries, adding the names not seen yet. Returns 0 or -ENOMEM. */
-int stats_bind(struct runtime *rt, struct stats_worker *const *workers, size_t n);
+/* Master (registry): the block of pool `name` in w's registry, added (zeroed) if that name was not
+ * seen yet; NULL when out of memory. */
+struct stats_pool_block *stats_pool_lookup(struct stats_worker *w, const char *name);
+/* Master (registry): the block of server `name` in pool block pb, added likewise; NULL: no memory. */
+struct stats_server_block *stats_server_lookup(struct stats_pool_block *pb, const char *name);
 
 #define STATS_POOL_ADD(pb, field, d) stats_ctr_add(&(pb)->f[STATS_POOL_##field], (d))
 #define STATS_SERVER_ADD(sb, field, d) stats_ctr_add(&(sb)->f[STATS_SERVER_##field], (d))

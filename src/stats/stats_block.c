@@ -1,18 +1,15 @@
 /*
  * stats_block.c - per-worker counter blocks and their name-keyed registry (see stats.h).
  *
- * Threads: create/destroy and stats_bind by the master; counters are written by the owning worker
+ * Threads: create/destroy and the registry lookups by the master; counters are written by the owning worker
  * and read by the stats thread.
  */
 #include "config.h"
 #include "stats/stats.h"
 
-#include <errno.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include "core/runtime.h"
 
 #define STATS_CACHE_LINE 64
 
@@ -69,7 +66,7 @@ static void *stats_named_block(size_t size, size_t name_off, const char *name)
     return b;
 }
 
-static struct stats_pool_block *stats_pool_lookup(struct stats_worker *w, const char *name)
+struct stats_pool_block *stats_pool_lookup(struct stats_worker *w, const char *name)
 {
     struct stats_pool_block **at = &w->pools;
     while (*at != NULL && strcmp((*at)->name, name) != 0) at = &(*at)->next;
@@ -77,30 +74,10 @@ static struct stats_pool_block *stats_pool_lookup(struct stats_worker *w, const 
     return *at;
 }
 
-static struct stats_server_block *stats_server_lookup(struct stats_pool_block *pb, const char *name)
+struct stats_server_block *stats_server_lookup(struct stats_pool_block *pb, const char *name)
 {
     struct stats_server_block **at = &pb->servers;
     while (*at != NULL && strcmp((*at)->name, name) != 0) at = &(*at)->next;
     if (*at == NULL) *at = stats_named_block(sizeof(**at), offsetof(struct stats_server_block, name), name);
     return *at;
-}
-
-int stats_bind(struct runtime *rt, struct stats_worker *const *workers, size_t n)
-{
-    if (n > rt->nworkers) return -EINVAL;
-    for (size_t p = 0; p < rt->npools; p++) {
-        struct pool_shared *ps = &rt->pools[p];
-        size_t ns = ps->cp->nservers;
-        for (size_t w = 0; w < n; w++) {
-            struct stats_pool_block *pb = stats_pool_lookup(workers[w], ps->cp->name);
-            if (pb == NULL) return -ENOMEM;
-            ps->wstats[w] = pb;
-            for (size_t k = 0; k < ns; k++) {
-                struct stats_server_block *sb = stats_server_lookup(pb, ps->cp->servers[k].stats_name);
-                if (sb == NULL) return -ENOMEM;
-                ps->wservers[w * ns + k] = sb;
-            }
-        }
-    }
-    return 0;
 }

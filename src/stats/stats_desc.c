@@ -50,12 +50,15 @@ void stats_describe(FILE *f)
 {
     fputs("pool stats:\n", f);
     stats_describe_rows(f, stats_pool_desc, STATS_POOL_NFIELD);
-    stats_describe_rows(f, stats_pool_hist_desc, STATS_POOL_NHIST);
     fputs("\nserver stats:\n", f);
     stats_describe_rows(f, stats_server_desc, STATS_SERVER_NFIELD);
-    stats_describe_rows(f, stats_server_hist_desc, STATS_SERVER_NHIST);
     fputs("\ntop-level fields:\n", f);
     stats_describe_rows(f, stats_header_desc, STATS_HEADER_NFIELD);
+    fputs("\nlatency histograms (`status latency`, GET /latency, not in `status`: the top-level "
+          "fields, then\n \"" STATS_LATENCY_KEY "\":{\"<pool>\":{\"request_latency\":{...},\"" STATS_LATENCY_SERVERS_KEY
+          "\":{\"<server>\":{\"server_latency\":{...}}}}}):\n", f);
+    stats_describe_rows(f, stats_pool_hist_desc, STATS_POOL_NHIST);
+    stats_describe_rows(f, stats_server_hist_desc, STATS_SERVER_NHIST);
     fputs("\nhistogram fields:\n", f);
     stats_describe_rows(f, stats_hist_field_desc, STATS_HIST_NFIELD);
 }

@@ -1,8 +1,9 @@
 /*
- * stats_desc.h - the table of every stats field twemproxy exports: the top-level header fields, the
- * per-pool metrics and the per-server metrics, each with its type and twemproxy's description.
- * One X-macro per level; `-D` prints them, and the stats module builds its counter blocks, its
- * JSON and its Prometheus names from the same lists, in this order (the JSON order).
+ * stats_desc.h - the table of every stats field: the top-level header fields, the per-pool metrics
+ * and the per-server metrics twemproxy exports (each with its type and twemproxy's description),
+ * our latency histograms and their members. One X-macro per level; `-D` prints them, and the
+ * stats module builds its counter blocks, its JSON and its Prometheus names from the same lists,
+ * in this order (the JSON order).
  *
  * Threads: constant data, any thread.
  */
@@ -58,12 +59,20 @@ enum stats_type {
     ACTION(out_queue, STATS_GAUGE, "# requests in outgoing queue")                           \
     ACTION(out_queue_bytes, STATS_GAUGE, "current request bytes in outgoing queue")
 
-/* ACTION(name, type, description): latency histograms, after the pool's fields and servers. */
+/*
+ * The latency histograms are not in twemproxy's document (where any object inside a pool is taken
+ * for a server): `status latency` holds them, in its top-level member STATS_LATENCY_KEY,
+ * {"<pool>":{<pool histograms>,"servers":{"<server>":{<server histograms>}}}}.
+ */
+#define STATS_LATENCY_KEY "latency"
+#define STATS_LATENCY_SERVERS_KEY "servers"
+
+/* ACTION(name, type, description): the latency histograms of a pool. */
 #define STATS_POOL_HISTS(ACTION)                                                             \
     ACTION(request_latency, STATS_HISTOGRAM,                                                 \
            "client-observed latency: request read to reply written")
 
-/* ACTION(name, type, description): latency histograms, after the server's fields. */
+/* ACTION(name, type, description): the latency histograms of a server. */
 #define STATS_SERVER_HISTS(ACTION)                                                           \
     ACTION(server_latency, STATS_HISTOGRAM,                                                  \
            "server latency: request written to the server to its reply parsed")
@@ -118,8 +127,8 @@ const char *stats_type_name(enum stats_type t);
 
 /*
  * Prints every field with its type and description (`-D`): twemproxy's `--describe-stats` layout
- * plus a type column; each level's histograms after its fields, then the top-level fields, then
- * the members of a histogram object.
+ * plus a type column; then the top-level fields, the latency histograms (with the shape of the
+ * `status latency` document) and the members of a histogram object.
  */
 void stats_describe(FILE *f);
 

@@ -1,5 +1,7 @@
-# src/thread: the master (listeners, accept, signals, reload), the workers and their inboxes, the stats thread.
+# src/thread: the master (listeners, accept, signals, reload), the workers and their inboxes, the
+# stats thread, and what these event-loop threads set up alike (evloop, thread_signals).
 src_libnutcrackers_la_SOURCES += \
+	src/thread/evloop.c src/thread/evloop.h \
 	src/thread/inbox.c src/thread/inbox.h \
 	src/thread/master.c src/thread/master.h \
 	src/thread/reload_req.c src/thread/reload_req.h \

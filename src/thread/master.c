@@ -25,13 +25,16 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "app/daemon.h"
 #include "common/accept_pause.h"
 #include "common/mem_trim.h"
 #include "common/log.h"
 #include "common/sock.h"
 #include "core/probe.h"
 #include "core/runtime.h"
+#include "core/runtime_stats.h"
 #include "stats/stats.h"
+#include "thread/evloop.h"
 #include "thread/reload_req.h"
 #include "thread/stats_thread.h"
 #include "thread/worker.h"
@@ -81,31 +84,56 @@ struct master {
 
 static int master_reload(struct master *m, char *answer, size_t cap);
 
-static void master_on_signal(evutil_socket_t signo, short what, void *arg)
+/* The name of a signal the master handles, for its log lines. */
+static const char *master_signal_name(int signo)
+{
+    switch (signo) {
+    case SIGTTIN: return "SIGTTIN";
+    case SIGTTOU: return "SIGTTOU";
+    case SIGHUP: return "SIGHUP";
+    case SIGUSR1: return "SIGUSR1";
+    case SIGINT: return "SIGINT";
+    case SIGTERM: return "SIGTERM";
+    default: return "?";
+    }
+}
+
+/* Every line names the signal, "signal 1 (SIGHUP): ...", and says what it did. */
+static void master_on_signal(evutil_socket_t fd, short what, void *arg)
 {
     struct master *m = arg;
+    int signo = (int)fd;
+    const char *name = master_signal_name(signo);
     (void)what;
     switch (signo) {
     case SIGTTIN:
         log_level_up();
-        log_notice("signal %d (SIGTTIN): log level up to %d", (int)signo, log_level_get());
+        log_notice("signal %d (%s): log level up to %d", signo, name, log_level_get());
         break;
     case SIGTTOU:
         log_level_down();
-        log_notice("signal %d (SIGTTOU): log level down to %d", (int)signo, log_level_get());
+        log_notice("signal %d (%s): log level down to %d", signo, name, log_level_get());
         break;
     case SIGHUP:
     case SIGUSR1:
-        log_notice("signal %d: reopening the log file", (int)signo);
-        if (log_reopen() < 0) log_error("reopening the log file failed");
+        /* this line goes to the old file: whoever rotated it sees the signal arrive */
+        log_notice("signal %d (%s): reopening the log file%s", signo, name,
+                   signo == SIGHUP ? ", then reloading the configuration" : "");
+        if (log_reopen() < 0) log_error("signal %d (%s): reopening the log file failed", signo, name);
         if (signo == SIGHUP) {
             char answer[RELOAD_ANSWER_MAX];
-            master_reload(m, answer, sizeof(answer)); /* logged */
+            if (master_reload(m, answer, sizeof(answer)) == 0) {
+                log_notice("signal %d (%s): configuration reloaded: generation %lu", signo, name,
+                           (unsigned long)m->rt->generation);
+            } else {
+                log_error("signal %d (%s): configuration not reloaded: still serving generation %lu "
+                          "(errors above)", signo, name, (unsigned long)m->rt->generation);
+            }
         }
         break;
     case SIGINT:
     case SIGTERM:
-        log_notice("signal %d: exiting", (int)signo);
+        log_notice("signal %d (%s): exiting", signo, name);
         event_base_loopbreak(m->base);
         break;
     default:
@@ -127,14 +155,11 @@ static int master_add_signals(struct master *m)
     return 0;
 }
 
-/* Refuses a client over the pool's client_connections limit, with a one-line error. */
+/* Refuses a client over the pool's client_connections limit, with its protocol's one-line error. */
 static void master_refuse(const struct pool_shared *p, int fd)
 {
-    static const char redis_msg[] = "-ERR max number of clients reached\r\n";
-    static const char mc_msg[] = "SERVER_ERROR max number of clients reached\r\n";
-    const char *msg = p->cp->redis ? redis_msg : mc_msg;
-    size_t len = p->cp->redis ? sizeof(redis_msg) - 1 : sizeof(mc_msg) - 1;
-    ssize_t n = send(fd, msg, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+    const char *msg = p->proto->max_clients_reply;
+    ssize_t n = send(fd, msg, strlen(msg), MSG_NOSIGNAL | MSG_DONTWAIT);
     (void)n;
     close(fd);
 }
@@ -230,7 +255,7 @@ static struct listener *listener_open(struct master *m, const struct conf_pool *
     l->ev = event_new(m->base, fd, EV_READ | EV_PERSIST, master_on_accept, l);
     if (l->ev == NULL || event_add(l->ev, NULL) < 0) goto oom;
     log_notice("pool '%s' listening on %s (%s, %zu servers)", cp->name, cp->listen.text,
-               cp->redis ? "redis" : "memcache", cp->nservers);
+               proto_for_pool(cp)->name, cp->nservers);
     return l;
 oom:
     log_error("pool '%s': cannot listen on %s: out of memory", cp->name, cp->listen.text);
@@ -475,7 +500,7 @@ int master_run(const struct nc_options *opts, struct conf *conf)
     m.opts = opts;
     atomic_init(&m.stopping, false);
     int rc = 1;
-    m.base = event_base_new();
+    m.base = evloop_base_new(); /* the master thread runs it, no other */
     if (m.base == NULL) {
         log_error("cannot create the master event base");
         return 1;
@@ -503,6 +528,7 @@ int master_run(const struct nc_options *opts, struct conf *conf)
     if (master_listen(&m) < 0) goto out;
     log_notice("nutcrackers-%s started on pid %d with %d worker threads", PACKAGE_VERSION, (int)getpid(),
                opts->threads);
+    daemon_started(); /* a -d launcher waits for this (app/daemon.h) */
     event_base_dispatch(m.base);
     rc = 0;
     log_notice("nutcrackers-%s stopping", PACKAGE_VERSION);

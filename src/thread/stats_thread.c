@@ -1,6 +1,6 @@
 /*
- * stats_thread.c - the stats thread (see stats_thread.h): owns the manage port (stats/manage_conn)
- * and the snapshots (stats/manage_cmd); stopped through an inbox like a worker.
+ * stats_thread.c - the stats thread (see stats_thread.h): owns the manage port (manage/manage_conn)
+ * and the snapshots (manage/manage_cmd); stopped through an inbox like a worker.
  *
  * Threads: start/stop on the master; the event loop and everything it reaches on the stats thread.
  */
@@ -10,7 +10,6 @@
 #include <errno.h>
 #include <event2/event.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -18,12 +17,12 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/sock.h"
-#include "stats/manage_cmd.h"
-#include "stats/manage_conn.h"
 #include "core/runtime.h"
+#include "manage/manage_cmd.h"
+#include "manage/manage_conn.h"
+#include "thread/evloop.h"
 #include "thread/inbox.h"
 #include "thread/reload_req.h"
-#include "thread/thread_signals.h"
 
 #define STATS_LISTEN_BACKLOG 128
 
@@ -114,7 +113,6 @@ static void stats_thread_do_reload(void *arg, struct stats_buf *out)
 static void *stats_thread_main(void *arg)
 {
     struct stats_thread *st = arg;
-    pthread_setname_np(pthread_self(), "nc-stats"); /* top -H, ps -L, /proc/PID/task */
     event_base_dispatch(st->base);
     return NULL;
 }
@@ -135,11 +133,7 @@ static void stats_thread_free(struct stats_thread *st)
 /* Event base, inbox, timer and snapshots. Returns 0 or -errno. */
 static int stats_thread_setup(struct stats_thread *st, const struct nc_options *opts)
 {
-    struct event_config *cfg = event_config_new();
-    if (cfg == NULL) return -ENOMEM;
-    event_config_set_flag(cfg, EVENT_BASE_FLAG_NOLOCK);
-    st->base = event_base_new_with_config(cfg);
-    event_config_free(cfg);
+    st->base = evloop_base_new();
     if (st->base == NULL) return -ENOMEM;
     int rc = inbox_init(&st->inbox);
     if (rc < 0) return rc;
@@ -187,12 +181,9 @@ struct stats_thread *stats_thread_start(const struct nc_options *opts, struct ru
     }
     st->ms = manage_server_create(st->base, lfd, &st->ctx);
     if (st->ms == NULL) goto oom;
-    sigset_t old;
-    thread_signals_block_async(&old); /* asynchronous signals are the master's */
-    rc = pthread_create(&st->tid, NULL, stats_thread_main, st);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    if (rc != 0) {
-        log_error("cannot start the stats thread: %s", strerror(rc));
+    rc = evloop_start(&st->tid, "nc-stats", stats_thread_main, st);
+    if (rc < 0) {
+        log_error("cannot start the stats thread: %s", strerror(-rc));
         goto fail;
     }
     st->started = true;
@@ -219,13 +210,9 @@ void stats_thread_reload(struct stats_thread *st, struct runtime *rt)
 void stats_thread_stop(struct stats_thread *st)
 {
     if (st == NULL) return;
-    if (st->started) {
-        struct inbox_item stop = { .type = INBOX_STOP, .fd = -1 };
-        if (inbox_push(&st->inbox, &stop) < 0) {
-            log_error("cannot stop the stats thread: leaving it to the exit");
-            return;
-        }
-        pthread_join(st->tid, NULL);
+    if (st->started && evloop_stop(st->tid, &st->inbox) < 0) {
+        log_error("cannot stop the stats thread: leaving it to the exit");
+        return;
     }
     stats_thread_free(st);
 }

@@ -1,7 +1,7 @@
 /*
  * thread_signals.c - see thread_signals.h.
  *
- * Threads: the master, around pthread_create.
+ * Threads: the starting thread, around pthread_create (evloop_start).
  */
 #include "config.h"
 #include "thread/thread_signals.h"

@@ -1,7 +1,8 @@
 /*
  * thread_signals.h - the signal mask a helper thread (worker, stats) is started with.
  *
- * Threads: called by the master around pthread_create; the mask is inherited by the new thread.
+ * Threads: called around pthread_create (evloop_start, thread/evloop.h); the mask is inherited by
+ * the new thread.
  *
  * Asynchronous signals (SIGTERM, SIGHUP, SIGINT, SIGPIPE, ...) are the master's: other threads
  * block them, so the master's event loop sees each one. Synchronous ones (SIGSEGV, SIGBUS,

@@ -3,7 +3,7 @@
  * Every error line must name the file, be one line of printable text, and a refused config must
  * leave nothing allocated (LeakSanitizer). An accepted config must be complete (every pool has a
  * listen address and servers with a weight >= 1 and names), and its pools' distributions are
- * built and used as the core does (src/core/runtime.c), with the pool's hash and hash_tag.
+ * built and used as the core does (src/core/route.c), with the pool's hash and hash_tag.
  *
  * Threads: the fuzzer's only.
  */

@@ -213,13 +213,24 @@ static void fz_check_req(const struct fz_feed *f, const struct msg *m)
         if (!redis) FZ_CHECK(off == k->start && k->end - k->start == k->len);
     }
     if (m->reject != REJECT_NONE) {
-        /* only a memcached CLIENT_ERROR may be silent (noreply: memcached sends nothing), and
-         * only a silent one may close the connection (an unsupported command with noreply) */
-        FZ_CHECK(m->nkeys == 0 && (!m->quit || m->noreply));
+        /* only a memcached CLIENT_ERROR may be silent (noreply: memcached sends nothing). A
+         * reject that closes the connection is a silent one (an unsupported command with
+         * noreply), a memcached binary-protocol request (a binary reply), or a redis request
+         * refused before its arguments (one line) */
+        FZ_CHECK(m->nkeys == 0);
         FZ_CHECK(!m->noreply || (!redis && m->reject == REJECT_CLIENT_ERROR));
         char buf[256];
         size_t n = f->ops->reject_reply(m, buf, sizeof(buf));
-        FZ_CHECK(fz_one_line(buf, n, sizeof(buf)));
+        if (!redis && n > 0 && (uint8_t)buf[0] == 0x81) {
+            /* a 24-byte binary header whose body length is the rest */
+            FZ_CHECK(m->quit && !m->noreply && n > 24);
+            uint32_t body = (uint32_t)(uint8_t)buf[8] << 24 | (uint32_t)(uint8_t)buf[9] << 16 |
+                            (uint32_t)(uint8_t)buf[10] << 8 | (uint32_t)(uint8_t)buf[11];
+            FZ_CHECK(body == n - 24);
+        } else {
+            FZ_CHECK(!m->quit || m->noreply || redis);
+            FZ_CHECK(fz_one_line(buf, n, sizeof(buf)));
+        }
     } else {
         /* a forwarded request names its server by a key (the core fails it otherwise) */
         uint32_t keyless = CMD_F_ANY_SERVER | CMD_F_LOCAL_PING | CMD_F_QUIT | CMD_F_AUTH;

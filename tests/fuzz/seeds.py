@@ -55,6 +55,8 @@ REDIS_REQ = {
     "nested": b"*2\r\n*1\r\n$3\r\nGET\r\n",
     "no_crlf": b"*1\r\n$4\r\nPINGxx",
     "leading_zero": b"*02\r\n$3\r\nGET\r\n$1\r\na\r\n",
+    "over_key_cap": b"*1048578\r\n$3\r\nDEL\r\n$1\r\na\r\n",
+    "huge_count_reject": b"*1000000000\r\n$3\r\nGET\r\n$1\r\na\r\n",
 }
 
 REDIS_RSP = {
@@ -99,6 +101,8 @@ MC_REQ = {
     "long_line": b"set " + b"x " * 1100 + b"\r\n",
     "pipeline": b"set a 0 0 1\r\n1\r\nget a b\r\nincr a 1\r\ndelete a\r\nget a\r\n",
     "big_data": b"set big 0 0 1500\r\n" + b"d" * 1500 + b"\r\n",
+    "token_counts": b"cas k 0 600 5 \r\nset k 0 0 1 foo\r\nx\r\nset k 0 0 abc x y\r\nget\r\n",
+    "binary": bytes([0x80, 0x0a]) + bytes(10) + b"\xde\xad\xbe\xef" + bytes(8) + b"get a\r\n",
 }
 
 MC_RSP = {

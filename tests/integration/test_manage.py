@@ -114,11 +114,11 @@ def test_slowlog_records_a_request_to_a_stopped_backend(proxy3):
     assert m.group(3) == name
     assert m.group(4).lower() == "get"
     # the histograms saw it too
-    doc = manage.status(proxy.manage_port)
+    lat = manage.status(proxy.manage_port, "latency")["latency"]["alpha"]
     slow_buckets = ["500", "1000", "2000", "3000", "+inf"]
-    assert sum(doc["alpha"]["request_latency"]["buckets"][b] for b in slow_buckets) == 1
-    assert sum(doc["alpha"][name]["server_latency"]["buckets"][b] for b in slow_buckets) == 1
-    assert doc["alpha"]["request_latency"]["max"] >= 500000
+    assert sum(lat["request_latency"]["buckets"][b] for b in slow_buckets) == 1
+    assert sum(lat["servers"][name]["server_latency"]["buckets"][b] for b in slow_buckets) == 1
+    assert lat["request_latency"]["max"] >= 500000
     assert manage.command(proxy.manage_port, "slowlog reset", "slowlog len") == "OK\r\n0\r\n"
 
 
@@ -177,6 +177,9 @@ def test_http(proxy3):
     assert status == 200 and headers["content-type"] == "application/json"
     assert int(headers["content-length"]) == len(body)
     assert json.loads(body)["service"] == "nutcrackers"
+    status, headers, body = manage.http_get(proxy.manage_port, "/latency")
+    assert status == 200 and headers["content-type"] == "application/json"
+    assert "request_latency" in json.loads(body)["latency"]["alpha"]
     status, headers, body = manage.http_get(proxy.manage_port, "/metrics")
     assert status == 200 and b"# TYPE nutcrackers_server_requests_total counter" in body
     status, _, body = manage.http_get(proxy.manage_port, "/metrics", method="HEAD")
@@ -189,8 +192,8 @@ def test_help_quit_unknown(proxy3):
     proxy, _ = proxy3()
     text = manage.command(proxy.manage_port, "help")
     assert text.startswith("*****\r\n") and text.endswith("*****\r\n")
-    for cmd in ("status", "status workers", "find_key", "find_keys", "slowlog get", "slowlog len",
-                "slowlog reset", "quit"):
+    for cmd in ("status", "status workers", "status latency", "find_key", "find_keys", "slowlog get",
+                "slowlog len", "slowlog reset", "quit"):
         assert cmd in text
     assert manage.command(proxy.manage_port, "config set x y") == "ERR: unknown command, try 'help'\r\n"
     # LF alone works as a line end; quit closes the connection after earlier replies

@@ -1,17 +1,21 @@
 """memcached commands through the proxy (1 and 4 memcacheds, -T 1 and -T 4), byte for byte on raw
 sockets and with pymemcache: get/gets/gat/gats split per server and reassembled in key order with
 one END, the storage commands with and without noreply, cas, incr/decr, delete (also
-`delete <key> 0`), touch, version, quit; CLIENT_ERROR for bad requests (the connection is closed
-only when the stream cannot be followed), nothing for those ending in noreply when memcached sends
-nothing; SERVER_ERROR when a server cannot be reached.
+`delete <key> 0`), touch, version, quit; memcached's token counts (a wrong one is ERROR and the
+next line is the next request, compared with a live memcached); CLIENT_ERROR for bad requests (the
+connection is closed only when the stream cannot be followed), nothing for those ending in noreply
+when memcached sends nothing; binary-protocol requests answered "unknown command" and closed (raw
+and with pylibmc); SERVER_ERROR when a server cannot be reached.
 
 The error texts are memcached's own: the expected line is what a live memcached outside the proxy
 (the `reference` fixture) answers to the same request. Only the proxy's own replies, where
-memcached has none to compare with (it would run the command, close the connection, or answer a
-wrong token count with ERROR), are written out here; README.md and notes/memcache.md document them.
+memcached has none to compare with (it would run the command or close the connection), are
+written out here; README.md and notes/memcache.md document them.
 """
+import struct
 import uuid
 
+import pylibmc
 import pytest
 
 from nctest import procs
@@ -44,6 +48,22 @@ def memcached_says(reference, request, setup=()):
             m.line()
         m.send(request)
         return m.line()
+
+
+def replies_until_version(conn):
+    """The reply lines before the VERSION line (no request here gets a data block back)."""
+    lines = []
+    while not (line := conn.line()).startswith(b"VERSION "):
+        lines.append(line)
+    return lines
+
+
+def memcached_answers(reference, request):
+    """All a live memcached (the reference) answers to request: the lines before the VERSION of a
+    version sent after it."""
+    with RawConn(reference) as m:
+        m.send(request + b"version\r\n")
+        return b"".join(replies_until_version(m))
 
 
 @pytest.fixture
@@ -256,10 +276,11 @@ def test_key_longer_than_250_bytes(mc_cluster, reference):
         c.exchange(f"get {ok_key}\r\n".encode(), mc_value(ok_key, "v") + b"END\r\n")
 
 
-# the proxy's own replies: memcached runs these commands (stats, flush_all, ..., an extra token),
-# or answers a wrong number of tokens with ERROR (notes/memcache.md, "Left as they are")
+# the proxy's own replies: memcached runs these commands (stats, flush_all, ...) (notes/memcache.md,
+# "Left as they are"); WHOLE: the proxy answers all memcached answers (a wrong token count is ERROR
+# and the data block is the next request; an extra last token is ignored)
 UNSUPPORTED = b"CLIENT_ERROR unsupported command\r\n"
-BAD_FORMAT = b"CLIENT_ERROR bad command line format\r\n"
+WHOLE = "memcached's whole answer"
 
 
 @pytest.mark.parametrize("request_bytes, own", [
@@ -268,10 +289,10 @@ BAD_FORMAT = b"CLIENT_ERROR bad command line format\r\n"
     (b"nosuchcommand a b\r\n", None),
     (b"GET k\r\n", None),
     (b"\r\n", None),
-    (b"set k 0 0 1 extra\r\nx\r\n", BAD_FORMAT),
-    (b"set k 0 0 1 noreply extra\r\nx\r\n", BAD_FORMAT),
-    (b"get\r\n", BAD_FORMAT),
-    (b"incr k\r\n", BAD_FORMAT),
+    (b"set k 0 0 1 extra\r\nx\r\n", WHOLE),           # STORED: memcached ignores "extra"
+    (b"set k 0 0 1 noreply extra\r\nx\r\n", WHOLE),   # ERROR, and the data is a line too
+    (b"get\r\n", WHOLE),
+    (b"incr k\r\n", WHOLE),
     (b"stats\r\n", UNSUPPORTED),
     (b"flush_all\r\n", UNSUPPORTED),
     (b"verbosity 1\r\n", UNSUPPORTED),
@@ -280,10 +301,13 @@ BAD_FORMAT = b"CLIENT_ERROR bad command line format\r\n"
 ])
 def test_malformed_request_then_valid_one(mc_cluster, reference, request_bytes, own):
     """A bad request the stream survives: its error (memcached's, unless the proxy's own), then
-    the connection still works (a data block is skipped: memcached reads it as a command, so only
-    its first line is compared)."""
-    reply = own or memcached_says(reference, request_bytes)
-    assert reply.startswith((b"CLIENT_ERROR ", b"ERROR")), reply
+    the connection still works (a data block the proxy skips is one memcached reads as a command,
+    so only its first line is compared; WHOLE: all memcached answers)."""
+    if own is WHOLE:
+        reply = memcached_answers(reference, request_bytes)
+    else:
+        reply = own or memcached_says(reference, request_bytes)
+        assert reply.startswith((b"CLIENT_ERROR ", b"ERROR")), reply
     k = f"m{uuid.uuid4().hex}"
     with mc_cluster.raw() as c:
         c.exchange(mc_store("set", k, "v") + request_bytes + f"get {k}\r\n".encode(),
@@ -327,6 +351,58 @@ def test_rejected_request_with_noreply_sends_nothing(mc_cluster, line, data):
         m.exchange(request + f"get {k}\r\n".encode(), get_reply)
 
 
+# memcached 1.6's token counts: set/add/replace/append/prepend take 4 or 5 argument tokens, cas 5 or
+# 6, incr/decr/touch 2 or 3, delete 1 to 3, get at least 1; runs of spaces count as one. A wrong
+# count is ERROR whatever the tokens, and memcached reads the line after it (a data block the
+# client sent) as the next command. A last token other than "noreply" is ignored.
+TOKEN_CASES = [
+    b"cas {k} 0 600 5 \r\n",
+    b"cas {k} 0 600 5\r\nhello\r\n",
+    b"cas {k} 0 600 5 1\r\nhello\r\n",
+    b"cas {k} 0 600 5 1 foo\r\nhello\r\n",
+    b"cas  {k}  0 600 5  1  noreply  \r\nhello\r\n",
+    b"cas {k} 0 600 5 1 noreply x\r\nhello\r\n",
+    b"set {k} 0 0 5 \r\nhello\r\n",
+    b"set  {k}  0   0 5   \r\nhello\r\n",
+    b"set {k} 0 0 5 noreply \r\nhello\r\n",
+    b"set {k} 0 0 5 foo\r\nhello\r\n",
+    b"set {k} 0 0 5 noreply x\r\nhello\r\n",
+    b"set {k} 0 0 5 x noreply\r\nhello\r\n",
+    b"set {k} 0 0\r\nhello\r\n",
+    b"set {k} 0 0 \r\nhello\r\n",
+    b"set {k}\r\n",
+    b"set \r\n",
+    b"set {k} 0 0 abc x y\r\nhello\r\n",
+    b"set {k} 0 0 1 a b c d e f g h i j k l m n o p q r s t u v w x y z\r\nx\r\n",
+    b"add {k} 0 0 5 foo\r\nhello\r\n",
+    b"add {k} 0 0 5 noreply\nhello\r\n",
+    b"replace {k} 0 0 5 a b\r\nhello\r\n",
+    b"append {k} 0 0 1 foo\r\nX\r\n",
+    b"prepend {k} 0 0 1 noreply z\r\nX\r\n",
+    b"incr {k} 1 2 3\r\n",
+    b"incr {k}\r\n",
+    b"touch {k} 0 foo\r\n",
+    b"delete {k} 0 foo\r\n",
+    b"delete {k} noreply 0\r\n",
+    b"delete {k} 0 0 0\r\n",
+    b"get\r\n",
+    b"gats\r\n",
+]
+
+
+@pytest.mark.parametrize("request_bytes", TOKEN_CASES)
+def test_token_counts_as_memcached(mc_cluster, request_bytes):
+    """The proxy answers what memcached answers and stays in step with the client: the request,
+    then a get and a version, sent to the proxy and to a memcached (each with a fresh key)."""
+    replies = []
+    for conn in (mc_cluster.raw(), RawConn(mc_cluster.ports[0])):
+        k = f"tok{uuid.uuid4().hex}".encode()
+        with conn:
+            conn.send(request_bytes.replace(b"{k}", k) + b"get " + k + b"\r\nversion\r\n")
+            replies.append([line.replace(k, b"{k}") for line in replies_until_version(conn)])
+    assert replies[0] == replies[1]
+
+
 @pytest.mark.parametrize("line", ["flush_all noreply", "flush_all 0 noreply", "verbosity 1 noreply"])
 def test_unsupported_command_with_noreply_closes_the_connection(mc_cluster, line):
     """flush_all / verbosity are not supported. With noreply, memcached would carry them out and
@@ -347,7 +423,6 @@ def test_unsupported_command_with_noreply_closes_the_connection(mc_cluster, line
     (b"set k 0 0 abc\r\nxyz\r\n", None),
     (b"set k 0 0 -1\r\n", None),
     (b"set k 0 0 3\r\nabcdef\r\n", None),                      # bad data chunk
-    (b"set k 0 0\r\n", BAD_FORMAT),                             # memcached: ERROR
     (b"set k 0 " + b"9" * 3000 + b" 1\r\nx\r\n",                  # memcached closes lines over
      b"CLIENT_ERROR line too long\r\n"),                        # 2 kB it has not seen end
 ])
@@ -363,6 +438,66 @@ def test_unfollowable_stream_gets_client_error_and_close(mc_cluster, reference, 
         assert c.line().startswith(b"VERSION ")
         c.expect(reply)
         assert c.is_closed()
+
+
+def binary_request(opcode, opaque, key=b"", extras=b"", value=b""):
+    """A memcached binary-protocol request: its 24-byte header and body."""
+    body = extras + key + value
+    return struct.pack(">BBHBBHIIQ", 0x80, opcode, len(key), len(extras), 0, 0, len(body),
+                       opaque, 0) + body
+
+
+def binary_unknown_command(opcode, opaque):
+    """The proxy's answer to a binary request: a reply header (magic 0x81, the request's opcode and
+    opaque, status 0x0081 "unknown command") and its text."""
+    text = b"Unknown command: binary protocol not supported, use ASCII"
+    return struct.pack(">BBHBBHIIQ", 0x81, opcode, 0, 0, 0, 0x0081, len(text), opaque, 0) + text
+
+
+BINARY_SET_KEY = "nc-binary-set-key"
+
+
+@pytest.mark.parametrize("requests", [
+    [binary_request(0x0a, 0xdeadbeef)],  # NOOP: its opcode is "\n", once answered a text ERROR
+    [binary_request(0x00, 7, key=b"foo")],  # GET
+    [binary_request(0x01, 9, key=BINARY_SET_KEY.encode(), extras=b"\0" * 8,  # SET
+                    value=b"v\r\nset " + BINARY_SET_KEY.encode() + b" 0 0 1\r\nx\r\n"),
+     binary_request(0x0a, 10)],
+])
+def test_binary_protocol_request_is_answered_and_closed(mc_cluster, requests):
+    """A binary-protocol request (first byte 0x80) used to wait for a newline that may never come:
+    it gets a binary "unknown command" reply at once and the connection is closed, whatever
+    follows it; logged once per connection."""
+    k = f"bin{uuid.uuid4().hex}"
+    with mc_cluster.raw() as c:  # the earlier requests are answered first
+        before = mc_cluster.proxy.log().count("binary protocol request")
+        c.send(mc_store("set", k, "v") + b"".join(requests))
+        opcode, opaque = requests[0][1], struct.unpack(">I", requests[0][12:16])[0]
+        c.expect(b"STORED\r\n" + binary_unknown_command(opcode, opaque))
+        assert c.is_closed()
+    with mc_cluster.raw() as c:
+        c.send(binary_request(0x0a, 1))
+        c.expect(binary_unknown_command(0x0a, 1))
+        assert c.is_closed()
+    # both logged before their replies were written
+    assert mc_cluster.proxy.log().count("binary protocol request") == before + 2
+    with mc_cluster.raw() as c:  # nothing after the binary header was run as a command
+        c.exchange(f"get {k} {BINARY_SET_KEY}\r\n".encode(), mc_value(k, "v") + b"END\r\n")
+
+
+def test_pylibmc_binary_client_fails_fast(mc_cluster):
+    """pylibmc with binary=True gets libmemcached's error for an "unknown command" status at once,
+    not a time-out (its get reports a miss: libmemcached's way with a failed get); the same client
+    in ASCII mode works."""
+    server = str(mc_cluster.path) if mc_cluster.path else f"127.0.0.1:{mc_cluster.port}"
+    behaviors = {"connect_timeout": 5000, "_poll_timeout": 5000}
+    k = f"plm{uuid.uuid4().hex}"
+    for op in (lambda c: c.set(k, "v"), lambda c: c.delete(k), lambda c: c.incr(k)):
+        with pytest.raises(pylibmc.UnknownReadFailure):
+            op(pylibmc.Client([server], binary=True, behaviors=behaviors))
+    ascii_client = pylibmc.Client([server], binary=False, behaviors=behaviors)
+    assert ascii_client.set(k, "v")
+    assert ascii_client.get(k) == "v"
 
 
 def test_get_of_more_keys_than_the_cap_is_refused(mc_cluster):

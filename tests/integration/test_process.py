@@ -2,6 +2,7 @@
 SIGTTIN/SIGTTOU log levels, SIGPIPE ignored, and the backend fixtures themselves."""
 import os
 import signal
+import socket
 
 import pytest
 
@@ -111,6 +112,39 @@ def test_daemon_that_fails_makes_the_launcher_fail(nutcrackers, good_conf, tmp_p
     r = procs.run(["-d", "-c", str(good_conf), "-o", str(tmp_path / "d.log"), "-p", str(pid_file),
                     "-s", str(procs.free_port()), "-a", HOST])
     assert r.returncode == 1
+
+
+@pytest.mark.parametrize("busy", ["pool", "manage"])
+def test_daemon_that_cannot_listen_makes_the_launcher_fail(write_conf, tmp_path, busy):
+    """-d with a pool port or the manage port taken: the daemon logs "Address already in use" and
+    dies, and the launcher, which waits for the daemon to report that it listens, exits 1 (it used
+    to return 0 once the pid file was written, before the daemon tried to listen)."""
+    with socket.socket() as taken:
+        taken.bind((HOST, 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        pool_port = port if busy == "pool" else procs.free_port()
+        manage_port = port if busy == "manage" else procs.free_port()
+        conf = write_conf({"solo": {"listen": f"{HOST}:{pool_port}",
+                                    "servers": [f"{HOST}:{procs.free_port()}:1"]}})
+        log = tmp_path / "busy.log"
+        r = procs.run(["-d", "-c", str(conf), "-o", str(log), "-s", str(manage_port), "-a", HOST,
+                       "-p", str(tmp_path / "busy.pid")])
+        assert r.returncode == 1, (r.stdout, r.stderr)
+        assert "the daemon did not start" in r.stderr
+        assert "Address already in use" in procs.read_text(log)
+        assert not (tmp_path / "busy.pid").exists(), "the failed daemon left its pid file"
+
+
+def test_daemon_launcher_returns_once_the_daemon_listens(nutcrackers, good_conf, tmp_path):
+    """When -d returns 0, every pool port and the manage port already accept connections."""
+    proxy = nutcrackers(good_conf, "-d", wait=None)
+    assert proxy.proc.returncode == 0
+    for port in [*proxy.listen_ports, proxy.manage_port]:
+        with socket.create_connection((HOST, port), timeout=5):
+            pass
+    proxy.signal(signal.SIGTERM)
+    assert proxy.wait_exit() == 0
 
 
 def test_unwritable_log_file_exits_1(good_conf, tmp_path):

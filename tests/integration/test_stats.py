@@ -1,7 +1,8 @@
 """Stats through the manage port, against real redis and memcached backends: exact request,
 response and byte counts per server after known traffic from many clients over 4 workers, gauges
-back to 0, fragments, latency histograms, `status workers`, the JSON's shape, Prometheus output
-agreeing with the JSON, -D agreeing with the JSON, and -i."""
+back to 0, fragments, latency histograms (`status latency`), `status workers`, the JSON's shape
+(as monitoring agents written for twemproxy read it), Prometheus output agreeing with the JSON, -D
+agreeing with the JSON, and -i."""
 import json
 import threading
 
@@ -66,6 +67,14 @@ def _owner(c, kind, key):
     return names[backend_owner([c[kind][n] for n in names], kind == "redis", key)]
 
 
+def wait_latencies(port, pool, n):
+    """The "latency" member of `status latency` once the pool's request_latency has counted n
+    requests (the histograms are a document of their own: the wait on `status` does not cover
+    them)."""
+    return manage.wait_status(port, lambda d: d["latency"][pool]["request_latency"]["count"] == n,
+                              words=("latency",), what=f"{n} {pool} latencies")["latency"]
+
+
 def test_exact_counts_over_four_workers(cluster):
     c = cluster()
     clients, per_client = 12, 25
@@ -101,11 +110,11 @@ def test_exact_counts_over_four_workers(cluster):
 
     def settled(doc):
         a = doc["alpha"]
-        return (sum(a[s]["responses"] for s in c["redis"]) == n and a["client_connections"] == 0
-                and a["request_latency"]["count"] == n)
+        return sum(a[s]["responses"] for s in c["redis"]) == n and a["client_connections"] == 0
 
     doc = manage.wait_status(c["manage"], settled, what=f"{n} responses and no clients")
     a = doc["alpha"]
+    lat = wait_latencies(c["manage"], "alpha", n)["alpha"]
     for name, e in expect.items():
         s = a[name]
         assert s["requests"] == e["requests"], name
@@ -116,12 +125,12 @@ def test_exact_counts_over_four_workers(cluster):
             assert s[g] == 0, (name, g)
         assert 1 <= s["server_connections"] <= 4, "one connection per worker that used the server"
         assert s["server_err"] == 0 and s["server_eof"] == 0 and s["server_timedout"] == 0
-        assert s["server_latency"]["count"] == e["requests"]
+        assert lat["servers"][name]["server_latency"]["count"] == e["requests"]
     assert doc["total_connections"] == clients
     assert doc["curr_connections"] == 0
     assert a["client_eof"] == clients
     assert a["client_err"] == 0 and a["forward_error"] == 0 and a["fragments"] == 0
-    lat = a["request_latency"]
+    lat = lat["request_latency"]
     assert sum(lat["buckets"].values()) == n
     assert lat["p50"] <= lat["p99"] <= lat["p999"] <= lat["max"]
     assert lat["sum"] >= lat["max"] > 0
@@ -134,7 +143,6 @@ def test_exact_counts_over_four_workers(cluster):
     for name in c["redis"]:
         for field in ("requests", "request_bytes", "responses", "response_bytes"):
             assert sum(w["alpha"][name][field] for w in workers) == a[name][field]
-    assert sum(w["alpha"]["request_latency"]["count"] for w in workers) == n
 
 
 def test_memcached_counts(cluster):
@@ -204,7 +212,7 @@ def test_fragments_count_multi_key_splits(cluster):
     assert doc["alpha"]["fragments"] == expected
     # every fragment is a request to its server: 12 SETs, the split MGET and DEL, the whole MGET
     assert sum(doc["alpha"][s]["requests"] for s in c["redis"]) == len(keys) + expected + 1
-    assert doc["alpha"]["request_latency"]["count"] == len(keys) + 3
+    wait_latencies(c["manage"], "alpha", len(keys) + 3)
 
 
 def test_json_shape_and_order(cluster):
@@ -219,14 +227,96 @@ def test_json_shape_and_order(cluster):
     assert isinstance(top["uptime"], int) and isinstance(top["timestamp"], int)
     for pool, servers in (("alpha", ["r0", "r1", "r2"]), ("beta", ["m0", "m1"])):
         members = [k for k, _ in top[pool]]
-        assert members == POOL_FIELDS + servers + ["request_latency"], members
+        assert members == POOL_FIELDS + servers, members
         body = dict(top[pool])
         for s in servers:
-            assert [k for k, _ in body[s]] == SERVER_FIELDS + ["server_latency"]
-            hist = dict(dict(body[s])["server_latency"])
-            assert list(hist) == HIST_FIELDS
-            assert [k for k, _ in hist["buckets"]] == BUCKETS
-        assert [k for k, _ in body["request_latency"]] == HIST_FIELDS
+            assert [k for k, _ in body[s]] == SERVER_FIELDS
+    # the histograms: `status latency` and GET /latency
+    for text in (manage.command(c["manage"], "status latency"),
+                 manage.http_get(c["manage"], "/latency")[2].decode()):
+        pairs = json.loads(text, object_pairs_hook=list)
+        assert [k for k, _ in pairs] == HEADER + ["latency"]
+        lat = dict(pairs)["latency"]
+        assert [k for k, _ in lat] == ["alpha", "beta"]
+        for pool, servers in (("alpha", ["r0", "r1", "r2"]), ("beta", ["m0", "m1"])):
+            body = dict(dict(lat)[pool])
+            assert list(body) == ["request_latency", "servers"]
+            assert [k for k, _ in body["request_latency"]] == HIST_FIELDS
+            assert [k for k, _ in body["servers"]] == servers
+            for s, hists in body["servers"]:
+                assert [k for k, _ in hists] == ["server_latency"]
+                hist = dict(dict(hists)["server_latency"])
+                assert list(hist) == HIST_FIELDS
+                assert [k for k, _ in hist["buckets"]] == BUCKETS
+
+
+# the top-level members that are not pools: twemproxy's, ours (generation, loaded_at) and, in
+# each document of `status workers`, "worker"
+NON_POOL = set(HEADER) | {"worker"}
+SUMMED = ["requests", "request_bytes", "responses", "response_bytes", "server_eof", "server_err",
+          "server_timedout", "server_connections"]
+
+
+def agent_read(doc):
+    """Reads a stats document the way monitoring agents written for twemproxy do (Diamond's
+    collector; telegraf's plugin within a pool; scripts): every object-valued top-level member is
+    a pool; inside a pool every object-valued member is a server, whose counters are summed by
+    name, and every other member a pool counter. Returns {pool: {"counters": {field: n},
+    "servers": {name: {field: n}}, "totals": {field: sum over the servers}}}."""
+    pools = {}
+    for key, value in doc.items():
+        if not isinstance(value, dict):
+            assert key in NON_POOL, f"top-level '{key}' is neither a known field nor a pool"
+            continue
+        counters, servers = {}, {}
+        totals = dict.fromkeys(SUMMED, 0)
+        for member, v in value.items():
+            if isinstance(v, dict):
+                for field in SUMMED:
+                    totals[field] += v[field]  # a KeyError here is what such an agent hits
+                servers[member] = v
+            else:
+                counters[member] = v
+        pools[key] = {"counters": counters, "servers": servers, "totals": totals}
+    for pool, seen in pools.items():  # and what it charts must be numbers
+        for name, server in seen["servers"].items():
+            for field, n in server.items():
+                assert type(n) is int, f"{pool}.{name}.{field} is not a number: {n!r}"
+    return pools
+
+
+def test_agents_written_for_twemproxy_read_every_document(cluster):
+    """`status`, a silent client, `GET /` and every document of `status workers`: only the pools
+    are objects at the top level; a pool holds twemproxy's counters and one object per server,
+    nothing else; a server object holds only twemproxy's fields, all numbers."""
+    c = cluster()
+    with Conn(c["alpha"]) as conn:
+        for i in range(20):
+            assert conn.call("SET", f"agent:{i}", "v") == "OK"
+            conn.call("MGET", f"agent:{i}", f"agent:{i + 1}", f"agent:{i + 2}")
+    with Conn(c["beta"]) as conn:
+        for i in range(10):
+            conn.exchange(b"set agent:%d 0 0 1\r\nx\r\n" % i, b"STORED\r\n")
+    manage.wait_status(c["manage"], lambda d: d["alpha"]["client_connections"] == 0
+                       and d["beta"]["client_connections"] == 0)
+    _, headers, body = manage.http_get(c["manage"], "/")
+    docs = {"status": manage.status(c["manage"]),
+            "silent client": json.loads(manage.silent(c["manage"], half_close=True)),
+            "GET /": json.loads(body)}
+    for w in manage.status(c["manage"], "workers")["workers"]:
+        docs[f"worker {w['worker']}"] = w
+    names = {"alpha": sorted(c["redis"]), "beta": sorted(c["mc"])}
+    for what, doc in docs.items():
+        pools = agent_read(doc)
+        assert sorted(pools) == ["alpha", "beta"], (what, sorted(pools))
+        for pool, seen in pools.items():
+            assert sorted(seen["servers"]) == names[pool], (what, pool, sorted(seen["servers"]))
+            assert list(seen["counters"]) == POOL_FIELDS, (what, pool, list(seen["counters"]))
+            for name, server in seen["servers"].items():
+                assert list(server) == SERVER_FIELDS, (what, pool, name, list(server))
+    totals = agent_read(docs["status"])
+    assert totals["alpha"]["totals"]["responses"] >= 40
+    assert totals["beta"]["totals"]["requests"] == totals["beta"]["totals"]["responses"] == 10
 
 
 def _samples(text):
@@ -255,6 +345,7 @@ def test_prometheus_parses_and_agrees_with_json(cluster):
         conn.exchange(b"set m 0 0 1\r\nx\r\n", b"STORED\r\n")
     doc = manage.wait_status(c["manage"], lambda d: d["alpha"]["client_connections"] == 0
                                and d["beta"]["client_connections"] == 0)
+    lat = wait_latencies(c["manage"], "alpha", 60)
     status, headers, body = manage.http_get(c["manage"], "/metrics")
     assert status == 200 and headers["content-type"].startswith("text/plain; version=0.0.4")
     text = body.decode()
@@ -281,11 +372,11 @@ def test_prometheus_parses_and_agrees_with_json(cluster):
                 name = f"nutcrackers_server_{f}" + ("" if gauge else "_total")
                 assert samples[(name, labels)] == p[s][f], (pool, s, f)
                 checked += 1
-            _check_hist(samples, "nutcrackers_server_server_latency_seconds", labels, p[s]["server_latency"])
+            _check_hist(samples, "nutcrackers_server_server_latency_seconds", labels,
+                        lat[pool]["servers"][s]["server_latency"])
         _check_hist(samples, "nutcrackers_pool_request_latency_seconds", (("pool", pool),),
-                    p["request_latency"])
+                    lat[pool]["request_latency"])
     assert checked == 2 * len(POOL_FIELDS) + 5 * len(SERVER_FIELDS)
-    assert doc["alpha"]["request_latency"]["count"] == 60
 
 
 def _check_hist(samples, name, labels, hist):
@@ -308,6 +399,7 @@ def test_describe_stats_agrees_with_json(cluster):
         if line.startswith("  ") and len(parts) == 3 and parts[2].startswith('"'):
             described.setdefault(parts[0], parts[1])
     doc = manage.status(c["manage"])
+    lat = manage.status(c["manage"], "latency")
 
     def json_type(key, value):
         if isinstance(value, str):
@@ -327,19 +419,29 @@ def test_describe_stats_agrees_with_json(cluster):
             assert described[key] in ("counter", "gauge", "timestamp"), key
         seen.add(key)
 
+    def check_hist(key, hist):
+        check(key, hist)
+        for hk, hv in hist.items():
+            check(hk, hv if hk != "buckets" else 0)
+
     for key, value in doc.items():
         if key in ("alpha", "beta"):
             for k, v in value.items():
-                if isinstance(v, dict) and "requests" in v:  # a server
+                if isinstance(v, dict):  # a server
                     for sk, sv in v.items():
                         check(sk, sv)
-                        if isinstance(sv, dict):
-                            for hk, hv in sv.items():
-                                check(hk, hv if hk != "buckets" else 0)
                 else:
                     check(k, v)
         else:
             check(key, value)
+    for pool in lat["latency"].values():
+        for k, v in pool.items():
+            if k == "servers":
+                for hists in v.values():
+                    for hk, hv in hists.items():
+                        check_hist(hk, hv)
+            else:
+                check_hist(k, v)
     # and nothing described is missing from the document
     assert set(described) == seen, set(described) ^ seen
 

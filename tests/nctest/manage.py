@@ -21,7 +21,7 @@ def command(port, *lines, timeout=IO_TIMEOUT):
 
 
 def status(port, *words):
-    """`status` (or `status workers`) parsed into dicts."""
+    """`status` (or `status workers`, `status latency`) parsed into dicts."""
     return json.loads(command(port, " ".join(("status",) + words)))
 
 
@@ -63,13 +63,13 @@ def find_keys(port, pool, keys):
     return out
 
 
-def wait_status(port, pred, timeout=5.0, what="stats"):
-    """Polls `status` until pred(doc) is true; returns the doc (AssertionError with the last one
-    on timeout)."""
+def wait_status(port, pred, timeout=5.0, what="stats", words=()):
+    """Polls `status` (or `status <words>`) until pred(doc) is true; returns the doc
+    (AssertionError with the last one on timeout)."""
     last = {}
 
     def ok():
-        last["doc"] = status(port)
+        last["doc"] = status(port, *words)
         return pred(last["doc"])
 
     try:

@@ -9,3 +9,4 @@ include tests/unit/memcache.mk
 include tests/unit/core.mk
 include tests/unit/thread.mk
 include tests/unit/stats.mk
+include tests/unit/manage.mk

@@ -1,5 +1,5 @@
 /*
- * stats_fixture.c - the stats unit tests' shared set-up (see stats_fixture.h).
+ * stats_fixture.c - the manage unit tests' shared set-up (see stats_fixture.h).
  *
  * Threads: the test's only.
  */

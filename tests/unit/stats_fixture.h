@@ -1,6 +1,7 @@
 /*
- * stats_fixture.h - what the stats unit tests share: a real config (parsed from YAML text), its
- * runtime, a few worker counter blocks and the stats_source over them, as the stats thread has.
+ * stats_fixture.h - what the manage unit tests (test_stats_render, test_manage) share: a real
+ * config (parsed from YAML text), its runtime, a few worker counter blocks bound to it and the
+ * stats_source over them, as the stats thread has.
  *
  * Threads: the test's only (plus any writer threads a test starts itself).
  */
@@ -10,10 +11,12 @@
 #include <stddef.h>
 
 #include "conf/conf.h"
+#include "core/route.h"
 #include "core/runtime.h"
+#include "core/runtime_stats.h"
+#include "manage/stats_buf.h"
+#include "manage/stats_snapshot.h"
 #include "stats/stats.h"
-#include "stats/stats_buf.h"
-#include "stats/stats_snapshot.h"
 
 #define SFIX_MAX_WORKERS 8
 

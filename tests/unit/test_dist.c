@@ -21,6 +21,7 @@
 #include <cmocka.h>
 
 #include "conf/conf.h"
+#include "core/route.h"
 #include "core/runtime.h"
 #include "hash/dist.h"
 #include "hash/hash.h"

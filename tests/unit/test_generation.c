@@ -17,7 +17,9 @@
 #include <cmocka.h>
 
 #include "conf/conf.h"
+#include "core/route.h"
 #include "core/runtime.h"
+#include "core/runtime_stats.h"
 #include "stats/stats.h"
 #include "thread/reload_req.h"
 

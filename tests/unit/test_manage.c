@@ -1,8 +1,8 @@
 /*
  * test_manage.c - unit tests of the manage port's commands and HTTP side, without sockets: help,
- * status (JSON, fresh), status workers, find_key/find_keys against the routing table, the unknown
- * pool error, usage and unknown-command errors, slowlog get/len/reset and its line format, HTTP
- * request lines and responses.
+ * status (JSON, fresh), status workers, status latency, find_key/find_keys against the routing
+ * table, the unknown pool error, usage and unknown-command errors, slowlog get/len/reset and its
+ * line format, HTTP request lines and responses.
  *
  * Threads: the test's only.
  */
@@ -17,8 +17,8 @@
 #include <cmocka.h>
 
 #include "json_check.h"
-#include "stats/manage_cmd.h"
-#include "stats/manage_http.h"
+#include "manage/manage_cmd.h"
+#include "manage/manage_http.h"
 #include "stats_fixture.h"
 
 struct mfix {
@@ -71,7 +71,8 @@ static void test_help(void **state)
     char *s = run(m, "help", MANAGE_OK);
     assert_true(strncmp(s, "*****\r\n", 7) == 0);
     assert_non_null(strstr(s, "\r\n*****\r\n"));
-    for (const char *w = "status\0status workers\0find_key\0find_keys\0slowlog get\0slowlog len\0slowlog reset\0quit\0";
+    for (const char *w = "status\0status workers\0status latency\0GET /latency\0find_key\0find_keys\0"
+                         "slowlog get\0slowlog len\0slowlog reset\0quit\0";
          *w; w += strlen(w) + 1)
         assert_non_null(strstr(s, w));
     free(s);
@@ -125,6 +126,26 @@ static void test_status_workers(void **state)
     free(s);
 }
 
+static void test_status_latency(void **state)
+{
+    struct mfix *m = *state;
+    stats_hist_record(&sfix_sb(&m->f, 1, "alpha", 1)->server_latency, 700); /* fresh, not cached */
+    char *s = run(m, "STATUS latency", MANAGE_OK);
+    size_t len = strlen(s);
+    assert_true(len > 2 && strcmp(s + len - 2, "\r\n") == 0);
+    struct jv *v = jv_parse(s, len);
+    assert_non_null(v);
+    assert_string_equal(jv_get(v, "service")->s, "nutcrackers");
+    const struct jv *c = jv_path(v, STATS_LATENCY_KEY, "alpha", STATS_LATENCY_SERVERS_KEY, "s2",
+                                 "server_latency", "count", NULL);
+    assert_non_null(c);
+    assert_int_equal(c->i, 1);
+    assert_non_null(jv_path(v, STATS_LATENCY_KEY, "alpha", "request_latency", "buckets", "+inf", NULL));
+    jv_free(v);
+    free(s);
+    expect(m, "status latency now", MANAGE_ERROR, NULL);
+}
+
 static void test_find_key(void **state)
 {
     struct mfix *m = *state;
@@ -163,6 +184,7 @@ static void test_errors(void **state)
     char *r = run(m, "status nope", MANAGE_ERROR);
     assert_non_null(strstr(r, "'status'"));
     assert_non_null(strstr(r, "'status workers'"));
+    assert_non_null(strstr(r, "'status latency'"));
     free(r);
     r = run(m, "slowlog", MANAGE_ERROR);
     assert_non_null(strstr(r, "'slowlog get [n]'"));
@@ -267,6 +289,13 @@ static void test_http_responses(void **state)
     assert_non_null(v);
     assert_string_equal(jv_get(v, "service")->s, "nutcrackers");
     jv_free(v);
+    assert_int_equal(http(m, "GET /latency HTTP/1.1", &body), 200);
+    assert_non_null(strstr(m->out.data, "Content-Type: application/json\r\n"));
+    v = jv_parse(body, strlen(body));
+    assert_non_null(v);
+    assert_non_null(jv_path(v, STATS_LATENCY_KEY, "alpha", "request_latency", "count", NULL));
+    jv_free(v);
+    assert_int_equal(http(m, "HEAD /latency HTTP/1.1", &body), 200);
     assert_int_equal(http(m, "GET /metrics HTTP/1.1", &body), 200);
     assert_non_null(strstr(m->out.data, "Content-Type: text/plain; version=0.0.4"));
     assert_non_null(strstr(body, "# TYPE nutcrackers_server_requests_total counter\n"));
@@ -283,6 +312,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_help, setup, teardown),
         cmocka_unit_test_setup_teardown(test_status_is_fresh_json, setup, teardown),
         cmocka_unit_test_setup_teardown(test_status_workers, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_status_latency, setup, teardown),
         cmocka_unit_test_setup_teardown(test_find_key, setup, teardown),
         cmocka_unit_test_setup_teardown(test_errors, setup, teardown),
         cmocka_unit_test_setup_teardown(test_slowlog, setup, teardown),

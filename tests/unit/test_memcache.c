@@ -18,6 +18,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "common/log.h"
 #include "common/util.h"
 #include "msg/mbuf.h"
 #include "msg/msg.h"
@@ -43,7 +44,7 @@ static char *describe_req(const struct msg *m)
     FILE *out = open_memstream(&s, &n);
     assert_non_null(out);
     assert_true(m->cmd < MC_CMD_COUNT);
-    fputs(m->cmd == MC_CMD_UNKNOWN ? "?" : mc_cmds[m->cmd].name, out);
+    fputs(m->cmd == MC_CMD_UNKNOWN ? "?" : m->cmd == MC_CMD_BINARY ? "BINARY" : mc_cmds[m->cmd].name, out);
     assert_int_equal(m->cmd_flags, mc_cmds[m->cmd].flags);
     for (uint32_t i = 0; i < m->nkeys; i++) {
         const struct msg_key *k = &m->keys[i];
@@ -156,9 +157,11 @@ static void test_retrieval(void **state)
         { "get a\rb\r\n", "get k=a\rb\n" },                     /* a '\r' inside a token */
         { "get a noreply\r\n", "get k=a,noreply\n" },           /* no noreply on get */
         { "get a a\r\n", "get k=a,a\n" },
-        { "get\r\n", "get REJ=CE:bad command line format\n" },
-        { "get   \r\n", "get REJ=CE:bad command line format\n" },
-        { "gat 10\r\n", "gat REJ=CE:bad command line format\n" },
+        /* no argument at all: memcached's token count, "ERROR" */
+        { "get\r\n", "get REJ=ERROR\n" },
+        { "get   \r\n", "get REJ=ERROR\n" },
+        { "gats\r\n", "gats REJ=ERROR\n" },
+        { "gat 10\r\n", "gat REJ=CE:bad command line format\n" }, /* memcached: END */
         { "gat x a\r\n", "gat REJ=CE:invalid exptime argument\n" },
         { "gat 99999999999 a\r\n", "gat REJ=CE:invalid exptime argument\n" },
     };
@@ -190,10 +193,54 @@ static void test_storage(void **state)
         { "set k 4294967296 0 1\r\nz\r\n", "set REJ=CE:bad command line format\n" },
         { "set k 0 y 1\r\nz\r\n", "set REJ=CE:bad command line format\n" },
         { "cas k 0 0 1 x\r\nz\r\n", "cas REJ=CE:bad command line format\n" },
-        { "set k 0 0 1 foo\r\nz\r\n", "set REJ=CE:bad command line format\n" },
-        { "set k 0 0 1 noreply x\r\nz\r\nget a\r\n",
-          "set REJ=CE:bad command line format\nget k=a\n" },
-        { "cas k 0 0 1\r\nz\r\n", "cas REJ=CE:bad command line format\n" }, /* no cas unique */
+    };
+    CHECK_CASES(false, cases);
+}
+
+/*
+ * The storage commands take memcached's token counts (1.6.18, measured: notes/memcache.md): set,
+ * add, replace, append, prepend take 4 or 5 argument tokens, cas 5 or 6, however many spaces
+ * separate or follow them. Another count is "ERROR" and no data block is read: the next line is
+ * the next request (memcached reads the data as a command too). A 5th (cas: 6th) token that is not
+ * "noreply" is ignored, as memcached does.
+ */
+static void test_storage_token_count(void **state)
+{
+    (void)state;
+    static const struct stream_case cases[] = {
+        /* a trailing space, no cas unique: the proxy used to wait for a 5-byte data block */
+        { "cas key 0 600 5 \r\nget a\r\n", "cas REJ=ERROR\nget k=a\n" },
+        { "cas k 0 0 1\r\nz\r\n", "cas REJ=ERROR\n? REJ=ERROR\n" },
+        { "cas k 0 0 1 2 noreply x\r\nz\r\n", "cas REJ=ERROR\n? REJ=ERROR\n" },
+        { "cas k 0 0 1 2 foo\r\nz\r\n", "cas k=k\n" },
+        { "cas  k  0 0   1 2   noreply   \r\nz\r\n", "cas k=k noreply\n" },
+        { "set k 0 0 1 \r\nz\r\n", "set k=k\n" },
+        { "set  k   0 0 1    \r\nz\r\n", "set k=k\n" },
+        { "set k 0 0 1 noreply \r\nz\r\n", "set k=k noreply\n" },
+        { "set k 0 0 1 foo\r\nz\r\n", "set k=k\n" },
+        { "set k 0 0 1 noreply\rx\r\nz\r\n", "set k=k\n" },
+        { "add k 0 0 1 foo\r\nz\r\n", "add k=k\n" },
+        { "replace k 0 0 1 x y\r\nz\r\n", "replace REJ=ERROR\n? REJ=ERROR\n" },
+        { "append k 0 0 1 noreply x\r\nz\r\n", "append REJ=ERROR\n? REJ=ERROR\n" },
+        { "prepend k 0 0 1 x noreply\r\nz\r\n", "prepend REJ=ERROR\n? REJ=ERROR\n" },
+        { "set k 0 0 1 noreply x\r\nz\r\nget a\r\n", "set REJ=ERROR\n? REJ=ERROR\nget k=a\n" },
+        { "set k 0 0\r\nab\r\n", "set REJ=ERROR\n? REJ=ERROR\n" },
+        { "set k 0 0 \r\n", "set REJ=ERROR\n" },
+        { "set k\r\n", "set REJ=ERROR\n" },
+        { "set\r\n", "set REJ=ERROR\n" },
+        { "set \r\n", "set REJ=ERROR\n" },
+        { "cas k 0\r\n", "cas REJ=ERROR\n" },
+        /* the count comes first: a bad <bytes> in a line of the wrong count is ERROR too */
+        { "set k 0 0 abc x y\r\nget a\r\n", "set REJ=ERROR\nget k=a\n" },
+        { "set k x 0 5 a b\r\n", "set REJ=ERROR\n" },
+        { "set k 0 0 1 a b c d e f g h i j k l m n o p q r s t u v w x y z\r\n", "set REJ=ERROR\n" },
+        /* and a key over 250 bytes too */
+        { "set kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk"
+          "kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk"
+          "kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk 0 0 1 x y\r\n",
+          "set REJ=ERROR\n" },
+        /* with the right count, a bad <bytes> is still a stream the proxy cannot follow */
+        { "set k 0 0 abc foo\r\n", "ERROR bad command line format\n" },
     };
     CHECK_CASES(false, cases);
 }
@@ -207,19 +254,23 @@ static void test_other_commands(void **state)
         { "incr n abc\r\n", "incr REJ=CE:invalid numeric delta argument\n" },
         { "incr n -1\r\n", "incr REJ=CE:invalid numeric delta argument\n" },
         { "incr n 18446744073709551616\r\n", "incr REJ=CE:invalid numeric delta argument\n" },
-        { "incr n\r\n", "incr REJ=CE:bad command line format\n" },
-        { "incr n 1 noreply x\r\n", "incr REJ=CE:bad command line format\n" },
+        { "incr n\r\n", "incr REJ=ERROR\n" },                   /* memcached's token count */
+        { "incr n 1 noreply x\r\n", "incr REJ=ERROR\n" },
+        { "incr n 1 foo\r\n", "incr k=n\n" },                   /* memcached ignores "foo" */
         { "delete k\r\n", "delete k=k\n" },
         { "delete k 0\r\n", "delete k=k\n" },
         { "delete k noreply\r\n", "delete k=k noreply\n" },
         { "delete k 0 noreply\r\n", "delete k=k noreply\n" },
         { "delete k 5\r\n", "delete REJ=CE:bad command line format.  Usage: delete <key> [noreply]\n" },
-        { "delete k noreply 0\r\n", "delete REJ=CE:bad command line format\n" },
-        { "delete\r\n", "delete REJ=CE:bad command line format\n" },
+        { "delete k noreply 0\r\n", "delete REJ=CE:bad command line format.  Usage: delete <key> [noreply]\n" },
+        { "delete k 0 foo\r\n", "delete REJ=CE:bad command line format.  Usage: delete <key> [noreply]\n" },
+        { "delete\r\n", "delete REJ=ERROR\n" },
+        { "delete k 0 0 0\r\n", "delete REJ=ERROR\n" },
         { "touch k 10\r\n", "touch k=k\n" },
         { "touch k -10 noreply\r\n", "touch k=k noreply\n" },
         { "touch k x\r\n", "touch REJ=CE:invalid exptime argument\n" },
-        { "touch k\r\n", "touch REJ=CE:bad command line format\n" },
+        { "touch k\r\n", "touch REJ=ERROR\n" },
+        { "touch k 10 foo\r\n", "touch k=k\n" },
         { "version\r\n", "version\n" },
         { "version x\r\n", "version REJ=CE:bad command line format\n" },
         { "quit\r\n", "quit quit\n" },
@@ -266,7 +317,8 @@ static void test_reject_noreply(void **state)
         { "touch k noreply\r\n", "touch noreply REJ=CE:invalid exptime argument\n" },
         { "delete k 5 noreply\r\n",
           "delete noreply REJ=CE:bad command line format.  Usage: delete <key> [noreply]\n" },
-        { "delete k noreply noreply\r\n", "delete noreply REJ=CE:bad command line format\n" },
+        { "delete k noreply noreply\r\n",
+          "delete noreply REJ=CE:bad command line format.  Usage: delete <key> [noreply]\n" },
         /* storage: silent, and the data block is still skipped */
         { "set k abc 0 5 noreply\r\nhello\r\nget k\r\n",
           "set noreply REJ=CE:bad command line format\nget k=k\n" },
@@ -277,14 +329,14 @@ static void test_reject_noreply(void **state)
         { "flush_all x noreply\r\n", "flush_all noreply quit REJ=CE:unsupported command\n" },
         { "verbosity noreply\r\n", "verbosity noreply quit REJ=CE:unsupported command\n" },
         { "verbosity 1 noreply\r\n", "verbosity noreply quit REJ=CE:unsupported command\n" },
-        /* too many or too few arguments: memcached says ERROR, the proxy its CLIENT_ERROR */
-        { "incr k 1 x noreply\r\n", "incr REJ=CE:bad command line format\n" },
-        { "incr noreply\r\n", "incr REJ=CE:bad command line format\n" },
-        { "touch k 1 x noreply\r\n", "touch REJ=CE:bad command line format\n" },
-        { "delete k 0 0 noreply\r\n", "delete REJ=CE:bad command line format\n" },
-        { "set k 0 0 1 x noreply\r\nz\r\n", "set REJ=CE:bad command line format\n" },
-        { "flush_all 0 0 noreply\r\n", "flush_all REJ=CE:unsupported command\n" },
-        { "verbosity 1 2 noreply\r\n", "verbosity REJ=CE:unsupported command\n" },
+        /* too many or too few arguments: ERROR, as memcached (no data block is read) */
+        { "incr k 1 x noreply\r\n", "incr REJ=ERROR\n" },
+        { "incr noreply\r\n", "incr REJ=ERROR\n" },
+        { "touch k 1 x noreply\r\n", "touch REJ=ERROR\n" },
+        { "delete k 0 0 noreply\r\n", "delete REJ=ERROR\n" },
+        { "set k 0 0 1 x noreply\r\nz\r\n", "set REJ=ERROR\n? REJ=ERROR\n" },
+        { "flush_all 0 0 noreply\r\n", "flush_all REJ=ERROR\n" },
+        { "verbosity 1 2 noreply\r\n", "verbosity REJ=ERROR\n" },
         /* "noreply" not last, or a command without a noreply slot: not silent (quit closes) */
         { "incr k noreply x\r\n", "incr REJ=CE:invalid numeric delta argument\n" },
         { "gat x k noreply\r\n", "gat REJ=CE:invalid exptime argument\n" },
@@ -304,10 +356,7 @@ static void test_parse_errors(void **state)
         { "set k 0 0 -1\r\nget a\r\n", "ERROR bad command line format\n" },
         { "set k 0 0 abc\r\n", "ERROR bad command line format\n" },
         { "set k 0 0 2147483646\r\n", "ERROR bad command line format\n" },
-        { "set k 0 0\r\nab\r\n", "ERROR bad command line format\n" },
-        { "set k\r\n", "ERROR bad command line format\n" },
-        { "set\r\n", "ERROR bad command line format\n" },
-        { "cas k 0\r\n", "ERROR bad command line format\n" },
+        { "set k 0 0 abc noreply\r\n", "ERROR bad command line format\n" },
         { "ms key\r\n", "ERROR bad command line format\n" },
         { "set k 0 0 3\r\nabcd\r\n", "ERROR bad data chunk\n" },
         { "set k 0 0 3\r\nabc\n", "ERROR bad data chunk\n" },
@@ -749,6 +798,97 @@ static void test_reject_and_error_replies(void **state)
     assert_string_equal(memcache_proto.name, "memcache");
 }
 
+/* What the proxy answers itself (proto_ops.local): rejects (nothing with noreply), quit (nothing,
+ * then close); the rest is forwarded. And the probe, the set-up, the fixed texts. */
+static void test_local_answers(void **state)
+{
+    (void)state;
+    struct tenv e;
+    tenv_init(&e, 4096);
+    struct proto_session s;
+    memcache_proto.session_init(&s, NULL, NULL);
+    assert_true(s.admitted);
+    struct msg *rsp = msg_get(&e.pp);
+    struct msg m;
+    memset(&m, 0, sizeof(m));
+    m.reject = REJECT_ERROR;
+    assert_int_equal(memcache_proto.local(&s, NULL, &m, rsp), PROTO_ANSWERED);
+    char buf[64];
+    size_t n = msg_copy_out(rsp, 0, buf, sizeof(buf));
+    assert_int_equal(n, 7);
+    assert_memory_equal(buf, "ERROR\r\n", 7);
+    msg_put(&e.pp, rsp);
+    rsp = msg_get(&e.pp);
+    m.noreply = true; /* memcached sends nothing */
+    assert_int_equal(memcache_proto.local(&s, NULL, &m, rsp), PROTO_ANSWERED);
+    assert_int_equal(rsp->len, 0);
+    m.quit = true;    /* an unsupported command with noreply: closed */
+    assert_int_equal(memcache_proto.local(&s, NULL, &m, rsp), PROTO_ANSWERED_CLOSE);
+    assert_int_equal(rsp->len, 0);
+    memset(&m, 0, sizeof(m));
+    m.quit = true;
+    assert_int_equal(memcache_proto.local(&s, NULL, &m, rsp), PROTO_ANSWERED_CLOSE);
+    assert_int_equal(rsp->len, 0);
+    m.quit = false;
+    assert_int_equal(memcache_proto.local(&s, NULL, &m, rsp), PROTO_FORWARD);
+    msg_put(&e.pp, rsp);
+    struct msg *out[PROTO_SETUP_MAX];
+    assert_int_equal(memcache_proto.server_setup(NULL, &e.pp, out, PROTO_SETUP_MAX), 0);
+    assert_string_equal(memcache_proto.probe_request, "version\r\n");
+    assert_true(memcache_proto.probe_alive((const uint8_t *)"VERSION 1.6.18\r\n", 16));
+    assert_false(memcache_proto.probe_alive((const uint8_t *)"VERSION 1.6", 11)); /* no line yet */
+    assert_false(memcache_proto.probe_alive((const uint8_t *)"ERROR\r\n", 7));
+    assert_false(memcache_proto.probe_alive((const uint8_t *)"+PONG\r\n", 7));
+    assert_string_equal(memcache_proto.max_clients_reply, "SERVER_ERROR max number of clients reached\r\n");
+    n = memcache_proto.protocol_error_reply("bad data chunk", buf, sizeof(buf));
+    assert_int_equal(n, strlen("CLIENT_ERROR bad data chunk\r\n"));
+    assert_memory_equal(buf, "CLIENT_ERROR bad data chunk\r\n", n);
+    tenv_deinit(&e);
+}
+
+/*
+ * A request whose first byte is the binary protocol's magic 0x80 is its 24-byte header (nothing
+ * consumed before it is all there): rejected with quit, and answered with a binary "unknown
+ * command" reply carrying the request's opcode and opaque. 0x80 anywhere else is a text byte.
+ */
+static void test_binary_request(void **state)
+{
+    (void)state;
+    int level = log_level_get();
+    log_level_set(LOG_WARN); /* the parser's notice, once per parse of each split */
+    /* a binary NOOP (opcode 0x0a), opaque 0xdeadbeef */
+    static const char noop[24] = { '\x80', 0x0a, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+                                   '\xde', '\xad', '\xbe', '\xef' };
+    check_stream_n(false, noop, sizeof(noop), "BINARY quit REJ=ERROR\n");
+    check_stream_n(false, noop, 23, "PENDING\n");
+    char after[64];
+    memcpy(after, "get a\r\n", 7);
+    memcpy(after + 7, noop, sizeof(noop));
+    check_stream_n(false, after, 7 + sizeof(noop), "get k=a\nBINARY quit REJ=ERROR\n");
+    check_stream(false, " \x80get a\r\nget b\r\n", "? REJ=ERROR\nget k=b\n");
+    log_level_set(level);
+
+    /* the reply: magic 0x81, the opcode, status 0x0081, the body's length, the opaque, a text */
+    struct msg m;
+    memset(&m, 0, sizeof(m));
+    m.cmd = MC_CMD_BINARY;
+    m.reject = REJECT_ERROR;
+    m.name = (const uint8_t *)noop;
+    m.name_len = sizeof(noop);
+    char buf[256];
+    size_t n = memcache_proto.reject_reply(&m, buf, sizeof(buf));
+    assert_true(n > 24);
+    static const uint8_t head[8] = { 0x81, 0x0a, 0, 0, 0, 0, 0x00, 0x81 };
+    assert_memory_equal(buf, head, sizeof(head));
+    const uint8_t *u = (const uint8_t *)buf;
+    assert_int_equal((uint32_t)u[8] << 24 | (uint32_t)u[9] << 16 | (uint32_t)u[10] << 8 | u[11], n - 24);
+    assert_memory_equal(buf + 12, "\xde\xad\xbe\xef", 4);
+    static const uint8_t zero[8] = { 0 };
+    assert_memory_equal(buf + 16, zero, 8); /* cas */
+    assert_memory_equal(buf + 24, "Unknown command", 15);
+    assert_int_equal(memcache_proto.reject_reply(&m, buf, 30), 0); /* never cut */
+}
+
 /* parse_reset keeps want_elems; parse_free is safe to call twice. */
 static void test_parse_state(void **state)
 {
@@ -771,6 +911,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_retrieval),
         cmocka_unit_test(test_storage),
+        cmocka_unit_test(test_storage_token_count),
         cmocka_unit_test(test_other_commands),
         cmocka_unit_test(test_unknown_and_unsupported),
         cmocka_unit_test(test_reject_noreply),
@@ -787,6 +928,8 @@ int main(void)
         cmocka_unit_test(test_fragment_gat_duplicates),
         cmocka_unit_test(test_coalesce_einval),
         cmocka_unit_test(test_reject_and_error_replies),
+        cmocka_unit_test(test_local_answers),
+        cmocka_unit_test(test_binary_request),
         cmocka_unit_test(test_parse_state),
     };
     return cmocka_run_group_tests_name("memcache", tests, NULL, NULL);

@@ -1,6 +1,7 @@
 /*
  * test_options.c - unit tests of the command line (src/app/options.c): every flag in both forms,
- * the defaults, every range boundary, malformed numbers, unknown flags and stray arguments.
+ * the defaults, every range boundary, malformed numbers, unknown flags and stray arguments, long
+ * name prefixes, and the help and usage text built from the table, byte for byte.
  * Threads: the test's only.
  */
 #include "config.h"
@@ -375,15 +376,23 @@ static void test_parse_twice(void **state)
     assert_int_equal(p.o.threads, 2);
 }
 
-static void test_help_lists_every_flag(void **state)
+/* What options_print_help() writes (free it). */
+static char *help_text(void)
 {
-    (void)state;
     char *buf = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
     assert_non_null(f);
     options_print_help(f);
     fclose(f);
+    assert_non_null(buf);
+    return buf;
+}
+
+static void test_help_lists_every_flag(void **state)
+{
+    (void)state;
+    char *buf = help_text();
     static const char *const want[] = {
         "Usage: nutcrackers [-?hVdDt]",
         "-h, --help",
@@ -418,6 +427,97 @@ static void test_help_lists_every_flag(void **state)
     free(buf);
 }
 
+/* The help, byte for byte: the table of options.c builds it (usage wrapped at 80 columns, the
+ * defaults, units and ranges from the rows), and it must stay twemproxy's layout. */
+static void test_help_exact(void **state)
+{
+    (void)state;
+    static const char want[] =
+        "Usage: nutcrackers [-?hVdDt] [-v verbosity level] [-o output file]\n"
+        "                   [-c conf file] [-s stats port] [-a stats addr]\n"
+        "                   [-i stats interval] [-p pid file] [-m mbuf size]\n"
+        "                   [-T thread num] [-S slowlog threshold]\n"
+        "\n"
+        "Options:\n"
+        "  -h, --help               : this help\n"
+        "  -V, --version            : show version and exit\n"
+        "  -t, --test-conf          : test configuration for syntax errors and exit\n"
+        "  -d, --daemonize          : run as a daemon\n"
+        "  -D, --describe-stats     : print stats description and exit\n"
+        "  -v, --verbose=N          : set logging level (default: 5, min: 0, max: 11)\n"
+        "  -o, --output=S           : set logging file (default: stderr)\n"
+        "  -c, --conf-file=S        : set configuration file (default: conf/nutcrackers.yml)\n"
+        "  -s, --port=N             : set manage (stats) port (default: 22222)\n"
+        "  -a, --addr=S             : set manage (stats) ip (default: 0.0.0.0)\n"
+        "  -i, --interval=N         : set stats aggregation interval in msec (default: 30000 msec)\n"
+        "  -p, --pid-file=S         : set pid file (default: off)\n"
+        "  -m, --mbuf-size=N        : set size of mbuf chunk in bytes (default: 16384 bytes, min: 512, max: 16777216)\n"
+        "  -T, --thread_num=N       : set number of worker threads (default: 8, min: 1, max: 1024)\n"
+        "  -S, --slowlog=N          : set slowlog threshold in usec (default: 10000 usec)\n";
+    char *buf = help_text();
+    assert_string_equal(buf, want);
+    free(buf);
+}
+
+/* Every option the help lists is in the usage line: a flag in the "[-?...]" group, an option
+ * with a value as "[-X ...]". Catches a new row the usage's flag group does not name. */
+static void test_usage_names_every_option(void **state)
+{
+    (void)state;
+    char *buf = help_text();
+    const char *options = strstr(buf, "\nOptions:\n");
+    assert_non_null(options);
+    const char *group = strstr(buf, "[-?");
+    assert_non_null(group);
+    const char *group_end = strchr(group, ']');
+    assert_non_null(group_end);
+    size_t nflags = 0;
+    for (const char *line = options + 10; *line != '\0'; line = strchr(line, '\n') + 1) {
+        assert_true(strncmp(line, "  -", 3) == 0);
+        char letter = line[3];
+        const char *eol = strchr(line, '\n');
+        assert_non_null(eol);
+        const char *colon = strstr(line, " : ");
+        assert_true(colon != NULL && colon < eol);
+        bool takes_value = memchr(line, '=', (size_t)(colon - line)) != NULL;
+        if (takes_value) {
+            char item[8];
+            snprintf(item, sizeof(item), "[-%c ", letter);
+            const char *at = strstr(buf, item);
+            if (at == NULL || at > options) fail_msg("usage lacks '%s'", item);
+        } else {
+            const char *at = memchr(group, letter, (size_t)(group_end - group));
+            if (at == NULL) fail_msg("usage's flag group lacks -%c", letter);
+            nflags++;
+        }
+    }
+    /* the group holds "-?" and the flags, nothing else */
+    assert_int_equal((size_t)(group_end - group) - 3, nflags);
+    free(buf);
+}
+
+/* getopt_long takes an unambiguous prefix of a long name; the alias --thread-num shares a prefix
+ * with --thread_num without making it ambiguous. */
+static void test_long_prefixes(void **state)
+{
+    (void)state;
+    struct parsed p;
+    PARSE(&p, "--thread=4", "--conf", "x.yml", "--vers");
+    expect_ok(&p);
+    assert_int_equal(p.o.threads, 4);
+    assert_string_equal(p.o.conf_file, "x.yml");
+    assert_true(p.o.show_version);
+    PARSE(&p, "--thread-n=6");
+    expect_ok(&p);
+    assert_int_equal(p.o.threads, 6);
+    PARSE(&p, "--thread-num=0");
+    assert_string_equal(p.err, "nutcrackers: option -T/--thread_num: '0' is out of range (1..1024)");
+    PARSE(&p, "--p=1"); /* --port or --pid-file */
+    assert_string_equal(p.err, "nutcrackers: unknown option '--p=1' (see -h)");
+    PARSE(&p, "--d"); /* --daemonize or --describe-stats */
+    expect_err(&p, "unknown option '--d'");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -441,6 +541,9 @@ int main(void)
         cmocka_unit_test(test_stray_argument),
         cmocka_unit_test(test_parse_twice),
         cmocka_unit_test(test_help_lists_every_flag),
+        cmocka_unit_test(test_help_exact),
+        cmocka_unit_test(test_usage_names_every_option),
+        cmocka_unit_test(test_long_prefixes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

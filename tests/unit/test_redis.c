@@ -19,6 +19,7 @@
 #include <cmocka.h>
 
 #include "common/util.h"
+#include "conf/conf.h"
 #include "proto/proto.h"
 #include "proto/redis.h"
 #include "proto/redis_cmd.h"
@@ -712,6 +713,12 @@ static const struct err_vector err_vectors[] = {
     { GETK "set \"a b\" c\r\n", 0, "quotes and NUL are not supported in inline requests", 1 },
     { "get 'a'\r\n", 0, "quotes and NUL are not supported in inline requests", 0 },
     { "get a\0b\r\n", 9, "quotes and NUL are not supported in inline requests", 0 },
+    /* more than MSG_KEYS_MAX (2^20) keys: refused at the name or numkeys, none of them read */
+    { "*1048578\r\n$3\r\nDEL\r\n", 0, "too many keys", 0 },
+    { GETK "*1000000000\r\n$3\r\nDEL\r\n$1\r\na\r\n", 0, "too many keys", 1 },
+    { "*2097155\r\n$4\r\nMSET\r\n", 0, "too many keys", 0 },
+    { "*1048580\r\n$4\r\nEVAL\r\n$1\r\ns\r\n$7\r\n1048577\r\n", 0, "too many keys", 0 },
+    { "*1048580\r\n$11\r\nZUNIONSTORE\r\n$1\r\nd\r\n$7\r\n1048576\r\n", 0, "too many keys", 0 },
 };
 
 static void test_protocol_errors(void **state)
@@ -804,6 +811,73 @@ static void test_limits(void **state)
     assert_int_equal(d.out[0]->keys[0].len, 600);
     drv_close(&d);
     free(in);
+}
+
+/*
+ * An argument count is weighed as soon as the name (or numkeys) is read: over the key cap is
+ * refused above (err_vectors); a request rejected anyway with more than MSG_KEYS_MAX arguments
+ * after its name ends there, with its reject and quit (answered at once, then closed); a count
+ * within the cap, or of arguments that are not keys, is read on.
+ */
+static void test_count_over_key_cap(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *in;
+        uint8_t reject;
+        const char *reply;
+    } quits[] = {
+        { "*1000000000\r\n$3\r\nGET\r\n", REJECT_ARITY,
+          "-ERR wrong number of arguments for 'get' command\r\n" },
+        { "*1048578\r\n$3\r\nGET\r\n", REJECT_ARITY,
+          "-ERR wrong number of arguments for 'get' command\r\n" },
+        { "*1048578\r\n$6\r\nNOSUCH\r\n", REJECT_UNSUPPORTED, "-ERR unsupported command 'nosuch'\r\n" },
+        { "*2097154\r\n$4\r\nMSET\r\n", REJECT_ARITY, /* a key without its value */
+          "-ERR wrong number of arguments for 'mset' command\r\n" },
+        { "*1048580\r\n$4\r\nEVAL\r\n$1\r\ns\r\n$30\r\n", REJECT_ARITY,
+          "-ERR wrong number of arguments for 'eval' command\r\n" },
+        { "*1048580\r\n$4\r\nEVAL\r\n$1\r\ns\r\n$1\r\nx\r\n", REJECT_ARITY,
+          "-ERR wrong number of arguments for 'eval' command\r\n" },
+        { "*1048578\r\n$70\r\nAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
+          REJECT_UNSUPPORTED,
+          "-ERR unsupported command 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa'\r\n" },
+    };
+    for (size_t i = 0; i < NC_ARRAY_LEN(quits); i++) {
+        for (size_t step = 0; step <= 1; step++) {
+            struct tenv e;
+            struct drv d;
+            parse_one(&e, &d, quits[i].in, strlen(quits[i].in), step);
+            if (d.nout != 1) print_error("case %zu: %zu requests\n", i, d.nout);
+            assert_false(d.failed);
+            assert_int_equal(d.nout, 1);
+            const struct msg *m = d.out[0];
+            assert_int_equal(m->reject, quits[i].reject);
+            assert_true(m->quit);
+            assert_int_equal(m->nkeys, 0);
+            char reply[256];
+            size_t n = redis_proto.reject_reply(m, reply, sizeof(reply));
+            assert_int_equal(n, strlen(quits[i].reply));
+            assert_memory_equal(reply, quits[i].reply, n);
+            drv_close(&d);
+        }
+    }
+    /* within the cap, or not keys: the arguments are awaited */
+    static const char *const pending[] = {
+        "*1048577\r\n$3\r\nDEL\r\n$1\r\na\r\n",                /* 2^20 keys */
+        "*1048577\r\n$3\r\nGET\r\n",                              /* 2^20 arguments */
+        "*2097153\r\n$4\r\nMSET\r\n",
+        "*3000000\r\n$4\r\nSADD\r\n$1\r\nk\r\n$1\r\nm\r\n",
+        "*1048580\r\n$4\r\nEVAL\r\n$1\r\ns\r\n$7\r\n1048576\r\n",
+    };
+    for (size_t i = 0; i < NC_ARRAY_LEN(pending); i++) {
+        struct tenv e;
+        struct drv d;
+        parse_one(&e, &d, pending[i], strlen(pending[i]), 1);
+        if (d.failed || d.nout != 0) print_error("case %zu: %s\n", i, d.failed ? d.error : "done");
+        assert_false(d.failed);
+        assert_int_equal(d.nout, 0);
+        drv_close(&d);
+    }
 }
 
 /* ---------------------------------------------------------------- randomized */
@@ -918,6 +992,138 @@ static void test_big_values_small_mbufs(void **state)
     free(val);
 }
 
+/* ---------------------------------------------------------------- what the proxy answers itself */
+
+/* local()'s verdict for d's msg i, with its reply text in *text (NUL-terminated). */
+static int local_of(struct drv *d, size_t i, struct proto_session *s, const struct conf_pool *cp,
+                    char *text, size_t size)
+{
+    struct msg *rsp = msg_get(&d->env->pp);
+    assert_non_null(rsp);
+    int rc = redis_proto.local(s, cp, d->out[i], rsp);
+    size_t n = msg_copy_out(rsp, 0, text, size - 1);
+    text[n] = '\0';
+    msg_put(&d->env->pp, rsp);
+    return rc;
+}
+
+static void test_local_answers(void **state)
+{
+    (void)state;
+    static const char in[] = "*1\r\n$3\r\nGET\r\n"                       /* 0: arity reject */
+                             "*2\r\n$3\r\nGET\r\n$1\r\nk\r\n"            /* 1: forwarded once admitted */
+                             "*2\r\n$4\r\nAUTH\r\n$5\r\nwrong\r\n"       /* 2 */
+                             "*2\r\n$4\r\nAUTH\r\n$6\r\nsecret\r\n"      /* 3 */
+                             "*1\r\n$4\r\nPING\r\n"                       /* 4 */
+                             "*2\r\n$4\r\nPING\r\n$2\r\nhi\r\n"          /* 5 */
+                             "*1\r\n$4\r\nQUIT\r\n";                      /* 6 */
+    struct tenv e;
+    struct drv d;
+    parse_one(&e, &d, in, sizeof(in) - 1, 1);
+    assert_int_equal(d.nout, 7);
+    struct conf_pool cp;
+    memset(&cp, 0, sizeof(cp));
+    cp.redis = true;
+    cp.redis_auth = "secret";
+    struct proto_session s;
+    char t[256];
+    redis_proto.session_init(&s, &cp, NULL);
+    assert_false(s.admitted);
+    assert_int_equal(local_of(&d, 0, &s, &cp, t, sizeof(t)), PROTO_ANSWERED);
+    assert_string_equal(t, "-ERR wrong number of arguments for 'get' command\r\n");
+    assert_int_equal(local_of(&d, 1, &s, &cp, t, sizeof(t)), PROTO_ANSWERED);
+    assert_string_equal(t, "-NOAUTH Authentication required.\r\n");
+    assert_int_equal(local_of(&d, 4, &s, &cp, t, sizeof(t)), PROTO_ANSWERED);
+    assert_string_equal(t, "-NOAUTH Authentication required.\r\n");
+    assert_int_equal(local_of(&d, 2, &s, &cp, t, sizeof(t)), PROTO_ANSWERED);
+    assert_string_equal(t, "-ERR invalid password\r\n");
+    assert_false(s.admitted);
+    assert_int_equal(local_of(&d, 3, &s, &cp, t, sizeof(t)), PROTO_ANSWERED);
+    assert_string_equal(t, "+OK\r\n");
+    assert_true(s.admitted);
+    assert_int_equal(local_of(&d, 1, &s, &cp, t, sizeof(t)), PROTO_FORWARD);
+    assert_string_equal(t, "");
+    assert_int_equal(local_of(&d, 4, &s, &cp, t, sizeof(t)), PROTO_ANSWERED);
+    assert_string_equal(t, "+PONG\r\n");
+    assert_int_equal(local_of(&d, 5, &s, &cp, t, sizeof(t)), PROTO_ANSWERED);
+    assert_string_equal(t, "$2\r\nhi\r\n");
+    assert_int_equal(local_of(&d, 6, &s, &cp, t, sizeof(t)), PROTO_ANSWERED_CLOSE);
+    assert_string_equal(t, "+OK\r\n");
+
+    /* a reload to the same password keeps the client in; another password, or none, decides anew */
+    struct conf_pool same = cp, other = cp, none = cp;
+    other.redis_auth = "other";
+    none.redis_auth = NULL;
+    redis_proto.session_init(&s, &same, &cp);
+    assert_true(s.admitted);
+    redis_proto.session_init(&s, &other, &same);
+    assert_false(s.admitted);
+    redis_proto.session_init(&s, &none, &other);
+    assert_true(s.admitted);
+    /* without a password AUTH is an error, and nothing is gated */
+    assert_int_equal(local_of(&d, 3, &s, &none, t, sizeof(t)), PROTO_ANSWERED);
+    assert_string_equal(t, "-ERR Client sent AUTH, but no password is set\r\n");
+    assert_int_equal(local_of(&d, 1, &s, &none, t, sizeof(t)), PROTO_FORWARD);
+    drv_close(&d);
+}
+
+static void test_server_setup(void **state)
+{
+    (void)state;
+    struct tenv e;
+    tenv_init(&e, 4096);
+    struct conf_pool cp;
+    memset(&cp, 0, sizeof(cp));
+    cp.redis = true;
+    struct msg *out[PROTO_SETUP_MAX];
+    assert_int_equal(redis_proto.server_setup(&cp, &e.pp, out, PROTO_SETUP_MAX), 0);
+    cp.redis_auth = "pw";
+    cp.redis_db = 12;
+    assert_int_equal(redis_proto.server_setup(&cp, &e.pp, out, PROTO_SETUP_MAX), 2);
+    char t[128];
+    static const char *const want[] = { "*2\r\n$4\r\nAUTH\r\n$2\r\npw\r\n",
+                                         "*2\r\n$6\r\nSELECT\r\n$2\r\n12\r\n" };
+    for (int i = 0; i < 2; i++) {
+        size_t n = msg_copy_out(out[i], 0, t, sizeof(t) - 1);
+        t[n] = '\0';
+        assert_string_equal(t, want[i]);
+        assert_true(out[i]->swallow);
+        msg_put(&e.pp, out[i]);
+    }
+    tenv_deinit(&e);
+}
+
+static void test_probe_alive(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *reply;
+        bool alive;
+    } cases[] = {
+        { "+PONG\r\n", true },
+        { "-NOAUTH Authentication required.\r\n", true }, /* the probe sends no AUTH: up */
+        { "-MISCONF errors writing to disk\r\n", true },
+        { "-ERR max number of clients reached\r\n", true },
+        { "-LOADING Redis is loading the dataset in memory\r\n", false },
+        { "-BUSY Redis is busy running a script\r\n", false },
+        { "-MASTERDOWN Link with MASTER is down\r\n", false },
+        { "-BUSY\r\n", false },
+        { "+PONG", false },  /* no line yet */
+        { "$4\r\nPONG\r\n", false },
+        { "garbage\r\n", false },
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        bool got = redis_proto.probe_alive((const uint8_t *)cases[i].reply, strlen(cases[i].reply));
+        if (got != cases[i].alive) fail_msg("probe_alive(%s) = %d", cases[i].reply, got);
+    }
+    assert_string_equal(redis_proto.probe_request, "*1\r\n$4\r\nPING\r\n");
+    assert_string_equal(redis_proto.max_clients_reply, "-ERR max number of clients reached\r\n");
+    char buf[128];
+    size_t n = redis_proto.protocol_error_reply("invalid bulk length", buf, sizeof(buf));
+    assert_int_equal(n, strlen("-ERR Protocol error: invalid bulk length\r\n"));
+    assert_memory_equal(buf, "-ERR Protocol error: invalid bulk length\r\n", n);
+}
+
 /* ---------------------------------------------------------------- replies, helpers */
 
 static void test_error_reply(void **state)
@@ -981,9 +1187,13 @@ int main(void)
         cmocka_unit_test(test_special_commands),
         cmocka_unit_test(test_protocol_errors),
         cmocka_unit_test(test_limits),
+        cmocka_unit_test(test_count_over_key_cap),
         cmocka_unit_test(test_random_requests),
         cmocka_unit_test(test_big_values_small_mbufs),
         cmocka_unit_test(test_error_reply),
+        cmocka_unit_test(test_local_answers),
+        cmocka_unit_test(test_server_setup),
+        cmocka_unit_test(test_probe_alive),
         cmocka_unit_test(test_parse_int),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

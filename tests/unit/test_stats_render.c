@@ -1,10 +1,10 @@
 /*
  * test_stats_render.c - unit tests of aggregation and rendering: worker blocks summed into a
  * snapshot (counters and gauges add up, timestamps take the latest, one worker alone), the JSON
- * document (parses, twemproxy's key order, escaping of pool and server names, histogram objects),
- * the Prometheus text (line grammar, families whole, _total counters, cumulative le buckets, label
- * escaping, agreement with the JSON), the buffer's escapers and limit, and `-D` describing every
- * key the JSON has.
+ * document (parses, twemproxy's key order and shape as agents read it, escaping of pool and server
+ * names), the latency document (its shape, histogram objects), the Prometheus text (line grammar,
+ * families whole, _total counters, cumulative le buckets, label escaping, agreement with the
+ * JSON), the buffer's escapers and limit, and `-D` describing every key both documents have.
  *
  * Threads: the test's only.
  */
@@ -19,8 +19,8 @@
 #include <cmocka.h>
 
 #include "json_check.h"
-#include "stats/stats_json.h"
-#include "stats/stats_prom.h"
+#include "manage/stats_json.h"
+#include "manage/stats_prom.h"
 #include "stats_fixture.h"
 
 #define WEIRD_POOL "we\"ird\\pool\tname \xc3\xa9"
@@ -54,20 +54,33 @@ static void fill(struct sfix *f)
     stats_hist_record(&s1->server_latency, 20000);
 }
 
-static struct jv *render_json(struct sfix *f, long worker)
+static struct jv *render_with(struct sfix *f, long worker,
+                              void (*render)(struct stats_buf *, const struct stats_snapshot *))
 {
     struct stats_snapshot *s = stats_snapshot_create(&f->src);
     assert_non_null(s);
     stats_snapshot_take(s, worker);
     struct stats_buf b;
     stats_buf_init(&b, 1 << 20);
-    stats_json_render(&b, s);
+    render(&b, s);
     assert_false(stats_buf_failed(&b));
     struct jv *v = jv_parse(b.data, b.len);
     if (v == NULL) fail_msg("not JSON: %.*s", (int)b.len, b.data);
     stats_buf_deinit(&b);
     stats_snapshot_destroy(s);
     return v;
+}
+
+/* the `status` document (all workers, or one) */
+static struct jv *render_json(struct sfix *f, long worker)
+{
+    return render_with(f, worker, stats_json_render);
+}
+
+/* the `status latency` document */
+static struct jv *render_latency(struct sfix *f, long worker)
+{
+    return render_with(f, worker, stats_json_render_latency);
 }
 
 static int64_t num(const struct jv *v)
@@ -107,16 +120,14 @@ static void test_json_shape_and_sums(void **state)
     assert_string_equal(alpha->keys[STATS_POOL_NFIELD], "s1");
     assert_string_equal(alpha->keys[STATS_POOL_NFIELD + 1], "s2");
     assert_string_equal(alpha->keys[STATS_POOL_NFIELD + 2], "s3");
-    assert_string_equal(alpha->keys[STATS_POOL_NFIELD + 3], "request_latency");
-    assert_int_equal(alpha->n, STATS_POOL_NFIELD + 3 + STATS_POOL_NHIST);
+    assert_int_equal(alpha->n, STATS_POOL_NFIELD + 3); /* nothing after the servers */
     assert_int_equal(num(jv_get(alpha, "client_eof")), 7);
     assert_int_equal(num(jv_get(alpha, "fragments")), 6);
     assert_int_equal(num(jv_get(alpha, "client_connections")), 1);
 
     const struct jv *s2 = jv_get(alpha, "s2");
     check_keys(s2, 0, stats_server_desc, STATS_SERVER_NFIELD);
-    assert_string_equal(s2->keys[STATS_SERVER_NFIELD], "server_latency");
-    assert_int_equal(s2->n, STATS_SERVER_NFIELD + STATS_SERVER_NHIST);
+    assert_int_equal(s2->n, STATS_SERVER_NFIELD);
     assert_int_equal(num(jv_get(s2, "requests")), 42);
     assert_int_equal(num(jv_get(s2, "request_bytes")), 1234);
     assert_int_equal(num(jv_get(s2, "in_queue")), -1);
@@ -132,14 +143,94 @@ static void test_json_shape_and_sums(void **state)
     sfix_deinit(&f);
 }
 
+/*
+ * A document read the way monitoring agents written for twemproxy read it: every object-valued
+ * top-level member is a pool; in a pool, every object-valued member is a server whose requests,
+ * responses, ... are summed, every other member a pool counter. So only the pools may be objects
+ * at the top level, and a pool holds its counters and its servers, nothing else.
+ */
+static void check_agent_view(const struct jv *doc, size_t npools)
+{
+    size_t pools = 0;
+    for (size_t i = 0; i < doc->n; i++) {
+        const struct jv *pool = doc->vals[i];
+        if (pool->type != JV_OBJECT) { /* a top-level field: "worker" or a header field */
+            bool known = strcmp(doc->keys[i], "worker") == 0;
+            for (size_t k = 0; k < STATS_HEADER_NFIELD; k++)
+                known = known || strcmp(doc->keys[i], stats_header_desc[k].name) == 0;
+            if (!known) fail_msg("top-level '%s' is neither a known field nor a pool", doc->keys[i]);
+            continue;
+        }
+        pools++;
+        size_t counters = 0;
+        for (size_t k = 0; k < pool->n; k++) {
+            const struct jv *m = pool->vals[k];
+            if (m->type != JV_OBJECT) {
+                assert_int_equal(m->type, JV_NUMBER);
+                assert_string_equal(pool->keys[k], stats_pool_desc[counters].name);
+                counters++;
+                continue;
+            }
+            /* a server: every twemproxy field, in order, numbers only, and nothing else */
+            if (m->n != STATS_SERVER_NFIELD)
+                fail_msg("'%s' in pool '%s' is not a server: %zu members", pool->keys[k], doc->keys[i], m->n);
+            for (size_t j = 0; j < m->n; j++) {
+                assert_string_equal(m->keys[j], stats_server_desc[j].name);
+                if (m->vals[j]->type != JV_NUMBER || !m->vals[j]->is_int)
+                    fail_msg("%s.%s.%s is not a number", doc->keys[i], pool->keys[k], m->keys[j]);
+            }
+        }
+        assert_int_equal(counters, STATS_POOL_NFIELD);
+    }
+    assert_int_equal(pools, npools);
+}
+
+static void test_json_is_what_twemproxy_agents_read(void **state)
+{
+    (void)state;
+    struct sfix f;
+    sfix_init(&f, sfix_yaml, 2);
+    fill(&f);
+    for (long worker = -1; worker < 2; worker++) { /* summed, and each worker's (status workers) */
+        struct jv *v = render_json(&f, worker);
+        check_agent_view(v, 2);
+        jv_free(v);
+    }
+    sfix_deinit(&f);
+}
+
 static void test_json_histograms(void **state)
 {
     (void)state;
     struct sfix f;
     sfix_init(&f, sfix_yaml, 2);
     fill(&f);
-    struct jv *v = render_json(&f, -1);
-    const struct jv *h = jv_path(v, "alpha", "request_latency", NULL);
+    struct jv *v = render_latency(&f, -1);
+    /* the header fields, then one member holding every pool's histograms */
+    check_keys(v, 0, stats_header_desc, STATS_HEADER_NFIELD);
+    assert_int_equal(v->n, STATS_HEADER_NFIELD + 1);
+    assert_string_equal(v->keys[STATS_HEADER_NFIELD], STATS_LATENCY_KEY);
+    assert_string_equal(jv_get(v, "service")->s, "nutcrackers");
+    assert_int_equal(num(jv_get(v, "total_connections")), 12);
+    const struct jv *lat = jv_get(v, STATS_LATENCY_KEY);
+    assert_int_equal(lat->n, 2);
+    assert_string_equal(lat->keys[0], "alpha");
+    assert_string_equal(lat->keys[1], WEIRD_POOL);
+    const struct jv *alpha = jv_get(lat, "alpha");
+    check_keys(alpha, 0, stats_pool_hist_desc, STATS_POOL_NHIST);
+    assert_int_equal(alpha->n, STATS_POOL_NHIST + 1);
+    assert_string_equal(alpha->keys[STATS_POOL_NHIST], STATS_LATENCY_SERVERS_KEY);
+    const struct jv *servers = jv_get(alpha, STATS_LATENCY_SERVERS_KEY);
+    assert_int_equal(servers->n, 3);
+    assert_string_equal(servers->keys[0], "s1");
+    assert_string_equal(servers->keys[2], "s3");
+    for (size_t k = 0; k < servers->n; k++)
+        check_keys(servers->vals[k], 0, stats_server_hist_desc, STATS_SERVER_NHIST);
+    const struct jv *weird = jv_path(lat, WEIRD_POOL, STATS_LATENCY_SERVERS_KEY, NULL);
+    assert_string_equal(weird->keys[0], "127.0.0.1:11211:1");
+    assert_string_equal(weird->keys[1], "odd\"name");
+
+    const struct jv *h = jv_get(alpha, "request_latency");
     assert_non_null(h);
     check_keys(h, 0, stats_hist_field_desc, STATS_HIST_NFIELD);
     assert_int_equal(num(jv_get(h, "count")), 3);
@@ -155,10 +246,10 @@ static void test_json_histograms(void **state)
     assert_int_equal(num(jv_get(b, "1")), 1);
     assert_int_equal(num(jv_get(b, "10")), 1);
     assert_int_equal(num(jv_get(b, "+inf")), 1);
-    const struct jv *sl = jv_path(v, "alpha", "s2", "server_latency", NULL);
+    const struct jv *sl = jv_path(servers, "s2", "server_latency", NULL);
     assert_int_equal(num(jv_get(sl, "count")), 1);
     assert_int_equal(num(jv_path(sl, "buckets", "20", NULL)), 1); /* 20 ms is <= 20 */
-    assert_int_equal(num(jv_path(v, "alpha", "s1", "server_latency", "count", NULL)), 0);
+    assert_int_equal(num(jv_path(servers, "s1", "server_latency", "count", NULL)), 0);
     jv_free(v);
     sfix_deinit(&f);
 }
@@ -176,7 +267,12 @@ static void test_json_one_worker(void **state)
     assert_int_equal(num(jv_get(v, "total_connections")), 7);
     assert_int_equal(num(jv_path(v, "alpha", "s2", "requests", NULL)), 32);
     assert_int_equal(num(jv_path(v, "alpha", "s2", "in_queue", NULL)), -3);
-    assert_int_equal(num(jv_path(v, "alpha", "request_latency", "count", NULL)), 1);
+    jv_free(v);
+    v = render_latency(&f, 1);
+    assert_string_equal(v->keys[0], "worker");
+    assert_int_equal(num(jv_path(v, STATS_LATENCY_KEY, "alpha", "request_latency", "count", NULL)), 1);
+    assert_int_equal(num(jv_path(v, STATS_LATENCY_KEY, "alpha", STATS_LATENCY_SERVERS_KEY, "s2",
+                                 "server_latency", "count", NULL)), 1);
     jv_free(v);
     sfix_deinit(&f);
 }
@@ -352,7 +448,16 @@ static void test_prometheus(void **state)
     sfix_deinit(&f);
 }
 
-/* every key the JSON has is in the -D listing with its type */
+/* the -D line of key: "\n  <key> " (type unchecked) or "\n  <key padded>histogram" */
+static void check_described(const char *out, const char *key, bool histogram)
+{
+    char needle[128];
+    if (histogram) snprintf(needle, sizeof(needle), "\n  %-20shistogram", key);
+    else snprintf(needle, sizeof(needle), "\n  %s ", key);
+    if (strstr(out, needle) == NULL) fail_msg("-D does not describe '%s'", key);
+}
+
+/* every key the JSON documents have is in the -D listing, histograms with their type */
 static void test_describe_covers_the_json(void **state)
 {
     (void)state;
@@ -365,40 +470,50 @@ static void test_describe_covers_the_json(void **state)
     struct sfix f;
     sfix_init(&f, sfix_yaml, 1);
     struct jv *v = render_json(&f, -1);
-    char needle[128];
     size_t checked = 0;
     for (size_t i = 0; i < v->n; i++) {
         const struct jv *pool = v->vals[i];
         if (pool->type != JV_OBJECT) {
-            snprintf(needle, sizeof(needle), "\n  %s ", v->keys[i]);
-            assert_non_null(strstr(out, needle));
+            check_described(out, v->keys[i], false);
             checked++;
             continue;
         }
         for (size_t k = 0; k < pool->n; k++) {
             const struct jv *m = pool->vals[k];
-            bool server = m->type == JV_OBJECT && jv_get(m, "requests") != NULL;
-            if (!server) { /* a pool field, or a histogram object */
-                if (m->type == JV_OBJECT) snprintf(needle, sizeof(needle), "\n  %-20shistogram", pool->keys[k]);
-                else snprintf(needle, sizeof(needle), "\n  %s ", pool->keys[k]);
-                assert_non_null(strstr(out, needle));
+            if (m->type != JV_OBJECT) { /* a pool field */
+                check_described(out, pool->keys[k], false);
                 checked++;
                 continue;
             }
             for (size_t j = 0; j < m->n; j++) {
-                snprintf(needle, sizeof(needle), "\n  %s ", m->keys[j]);
-                assert_non_null(strstr(out, needle));
+                check_described(out, m->keys[j], false);
                 checked++;
             }
         }
     }
-    for (size_t i = 0; i < STATS_HIST_NFIELD; i++) {
-        snprintf(needle, sizeof(needle), "\n  %s ", stats_hist_field_desc[i].name);
-        assert_non_null(strstr(out, needle));
-    }
+    jv_free(v);
     assert_true(checked > 30);
+    /* the latency document: its pool and server histograms, and their members */
+    v = render_latency(&f, -1);
+    const struct jv *lat = jv_get(v, STATS_LATENCY_KEY);
+    for (size_t p = 0; p < lat->n; p++) {
+        const struct jv *pool = lat->vals[p];
+        for (size_t k = 0; k < pool->n; k++) {
+            if (strcmp(pool->keys[k], STATS_LATENCY_SERVERS_KEY) == 0) {
+                const struct jv *servers = pool->vals[k];
+                for (size_t j = 0; j < servers->n; j++) {
+                    for (size_t h = 0; h < servers->vals[j]->n; h++)
+                        check_described(out, servers->vals[j]->keys[h], true);
+                }
+                continue;
+            }
+            check_described(out, pool->keys[k], true);
+            for (size_t h = 0; h < pool->vals[k]->n; h++) check_described(out, pool->vals[k]->keys[h], false);
+        }
+    }
     assert_non_null(strstr(out, "\n  request_latency     histogram  \""));
     assert_non_null(strstr(out, "\n  server_latency      histogram  \""));
+    assert_non_null(strstr(out, "\"" STATS_LATENCY_KEY "\":{\"<pool>\""));
     jv_free(v);
     free(out);
     sfix_deinit(&f);
@@ -408,6 +523,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_json_shape_and_sums),
+        cmocka_unit_test(test_json_is_what_twemproxy_agents_read),
         cmocka_unit_test(test_json_histograms),
         cmocka_unit_test(test_json_one_worker),
         cmocka_unit_test(test_buf_escapes_and_limit),

@@ -1,7 +1,8 @@
 /*
  * manage_http.h - the little HTTP the manage port speaks, so people can curl it and Prometheus can
- * scrape it: "GET /metrics" (Prometheus text format) and "GET /" (the status JSON), HEAD too; every
- * response closes the connection. Anything else gets 404 or 405 (the port is read-only).
+ * scrape it: "GET /metrics" (Prometheus text format), "GET /" (the status JSON) and "GET /latency"
+ * (the status latency JSON), HEAD too; every response closes the connection. Anything else gets
+ * 404 or 405 (the port is read-only).
  *
  * Threads: the stats thread.
  */
@@ -11,7 +12,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "stats/manage_cmd.h"
+#include "manage/manage_cmd.h"
 
 struct manage_http_req {
     char method[16];

@@ -3,6 +3,7 @@
  *
  *   status                  the stats JSON (twemproxy's document, "service":"nutcrackers"), fresh
  *   status workers          {"workers":[...]}: the same document for each worker
+ *   status latency          the latency histograms (stats_json.h), fresh
  *   find_key <pool> <key>   "host:port:weight name" of the server owning key
  *   find_keys <pool> <k...> one such line per key
  *   slowlog get [n]         the n (default 10) newest slow requests of all workers, newest first
@@ -21,9 +22,9 @@
 
 #include <stddef.h>
 
-#include "stats/stats_buf.h"
+#include "manage/stats_buf.h"
+#include "manage/stats_snapshot.h"
 #include "stats/stats_slowlog.h"
-#include "stats/stats_snapshot.h"
 
 #define MANAGE_SLOWLOG_GET_DEFAULT 10
 
@@ -58,6 +59,7 @@ enum manage_rc manage_exec(struct manage_ctx *ctx, const char *line, size_t len,
 
 /* Body renderers shared with the HTTP side (no line end appended). */
 void manage_render_status(struct manage_ctx *ctx, struct stats_buf *out, bool fresh);
+void manage_render_latency(struct manage_ctx *ctx, struct stats_buf *out);
 void manage_render_metrics(struct manage_ctx *ctx, struct stats_buf *out);
 
 #endif

@@ -5,7 +5,7 @@
  * Threads: the snapshot's owner (the stats thread).
  */
 #include "config.h"
-#include "stats/stats_prom.h"
+#include "manage/stats_prom.h"
 
 #include <stdio.h>
 #include <string.h>

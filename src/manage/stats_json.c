@@ -1,12 +1,14 @@
 /*
- * stats_json.c - rendering a snapshot as the twemproxy-shaped JSON document (see stats_json.h).
- * Key order follows the field tables of stats_desc.h, which is twemproxy's order.
+ * stats_json.c - rendering a snapshot as the twemproxy-shaped JSON document, and its latency
+ * histograms as the `status latency` document (see stats_json.h). Key order follows the field
+ * tables of stats_desc.h, which is twemproxy's order.
  *
  * Threads: the snapshot's owner (the stats thread).
  */
 #include "config.h"
-#include "stats/stats_json.h"
+#include "manage/stats_json.h"
 
+#include <stdbool.h>
 #include <string.h>
 
 #include "core/runtime.h"
@@ -34,11 +36,13 @@ static void stats_json_fields(struct stats_buf *b, const uint64_t *f, const stru
     }
 }
 
+/* The histograms of one level as members of the object being written, each after a comma unless
+ * it is the object's first member. */
 static void stats_json_hists(struct stats_buf *b, const struct stats_hist_sum *h,
                              const struct stats_field_desc *d, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
-        stats_buf_addc(b, ',');
+        if (i > 0) stats_buf_addc(b, ',');
         stats_json_key(b, d[i].name);
         stats_json_render_hist(b, &h[i]);
     }
@@ -95,30 +99,58 @@ static void stats_json_header(struct stats_buf *b, const struct stats_snapshot *
     }
 }
 
-void stats_json_render(struct stats_buf *b, const struct stats_snapshot *s)
+/* Opens a document: '{', "worker":<id> for a single-worker snapshot, the top-level fields. */
+static void stats_json_begin(struct stats_buf *b, const struct stats_snapshot *s)
 {
-    const struct runtime *rt = s->src->rt;
     stats_buf_addc(b, '{');
     if (s->worker >= 0) stats_buf_addf(b, "\"worker\":%ld,", s->worker);
     stats_json_header(b, s);
+}
+
+/* Opens an object-valued member: [,]"<name>":{ */
+static void stats_json_open(struct stats_buf *b, bool comma, const char *name)
+{
+    if (comma) stats_buf_addc(b, ',');
+    stats_buf_add_json_str(b, name, strlen(name));
+    stats_buf_adds(b, ":{");
+}
+
+void stats_json_render(struct stats_buf *b, const struct stats_snapshot *s)
+{
+    const struct runtime *rt = s->src->rt;
+    stats_json_begin(b, s);
     for (size_t p = 0; p < s->npools; p++) {
         const struct conf_pool *cp = rt->pools[p].cp;
         const struct stats_pool_snap *ps = &s->pools[p];
-        stats_buf_addc(b, ',');
-        stats_buf_add_json_str(b, cp->name, strlen(cp->name));
-        stats_buf_adds(b, ":{");
+        stats_json_open(b, true, cp->name);
         stats_json_fields(b, ps->f, stats_pool_desc, STATS_POOL_NFIELD);
         for (size_t k = 0; k < ps->nservers; k++) {
-            const char *name = cp->servers[k].stats_name;
-            stats_buf_addc(b, ',');
-            stats_buf_add_json_str(b, name, strlen(name));
-            stats_buf_adds(b, ":{");
+            stats_json_open(b, true, cp->servers[k].stats_name);
             stats_json_fields(b, ps->servers[k].f, stats_server_desc, STATS_SERVER_NFIELD);
-            stats_json_hists(b, ps->servers[k].latency, stats_server_hist_desc, STATS_SERVER_NHIST);
             stats_buf_addc(b, '}');
         }
-        stats_json_hists(b, ps->latency, stats_pool_hist_desc, STATS_POOL_NHIST);
         stats_buf_addc(b, '}');
     }
     stats_buf_addc(b, '}');
+}
+
+void stats_json_render_latency(struct stats_buf *b, const struct stats_snapshot *s)
+{
+    const struct runtime *rt = s->src->rt;
+    stats_json_begin(b, s);
+    stats_json_open(b, true, STATS_LATENCY_KEY);
+    for (size_t p = 0; p < s->npools; p++) {
+        const struct conf_pool *cp = rt->pools[p].cp;
+        const struct stats_pool_snap *ps = &s->pools[p];
+        stats_json_open(b, p > 0, cp->name);
+        stats_json_hists(b, ps->latency, stats_pool_hist_desc, STATS_POOL_NHIST);
+        stats_json_open(b, true, STATS_LATENCY_SERVERS_KEY);
+        for (size_t k = 0; k < ps->nservers; k++) {
+            stats_json_open(b, k > 0, cp->servers[k].stats_name);
+            stats_json_hists(b, ps->servers[k].latency, stats_server_hist_desc, STATS_SERVER_NHIST);
+            stats_buf_addc(b, '}');
+        }
+        stats_buf_adds(b, "}}");
+    }
+    stats_buf_adds(b, "}}");
 }

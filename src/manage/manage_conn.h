@@ -19,7 +19,7 @@
 #ifndef NC_MANAGE_CONN_H
 #define NC_MANAGE_CONN_H
 
-#include "stats/manage_cmd.h"
+#include "manage/manage_cmd.h"
 
 struct event_base;
 struct manage_server;

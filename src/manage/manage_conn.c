@@ -9,7 +9,7 @@
  * Threads: the stats thread only.
  */
 #include "config.h"
-#include "stats/manage_conn.h"
+#include "manage/manage_conn.h"
 
 #include <errno.h>
 #include <event2/event.h>
@@ -21,7 +21,7 @@
 
 #include "common/accept_pause.h"
 #include "common/log.h"
-#include "stats/manage_http.h"
+#include "manage/manage_http.h"
 
 #define MANAGE_ACCEPTS_PER_EVENT 32
 #define MANAGE_KEEP_BUF (64u << 10) /* reply buffer kept between replies */

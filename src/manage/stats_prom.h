@@ -13,8 +13,8 @@
 #ifndef NC_STATS_PROM_H
 #define NC_STATS_PROM_H
 
-#include "stats/stats_buf.h"
-#include "stats/stats_snapshot.h"
+#include "manage/stats_buf.h"
+#include "manage/stats_snapshot.h"
 
 /* Appends every metric family of s. */
 void stats_prom_render(struct stats_buf *b, const struct stats_snapshot *s);

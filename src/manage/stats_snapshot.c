@@ -4,7 +4,7 @@
  * Threads: the stats thread (or a unit test); reads worker blocks with relaxed atomic loads.
  */
 #include "config.h"
-#include "stats/stats_snapshot.h"
+#include "manage/stats_snapshot.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -4,7 +4,7 @@
  * Threads: the buffer's owner only.
  */
 #include "config.h"
-#include "stats/stats_buf.h"
+#include "manage/stats_buf.h"
 
 #include <stdarg.h>
 #include <stdio.h>

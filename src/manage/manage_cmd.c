@@ -4,7 +4,7 @@
  * Threads: the stats thread only.
  */
 #include "config.h"
-#include "stats/manage_cmd.h"
+#include "manage/manage_cmd.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -12,9 +12,10 @@
 #include <strings.h>
 
 #include "common/clock.h"
+#include "core/route.h"
 #include "core/runtime.h"
-#include "stats/stats_json.h"
-#include "stats/stats_prom.h"
+#include "manage/stats_json.h"
+#include "manage/stats_prom.h"
 
 #define MANAGE_MAX_ARGS 1024
 
@@ -87,6 +88,12 @@ void manage_render_status(struct manage_ctx *ctx, struct stats_buf *out, bool fr
     stats_json_render(out, fresh ? ctx->fresh : ctx->cached);
 }
 
+void manage_render_latency(struct manage_ctx *ctx, struct stats_buf *out)
+{
+    stats_snapshot_take(ctx->fresh, -1);
+    stats_json_render_latency(out, ctx->fresh);
+}
+
 void manage_render_metrics(struct manage_ctx *ctx, struct stats_buf *out)
 {
     stats_snapshot_take(ctx->fresh, -1);
@@ -121,6 +128,16 @@ static enum manage_rc manage_status_workers(struct manage_ctx *ctx, const struct
         stats_json_render(out, ctx->fresh);
     }
     stats_buf_adds(out, "]}\r\n");
+    return MANAGE_OK;
+}
+
+static enum manage_rc manage_status_latency(struct manage_ctx *ctx, const struct manage_arg *args,
+                                            size_t nargs, struct stats_buf *out)
+{
+    (void)args;
+    (void)nargs;
+    manage_render_latency(ctx, out);
+    stats_buf_adds(out, "\r\n");
     return MANAGE_OK;
 }
 
@@ -249,6 +266,8 @@ static const struct manage_cmd manage_cmds[] = {
       "stats of every pool and server, summed over the workers (JSON)" },
     { "status", "workers", 0, 0, manage_status_workers, "status workers",
       "the same for each worker: {\"workers\":[...]}" },
+    { "status", "latency", 0, 0, manage_status_latency, "status latency",
+      "latency histograms of every pool and server (JSON)" },
     { "find_key", NULL, 2, 2, manage_find_keys, "find_key <pool> <key>",
       "the server owning key: host:port:weight name" },
     { "find_keys", NULL, 2, MANAGE_MAX_ARGS, manage_find_keys, "find_keys <pool> <key>...",
@@ -274,6 +293,7 @@ static enum manage_rc manage_help(struct manage_ctx *ctx, const struct manage_ar
         stats_buf_addf(out, "%-26s %s\r\n", manage_cmds[i].usage, manage_cmds[i].help);
     stats_buf_addf(out, "%-26s %s\r\n", "GET /metrics HTTP/1.1", "Prometheus text format");
     stats_buf_addf(out, "%-26s %s\r\n", "GET / HTTP/1.1", "the status JSON over HTTP");
+    stats_buf_addf(out, "%-26s %s\r\n", "GET /latency HTTP/1.1", "the status latency JSON over HTTP");
     stats_buf_adds(out, "(a client that sends nothing gets the JSON of the last -i interval)\r\n");
     stats_buf_adds(out, "*****\r\n");
     return MANAGE_OK;

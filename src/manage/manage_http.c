@@ -4,7 +4,7 @@
  * Threads: the stats thread.
  */
 #include "config.h"
-#include "stats/manage_http.h"
+#include "manage/manage_http.h"
 
 #include <string.h>
 
@@ -70,7 +70,8 @@ void manage_http_respond(struct manage_ctx *ctx, const struct manage_http_req *r
     }
     bool metrics = !req->truncated && strcmp(req->path, "/metrics") == 0;
     bool json = !req->truncated && strcmp(req->path, "/") == 0;
-    if (!metrics && !json) {
+    bool latency = !req->truncated && strcmp(req->path, "/latency") == 0;
+    if (!metrics && !json && !latency) {
         manage_http_text(out, 404, "Not Found", NULL);
         return;
     }
@@ -79,7 +80,8 @@ void manage_http_respond(struct manage_ctx *ctx, const struct manage_http_req *r
     if (metrics) {
         manage_render_metrics(ctx, &body);
     } else {
-        manage_render_status(ctx, &body, true);
+        if (latency) manage_render_latency(ctx, &body);
+        else manage_render_status(ctx, &body, true);
         stats_buf_addc(&body, '\n');
     }
     if (stats_buf_failed(&body)) {

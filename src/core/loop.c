@@ -1,0 +1,174 @@
+/*
+ * loop.c - a worker's core context (see loop.h): its pools and their periodic trim, the flush
+ * queue's event, reloads and the reaping of old generations, and the hand-over of new clients.
+ *
+ * Threads: loop_init/loop_deinit run on the master (before the loop's thread starts, after it
+ * stopped); everything else on the loop's own thread.
+ */
+#include "config.h"
+#include "core/loop.h"
+
+#include <errno.h>
+#include <event2/event.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "common/mem_trim.h"
+#include "core/client.h"
+#include "core/runtime.h"
+
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define LOOP_UNDER_ASAN 1 /* clang */
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__) || defined(LOOP_UNDER_ASAN)
+/* Under ASan nothing is pooled: a msg or chunk used after going back to its pool is invisible to
+ * ASan while it sits there; with every put a real free(), such a use is reported. */
+#define LOOP_MBUF_FREE_MAX 0
+#define LOOP_MSG_FREE_MAX 0
+#else
+#define LOOP_MBUF_FREE_MAX 256  /* free chunks kept per loop; more go back to the allocator */
+#define LOOP_MSG_FREE_MAX 4096
+#endif
+#define LOOP_TRIM_SEC 1  /* how often free chunks beyond the recent need are released */
+#define LOOP_KEEP_MIN 16
+#define LOOP_KEEP_MIN_MSGS 256
+
+/* After a burst, memory goes back to its baseline: every second, free chunks beyond what the
+ * loop has in use (plus a few) are returned, and malloc gives the pages back. */
+static void loop_on_trim(int fd, short what, void *arg)
+{
+    struct loop *l = arg;
+    (void)fd;
+    (void)what;
+    uint32_t keep = l->mbufs.nlive < LOOP_KEEP_MIN ? LOOP_KEEP_MIN : (uint32_t)l->mbufs.nlive;
+    uint32_t keep_msgs = l->msgs.nlive < LOOP_KEEP_MIN_MSGS ? LOOP_KEEP_MIN_MSGS : (uint32_t)l->msgs.nlive;
+    loop_reap_later(l); /* an old generation waiting for its server connections to drain */
+    if (l->mbufs.nfree > keep || l->msgs.nfree > keep_msgs) {
+        mbuf_pool_trim(&l->mbufs, keep);
+        msg_pool_trim(&l->msgs, keep_msgs);
+        mem_trim(); /* mem_trim_init ran before the loops' threads started */
+    }
+}
+
+static void loop_on_flush(int fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    conn_flush_queue(arg);
+}
+
+/* Frees the old generations nothing uses any more (outside any connection's callback: freeing a
+ * generation may close server connections). */
+static void loop_on_reap(int fd, short what, void *arg)
+{
+    struct loop *l = arg;
+    (void)fd;
+    (void)what;
+    struct gen *g = TAILQ_FIRST(&l->gens);
+    while (g != NULL) {
+        struct gen *next = TAILQ_NEXT(g, link);
+        if (gen_idle(g)) {
+            log_debug(LOG_INFO, "worker %u: config generation %lu no longer used: freed", l->id,
+                      (unsigned long)g->rt->generation);
+            gen_destroy(g);
+        }
+        g = next;
+    }
+}
+
+void loop_reap_later(struct loop *l)
+{
+    if (l->reap_ev != NULL && TAILQ_FIRST(&l->gens) != l->gen) event_active(l->reap_ev, EV_TIMEOUT, 1);
+}
+
+void loop_reload(struct loop *l, struct runtime *rt)
+{
+    uint64_t generation = rt->generation;
+    struct gen *g = gen_create(l, rt);
+    if (g == NULL) {
+        log_error("worker %u: out of memory for config generation %lu: still serving generation %lu",
+                  l->id, (unsigned long)generation, (unsigned long)l->gen->rt->generation);
+        return;
+    }
+    l->gen = g;
+    struct conn *c = TAILQ_FIRST(&l->clients);
+    while (c != NULL) {
+        struct conn *next = TAILQ_NEXT(c, link);
+        client_on_reload(c);
+        c = next;
+    }
+    gen_preconnect(g);
+    loop_reap_later(l);
+}
+
+int loop_take_client(struct loop *l, uint64_t generation, uint32_t pool, int fd)
+{
+    struct gen *g = l->gen;
+    if (g->rt->generation != generation) {
+        /* only when this loop could not build that generation (out of memory) */
+        TAILQ_FOREACH(g, &l->gens, link)
+        {
+            if (g->rt->generation == generation) break;
+        }
+    }
+    if (g == NULL || pool >= g->npools) {
+        log_warn("worker %u: a client of config generation %lu it does not have: closed", l->id,
+                 (unsigned long)generation);
+        close(fd);
+        return -ENOENT;
+    }
+    int rc = client_accept(l, &g->pools[pool], fd);
+    if (rc < 0) log_warn("worker %u: cannot take a client: out of memory", l->id);
+    return rc;
+}
+
+int loop_init(struct loop *l, uint32_t id, struct event_base *base, struct runtime *rt,
+              struct stats_worker *stats, size_t mbuf_size)
+{
+    memset(l, 0, sizeof(*l));
+    l->id = id;
+    l->base = base;
+    l->stats = stats;
+    TAILQ_INIT(&l->clients);
+    TAILQ_INIT(&l->flushq);
+    TAILQ_INIT(&l->gens);
+    TAILQ_INIT(&l->backends);
+    mbuf_pool_init(&l->mbufs, mbuf_size, LOOP_MBUF_FREE_MAX);
+    msg_pool_init(&l->msgs, LOOP_MSG_FREE_MAX);
+    l->gen = gen_create(l, rt);
+    if (l->gen == NULL) return -ENOMEM;
+    l->flush_ev = event_new(base, -1, 0, loop_on_flush, l);
+    if (l->flush_ev == NULL) return -ENOMEM;
+    l->reap_ev = event_new(base, -1, 0, loop_on_reap, l);
+    if (l->reap_ev == NULL) return -ENOMEM;
+    struct timeval every = { .tv_sec = LOOP_TRIM_SEC };
+    l->trim_ev = event_new(base, -1, EV_PERSIST, loop_on_trim, l);
+    if (l->trim_ev == NULL || event_add(l->trim_ev, &every) < 0) return -ENOMEM;
+    return 0;
+}
+
+void loop_start(struct loop *l)
+{
+    gen_preconnect(l->gen);
+}
+
+void loop_deinit(struct loop *l)
+{
+    struct conn *c;
+    while ((c = TAILQ_FIRST(&l->clients)) != NULL) client_close(c);
+    struct gen *g;
+    l->gen = NULL;
+    while ((g = TAILQ_FIRST(&l->gens)) != NULL) gen_destroy(g);
+    if (l->trim_ev) event_free(l->trim_ev);
+    l->trim_ev = NULL;
+    if (l->flush_ev) event_free(l->flush_ev);
+    l->flush_ev = NULL;
+    if (l->reap_ev) event_free(l->reap_ev);
+    l->reap_ev = NULL;
+    l->stats = NULL; /* the master's */
+    msg_pool_deinit(&l->msgs);
+    mbuf_pool_deinit(&l->mbufs);
+}

@@ -1,0 +1,72 @@
+/*
+ * loop.h - a worker's core context: everything the connections of one event loop share. Its event
+ * base, its mbuf and msg pools, the flush queue (output is written once per loop iteration), its
+ * config generations (core/gen.h) and backend connections (core/backend.h), its clients, its
+ * counter block and its read clock. thread/worker.c creates one per worker thread and feeds it
+ * through loop_take_client() and loop_reload(); nothing in core/ knows about threads or inboxes.
+ *
+ * A client is served entirely by one loop; no lock is taken per request. A reload gives the loop
+ * a new current generation: idle clients move to it, busy ones when their queue empties, and old
+ * generations are freed once nothing uses them.
+ *
+ * Threads: a loop and everything reachable from it belongs to the thread that runs its event base
+ * (set up by the master before that thread starts, torn down after it stopped). Its stats block
+ * is read by the stats thread (relaxed atomics).
+ */
+#ifndef NC_LOOP_H
+#define NC_LOOP_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/queue.h>
+
+#include "core/backend.h"
+#include "core/conn.h"
+#include "core/gen.h"
+#include "msg/mbuf.h"
+#include "msg/msg.h"
+#include "stats/stats.h"
+
+struct event_base;
+struct event;
+struct runtime;
+
+struct loop {
+    uint32_t id;                  /* the worker's index: its column in the runtime's stats blocks */
+    struct event_base *base;      /* the thread's event base (not owned) */
+    struct event *trim_ev;        /* periodic return of unused buffers */
+    struct event *flush_ev;       /* activated while flushq is not empty */
+    struct event *reap_ev;        /* activated when an old generation may have become idle */
+    struct conn_tqh flushq;       /* conns with output to write (conn_flush_later) */
+    struct mbuf_pool mbufs;
+    struct msg_pool msgs;
+    struct gen *gen;              /* the current generation: new clients join it */
+    struct gen_tqh gens;          /* every generation still in use, oldest first (gen is last) */
+    struct backend_tqh backends;  /* server connections, shared by the generations */
+    struct conn_tqh clients;      /* every client conn of this loop */
+    uint64_t next_conn_id;
+    uint32_t nclients;
+    uint32_t rr;                  /* round-robin for key-less commands */
+    uint64_t read_usec;           /* when the last read returned data (conn_recv): the time
+                                   * stamp of the requests and replies parsed from it */
+    struct stats_worker *stats;   /* this loop's counters (it is their only writer) */
+};
+
+/* Prepares l on base: pools, events, and the first generation over rt (takes over the caller's
+ * reference). stats: its counter block. Returns 0 or -errno (then loop_deinit cleans up). */
+int loop_init(struct loop *l, uint32_t id, struct event_base *base, struct runtime *rt,
+              struct stats_worker *stats, size_t mbuf_size);
+/* On the loop's own thread, before it dispatches: opens the preconnect pools' connections. */
+void loop_start(struct loop *l);
+/* Closes every client and connection and frees what loop_init made (not the base). */
+void loop_deinit(struct loop *l);
+
+/* Takes over fd, a client the master accepted for pool index `pool` of config generation
+ * `generation`. Returns 0, or -errno when it was closed instead. */
+int loop_take_client(struct loop *l, uint64_t generation, uint32_t pool, int fd);
+/* A new config generation (takes over the caller's reference on rt). */
+void loop_reload(struct loop *l, struct runtime *rt);
+/* An old generation may have no user left: check (outside the current callback). */
+void loop_reap_later(struct loop *l);
+
+#endif

@@ -1,0 +1,67 @@
+/*
+ * pool.h - a loop's view of a pool (pool_rt) and of each of its servers (server_rt) in one config
+ * generation: the shared pool (core/runtime.h), this loop's counter blocks, its servers' backend
+ * connections (core/backend.h), and the routing table it routes with (core/route.h), picked up
+ * again only when the pool publishes a new one.
+ *
+ * Threads: a pool_rt and its server_rts belong to one loop.
+ */
+#ifndef NC_POOL_H
+#define NC_POOL_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/queue.h>
+
+#include "core/route.h"
+#include "core/runtime.h"
+
+struct loop;
+struct gen;
+struct backend;
+struct stats_pool_block;
+struct stats_server_block;
+
+struct server_rt {
+    struct pool_rt *pool;
+    uint32_t idx;                 /* index in the pool's servers (conf order) */
+    const struct conf_server *cs;
+    struct stats_server_block *st; /* this loop's counters for it (found by name) */
+    struct backend *be;           /* its connections (core/backend.h) */
+    TAILQ_ENTRY(server_rt) be_link; /* the backend's users, oldest generation first */
+};
+
+TAILQ_HEAD(server_rt_tqh, server_rt);
+
+struct pool_rt {
+    struct loop *loop;
+    struct gen *gen;              /* the generation it belongs to */
+    struct pool_shared *shared;
+    const struct conf_pool *cp;
+    const struct proto_ops *proto;
+    struct stats_pool_block *st;  /* this loop's counters for the pool (found by name) */
+    struct server_rt *servers;
+    uint32_t nservers;
+    struct route *route;          /* the routing table this loop uses (a reference) */
+    uint64_t route_version;
+};
+
+/* Sets up p for shared (one generation's pool); its servers get their backends from
+ * backend_acquire() (the caller, core/gen.c). Returns 0 or -ENOMEM. */
+int pool_rt_init(struct pool_rt *p, struct gen *g, struct pool_shared *shared);
+/* Frees p (its servers must have released their backends). */
+void pool_rt_deinit(struct pool_rt *p);
+
+/* Picks up the pool's new routing table (after an ejection or a return). */
+void pool_rt_refresh(struct pool_rt *p);
+
+/* The server for a key: one relaxed load to see whether the table changed, then the lookup. */
+static inline uint32_t pool_rt_route(struct pool_rt *p, const uint8_t *key, size_t len)
+{
+    if (atomic_load_explicit(&p->shared->version, memory_order_relaxed) != p->route_version)
+        pool_rt_refresh(p);
+    return dist_dispatch(p->route->dist, pool_key_hash(p->shared, key, len));
+}
+
+#endif

@@ -1,0 +1,137 @@
+/*
+ * route.c - server health and routing tables (see route.h).
+ *
+ * Threads: health is updated by any worker and the master's prober (atomics); tables are built
+ * and published under the pool's mutex, never on the request path.
+ */
+#include "config.h"
+#include "core/route.h"
+
+#include <stdlib.h>
+
+#include "common/clock.h"
+#include "common/log.h"
+
+/* Builds a route over the servers that are not ejected. Called with p->lock held (or before the
+ * pool is shared). */
+static struct route *route_build(struct pool_shared *p, uint64_t version)
+{
+    const struct conf_pool *cp = p->cp;
+    size_t n = cp->nservers;
+    struct dist_server *ds = calloc(n ? n : 1, sizeof(*ds));
+    bool *live = calloc(n ? n : 1, sizeof(*live));
+    struct route *r = calloc(1, sizeof(*r));
+    if (ds == NULL || live == NULL || r == NULL) goto fail;
+    for (size_t i = 0; i < n; i++) {
+        ds[i].ketama_name = cp->servers[i].ketama_name;
+        ds[i].sort_name = cp->servers[i].stats_name; /* name, else host:port:weight */
+        ds[i].weight = cp->servers[i].weight;
+        live[i] = atomic_load(&p->health[i].ejected_until) == 0;
+    }
+    r->dist = dist_build(cp->distribution, ds, n, live);
+    if (r->dist == NULL) goto fail;
+    atomic_init(&r->refs, 1);
+    r->version = version;
+    free(ds);
+    free(live);
+    return r;
+fail:
+    free(ds);
+    free(live);
+    free(r);
+    return NULL;
+}
+
+void route_put(struct route *r)
+{
+    if (r != NULL && atomic_fetch_sub(&r->refs, 1) == 1) {
+        dist_destroy(r->dist);
+        free(r);
+    }
+}
+
+struct route *pool_route_get(struct pool_shared *p)
+{
+    pthread_mutex_lock(&p->lock);
+    struct route *r = p->route;
+    atomic_fetch_add(&r->refs, 1);
+    pthread_mutex_unlock(&p->lock);
+    return r;
+}
+
+/* Rebuilds and publishes the route after a change of the live set. */
+static void pool_publish(struct pool_shared *p)
+{
+    pthread_mutex_lock(&p->lock);
+    uint64_t version = atomic_load(&p->version) + 1;
+    struct route *r = route_build(p, version);
+    if (r == NULL) {
+        /* out of memory: keep routing with the old table; the next change retries */
+        pthread_mutex_unlock(&p->lock);
+        log_error("pool '%s': cannot rebuild the routing table: out of memory", p->cp->name);
+        return;
+    }
+    struct route *old = p->route;
+    p->route = r;
+    atomic_store(&p->version, version);
+    pthread_mutex_unlock(&p->lock);
+    route_put(old);
+}
+
+struct route *route_build_first(struct pool_shared *p)
+{
+    return route_build(p, 1);
+}
+
+uint32_t pool_key_hash(const struct pool_shared *p, const uint8_t *key, size_t len)
+{
+    const struct conf_pool *cp = p->cp;
+    return hash_key(cp->hash, cp->has_hash_tag ? cp->hash_tag : NULL, key, len);
+}
+
+uint32_t pool_route(struct pool_shared *p, const uint8_t *key, size_t len)
+{
+    struct route *r = pool_route_get(p);
+    uint32_t s = dist_dispatch(r->dist, pool_key_hash(p, key, len));
+    route_put(r);
+    return s;
+}
+
+bool pool_server_failed(struct pool_shared *p, uint32_t s, uint64_t now_usec)
+{
+    const struct conf_pool *cp = p->cp;
+    struct server_health *h = &p->health[s];
+    unsigned n = atomic_fetch_add(&h->failures, 1) + 1;
+    if (!cp->auto_eject_hosts || n < (unsigned)cp->server_failure_limit) return false;
+    uint64_t expected = 0;
+    uint64_t until = now_usec + (uint64_t)cp->server_retry_timeout * 1000u;
+    if (until == 0) until = 1;
+    if (!atomic_compare_exchange_strong(&h->ejected_until, &expected, until)) return false;
+    atomic_store(&h->ejected_at, nc_usec_wall());
+    log_warn("pool '%s': server %s ejected after %u consecutive failures, for %ld ms", cp->name,
+             cp->servers[s].stats_name, n, (long)cp->server_retry_timeout);
+    pool_publish(p);
+    return true;
+}
+
+bool pool_server_ejected(const struct pool_shared *p, uint32_t s)
+{
+    return atomic_load_explicit(&((struct pool_shared *)p)->health[s].ejected_until,
+                                memory_order_relaxed) != 0;
+}
+
+void pool_server_readmit(struct pool_shared *p, uint32_t s)
+{
+    struct server_health *h = &p->health[s];
+    atomic_store(&h->failures, 0);
+    atomic_store(&h->ejected_until, 0);
+    log_notice("pool '%s': server %s answers again: back in the distribution", p->cp->name,
+               p->cp->servers[s].stats_name);
+    pool_publish(p);
+}
+
+void pool_server_reeject(struct pool_shared *p, uint32_t s, uint64_t now_usec)
+{
+    uint64_t until = now_usec + (uint64_t)p->cp->server_retry_timeout * 1000u;
+    atomic_store(&p->health[s].ejected_until, until ? until : 1);
+}

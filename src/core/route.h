@@ -1,0 +1,72 @@
+/*
+ * route.h - routing: the health of a pool's servers (shared by every worker) and the routing
+ * tables built from it, and the hash of a key (hash_tag applied).
+ *
+ * Routing tables are immutable and refcounted (struct route). A pool publishes a new one when its
+ * live set changes (a server ejected or re-admitted): under the pool's mutex it builds the table,
+ * swaps it in and bumps `version`. A worker keeps a reference to the table it routes with and
+ * checks `version` (one relaxed load) per request (core/pool.h); only when it changed does it take
+ * the mutex to pick up the new table. So every worker routes with the same live set, except for
+ * the instant a change propagates, and no lock is taken on the request path. The manage port's
+ * find_key and the master's prober use the same tables and health.
+ *
+ * Threads: any; health through atomics, tables under the pool's mutex (never on the request path).
+ */
+#ifndef NC_ROUTE_H
+#define NC_ROUTE_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/runtime.h"
+#include "hash/dist.h"
+
+/* An immutable routing table with its reference count. */
+struct route {
+    atomic_uint refs;
+    struct dist *dist;
+    uint64_t version;
+};
+
+/* Liveness of one server, shared by all workers (auto_eject_hosts). */
+struct server_health {
+    atomic_uint failures;            /* consecutive failures seen by any worker */
+    _Atomic uint64_t ejected_until;  /* monotonic usec; 0 = in the distribution */
+    _Atomic uint64_t ejected_at;     /* wall-clock usec of the last ejection (stats) */
+    atomic_bool probing;             /* the master's prober is trying it */
+};
+
+/* Builds the first table of p (before p is shared). NULL when out of memory. */
+struct route *route_build_first(struct pool_shared *p);
+
+/* The current routing table of p, with a reference for the caller. */
+struct route *pool_route_get(struct pool_shared *p);
+void route_put(struct route *r);
+
+/* The hash of a key in this pool (hash_tag applied). */
+uint32_t pool_key_hash(const struct pool_shared *p, const uint8_t *key, size_t len);
+/* The server index for a key with the pool's current table (takes the mutex: for the manage
+ * port and tests; workers route through their cached table), or DIST_NONE. */
+uint32_t pool_route(struct pool_shared *p, const uint8_t *key, size_t len);
+
+/*
+ * Health. A failure of server s (connect error, reset, EOF with requests outstanding, timeout, a
+ * reply saying the server is unusable): with auto_eject_hosts, the server_failure_limit-th
+ * consecutive one ejects it for server_retry_timeout ms and publishes a new route. Returns true
+ * when this call ejected it. A good reply resets the count.
+ */
+bool pool_server_failed(struct pool_shared *p, uint32_t s, uint64_t now_usec);
+static inline void pool_server_ok(struct pool_shared *p, uint32_t s)
+{
+    if (atomic_load_explicit(&p->health[s].failures, memory_order_relaxed) != 0)
+        atomic_store_explicit(&p->health[s].failures, 0, memory_order_relaxed);
+}
+bool pool_server_ejected(const struct pool_shared *p, uint32_t s);
+/* Puts an ejected server back (it answered a probe) and publishes a new route. */
+void pool_server_readmit(struct pool_shared *p, uint32_t s);
+/* Keeps s ejected for another retry period (its probe failed). */
+void pool_server_reeject(struct pool_shared *p, uint32_t s, uint64_t now_usec);
+
+#endif
