@@ -23,7 +23,6 @@ import os
 import resource
 import shutil
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -31,8 +30,15 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# the helper library (tests/nctest): this is where the benchmark finds it
+sys.path.insert(0, os.path.join(ROOT, "tests"))
+
+from nctest import procs, wait  # noqa: E402
+from nctest.conf import render_conf  # noqa: E402
+from nctest.procfs import cpu_ticks, rss_kb, set_affinity  # noqa: E402
+from nctest.procs import free_port, stop_popen as stop  # noqa: E402
+
 CLK_TCK = os.sysconf("SC_CLK_TCK")
-PAGE = os.sysconf("SC_PAGE_SIZE")
 NREDIS = 4
 NMC = 4
 KEYSPACE = 10000
@@ -78,64 +84,6 @@ def log(msg):
     print(msg, file=sys.stderr, flush=True)
 
 
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
-
-
-def wait_port(port, proc, secs=10.0):
-    end = time.monotonic() + secs
-    while time.monotonic() < end:
-        if proc.poll() is not None:
-            raise RuntimeError(f"process {proc.args[0]} exited with {proc.returncode}")
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            return
-        except OSError:
-            time.sleep(0.02)
-    raise RuntimeError(f"nothing listens on 127.0.0.1:{port} after {secs}s")
-
-
-def proc_cpu_ticks(pid):
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15 of stat(5))
-
-
-def proc_rss_kb(pid):
-    with open(f"/proc/{pid}/statm") as f:
-        return int(f.read().split()[1]) * PAGE / 1024.0
-
-
-def set_affinity(pid, cpus):
-    """All threads of pid."""
-    try:
-        tids = [int(t) for t in os.listdir(f"/proc/{pid}/task")]
-    except FileNotFoundError:
-        return
-    for tid in tids:
-        try:
-            os.sched_setaffinity(tid, cpus)
-        except OSError:
-            pass
-
-
-def stop(proc, secs=5.0):
-    if proc is None or proc.poll() is not None:
-        if proc is not None:
-            proc.wait()
-        return
-    proc.send_signal(signal.SIGTERM)
-    try:
-        proc.wait(timeout=secs)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
-
-
 def raise_nofile(want=65536):
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     try:
@@ -158,35 +106,30 @@ class Bench:
 
     # ---- processes
     def start_backends(self):
-        for i in range(NREDIS):
-            port = free_port()
-            p = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-                                  "--appendonly", "no", "--maxclients", "20000", "--dir", self.dir,
-                                  "--logfile", os.path.join(self.dir, f"redis-{port}.log")],
-                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            self.procs.append(p)
-            wait_port(port, p)
-            self.backends["redis"].append((port, p))
-        mc_user = ["-u", "root"] if os.geteuid() == 0 else []
-        for i in range(NMC):
-            port = free_port()
-            p = subprocess.Popen(["memcached", *mc_user, "-l", "127.0.0.1", "-p", str(port), "-U", "0", "-t", "1",
-                                  "-m", "512", "-c", "20000"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            self.procs.append(p)
-            wait_port(port, p)
-            self.backends["mc"].append((port, p))
+        flags = {"redis": lambda port: ("--maxclients", "20000", "--logfile",
+                                        os.path.join(self.dir, f"redis-{port}.log")),
+                 "mc": lambda port: ("-m", "512", "-c", "20000")}
+        for pool, kind, n in (("redis", "redis", NREDIS), ("mc", "memcache", NMC)):
+            for _ in range(n):
+                for _ in range(3):  # another process may take the port between its pick and the bind
+                    port = free_port()
+                    p = procs.start_backend(kind, port, flags[pool](port), cwd=self.dir)
+                    if p is not None:
+                        break
+                else:
+                    raise RuntimeError(f"{kind} did not start")
+                self.procs.append(p)
+                self.backends[pool].append((port, p))
 
     def write_conf(self):
         self.port = {"redis": free_port(), "mc": free_port()}
-        lines = []
-        for pool, redis in (("redis", True), ("mc", False)):
-            lines += [f"bench_{pool}:", f"  listen: 127.0.0.1:{self.port[pool]}", "  hash: fnv1a_64",
-                      "  distribution: ketama", f"  redis: {'true' if redis else 'false'}", "  backlog: 1024",
-                      "  servers:"]
-            lines += [f"   - 127.0.0.1:{port}:1" for port, _ in self.backends[pool]]
         self.conf = os.path.join(self.dir, "bench.yml")
         with open(self.conf, "w") as f:
-            f.write("\n".join(lines) + "\n")
+            f.write(render_conf({
+                f"bench_{pool}": {"listen": f"127.0.0.1:{self.port[pool]}", "hash": "fnv1a_64",
+                                  "distribution": "ketama", "redis": pool == "redis", "backlog": 1024,
+                                  "servers": [f"127.0.0.1:{port}:1" for port, _ in self.backends[pool]]}
+                for pool in ("redis", "mc")}))
 
     def start_proxy(self, variant):
         kind, threads, cpus, _ = VARIANTS[variant]
@@ -201,7 +144,7 @@ class Bench:
         cmd = ["taskset", "-c", ",".join(map(str, sorted(cpus)))] + cmd
         p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=self.dir)
         for pool in ("redis", "mc"):
-            wait_port(self.port[pool], p)
+            procs.wait_listening(self.port[pool], p)
         return p
 
     def pin_backends(self, cpus):
@@ -210,7 +153,7 @@ class Bench:
                 set_affinity(p.pid, cpus)
 
     def backend_ticks(self, pool):
-        return sum(proc_cpu_ticks(p.pid) for _, p in self.backends[pool])
+        return sum(cpu_ticks(p.pid) for _, p in self.backends[pool])
 
     # ---- load
     def load_cmd(self, pool, tool, args, n, cpus):
@@ -259,11 +202,11 @@ class Bench:
         self.pin_backends(ocpus)
         p = self.start_proxy(variant)
         try:
-            time.sleep(0.2)
-            t_proxy = proc_cpu_ticks(p.pid)
+            wait.hold(0.2, "the proxy idle a moment before its CPU time is read")
+            t_proxy = cpu_ticks(p.pid)
             t_back = self.backend_ticks(pool)
             out, el, load_cpu = self.run_load(self.load_cmd(pool, tool, args, n, ocpus))
-            d_proxy = (proc_cpu_ticks(p.pid) - t_proxy) / CLK_TCK
+            d_proxy = (cpu_ticks(p.pid) - t_proxy) / CLK_TCK
             d_back = (self.backend_ticks(pool) - t_back) / CLK_TCK
             if p.poll() is not None:
                 raise RuntimeError(f"{variant} exited during {name}")
@@ -284,8 +227,8 @@ class Bench:
             # warm up: server connections open, first buffers allocated
             subprocess.run([self.ncload, "load", "--proto", "redis", "-p", str(self.port["redis"]), "-c", "4",
                             "-P", "16", "-n", "2000", "-d", "1024"], check=True, capture_output=True, timeout=60)
-            time.sleep(1.5)
-            rss0 = proc_rss_kb(p.pid)
+            wait.hold(1.5, "the warm-up's buffers trimmed (every second) before the baseline")
+            rss0 = rss_kb(p.pid)
             loader = subprocess.Popen(["taskset", "-c", ",".join(map(str, sorted(ocpus))), self.ncload, "idle",
                                        "--proto", "redis", "-p", str(self.port["redis"]), "-c", str(conns),
                                        "--pid", str(p.pid), "-d", str(value), "--timeout", "120"],
@@ -293,8 +236,8 @@ class Bench:
             line = loader.stdout.readline()
             if not line.startswith("open"):
                 raise RuntimeError(f"idle loader: {line!r}")
-            time.sleep(1.0)
-            rss_idle = proc_rss_kb(p.pid)
+            wait.hold(1.0, "the idle connections settled before their RSS is read")
+            rss_idle = rss_kb(p.pid)
             loader.stdin.write(f"burst {burst}\n")
             loader.stdin.flush()
             line = loader.stdout.readline()
@@ -302,11 +245,10 @@ class Bench:
                 raise RuntimeError(f"idle loader burst: {line!r}")
             t_done = time.monotonic()
             samples = []
-            rss_burst = proc_rss_kb(p.pid)
+            rss_burst = rss_kb(p.pid)
             for i in range(1, 11):
-                while time.monotonic() < t_done + 0.5 * i:
-                    time.sleep(0.02)
-                samples.append((0.5 * i, proc_rss_kb(p.pid)))
+                wait.hold(max(t_done + 0.5 * i - time.monotonic(), 0), "an RSS sample every 0.5 s")
+                samples.append((0.5 * i, rss_kb(p.pid)))
             rss_5s = [v for t, v in samples if t == 5.0][0]
             loader.stdin.write("quit\n")
             loader.stdin.flush()

@@ -6,10 +6,16 @@ A protocol seed is a 4-byte header (fuzz_feed.h: mbuf size, want_elems, servers,
 then the byte stream. The config seeds are the unit tests' good configs plus a few written here.
 """
 import shutil
+import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
+# the helper library (tests/nctest): this is where the seed writer finds it
+sys.path.insert(0, str(HERE.parent))
+
+from nctest.codec import resp  # noqa: E402
+
 CORPUS = HERE / "corpus"
 MBUF = {512: 0, 549: 1, 1024: 2, 4096: 3}
 
@@ -17,14 +23,6 @@ MBUF = {512: 0, 549: 1, 1024: 2, 4096: 3}
 def header(mbuf=512, want=False, servers=3, reads=(0, 0, 0)):
     h0 = MBUF[mbuf] | (4 if want else 0) | ((servers - 1) << 3)
     return bytes([h0, *reads])
-
-
-def resp(*args):
-    out = b"*%d\r\n" % len(args)
-    for a in args:
-        a = a if isinstance(a, bytes) else a.encode()
-        out += b"$%d\r\n%s\r\n" % (len(a), a)
-    return out
 
 
 REDIS_REQ = {

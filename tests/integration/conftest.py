@@ -15,17 +15,20 @@ the same factories at module scope, for processes shared by the tests of one mod
 stopped when the module's last test ends, and the per-test clean-up leaves them alone.
 """
 import os
-import shutil
 import signal
 import subprocess
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
-import ncproxy
-import ncutil
-from ncutil import HOST, START_TIMEOUT
+# the helper library (tests/nctest): this is where the integration tests find it
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from nctest import cluster, conf, procfs, procs  # noqa: E402
+from nctest.procs import HOST, START_TIMEOUT  # noqa: E402
+from nctest.wait import scale, wait_for, wait_log  # noqa: E402
 
 LOG_TAIL = 20000  # characters of each log attached to a failing test
 
@@ -35,7 +38,7 @@ def _terminate(signo, frame):
 
 
 def pytest_configure(config):
-    ncutil.become_subreaper()
+    procs.become_subreaper()
     # a SIGTERM (e.g. from `timeout`) unwinds like Ctrl-C, so every fixture still cleans up
     signal.signal(signal.SIGTERM, _terminate)
 
@@ -53,7 +56,7 @@ def pytest_collection_modifyitems(config, items):
 
 
 def pytest_sessionstart(session):
-    binary = ncutil.nutcrackers_bin()
+    binary = procs.nutcrackers_bin()
     if not os.access(binary, os.X_OK):
         raise pytest.UsageError(f"nutcrackers binary not found at {binary}: build it or set "
                                 "NUTCRACKERS_BIN")
@@ -92,7 +95,7 @@ def _proxy_sections(proxies):
     for proxy in proxies:
         sections.append((f"nutcrackers pid {proxy.pid}", _proxy_fate(proxy)[1]))
         for path in _san_reports(proxy.pid):
-            sections.append((f"sanitizer report ({path})", ncutil.read_text(path)[-LOG_TAIL:]))
+            sections.append((f"sanitizer report ({path})", procs.read_text(path)[-LOG_TAIL:]))
     return sections
 
 
@@ -109,7 +112,7 @@ def pytest_runtest_makereport(item, call):
     logs.sort(key=lambda log: (not log[0].startswith("nutcrackers stderr"),
                                not log[0].startswith("nutcrackers")))
     for title, path in logs:
-        text = ncutil.read_text(path)
+        text = procs.read_text(path)
         tail = LOG_TAIL if title.startswith("nutcrackers") else BACKEND_LOG_TAIL
         if len(text) > tail:
             text = "...\n" + text[-tail:]
@@ -137,7 +140,7 @@ class Reaper:
     def add_popen(self, proc):
         self.popens.append(proc)
         if self.shared:
-            ncutil.KEPT_PIDS.add(proc.pid)
+            procs.KEPT_PIDS.add(proc.pid)
         return proc
 
     def add_pid(self, pid):
@@ -146,9 +149,9 @@ class Reaper:
 
     def cleanup(self):
         for pid in reversed(self.pids):
-            ncutil.stop_pid(pid)
-        ncutil.stop_popens(list(reversed(self.popens)))
-        ncutil.reap_orphans()
+            procs.stop_pid(pid)
+        procs.stop_popens(list(reversed(self.popens)))
+        procs.reap_orphans()
 
 
 @pytest.fixture
@@ -170,44 +173,32 @@ def module_tmp_path(tmp_path_factory, request):
     return tmp_path_factory.mktemp(request.module.__name__)
 
 
-def _start_backend(args_for_port, name, tmp_path, reaper, request, port=None):
+def _start_backend(kind, tmp_path, reaper, request, port=None, args=()):
     """Starts a backend on a free port (a few tries: another process may take the port between
     the pick and the bind), or on the given port (one try: a restart on the port a killed backend
     had); returns (port, Popen)."""
-    binary = shutil.which(name)
-    if binary is None:
+    name = procs.BACKEND_BINARY[kind]
+    if not procs.backend_installed(kind):
         pytest.fail(f"{name} is not installed (scripts/test.sh installs it)")
     last_log = None
     fixed = port
     for attempt in range(1 if fixed else 3):
-        port = fixed or ncutil.free_port()
+        port = fixed or procs.free_port()
         workdir = tmp_path / f"{name}-{port}"
         workdir.mkdir(exist_ok=True)
         log_path = workdir / "out.log"
-        with open(log_path, "ab") as log:  # a restart on the same port appends
-            proc = reaper.add_popen(subprocess.Popen(
-                [binary, *args_for_port(port)], cwd=workdir, stdin=subprocess.DEVNULL,
-                stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-                preexec_fn=ncutil.die_with_parent))
         attach_log(request, f"{name} :{port} output", log_path)
         last_log = log_path
-        try:
-            ncutil.wait_until(lambda: proc.poll() is not None or ncutil.port_accepts(port),
-                              START_TIMEOUT, what=f"{name} on port {port}")
-        except TimeoutError:
-            ncutil.stop_popen(proc)
-            continue
-        if proc.poll() is None:
-            return port, proc
+        with open(log_path, "ab") as log:  # a restart on the same port appends
+            proc = procs.start_backend(kind, port, args, cwd=workdir, log=log)
+        if proc is not None:
+            return port, reaper.add_popen(proc)
     pytest.fail(f"{name} did not start; see {last_log}")
 
 
 def _redis_factory(tmp_path, reaper, request):
     def start(port=None, args=()):
-        return _start_backend(
-            lambda p: ["--port", str(p), "--bind", HOST, "--save", "", "--appendonly", "no",
-                       "--protected-mode", "no", "--daemonize", "no", *args],
-            "redis-server", tmp_path, reaper, request, port)
+        return _start_backend("redis", tmp_path, reaper, request, port, args)
 
     return start
 
@@ -215,11 +206,7 @@ def _redis_factory(tmp_path, reaper, request):
 def _memcached_factory(tmp_path, reaper, request):
     def start(port=None, args=()):
         """args: more flags; a later "-m" overrides the default memory limit."""
-        flags = ["-l", HOST, "-U", "0", "-m", "16", "-t", "1"]
-        if os.geteuid() == 0:
-            flags += ["-u", "root"]  # memcached refuses to run as root without it
-        return _start_backend(lambda p: [*flags, *args, "-p", str(p)], "memcached", tmp_path,
-                              reaper, request, port)
+        return _start_backend("memcache", tmp_path, reaper, request, port, args)
 
     return start
 
@@ -228,9 +215,7 @@ def _conf_writer(tmp_path, reaper=None, request=None):
     """write_conf(pools_dict_or_text, name="nutcrackers.yml") -> Path."""
 
     def write(pools, name="nutcrackers.yml"):
-        path = tmp_path / name
-        path.write_text(pools if isinstance(pools, str) else ncutil.render_conf(pools))
-        return path
+        return conf.write_conf(tmp_path / name, pools)
 
     return write
 
@@ -251,20 +236,24 @@ class Proxy:
         return self.daemon_pid if self.daemon_pid is not None else self.proc.pid
 
     def log(self):
-        return ncutil.read_text(self.log_path)
+        return procs.read_text(self.log_path)
 
     def signal(self, signo):
         if self.daemon_pid is None:
             self.proc.send_signal(signo)  # a no-op once the proxy is reaped
-        elif ncutil.is_descendant(self.daemon_pid):
+        elif procs.is_descendant(self.daemon_pid):
             os.kill(self.daemon_pid, signo)
         else:
             raise ProcessLookupError(f"daemon {self.daemon_pid} is gone")
 
-    def wait_log(self, needle, timeout=START_TIMEOUT, start=0):
-        """Waits (bounded) until the log, from character `start` on, contains needle."""
-        return ncutil.wait_until(lambda: needle in self.log()[start:], timeout,
-                                 what=f"'{needle}' in {self.log_path}")
+    def log_mark(self):
+        """Where the log ends now: a `start` for wait_log."""
+        return len(self.log())
+
+    def wait_log(self, needle, timeout=START_TIMEOUT, start=0, count=1):
+        """Waits (bounded, scaled) until the log, from character `start` on, contains needle
+        (count times); returns the position just past it."""
+        return wait_log(self.log, needle, timeout, start, count)
 
     def signal_and_wait(self, signo, needle, timeout=START_TIMEOUT):
         """Sends signo and waits (bounded) for new log text containing needle."""
@@ -275,20 +264,8 @@ class Proxy:
     def wait_exit(self, timeout=START_TIMEOUT):
         """Waits (bounded) for the proxy to exit; returns its exit status."""
         if self.daemon_pid is not None:
-            return ncutil.wait_pid_exit(self.daemon_pid, timeout)
-        return self.proc.wait(timeout=timeout)
-
-
-def _listen_ports(conf_path):
-    """TCP ports of the pools' `listen:` lines in a config we wrote."""
-    ports = []
-    for line in Path(conf_path).read_text().splitlines():
-        key, _, value = line.strip().partition(":")
-        if key == "listen":
-            host_port = value.strip().strip('"')
-            if not host_port.startswith("/"):
-                ports.append(int(host_port.rsplit(":", 1)[1].split()[0]))
-    return ports
+            return procs.wait_pid_exit(self.daemon_pid, timeout)
+        return self.proc.wait(timeout=timeout * scale())
 
 
 CRASH_SIGNALS = {signal.SIGSEGV, signal.SIGBUS, signal.SIGFPE, signal.SIGILL, signal.SIGABRT}
@@ -323,7 +300,7 @@ def _proxy_factory(tmp_path, reaper, request):
         args = ["-c", str(conf_path), "-o", log_name if relative_log else str(log_path)]
         manage_port = None
         if not {"-s", "--port"} & set(flags):
-            manage_port = ncutil.free_port()
+            manage_port = procs.free_port()
             args += ["-s", str(manage_port)]
         if not {"-a", "--addr"} & set(flags):
             args += ["-a", HOST]
@@ -343,11 +320,11 @@ def _proxy_factory(tmp_path, reaper, request):
         attach_log(request, "nutcrackers stderr", stderr_path)
         with open(stderr_path, "wb") as err:
             proc = reaper.add_popen(subprocess.Popen(
-                [ncutil.nutcrackers_bin(), *args, *flags], cwd=tmp_path,
+                [procs.nutcrackers_bin(), *args, *flags], cwd=tmp_path,
                 stdin=subprocess.DEVNULL, stdout=err, stderr=subprocess.STDOUT,
-                start_new_session=True, preexec_fn=ncutil.die_with_parent))
+                start_new_session=True, preexec_fn=procs.die_with_parent))
         proxy = Proxy(proc=proc, log_path=log_path, conf_path=Path(conf_path),
-                      manage_port=manage_port, listen_ports=_listen_ports(tmp_path / conf_path),
+                      manage_port=manage_port, listen_ports=conf.listen_ports(tmp_path / conf_path),
                       pid_file=pid_file)
         proxies = getattr(request.node, "nc_proxies", None)
         if proxies is None:
@@ -355,27 +332,26 @@ def _proxy_factory(tmp_path, reaper, request):
             request.addfinalizer(lambda: _assert_no_crash(proxies))
         proxies.append(proxy)
         if daemon:
-            rc = proc.wait(timeout=timeout)
+            rc = proc.wait(timeout=timeout * scale())
             assert rc == 0, f"the launcher of the daemon exited {rc}"
-            text = ncutil.wait_until(lambda: ncutil.read_text(pid_file).strip(), timeout,
-                                     what=f"pid file {pid_file}")
+            text = wait_for(lambda: procs.read_text(pid_file).strip(), timeout,
+                            f"pid file {pid_file}")
             proxy.daemon_pid = int(text)
             reaper.add_pid(proxy.daemon_pid)
         if wait == "listen":
             ports = proxy.listen_ports + ([manage_port] if wait_manage and manage_port else [])
             for port in ports:
-                ncutil.wait_until(
-                    lambda p=port: ncutil.port_accepts(p) or not _running(proxy), timeout,
-                    what=f"nutcrackers to listen on port {port}")
+                wait_for(lambda p=port: procs.port_accepts(p) or not _running(proxy),
+                              timeout, f"nutcrackers to listen on port {port}")
                 assert _running(proxy), "nutcrackers exited while starting"
         elif wait in ("log", "signals"):
             def up():
                 if not _running(proxy):
                     return True
                 logged = wait == "signals" or "started" in proxy.log()
-                return logged and ncutil.signals_caught(proxy.pid, ncutil.MASTER_SIGNALS)
+                return logged and procfs.signals_caught(proxy.pid, procs.MASTER_SIGNALS)
 
-            ncutil.wait_until(up, timeout, what="nutcrackers to start")
+            wait_for(up, timeout, "nutcrackers to start")
             assert _running(proxy), "nutcrackers exited while starting"
         return proxy
 
@@ -436,23 +412,23 @@ nutcrackers, module_nutcrackers = _fixture_pair(
 def _cluster_fixture(kind, request, start_backend, write_conf, start_proxy):
     backends, threads = request.param
     args = getattr(request.module, "REDIS_ARGS" if kind == "redis" else "MEMCACHED_ARGS", ())
-    cluster = ncproxy.start_cluster(kind, backends, threads, start_backend, write_conf, start_proxy,
-                                    name=f"{kind}-{ncproxy.matrix_id(request.param)}",
-                                    backend_args=args, hash_tag="{}")
-    yield cluster
-    rc = cluster.stop()
-    assert rc == 0, f"the proxy of {cluster.proxy.conf_path.name} exited with status {rc}"
+    c = cluster.start_cluster(kind, backends, threads, start_backend, write_conf, start_proxy,
+                              name=f"{kind}-{cluster.matrix_id(request.param)}",
+                              backend_args=args, hash_tag="{}")
+    yield c
+    rc = c.stop()
+    assert rc == 0, f"the proxy of {c.proxy.conf_path.name} exited with status {rc}"
 
 
-@pytest.fixture(scope="module", params=ncproxy.MATRIX, ids=ncproxy.matrix_id)
+@pytest.fixture(scope="module", params=cluster.MATRIX, ids=cluster.matrix_id)
 def redis_cluster(request, module_redis_server, module_write_conf, module_nutcrackers):
-    """A ncproxy.Cluster: 1 or 4 redis-servers behind a proxy with -T 1 or -T 4 (hash_tag "{}"),
+    """A nctest.cluster.Cluster: 1 or 4 redis-servers behind a proxy with -T 1 or -T 4 (hash_tag "{}"),
     shared by the module's tests. A module may set REDIS_ARGS (extra redis-server flags)."""
     yield from _cluster_fixture("redis", request, module_redis_server, module_write_conf,
                                 module_nutcrackers)
 
 
-@pytest.fixture(scope="module", params=ncproxy.MATRIX, ids=ncproxy.matrix_id)
+@pytest.fixture(scope="module", params=cluster.MATRIX, ids=cluster.matrix_id)
 def mc_cluster(request, module_memcached_server, module_write_conf, module_nutcrackers):
     """The same with memcached; a module may set MEMCACHED_ARGS (extra memcached flags)."""
     yield from _cluster_fixture("memcache", request, module_memcached_server, module_write_conf,
@@ -461,7 +437,7 @@ def mc_cluster(request, module_memcached_server, module_write_conf, module_nutcr
 
 def _running(proxy):
     if proxy.daemon_pid is not None:
-        return ncutil.is_descendant(proxy.daemon_pid)
+        return procs.is_descendant(proxy.daemon_pid)
     return proxy.proc.poll() is None
 
 
@@ -470,14 +446,14 @@ def good_conf(write_conf):
     """A small valid config (one redis and one memcached pool) with free listen ports; backends
     are not started (the proxy connects lazily)."""
     return write_conf({
-        "alpha": {"listen": f"{HOST}:{ncutil.free_port()}", "redis": True,
-                  "servers": [f"{HOST}:{ncutil.free_port()}:1"]},
-        "beta": {"listen": f"{HOST}:{ncutil.free_port()}",
-                 "servers": [f"{HOST}:{ncutil.free_port()}:1"]},
+        "alpha": {"listen": f"{HOST}:{procs.free_port()}", "redis": True,
+                  "servers": [f"{HOST}:{procs.free_port()}:1"]},
+        "beta": {"listen": f"{HOST}:{procs.free_port()}",
+                 "servers": [f"{HOST}:{procs.free_port()}:1"]},
     })
 
 
 
 def pytest_sessionfinish(session, exitstatus):
     # last resort: nothing this run started may outlive it
-    ncutil.reap_orphans(spare=False)
+    procs.reap_orphans(spare=False)

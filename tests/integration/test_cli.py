@@ -1,10 +1,13 @@
 """The command line: -V, -h, -D, bad flags and values, -t on good and bad configuration files."""
 import re
+from pathlib import Path
 
 import pytest
 
-import ncutil
-from ncutil import DATA, REPO
+from nctest import procs
+from nctest.procs import REPO
+
+DATA = Path(__file__).resolve().parent / "data"
 
 FLAGS = [
     ("-h", "--help", None),
@@ -37,14 +40,14 @@ HEADER_FIELDS = ["service", "source", "version", "uptime", "timestamp", "generat
 
 @pytest.mark.parametrize("flag", ["-V", "--version"])
 def test_version(flag):
-    r = ncutil.run([flag])
+    r = procs.run([flag])
     assert r.returncode == 0
     assert re.fullmatch(r"This is nutcrackers-\d+\.\d+\.\d+\S*\n", r.stdout), r.stdout
 
 
 @pytest.mark.parametrize("flag", ["-h", "--help", "-?"])
 def test_help_lists_every_flag_with_default(flag):
-    r = ncutil.run([flag])
+    r = procs.run([flag])
     assert r.returncode == 0
     out = r.stdout
     assert out.startswith("This is nutcrackers-")
@@ -59,7 +62,7 @@ def test_help_lists_every_flag_with_default(flag):
 
 @pytest.mark.parametrize("flag", ["-D", "--describe-stats"])
 def test_describe_stats_lists_every_metric(flag):
-    r = ncutil.run([flag])
+    r = procs.run([flag])
     assert r.returncode == 0
     lines = r.stdout.splitlines()
     assert "pool stats:" in lines and "server stats:" in lines
@@ -96,7 +99,7 @@ def test_describe_stats_lists_every_metric(flag):
     (["-d", "extra"], "unexpected argument 'extra'"),
 ])
 def test_bad_flag_exits_1_with_one_line(args, needle):
-    r = ncutil.run(args)
+    r = procs.run(args)
     assert r.returncode == 1
     assert r.stdout == ""
     lines = r.stderr.splitlines()
@@ -120,13 +123,13 @@ def _invalid_line(path):
 ])
 @pytest.mark.parametrize("flag", ["-t", "--test-conf"])
 def test_test_conf_ok(path, flag):
-    r = ncutil.run([flag, "-c", str(path)])
+    r = procs.run([flag, "-c", str(path)])
     assert r.returncode == 0, r.stderr
     assert r.stderr.splitlines()[-1] == _ok_line(path)
 
 
 def test_test_conf_default_path_is_conf_nutcrackers_yml():
-    r = ncutil.run(["-t"], cwd=REPO)
+    r = procs.run(["-t"], cwd=REPO)
     assert r.returncode == 0, r.stderr
     assert r.stderr.splitlines()[-1] == _ok_line("conf/nutcrackers.yml")
 
@@ -147,7 +150,7 @@ BAD_CONFS = {
 @pytest.mark.parametrize("name", sorted(BAD_CONFS))
 def test_test_conf_bad_file_names_its_line(name):
     path = DATA / name
-    r = ncutil.run(["-t", "-c", str(path)])
+    r = procs.run(["-t", "-c", str(path)])
     assert r.returncode == 1
     lines = r.stderr.splitlines()
     assert lines[-1] == _invalid_line(path)
@@ -160,7 +163,7 @@ def test_test_conf_bad_file_names_its_line(name):
 
 def test_test_conf_missing_file(tmp_path):
     path = tmp_path / "absent.yml"
-    r = ncutil.run(["-t", "-c", str(path)])
+    r = procs.run(["-t", "-c", str(path)])
     assert r.returncode == 1
     lines = r.stderr.splitlines()
     assert lines[-1] == _invalid_line(path)
@@ -183,7 +186,7 @@ UNIT_CONF_DATA = REPO / "tests" / "unit" / "data" / "conf"
 def test_test_conf_every_bad_unit_file_gives_line_numbered_errors(path):
     """The config parser's own bad files, through the binary: exit 1, and every error line names
     the file and a line number."""
-    r = ncutil.run(["-t", "-c", str(path)])
+    r = procs.run(["-t", "-c", str(path)])
     assert r.returncode == 1
     lines = r.stderr.splitlines()
     assert lines[-1] == _invalid_line(path)
@@ -195,6 +198,6 @@ def test_test_conf_every_bad_unit_file_gives_line_numbered_errors(path):
 @pytest.mark.parametrize("path", sorted((UNIT_CONF_DATA / "good").glob("*.yml")),
                          ids=lambda p: p.name)
 def test_test_conf_every_good_unit_file_is_ok(path):
-    r = ncutil.run(["-t", "-c", str(path)])
+    r = procs.run(["-t", "-c", str(path)])
     assert r.returncode == 0, r.stderr
     assert r.stderr.splitlines()[-1] == _ok_line(path)

@@ -8,9 +8,10 @@ import uuid
 
 import pytest
 
-import ncproxy
-import ncutil
-from ncproxy import resp
+from nctest import procfs, procs, wait
+from nctest.keys import big_value, digest, spread_keys
+from nctest.codec import bulk, resp
+from nctest.conn import BIG_TIMEOUT
 
 THREADED = True  # the TSan stage runs these too (conftest.py)
 MB = 1 << 20
@@ -45,16 +46,8 @@ def fd_baseline(cluster):
     """The proxy's fd count once no client is connected (bounded wait for it to be stable)."""
     pid = cluster.pid()
     warm_up(cluster)
-    last = {}
-
-    def stable():
-        now = ncproxy.fd_count(pid)
-        same = last.get("n") == now
-        last["n"] = now
-        return same
-
-    ncutil.wait_until(stable, SETTLE, interval=0.3, what="a stable fd count")
-    return last["n"]
+    return wait.steady(lambda: procfs.fd_count(pid), SETTLE, "a stable fd count", samples=3,
+                       interval=0.3)
 
 
 def rst_close(sock):
@@ -66,7 +59,7 @@ def rst_close(sock):
 def check_no_fd_leak(cluster, stopped):
     pid = cluster.pid()
     baseline = fd_baseline(cluster)
-    keys = ncproxy.spread_keys(f"leak{uuid.uuid4().hex[:6]}", 20)
+    keys = spread_keys(f"leak{uuid.uuid4().hex[:6]}", 20)
     burst = requests(cluster, keys, b"x" * 2000) * 20   # ~1 MB, not read back
     # 1. a pipeline the client never reads: it leaves while replies are being produced
     for _ in range(10):
@@ -93,14 +86,14 @@ def check_no_fd_leak(cluster, stopped):
     # 5. connection churn
     for _ in range(100):
         cluster.raw().close()
-    ncproxy.settle(lambda: ncproxy.fd_count(pid), baseline, SETTLE,
+    wait.settle(lambda: procfs.fd_count(pid), baseline, SETTLE,
                    what=f"the proxy's fd count back to {baseline}")
     assert cluster.alive()
     # and it still answers correctly
     with cluster.raw() as c:
         if cluster.redis:
             c.exchange(resp("SET", keys[0], "after") + resp("GET", keys[0]),
-                       b"+OK\r\n" + ncproxy.bulk("after"))
+                       b"+OK\r\n" + bulk("after"))
         else:
             c.exchange(b"set %s 0 0 5\r\nafter\r\nget %s\r\n" % (keys[0].encode(), keys[0].encode()),
                        b"STORED\r\nVALUE %s 0 5\r\nafter\r\nEND\r\n" % keys[0].encode())
@@ -115,30 +108,27 @@ def test_memcache_clients_leaving_with_requests_in_flight_leak_no_fd(mc_cluster,
 
 
 def check_memory_after_burst(cluster, client):
-    if ncproxy.sanitized_binary():
+    if procs.sanitized_binary():
         pytest.skip("RSS is not meaningful under a sanitizer")
     pid = cluster.pid()
     warm_up(cluster)
     # the baseline: the lowest RSS over a trim period (earlier tests may have left free buffers)
-    samples = []
-    ncutil.wait_until(lambda: samples.append(ncproxy.rss_kb(pid)) or len(samples) > 12, 5,
-                      interval=0.1, what="RSS samples")
-    baseline = min(samples)
-    value = ncproxy.big_value(64 * MB, seed=b"burst")
+    baseline = min(wait.sample(lambda: procfs.rss_kb(pid), 13))
+    value = big_value(64 * MB, seed=b"burst")
     key = f"burst:{uuid.uuid4().hex}"
     assert client.set(key, value)
-    assert ncproxy.digest(client.get(key)) == ncproxy.digest(value)
-    peak = ncproxy.rss_kb(pid)
+    assert digest(client.get(key)) == digest(value)
+    peak = procfs.rss_kb(pid)
     client.delete(key)
     client.close()
-    ncproxy.settle(lambda: ncproxy.rss_kb(pid), baseline + RSS_SLACK_KB, SETTLE,
+    wait.settle(lambda: procfs.rss_kb(pid), baseline + RSS_SLACK_KB, SETTLE,
                    what=f"RSS back near {baseline} kB (peak {peak} kB)")
 
 
 def test_redis_memory_returns_near_baseline_after_64mb_burst(redis_cluster):
     check_memory_after_burst(redis_cluster,
-                             redis_cluster.client(socket_timeout=ncproxy.BIG_TIMEOUT))
+                             redis_cluster.client(socket_timeout=BIG_TIMEOUT))
 
 
 def test_memcache_memory_returns_near_baseline_after_64mb_burst(mc_cluster):
-    check_memory_after_burst(mc_cluster, mc_cluster.client(timeout=ncproxy.BIG_TIMEOUT))
+    check_memory_after_burst(mc_cluster, mc_cluster.client(timeout=BIG_TIMEOUT))

@@ -3,8 +3,8 @@ one that answers garbage, one that answers -BUSY; ejection and re-admission (aut
 timeouts, multi-key commands whose fragment fails, the failure counters.
 
 Real redis-server and memcached backends (conftest fixtures), raw-socket fakes for the misbehaving
-ones (faultkit). The proxy runs with -T 4; 50 clients each check every reply against what they
-wrote (faultkit.Load). After each test (Rig.finish): no wrong reply was ever delivered, the proxy
+ones (nctest.fake). The proxy runs with -T 4; 50 clients each check every reply against what they
+wrote (nctest.load.Load, one request outstanding per client). After each test (Rig.finish): no wrong reply was ever delivered, the proxy
 is alive and answers, and its open descriptor count is back to its baseline.
 
 Timing: timeout 1000 ms, server_retry_timeout 1500 ms, server_failure_limit 2 unless a test says
@@ -13,25 +13,29 @@ out by accident, and bounds on latency leave room for scheduling noise (SLACK) a
 guard against. Tests of failing fast use a 3 s timeout and call "fast" anything under 1 s
 (2 s in a sanitized build, which runs next to the other sanitizer stage).
 """
+import collections
 import signal
 import time
 from dataclasses import dataclass, field
 
 import pytest
 
-import faultkit
-import ncmanage
-import ncproxy
-import ncutil
-from faultkit import Err, FakeBackend, Load, RespConn, describe
-from ncutil import HOST
+from nctest import manage, procfs, procs, wait
+from nctest.codec import Err, resp
+from nctest.conn import KvConn, RawConn
+from nctest.fake import (FakeBackend, serve_close_at_once, serve_garbage, serve_paced,
+                         serve_read_then_close)
+from nctest.keys import backend_keys, owners
+from nctest.load import Load, describe
+from nctest.procs import HOST
 
 THREADS = 4
 NCLIENTS = 50
 TIMEOUT_MS = 1000
 RETRY_MS = 1500
 LIMIT = 2
-SANITIZED = ncproxy.sanitized_binary()
+SANITIZED = procs.sanitized_binary()
+CLIENT_TIMEOUT = 5.0  # seconds without a reply that count as a hang (> any test's timeout)
 # seconds of scheduling noise allowed on top of a deadline (2 shared cores; a sanitized proxy
 # runs next to the other sanitizer stage, several times slower)
 SLACK = 1.5 if SANITIZED else 0.5
@@ -45,6 +49,11 @@ REFUSED = "Connection refused"
 RESET = "Connection reset by peer"
 TIMED_OUT = "Connection timed out"
 DEAD = (REFUSED, RESET, "Broken pipe")  # what requests to a killed backend get
+
+
+def client_class(redis):
+    """A raw client of either protocol: client_class(redis)(port) -> KvConn."""
+    return lambda port, **kw: KvConn(port, redis, **kw)
 
 
 def err_line(redis, text):
@@ -91,30 +100,41 @@ class Rig:
     def log_mark(self):
         return len(self.proxy.log())
 
-    def wait_log(self, needle, start, timeout):
-        # a sanitized build on a busy 2-core machine is several times slower: the event must
-        # still happen, only later (the assertions on what clients saw do not move)
-        if SANITIZED:
-            timeout *= 3
-        self.proxy.wait_log(needle, timeout=timeout, start=start)
+    def wait_log(self, needle, start, timeout, count=1):
+        """Waits for needle (count times) in the log after start; returns when it was seen. (A
+        sanitized build is several times slower: the deadline scales, the assertions on what
+        clients saw do not move.)"""
+        self.proxy.wait_log(needle, timeout=timeout, start=start, count=count)
         return time.monotonic()
+
+    def wait_no_conns(self, i):
+        """Waits until the proxy holds no connection to backend i: after a kill, every worker
+        has seen its idle connection to it end (which is not a failure)."""
+        port = self.ports[i]
+        wait.wait_for(lambda: not procfs.conns_to(self.proxy.pid, port), 5,
+                      f"the proxy's connections to backend :{port} to close")
+
+    def wait_written(self, i, n=1):
+        """Waits until n requests are written to backend i and not answered (out_queue)."""
+        manage.wait_server_stat(self.proxy.manage_port, "faults", f"{HOST}:{self.ports[i]}:1",
+                                "out_queue", lambda v: v >= n, what=f"{n} requests written to "
+                                f"backend {i}, unanswered")
 
     def settled_fds(self, timeout=5.0):
         """The proxy's descriptors once their number stops changing (closes are asynchronous)."""
-        seen = []
+        wait.steady(lambda: procfs.fd_count(self.proxy.pid), timeout,
+                    "the proxy's fd count to settle")
+        return procfs.fds(self.proxy.pid)
 
-        def stable():
-            seen.append(faultkit.open_fds(self.proxy.pid))
-            return len(seen) >= 4 and len(set(seen[-4:])) == 1
-
-        ncutil.wait_until(stable, timeout, interval=0.1, what="the proxy's fd count to settle")
-        return faultkit.proxy_fds(self.proxy.pid)
-
-    def warm(self, seconds=0.4):
-        """Every client (so every worker) talks to every backend for a moment, which opens the
-        workers' server connections; returns that load, for checking."""
-        warm = Load(self.listen, self.redis, nclients=NCLIENTS, prefix="warm")
-        warm.run_for(seconds)
+    def warm(self):
+        """Every client (so every worker) goes through all its keys, so every worker talks to
+        every backend, which opens the workers' server connections; returns that load, for
+        checking."""
+        warm = new_load(self.listen, self.redis, prefix="warm").start()
+        try:
+            warm.wait_progress(each=len(warm.keys_of(0)), ok=False)
+        finally:
+            warm.stop()
         return warm
 
     def assert_no_bad(self, load=None):
@@ -146,7 +166,7 @@ class Rig:
             return last[0] is None
 
         try:
-            ncutil.wait_until(at_baseline, timeout, interval=0.2, what="descriptors at baseline")
+            wait.wait_for(at_baseline, timeout, "descriptors at baseline", interval=0.2)
         except TimeoutError:
             raise AssertionError(last[0]) from None
 
@@ -176,6 +196,13 @@ class Rig:
         return None
 
 
+def new_load(port, redis, multi_every=0, prefix="k"):
+    """NCLIENTS clients of 8 keys each, a request at a time, that carry on through error replies
+    and reconnect when their connection ends (every reply still checked and recorded)."""
+    return Load(port, redis, NCLIENTS, multi_every=multi_every, prefix=prefix, pipeline=False,
+                strict=False, reconnect=True, hang=CLIENT_TIMEOUT)
+
+
 @pytest.fixture
 def rig(redis_server, memcached_server, write_conf, nutcrackers):
     """Factory: rig(redis, eject, **pool_keys) -> Rig with 4 backends (or nbackends), a proxy at
@@ -187,7 +214,7 @@ def rig(redis_server, memcached_server, write_conf, nutcrackers):
         start = redis_server if redis else memcached_server
         backends = [start() for _ in range(nbackends)]
         ports = [p for p, _ in backends]
-        listen = ncutil.free_port()
+        listen = procs.free_port()
         pool = {"listen": f"{HOST}:{listen}", "redis": redis, "timeout": TIMEOUT_MS,
                 "auto_eject_hosts": eject, "server_retry_timeout": RETRY_MS,
                 "server_failure_limit": LIMIT}
@@ -195,9 +222,8 @@ def rig(redis_server, memcached_server, write_conf, nutcrackers):
         pool["servers"] = [f"{HOST}:{p}:1" for p in ports]
         conf = write_conf({"faults": pool})
         proxy = nutcrackers(conf, "-T", str(threads), "-v", "6", *flags)
-        load = Load(listen, redis, nclients=NCLIENTS, multi_every=multi_every)
-        load.fill()
-        owner = faultkit.owners(ports, redis, load.all_keys())
+        load = new_load(listen, redis, multi_every=multi_every).fill()
+        owner = owners(ports, redis, load.all_keys())
         r = Rig(redis=redis, ports=ports, procs=[p for _, p in backends], listen=listen,
                 proxy=proxy, load=load, owner=owner, restart_backend=start, threads=threads,
                 server_connections=pool.get("server_connections", 1))
@@ -206,6 +232,26 @@ def rig(redis_server, memcached_server, write_conf, nutcrackers):
         return r
 
     return make
+
+
+def past(load, t, each=3):
+    """Lets the load run until every client has had `each` exchanges that began at or after t
+    (whatever their replies): the window from t on holds events of every client."""
+    load.wait_progress(each=each, since=t, ok=False)
+
+
+def wait_errors(load, keys, since, each=2, timeout=15.0):
+    """Waits until every client with a key in keys has had `each` error replies on them in
+    exchanges begun at or after since: the failure reached every client it concerns."""
+    cids = {cid for cid in range(NCLIENTS) if set(load.keys_of(cid)) & keys}
+
+    def seen():
+        errors = load.select(kinds=("error",), t_from=since, touching=keys)
+        counts = collections.Counter(e.cid for e in errors)
+        return all(counts[cid] >= each for cid in cids)
+
+    wait.wait_for(seen, timeout, f"{each} errors for each of the {len(cids)} clients of the "
+                                 f"failed backend's keys")
 
 
 def assert_only(load, allowed, what, **sel):
@@ -246,22 +292,24 @@ def test_kill9_with_ejection_moves_keys_and_rejoins(rig, redis):
     victim, vkeys = r.victim()
     load = r.load.start()
     try:
-        time.sleep(0.8)
+        load.wait_progress(each=3)
         t_kill = r.mark("kill")
         log0 = r.log_mark()
         r.kill(victim)
         r.wait_log("ejected after", log0, timeout=3)
-        # past one retry period: the prober finds it still dead and keeps it out, silently
-        time.sleep(RETRY_MS / 1000 * 1.4)
+        # one retry period on: the prober finds it still dead and keeps it out, silently; the
+        # keys served elsewhere meanwhile
+        r.wait_log("still does not answer", log0, timeout=RETRY_MS / 1000 + 3)
+        past(load, t_kill + SETTLE)
         t_restart = r.mark("restart")
         moved = {}
         for i, port in enumerate(r.ports):
             if i != victim:
-                moved.update(faultkit.backend_keys(port, redis, sorted(vkeys)))
+                moved.update(backend_keys(port, redis, sorted(vkeys)))
         log1 = r.log_mark()
         r.restart(victim)
         t_back = r.wait_log("back in the distribution", log1, timeout=RETRY_MS / 1000 + 3)
-        time.sleep(1.0)
+        past(load, t_back + 0.5)
     finally:
         load.stop()
 
@@ -271,7 +319,7 @@ def test_kill9_with_ejection_moves_keys_and_rejoins(rig, redis):
     assert len(errors) <= error_budget(), \
         f"{len(errors)} errors after the kill, more than {error_budget()}:\n{describe(errors)}"
     # one ejection for the whole pool, whichever workers saw the failures
-    stats = ncmanage.status(r.proxy.manage_port)["faults"]
+    stats = manage.status(r.proxy.manage_port)["faults"]
     assert stats["server_ejects"] == 1, stats
     assert stats[f"{HOST}:{r.ports[victim]}:1"]["server_ejected_at"] > 0
     late = [e for e in errors if e.t1 > t_kill + SETTLE]
@@ -285,7 +333,7 @@ def test_kill9_with_ejection_moves_keys_and_rejoins(rig, redis):
     assert_only(load, ("ok", "miss", "stale"), "around the return", t_from=t_restart,
                 t_to=t_back + 0.5)
     assert_only(load, ("ok",), "after the return", t_from=t_back + 0.5)
-    held = faultkit.backend_keys(r.ports[victim], redis, sorted(vkeys))
+    held = backend_keys(r.ports[victim], redis, sorted(vkeys))
     last = {k: load.confirmed[cid][k] for cid in range(NCLIENTS) for k in load.keys_of(cid)
             if k in vkeys}
     wrong_place = [k for k in vkeys if held.get(k) != last[k]]
@@ -302,14 +350,14 @@ def test_kill9_without_ejection_fails_fast(rig, redis):
     victim, vkeys = r.victim()
     load = r.load.start()
     try:
-        time.sleep(0.8)
+        load.wait_progress(each=3)
         t_kill = r.mark("kill")
         r.kill(victim)
-        time.sleep(1.5)
+        wait_errors(load, vkeys, since=t_kill + 0.2)
         t_restart = r.mark("restart")
         r.restart(victim)
         t_up = time.monotonic()
-        time.sleep(1.0)
+        past(load, t_up + 0.3)
     finally:
         load.stop()
 
@@ -322,8 +370,11 @@ def test_kill9_without_ejection_fails_fast(rig, redis):
     assert_errors_are(errors, DEAD, "kill -9")
     assert_fast(errors)
     # no ejection: the restarted backend serves its keys again at once (reconnect on demand)
-    # (a SET that failed just before, then its GET from the restarted, empty backend: a miss)
-    assert_only(load, ("ok", "error", "miss"), "restart", t_from=t_restart, t_to=t_up + 0.3)
+    # (a SET that failed just before, then its GET from the restarted, empty backend: a miss; an
+    # MSET that failed on the dead backend, then its MGET once it is back: the values its other
+    # fragments wrote read as stale)
+    assert_only(load, ("ok", "error", "miss", "stale"), "restart", t_from=t_restart,
+                t_to=t_up + 0.3)
     assert_only(load, ("ok",), "after the restart", t_from=t_up + 0.3)
     r.finish()
 
@@ -338,7 +389,7 @@ def _log_time(log, needle):
 
 def _worker_connections(r):
     """Client connections each worker has taken so far (manage port `status workers`)."""
-    workers = ncmanage.status(r.proxy.manage_port, "workers")["workers"]
+    workers = manage.status(r.proxy.manage_port, "workers")["workers"]
     return [w["total_connections"] for w in workers]
 
 
@@ -356,13 +407,13 @@ def test_ejection_is_pool_wide(rig):
     key = sorted(vkeys)[0]
     log0 = r.log_mark()
     r.kill(victim)
-    time.sleep(0.2)  # the workers see their idle connections to it close (not a failure)
+    r.wait_no_conns(victim)  # the workers saw their idle connections to it close (no failure)
     results = []
     before = None
     for i in range(n):
         if i == limit:
             before = _worker_connections(r)
-        with RespConn(r.listen) as c:
+        with RawConn(r.listen) as c:
             results.append(c.call("SET", key, f"v{i}"))
     after = _worker_connections(r)
     assert results == [Err(f"ERR {REFUSED}")] * limit + ["OK"] * (n - limit), \
@@ -371,7 +422,7 @@ def test_ejection_is_pool_wide(rig):
         f"not every worker served a write after the ejection: {before} -> {after}"
     assert f"ejected after {limit} consecutive failures" in r.proxy.log()[log0:]
     survivors = [p for i, p in enumerate(r.ports) if i != victim]
-    found = [faultkit.backend_keys(p, True, [key]).get(key) for p in survivors]
+    found = [backend_keys(p, True, [key]).get(key) for p in survivors]
     assert found.count(f"v{n - 1}".encode()) == 1, found
 
     log1 = r.log_mark()
@@ -384,9 +435,9 @@ def test_ejection_is_pool_wide(rig):
     assert out_for >= 1.0 - 0.01, f"re-admitted {out_for:.3f} s after the ejection"
     before = _worker_connections(r)
     for i in range(n):
-        with RespConn(r.listen) as c:
+        with RawConn(r.listen) as c:
             assert c.call("SET", key, f"back{i}") == "OK"
-        on_victim = faultkit.backend_keys(r.ports[victim], True, [key]).get(key)
+        on_victim = backend_keys(r.ports[victim], True, [key]).get(key)
         assert on_victim == f"back{i}".encode(), \
             f"connection {i}: the write did not reach the returned backend ({on_victim})"
     after = _worker_connections(r)
@@ -397,21 +448,28 @@ def test_ejection_is_pool_wide(rig):
 
 # --------------------------------------------------------------------------- SIGSTOP
 
+def stop_when_serving(r, load, proc):
+    """Once every client of the load has been answered, SIGSTOPs the backend proc (the caller
+    SIGCONTs it); returns when."""
+    load.wait_progress(each=3)
+    t_stop = r.mark("stop")
+    proc.send_signal(signal.SIGSTOP)
+    return t_stop
+
+
 def test_sigstop_timeouts_fire_on_time_others_keep_serving(rig):
     r = rig(True, eject=False)  # timeout 1000 ms
     victim, vkeys = r.victim()
     proc = r.procs[victim]
     load = r.load.start()
     try:
-        time.sleep(0.8)
-        t_stop = r.mark("stop")
-        proc.send_signal(signal.SIGSTOP)
-        time.sleep(3.0)
+        t_stop = stop_when_serving(r, load, proc)
+        wait_errors(load, vkeys, since=t_stop + 0.05)  # two rounds of timeouts
         t_cont = r.mark("cont")
     finally:
         proc.send_signal(signal.SIGCONT)
     try:
-        time.sleep(1.0)
+        past(load, t_cont + 0.5)
     finally:
         load.stop()
 
@@ -453,24 +511,21 @@ def test_sigstop_with_ejection_prober_waits_for_an_answer(rig):
     r = rig(True, eject=True, server_retry_timeout=retry, timeout=timeout)
     victim, vkeys = r.victim()
     proc = r.procs[victim]
+    log0 = r.log_mark()
     load = r.load.start()
     try:
-        time.sleep(0.8)
-        t_stop = r.mark("stop")
-        log0 = r.log_mark()
-        proc.send_signal(signal.SIGSTOP)
+        t_stop = stop_when_serving(r, load, proc)
         r.wait_log("ejected after", log0, timeout=3)
         # two probe rounds (each: the retry wait, then a probe that times out)
-        rounds = (retry + timeout) / 1000 * 2.5 * (3 if SANITIZED else 1)
-        ncutil.wait_until(lambda: r.proxy.log()[log0:].count("still does not answer") >= 2,
-                          rounds, what="two failed probes")
+        r.wait_log("still does not answer", log0, (retry + timeout) / 1000 * 2.5, count=2)
+        past(load, t_stop + LIMIT * timeout / 1000 + 2 * SLACK)
         t_cont = r.mark("cont")
     finally:
         proc.send_signal(signal.SIGCONT)
     try:
         log1 = r.log_mark()
         t_back = r.wait_log("back in the distribution", log1, timeout=retry / 1000 + 3)
-        time.sleep(1.0)
+        past(load, t_back + 0.5)
     finally:
         load.stop()
 
@@ -501,24 +556,28 @@ def test_all_backends_down_fail_fast(rig, redis, eject):
     r = rig(redis, eject=eject, timeout=FAIL_FAST_TIMEOUT_MS)
     load = r.load.start()
     try:
-        time.sleep(0.5)
+        load.wait_progress(each=3)
         r.mark("kill")
+        log0 = r.log_mark()
         for i in range(len(r.ports)):
             r.kill(i)
         t_kill = r.mark("all killed")  # a loaded machine may take a while to reap all of them
-        time.sleep(RETRY_MS / 1000 + 0.6)  # through a probe round when ejecting
+        if eject:  # every server ejected, and a probe round that found them still dead
+            r.wait_log("ejected after", log0, timeout=3, count=len(r.ports))
+            r.wait_log("still does not answer", log0, timeout=RETRY_MS / 1000 + 3,
+                       count=len(r.ports))
+        past(load, t_kill + SETTLE)
         t_restart = r.mark("restart")
-        stats = ncmanage.status(r.proxy.manage_port)["faults"]
+        stats = manage.status(r.proxy.manage_port)["faults"]
         log1 = r.log_mark()
         for i in range(len(r.ports)):
             r.restart(i)
         if eject:
-            for _ in range(len(r.ports)):
-                t_back = r.wait_log("back in the distribution", log1, timeout=RETRY_MS / 1000 + 3)
-                log1 = r.proxy.log().index("back in the distribution", log1) + 1
+            t_back = r.wait_log("back in the distribution", log1, timeout=RETRY_MS / 1000 + 3,
+                                count=len(r.ports))
         else:
             t_back = time.monotonic()  # all restarted
-        time.sleep(0.8)
+        past(load, t_back + 0.5)
     finally:
         load.stop()
 
@@ -549,7 +608,7 @@ def _replace_with_fake(r, victim, serve):
     workers see their idle connections to it close (not a failure) before the test goes on."""
     r.kill(victim)
     fake = FakeBackend(serve, port=r.ports[victim])
-    time.sleep(0.2)
+    r.wait_no_conns(victim)
     return fake
 
 
@@ -558,22 +617,24 @@ def test_backend_closing_every_connection(rig, eject):
     r = rig(True, eject=eject, timeout=FAIL_FAST_TIMEOUT_MS)
     victim, vkeys = r.victim()
     log0 = r.log_mark()
-    fake = _replace_with_fake(r, victim, faultkit.serve_close_at_once)
+    fake = _replace_with_fake(r, victim, serve_close_at_once)
     try:
         t_fake = r.mark("fake")
         load = r.load.start()
         if eject:
             t_fake = r.wait_log("ejected after", log0, timeout=3)
-        time.sleep(RETRY_MS / 1000 + 0.8)
-        if eject:  # a probe found it: accepted and closed, which is no answer
-            r.wait_log("still does not answer", log0, timeout=3)
+            # a probe found it: accepted and closed, which is no answer
+            r.wait_log("still does not answer", log0, timeout=RETRY_MS / 1000 + 3)
+            past(load, t_fake + SLACK)
+        else:
+            wait_errors(load, vkeys, since=t_fake)
         t_restart = r.mark("restart")  # (from here on, refused or reset until the restart)
         fake.stop()
         log1 = r.log_mark()
         r.restart(victim)
         t_back = r.wait_log("back in the distribution", log1, RETRY_MS / 1000 + 3) if eject \
             else time.monotonic()
-        time.sleep(0.8)
+        past(load, t_back + 0.5)
     finally:
         r.load.stop()
         fake.stop()
@@ -611,15 +672,16 @@ def test_backend_answering_garbage(rig, redis):
     (With ejection: test_prober_takes_no_garbage_for_an_answer.)"""
     r = rig(redis, eject=False, timeout=FAIL_FAST_TIMEOUT_MS)
     victim, vkeys = r.victim()
-    fake = _replace_with_fake(r, victim, faultkit.serve_garbage(GARBAGE[redis]))
+    fake = _replace_with_fake(r, victim, serve_garbage(GARBAGE[redis]))
     try:
+        t_fake = r.mark("fake")
         load = r.load.start()
-        time.sleep(1.5)
+        wait_errors(load, vkeys, since=t_fake)
         t_restart = r.mark("restart")  # (from here on, refused or reset until the restart)
         fake.stop()
         r.restart(victim)
         t_up = time.monotonic()
-        time.sleep(0.8)
+        past(load, t_up + 0.3)
     finally:
         r.load.stop()
         fake.stop()
@@ -636,7 +698,8 @@ def test_backend_answering_garbage(rig, redis):
     # every connection that got garbage was closed; only the last one per worker may be open
     assert fake.accepted >= 2 and fake.closed_by_peer >= fake.accepted - THREADS, \
         f"connections not recycled: accepted {fake.accepted}, closed {fake.closed_by_peer}"
-    assert_only(load, ("ok", "error", "miss"), "restart", t_from=t_restart, t_to=t_up + 0.3)
+    assert_only(load, ("ok", "error", "miss", "stale"), "restart", t_from=t_restart,
+                t_to=t_up + 0.3)  # (stale: see test_kill9_without_ejection_fails_fast)
     assert_only(load, ("ok",), "after the restart", t_from=t_up + 0.3)
     r.finish()
 
@@ -651,21 +714,26 @@ def test_prober_takes_no_garbage_for_an_answer(rig, redis):
             server_retry_timeout=retry)
     key = sorted(r.keys_on(0))[0]
     log0 = r.log_mark()
-    fake = _replace_with_fake(r, 0, faultkit.serve_garbage(GARBAGE[redis]))
-    cls = faultkit.client_class(redis)
+    fake = _replace_with_fake(r, 0, serve_garbage(GARBAGE[redis]))
+    cls = client_class(redis)
     try:
         with cls(r.listen) as c:
             # the idle connection to the killed backend closed (no failure); this one reaches the
             # fake and gets garbage: one failure, ejected
             assert c.kv_set(key, "v") == Err(err_line(redis, "Invalid argument"))
             r.wait_log("ejected after", log0, timeout=3)
-            deadline = time.monotonic() + retry / 1000 * 5
-            n = 0
-            while time.monotonic() < deadline:
-                n += 1
-                assert c.kv_set(key, f"v{n}") is True, "the garbage backend came back"
-                assert c.kv_get(key) == f"v{n}".encode()
-                time.sleep(0.02)
+            writes = [0]
+
+            def served_through_two_probes():
+                # the key keeps being served elsewhere while the prober gets garbage twice
+                writes[0] += 1
+                value = f"v{writes[0]}"
+                assert c.kv_set(key, value) is True, "the garbage backend came back"
+                assert c.kv_get(key) == value.encode()
+                return r.proxy.log()[log0:].count("still does not answer") >= 2
+
+            wait.wait_for(served_through_two_probes, retry / 1000 * 5,
+                          "two probes that got garbage", interval=0.02)
     finally:
         fake.stop()
     log = r.proxy.log()[log0:]
@@ -683,22 +751,24 @@ def test_busy_backend_is_ejected_until_it_answers(rig):
     retry = 1000
     r = rig(True, eject=True, server_retry_timeout=retry)
     victim, vkeys = r.victim()
-    direct = RespConn(r.ports[victim])
+    direct = RawConn(r.ports[victim])
     assert direct.call("CONFIG", "SET", "busy-reply-threshold", "50") == "OK"
     load = r.load.start()
     try:
-        time.sleep(0.5)
+        load.wait_progress(each=3)
         t_busy = r.mark("busy")
         log0 = r.log_mark()
-        direct.send(faultkit.resp_encode("EVAL", "while true do end", "0"))
+        direct.send(resp("EVAL", "while true do end", "0"))
         r.wait_log("ejected after", log0, timeout=3)
-        time.sleep(retry / 1000 * 2.5)
+        # a probe got -BUSY too (no answer), while the keys were served elsewhere
+        r.wait_log("still does not answer", log0, timeout=retry / 1000 + 3)
+        past(load, t_busy + SETTLE)
         t_kill = r.mark("script kill")
         log1 = r.log_mark()
-        with RespConn(r.ports[victim]) as k:
+        with RawConn(r.ports[victim]) as k:
             assert k.call("SCRIPT", "KILL") == "OK"
         t_back = r.wait_log("back in the distribution", log1, timeout=retry / 1000 + 3)
-        time.sleep(0.8)
+        past(load, t_back + 0.5)
     finally:
         load.stop()
         direct.close()
@@ -732,9 +802,10 @@ def test_multikey_with_a_dead_fragment_one_error(rig, redis):
     victim = 0
     keys = _spread_keys(r)
     r.kill(victim)
+    r.wait_no_conns(victim)
     want = Err(err_line(redis, REFUSED))
     live = sorted(r.keys_on(1))[0]
-    cls = faultkit.client_class(redis)
+    cls = client_class(redis)
     with cls(r.listen) as c:
         for _ in range(300):
             if redis:
@@ -756,9 +827,9 @@ def test_multikey_with_a_timed_out_fragment_one_error(rig):
     r = rig(True, eject=False)
     victim = 0
     keys = _spread_keys(r)
-    expect = [faultkit.backend_keys(r.ports[r.owner[k]], True, [k])[k] for k in keys]
+    expect = [backend_keys(r.ports[r.owner[k]], True, [k])[k] for k in keys]
     proc = r.procs[victim]
-    with RespConn(r.listen) as c:
+    with RawConn(r.listen) as c:
         proc.send_signal(signal.SIGSTOP)
         try:
             for _ in range(2):
@@ -785,16 +856,16 @@ def test_timeout_counts_from_write_not_from_queueing(write_conf, nutcrackers):
     rate = 6 << 20  # bytes/s: 4 s for all, the kernel's ~3 MB of socket buffers in ~0.5 s
     timeout_ms = 2000  # 1.5 s more than a written request waits: room for a starved fake
     # SET k <value>, exactly `unit` bytes on the wire (the length header has 7 digits either way)
-    req = faultkit.resp_encode("SET", "k", b"x" * (unit - 30))
-    req = faultkit.resp_encode("SET", "k", b"x" * (unit - 30 + unit - len(req)))
+    req = resp("SET", "k", b"x" * (unit - 30))
+    req = resp("SET", "k", b"x" * (unit - 30 + unit - len(req)))
     assert len(req) == unit
-    fake = FakeBackend(faultkit.serve_paced(rate, unit, b"+OK\r\n"), rcvbuf=4096)
+    fake = FakeBackend(serve_paced(rate, unit, b"+OK\r\n"), rcvbuf=4096)
     try:
-        listen = ncutil.free_port()
+        listen = procs.free_port()
         conf = write_conf({"slow": {"listen": f"{HOST}:{listen}", "redis": True,
                                     "timeout": timeout_ms, "servers": [f"{HOST}:{fake.port}:1"]}})
         proxy = nutcrackers(conf, "-T", "1")
-        with RespConn(listen, timeout=10) as c:
+        with RawConn(listen, timeout=10) as c:
             t0 = time.monotonic()
             c.send(req * nreq)
             replies = [c.read() for _ in range(nreq)]
@@ -817,14 +888,15 @@ def test_timeout_fails_the_requests_behind_on_that_connection(rig):
     victim = 0
     k1, k2 = sorted(r.keys_on(victim))[:2]
     proc = r.procs[victim]
-    a, b = RespConn(r.listen), RespConn(r.listen)
+    a, b = RawConn(r.listen), RawConn(r.listen)
     try:
         proc.send_signal(signal.SIGSTOP)
         t0 = time.monotonic()
-        a.send(faultkit.resp_encode("GET", k1))
-        time.sleep(1.0)
+        a.send(resp("GET", k1))
+        r.wait_written(victim)  # a's request is on the wire: its clock runs
+        wait.hold(1.0, "b goes 1 s after a: it must fail with a, well before its own timeout")
         t1 = time.monotonic()
-        b.send(faultkit.resp_encode("GET", k2))
+        b.send(resp("GET", k2))
         ra, ta = a.read(), time.monotonic()
         rb, tb = b.read(), time.monotonic()
     finally:
@@ -850,31 +922,31 @@ def test_failure_counters_in_stats(rig):
     name = lambda i: f"{HOST}:{r.ports[i]}:1"  # noqa: E731
     key = lambda i: sorted(r.keys_on(i))[0]  # noqa: E731
     log0 = r.log_mark()
-    fake = _replace_with_fake(r, closing, faultkit.serve_read_then_close)
+    fake = _replace_with_fake(r, closing, serve_read_then_close)
     # (the workers' idle connections to the killed backend ended with an EOF each, counted too)
-    eof0 = ncmanage.status(r.proxy.manage_port)["faults"][name(closing)]["server_eof"]
+    eof0 = manage.status(r.proxy.manage_port)["faults"][name(closing)]["server_eof"]
     try:
-        with RespConn(r.listen) as c:
+        with RawConn(r.listen) as c:
             # eof: the request is read, the connection closed: one failure, not yet ejected
             assert c.call("GET", key(closing)) == Err(f"ERR {RESET}")
     finally:
         fake.stop()
     r.restart(closing)
     r.kill(refused)
-    time.sleep(0.2)
-    with RespConn(r.listen) as c:
+    r.wait_no_conns(refused)
+    with RawConn(r.listen) as c:
         for _ in range(LIMIT):  # refused, and ejected after the last one
             assert c.call("GET", key(refused)) == Err(f"ERR {REFUSED}")
     r.wait_log("ejected after", log0, timeout=3)
     proc = r.procs[stopped]
-    with RespConn(r.listen) as c:
+    with RawConn(r.listen) as c:
         proc.send_signal(signal.SIGSTOP)
         try:
             assert c.call("GET", key(stopped)) == Err(f"ERR {TIMED_OUT}")
         finally:
             proc.send_signal(signal.SIGCONT)
 
-    doc = ncmanage.wait_status(r.proxy.manage_port,
+    doc = manage.wait_status(r.proxy.manage_port,
                                lambda d: d["faults"][name(stopped)]["server_timedout"] >= 1,
                                what="the timeout in the stats")
     p = doc["faults"]

@@ -3,92 +3,39 @@
 After each attack the proxy must still be alive, its open fd count back near its baseline, and a
 well-behaved client (the "witness") must keep getting exactly the replies it expects.
 """
-import os
 import resource
 import socket
-import time
 
 import pytest
 
-import ncproxy
-import ncutil
-from ncutil import HOST
-
-IO_TIMEOUT = 10.0
-
-
-def fd_count(pid):
-    return len(os.listdir(f"/proc/{pid}/fd"))
-
-
-def rss_kb(pid):
-    for line in open(f"/proc/{pid}/status"):
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1])
-    return 0
-
-
-def resp(*args):
-    out = [b"*%d\r\n" % len(args)]
-    for a in args:
-        a = a if isinstance(a, bytes) else str(a).encode()
-        out.append(b"$%d\r\n%s\r\n" % (len(a), a))
-    return b"".join(out)
-
-
-def read_until_closed(sock, timeout=IO_TIMEOUT, limit=1 << 20):
-    """Everything the proxy sends until it closes the connection (bounded in time and size)."""
-    sock.settimeout(timeout)
-    data = b""
-    deadline = time.time() + timeout
-    while time.time() < deadline and len(data) < limit:
-        try:
-            chunk = sock.recv(65536)
-        except (ConnectionResetError, socket.timeout):
-            break
-        if not chunk:
-            break
-        data += chunk
-    return data
-
-
-class Witness:
-    """A well-behaved redis client on its own connection: SET then GET must round-trip."""
-
-    def __init__(self, port):
-        self.port = port
-        self.n = 0
-
-    def check(self):
-        with socket.create_connection((HOST, self.port), timeout=IO_TIMEOUT) as s:
-            self.n += 1
-            key, val = f"witness:{self.n}".encode(), os.urandom(16).hex().encode()
-            s.sendall(resp("SET", key, val) + resp("GET", key))
-            want = b"+OK\r\n$%d\r\n%s\r\n" % (len(val), val)
-            got = b""
-            s.settimeout(IO_TIMEOUT)
-            while len(got) < len(want):
-                chunk = s.recv(65536)
-                assert chunk, f"witness: connection closed after {got!r}"
-                got += chunk
-            assert got == want
+from nctest import load, manage, procs, wait
+from nctest.codec import bulk, resp
+from nctest.conn import IO_TIMEOUT, Closed, RawConn
+from nctest.load import witness
+from nctest.procfs import cpu_ticks, fd_count, rss_kb
+from nctest.procs import HOST
 
 
 @pytest.fixture
 def redis_proxy(redis_server, write_conf, nutcrackers):
     ports = [redis_server()[0] for _ in range(2)]
     conf = write_conf({"hostile": {
-        "listen": f"{HOST}:{ncutil.free_port()}", "redis": True, "timeout": 5000,
+        "listen": f"{HOST}:{procs.free_port()}", "redis": True, "timeout": 5000,
         "servers": [f"{HOST}:{p}:1" for p in ports]}})
-    proxy = nutcrackers(conf, "-T", "2")
-    port = int(conf.read_text().split("listen: ")[1].split()[0].rsplit(":", 1)[1])
-    time.sleep(0.2)
-    return proxy, port
+    proxy = nutcrackers(conf, "-T", "2", wait_manage=True)
+    return proxy, proxy.listen_ports[0]
+
+
+def idle_fd_count(proxy):
+    """The proxy's fd count once it has seen every client leave (its stats say no client is
+    connected: the start-up probe and the witnesses are gone)."""
+    manage.wait_pool_stat(proxy.manage_port, "hostile", "client_connections", lambda n: n == 0)
+    return fd_count(proxy.pid)
 
 
 def settle_fds(pid, baseline, slack=4, timeout=5.0):
-    ncutil.wait_until(lambda: fd_count(pid) <= baseline + slack, timeout,
-                      what=f"fd count back to {baseline}(+{slack}), now {fd_count(pid)}")
+    wait.settle(lambda: fd_count(pid), baseline + slack, timeout,
+                f"fd count back to {baseline}(+{slack})")
 
 
 @pytest.mark.parametrize("attack, want_prefix", [
@@ -100,87 +47,71 @@ def settle_fds(pid, baseline, slack=4, timeout=5.0):
 ])
 def test_bad_lengths_get_protocol_error_and_close(redis_proxy, attack, want_prefix):
     proxy, port = redis_proxy
-    witness = Witness(port)
-    witness.check()
-    base = fd_count(proxy.pid)
-    with socket.create_connection((HOST, port), timeout=IO_TIMEOUT) as s:
-        s.sendall(resp("PING") + attack)
-        got = read_until_closed(s)
+    witness(port)
+    base = idle_fd_count(proxy)
+    with RawConn(port) as c:
+        c.send(resp("PING") + attack)
+        got = c.read_until_closed()
     assert got.startswith(b"+PONG\r\n" + want_prefix), got[:200]
-    witness.check()
+    witness(port)
     settle_fds(proxy.pid, base)
 
 
-def test_billion_element_array_declared(redis_proxy):
+@pytest.mark.parametrize("announce", [
+    # a billion elements; SADD, whose members are no keys: a count of keys over the cap is refused
+    # as soon as it is read (test_count_over_the_key_cap_is_refused_when_read), this one is waited on
+    b"*1000000000\r\n$4\r\nSADD\r\n$1\r\nk\r\n$1\r\na\r\n",
+    b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$536870912\r\n" + b"x" * 65536,  # a 512 MB value
+], ids=["billion-element-array", "512mb-value"])
+def test_announced_size_is_not_allocated_up_front(redis_proxy, announce):
+    """The start of a request that announces a huge size: once the proxy has read it (and waits
+    for the rest), its memory has not grown by the size, and other clients are served."""
     proxy, port = redis_proxy
     rss0 = rss_kb(proxy.pid)
-    with socket.create_connection((HOST, port), timeout=IO_TIMEOUT) as s:
-        s.sendall(b"*1000000000\r\n$3\r\nDEL\r\n$1\r\na\r\n")
-        time.sleep(0.3)
-        Witness(port).check()
-        assert rss_kb(proxy.pid) < rss0 + 64 * 1024, "the declared size must not be allocated up front"
-    Witness(port).check()
-
-
-def test_announced_512mb_value_never_sent(redis_proxy):
-    proxy, port = redis_proxy
-    rss0 = rss_kb(proxy.pid)
-    with socket.create_connection((HOST, port), timeout=IO_TIMEOUT) as s:
-        s.sendall(b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$536870912\r\n" + b"x" * 65536)
-        time.sleep(0.3)
-        Witness(port).check()
-        assert rss_kb(proxy.pid) < rss0 + 64 * 1024, "an announced value must not be allocated up front"
-    Witness(port).check()
+    with RawConn(port) as c:
+        c.send(announce)
+        c.wait_consumed()
+        witness(port)
+        grown = rss_kb(proxy.pid) - rss0
+        assert grown < 64 * 1024, f"RSS grew {grown} kB: the announced size was allocated"
+    witness(port)
 
 
 def test_binary_keys_with_nul_and_crlf_round_trip(redis_proxy):
     _, port = redis_proxy
-    with socket.create_connection((HOST, port), timeout=IO_TIMEOUT) as s:
+    with RawConn(port) as c:
         for key in (b"a\x00b", b"line\r\nbreak", b"\r\n", b"\x00", b"\xff\xfe{tag}\r"):
-            s.sendall(resp("SET", key, b"v\r\n\x00") + resp("GET", key))
-            want = b"+OK\r\n$4\r\nv\r\n\x00\r\n"
-            got = b""
-            while len(got) < len(want):
-                got += s.recv(4096)
-            assert got == want, key
+            c.exchange(resp("SET", key, b"v\r\n\x00") + resp("GET", key),
+                       b"+OK\r\n" + bulk(b"v\r\n\x00"))
 
 
 def test_key_larger_than_a_buffer_is_refused_cleanly(redis_proxy):
     proxy, port = redis_proxy
-    base = fd_count(proxy.pid)
-    with socket.create_connection((HOST, port), timeout=IO_TIMEOUT) as s:
+    base = idle_fd_count(proxy)
+    with RawConn(port) as c:
         reset = False
         try:
-            s.sendall(resp("GET", b"k" * (1 << 20)))
-        except (ConnectionResetError, BrokenPipeError):
+            c.send(resp("GET", b"k" * (1 << 20)))
+        except ConnectionError:
             # the proxy answered and closed while we were still sending the rest of the key: the
             # unread bytes make its close a reset, which may discard the reply on our side
             reset = True
-        got = read_until_closed(s)
+        got = c.read_until_closed()
     assert got.startswith(b"-ERR Protocol error") or (reset and got == b""), got[:200]
-    Witness(port).check()
+    witness(port)
     settle_fds(proxy.pid, base)
 
 
 def test_mget_of_100000_keys(redis_proxy):
     _, port = redis_proxy
     n = 100000
-    with socket.create_connection((HOST, port), timeout=30) as s:
-        s.sendall(resp("MSET", *[x for i in range(0, n, 1000) for x in (f"mk{i}", f"v{i}")]))
-        assert s.recv(100) == b"+OK\r\n"
-        s.sendall(resp("MGET", *[f"mk{i}" for i in range(n)]))
-        buf = b""
-        s.settimeout(30)
-        deadline = time.time() + 30
+    with RawConn(port, timeout=30) as c:
+        c.exchange(resp("MSET", *[x for i in range(0, n, 1000) for x in (f"mk{i}", f"v{i}")]),
+                   b"+OK\r\n")
         # every 1000th key has a value, the others are nil; key order is kept across servers
-        want = b"*%d\r\n" % n + b"".join(
-            (b"$%d\r\nv%d\r\n" % (len(f"v{i}"), i)) if i % 1000 == 0 else b"$-1\r\n"
-            for i in range(n))
-        while len(buf) < len(want) and time.time() < deadline:
-            chunk = s.recv(1 << 20)
-            assert chunk
-            buf += chunk
-    assert buf == want
+        c.exchange(resp("MGET", *[f"mk{i}" for i in range(n)]),
+                   b"*%d\r\n" % n + b"".join(bulk(f"v{i}" if i % 1000 == 0 else None)
+                                              for i in range(n)))
 
 
 MSG_KEYS_MAX = 1 << 20  # src/msg/msg.h
@@ -206,11 +137,11 @@ def test_count_over_the_key_cap_is_refused_when_read(redis_proxy, head, reply):
     (tests/unit/test_msg.c checks that the cap itself passes). It is refused as soon as its count
     and name are read, not after its arguments: this client sends none and waits."""
     proxy, port = redis_proxy
-    with socket.create_connection((HOST, port), timeout=IO_TIMEOUT) as s:
-        s.sendall(resp("PING") + head)
-        got = read_until_closed(s, limit=256)
+    with RawConn(port) as c:
+        c.send(resp("PING") + head)
+        got = c.read_until_closed(limit=256)
     assert got == b"+PONG\r\n" + reply, got
-    Witness(port).check()
+    witness(port)
 
 
 @pytest.mark.parametrize("cmd", ["DEL", "MGET"])
@@ -219,19 +150,19 @@ def test_request_of_more_keys_than_the_cap_sent_whole_is_refused(redis_proxy, cm
     with the client's unread keys in its socket: a reset, which may cost the client the reply."""
     proxy, port = redis_proxy
     n = MSG_KEYS_MAX + 1
-    with socket.create_connection((HOST, port), timeout=30) as s:
+    with RawConn(port, timeout=30) as c:
         try:
-            s.sendall(b"*%d\r\n$%d\r\n%s\r\n" % (n + 1, len(cmd), cmd.encode()) + b"$1\r\na\r\n" * n)
-        except (ConnectionResetError, BrokenPipeError):
+            c.send(b"*%d\r\n$%d\r\n%s\r\n" % (n + 1, len(cmd), cmd.encode()) + b"$1\r\na\r\n" * n)
+        except Closed:
             pass
-        got = read_until_closed(s, timeout=30, limit=64)
+        got = c.read_until_closed(limit=64)
     assert got in (TOO_MANY_KEYS, b""), got
-    Witness(port).check()
+    witness(port)
 
 
 def test_connect_and_close_storm(redis_proxy):
     proxy, port = redis_proxy
-    base = fd_count(proxy.pid)
+    base = idle_fd_count(proxy)
     for i in range(1500):
         s = socket.create_connection((HOST, port), timeout=IO_TIMEOUT)
         if i % 3 == 0:
@@ -239,7 +170,7 @@ def test_connect_and_close_storm(redis_proxy):
         s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00"
                      if i % 2 else b"\x00" * 8)  # every other one with a reset
         s.close()
-    Witness(port).check()
+    witness(port)
     settle_fds(proxy.pid, base)
 
 
@@ -247,11 +178,10 @@ def hog_of(port):
     """Sets "big" to 1 MB and returns a client socket with a tiny receive buffer, for a client that
     does not read (skips under TSan: pushing hundreds of MB through it takes minutes; the plain and
     ASan stages run these tests)."""
-    if ncproxy.tsan_binary():
+    if procs.tsan_binary():
         pytest.skip("pushing hundreds of MB through a TSan build takes minutes")
-    with socket.create_connection((HOST, port), timeout=IO_TIMEOUT) as s:
-        s.sendall(resp("SET", "big", b"x" * (1 << 20)))
-        assert s.recv(100) == b"+OK\r\n"
+    with RawConn(port) as c:
+        c.exchange(resp("SET", "big", b"x" * (1 << 20)), b"+OK\r\n")
     hog = socket.create_connection((HOST, port), timeout=IO_TIMEOUT)
     hog.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
     return hog
@@ -261,24 +191,22 @@ def test_request_sent_one_byte_at_a_time_pins_no_buffer_per_byte(redis_proxy):
     """A value dripped a byte per packet: each read used to start a fresh 16 kB buffer while the
     unfinished request kept the previous ones, about 4 kB of RSS per byte sent (20 MB for 5000
     bytes). The buffer of an unfinished request is now filled on."""
-    if ncproxy.sanitized_binary():
+    if procs.sanitized_binary():
         pytest.skip("a sanitizer's allocator makes RSS meaningless here")
     proxy, port = redis_proxy
-    Witness(port).check()
+    witness(port)
     rss0 = rss_kb(proxy.pid)
     n = 3000
     with socket.create_connection((HOST, port), timeout=IO_TIMEOUT) as s:
         s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         s.sendall(b"*3\r\n$3\r\nSET\r\n$4\r\ndrip\r\n$%d\r\n" % n)
-        for _ in range(n):
-            s.send(b"x")
-            time.sleep(0.0002)  # one read per byte on an idle proxy
+        load.drip(s.send, b"x" * n, pause=0.0002)  # one read per byte on an idle proxy
         grown = rss_kb(proxy.pid) - rss0
         s.sendall(b"\r\n")
         s.settimeout(IO_TIMEOUT)
         assert s.recv(100) == b"+OK\r\n"
     assert grown < 4096, f"the proxy's RSS grew {grown} kB for a {n}-byte value sent a byte at a time"
-    Witness(port).check()
+    witness(port)
 
 
 def test_client_that_never_reads_is_dropped_not_the_proxy(redis_proxy):
@@ -289,9 +217,9 @@ def test_client_that_never_reads_is_dropped_not_the_proxy(redis_proxy):
     rss0 = rss_kb(proxy.pid)
     hog.sendall(resp("GET", "big") * 400)
     proxy.wait_log("dropping the client", timeout=30)
-    Witness(port).check()
-    if not ncproxy.sanitized_binary():  # a sanitizer's allocator keeps freed memory
-        ncutil.wait_until(lambda: rss_kb(proxy.pid) < rss0 + 32 * 1024, 10,
+    witness(port)
+    if not procs.sanitized_binary():  # a sanitizer's allocator keeps freed memory
+        wait.wait_for(lambda: rss_kb(proxy.pid) < rss0 + 32 * 1024, 10,
                           what="RSS back near its baseline after the hog was dropped")
     hog.close()
 
@@ -317,7 +245,7 @@ def test_one_large_value_behind_unread_replies_does_not_drop_its_client(redis_pr
             got += chunk
         assert got == want
     assert "dropping the client" not in proxy.log()
-    Witness(port).check()
+    witness(port)
 
 
 @pytest.mark.parametrize("limit", [0, 11000])
@@ -327,7 +255,7 @@ def test_10000_idle_connections(redis_server, write_conf, nutcrackers, limit):
         pytest.skip(f"the hard open-file limit ({hard}) is below 10500")
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
     port_b = redis_server()[0]
-    listen = ncutil.free_port()
+    listen = procs.free_port()
     conf = write_conf({"idle": {"listen": f"{HOST}:{listen}", "redis": True,
                                 "client_connections": limit, "servers": [f"{HOST}:{port_b}:1"]}})
     proxy = nutcrackers(conf, "-T", "2")
@@ -335,14 +263,14 @@ def test_10000_idle_connections(redis_server, write_conf, nutcrackers, limit):
     try:
         for _ in range(10000):
             socks.append(socket.create_connection((HOST, listen), timeout=IO_TIMEOUT))
-        Witness(listen).check()
-        ncutil.wait_until(lambda: fd_count(proxy.pid) >= 10000, 10, what="10000 clients accepted")
+        witness(listen)
+        wait.wait_for(lambda: fd_count(proxy.pid) >= 10000, 10, what="10000 clients accepted")
     finally:
         for s in socks:
             s.close()
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
-    ncutil.wait_until(lambda: fd_count(proxy.pid) < 100, 15, what="fds released")
-    Witness(listen).check()
+    wait.wait_for(lambda: fd_count(proxy.pid) < 100, 15, what="fds released")
+    witness(listen)
 
 
 def test_client_that_never_reads_cannot_pile_up_requests(redis_proxy):
@@ -368,7 +296,7 @@ def test_client_that_never_reads_cannot_pile_up_requests(redis_proxy):
         proxy.wait_log("dropping the client", timeout=30)
     except TimeoutError:
         pytest.fail(f"not dropped: sent {sent} SETs of 1 MB, proxy RSS +{peak} kB")
-    Witness(port).check()
+    witness(port)
     hog.close()
 
 
@@ -377,40 +305,31 @@ def test_out_of_fds_pauses_accepts_without_spinning(redis_server, write_conf, nu
     socket stays readable. The master and the stats thread must rest (not spin on the event logging
     a line each time), and accept again once fds are free."""
     port_b = redis_server()[0]
-    listen = ncutil.free_port()
+    listen = procs.free_port()
     conf = write_conf({"fds": {"listen": f"{HOST}:{listen}", "redis": True,
                                "servers": [f"{HOST}:{port_b}:1"]}})
     proxy = nutcrackers(conf, "-T", "1")
-    Witness(listen).check()
+    witness(listen)
     limit = fd_count(proxy.pid) + 8
     resource.prlimit(proxy.pid, resource.RLIMIT_NOFILE, (limit, limit))
     socks = [socket.create_connection((HOST, listen), timeout=IO_TIMEOUT) for _ in range(20)]
     try:
         proxy.wait_log("Too many open files", timeout=10)
         # fds closed late (the witness's client) go to the clients still in the backlog first
-        ncutil.wait_until(lambda: fd_count(proxy.pid) >= limit, 10, what=f"{limit} fds in use")
-        time.sleep(0.5)
+        wait.wait_for(lambda: fd_count(proxy.pid) >= limit, 10, what=f"{limit} fds in use")
         # the manage port's listener (the stats thread) too
         socks.append(socket.create_connection((HOST, proxy.manage_port), timeout=IO_TIMEOUT))
         proxy.wait_log("manage port: accept failed", timeout=10)
-        time.sleep(0.5)
-
-        def cpu_ticks():
-            fields = open(f"/proc/{proxy.pid}/stat").read().rsplit(")", 1)[1].split()
-            return int(fields[11]) + int(fields[12])
-
-        log0, cpu0 = len(proxy.log()), cpu_ticks()
-        time.sleep(2)
-        grown, used = len(proxy.log()) - log0, cpu_ticks() - cpu0
+        log0, cpu0 = len(proxy.log()), cpu_ticks(proxy.pid)
+        wait.hold(2, "a window to measure the CPU time and log lines of a proxy out of fds")
+        grown, used = len(proxy.log()) - log0, cpu_ticks(proxy.pid) - cpu0
         assert grown < 1000, f"the log grew {grown} bytes in 2 s while out of fds"
         assert used < 40, f"the proxy used {used} ticks of CPU in 2 s while out of fds"
     finally:
         for s in socks:
             s.close()
     proxy.wait_log("pool 'fds': accepting again", timeout=10)
-    Witness(listen).check()
-    with socket.create_connection((HOST, proxy.manage_port), timeout=IO_TIMEOUT) as m:
-        m.sendall(b"status\r\n")
-        m.settimeout(IO_TIMEOUT)
-        assert m.recv(1).startswith(b"{")
+    witness(listen)
+    with RawConn(proxy.manage_port) as m:
+        m.exchange(b"status\r\n", b"{")
     proxy.wait_log("manage port: accepting again", timeout=10)

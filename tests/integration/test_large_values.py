@@ -4,8 +4,10 @@ import uuid
 
 import pytest
 
-import ncproxy
-from ncproxy import BIG_TIMEOUT, array, bulk, resp
+from nctest import codec
+from nctest.keys import big_value, digest, spread_keys
+from nctest.codec import array, bulk, resp
+from nctest.conn import BIG_TIMEOUT
 
 MB = 1 << 20
 MEMCACHED_ARGS = ("-I", "128m", "-m", "2048")  # items up to 128 MB
@@ -14,7 +16,7 @@ SIZES = pytest.mark.parametrize("size", [1 * MB, 64 * MB], ids=["1MB", "64MB"])
 
 @SIZES
 def test_redis_large_value(redis_cluster, size):
-    value = ncproxy.big_value(size, seed=b"%d" % size)
+    value = big_value(size, seed=b"%d" % size)
     key = f"big:{uuid.uuid4().hex}"
     client = redis_cluster.client(socket_timeout=BIG_TIMEOUT)
     assert client.set(key, value)
@@ -22,16 +24,16 @@ def test_redis_large_value(redis_cluster, size):
     backend = redis_cluster.direct(where)
     assert backend.strlen(key) == size
     assert backend.getrange(key, size - 100, size - 1) == value[-100:]
-    assert ncproxy.digest(client.get(key)) == ncproxy.digest(value)
+    assert digest(client.get(key)) == digest(value)
     assert client.delete(key) == 1
     client.close()
 
 
 def test_redis_large_value_in_mget(redis_cluster):
     """A 1 MB value inside an MGET split over the servers, between small values and a miss."""
-    value = ncproxy.big_value(MB, seed=b"mget")
+    value = big_value(MB, seed=b"mget")
     key = f"big:{uuid.uuid4().hex}"
-    small = ncproxy.spread_keys(f"small:{uuid.uuid4().hex[:6]}", 6)
+    small = spread_keys(f"small:{uuid.uuid4().hex[:6]}", 6)
     with redis_cluster.raw(timeout=BIG_TIMEOUT) as c:
         c.exchange(resp("SET", key, value) + resp("MSET", *[x for k in small for x in (k, k)]),
                    b"+OK\r\n" * 2)
@@ -40,16 +42,16 @@ def test_redis_large_value_in_mget(redis_cluster):
 
 
 def mc_store(key, value):
-    return ncproxy.mc_store("set", key, value, flags=7)
+    return codec.mc_store("set", key, value, flags=7)
 
 
 def mc_value(key, value):
-    return ncproxy.mc_value(key, value, flags=7)
+    return codec.mc_value(key, value, flags=7)
 
 
 @SIZES
 def test_memcache_large_value(mc_cluster, size):
-    value = ncproxy.big_value(size, seed=b"mc%d" % size)
+    value = big_value(size, seed=b"mc%d" % size)
     key = f"big:{uuid.uuid4().hex}"
     with mc_cluster.raw(timeout=BIG_TIMEOUT) as c:
         c.exchange(mc_store(key, value), b"STORED\r\n")
@@ -63,9 +65,9 @@ def test_memcache_large_value(mc_cluster, size):
 
 
 def test_memcache_large_value_in_multiget(mc_cluster):
-    value = ncproxy.big_value(MB, seed=b"multiget")
+    value = big_value(MB, seed=b"multiget")
     key = f"big:{uuid.uuid4().hex}"
-    small = ncproxy.spread_keys(f"small{uuid.uuid4().hex[:6]}", 6)
+    small = spread_keys(f"small{uuid.uuid4().hex[:6]}", 6)
     with mc_cluster.raw(timeout=BIG_TIMEOUT) as c:
         c.exchange(mc_store(key, value) + b"".join(mc_store(k, k.encode()) for k in small),
                    b"STORED\r\n" * (len(small) + 1))

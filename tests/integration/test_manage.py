@@ -13,10 +13,10 @@ import time
 
 import pytest
 
-import ncmanage
-import ncutil
-from ncmanage import Conn
-from ncutil import HOST
+from nctest import manage, procs, wait
+from nctest.conn import RawConn as Conn
+from nctest.keys import owner as backend_owner
+from nctest.procs import HOST
 
 
 @pytest.fixture
@@ -26,7 +26,7 @@ def proxy3(nutcrackers, write_conf, redis_server):
 
     def start(*flags, extra=None):
         redis = {f"r{i}": redis_server() for i in range(3)}
-        pool = {"listen": f"{HOST}:{ncutil.free_port()}", "redis": True,
+        pool = {"listen": f"{HOST}:{procs.free_port()}", "redis": True,
                 "servers": [f"{HOST}:{port}:1 {name}" for name, (port, _) in redis.items()]}
         pool.update(extra or {})
         conf = write_conf({"alpha": pool})
@@ -37,13 +37,9 @@ def proxy3(nutcrackers, write_conf, redis_server):
 
 
 def _owner(redis, key):
-    found = []
-    for name, (port, _) in redis.items():
-        with Conn(port) as b:
-            if b.call("EXISTS", key) == 1:
-                found.append(name)
-    assert len(found) == 1, (key, found)
-    return found[0]
+    """The name of the backend holding key (asked directly, not through the proxy)."""
+    names = list(redis)
+    return names[backend_owner([redis[n][0] for n in names], True, key)]
 
 
 def test_find_key_agrees_with_where_keys_landed(proxy3):
@@ -51,8 +47,8 @@ def test_find_key_agrees_with_where_keys_landed(proxy3):
     keys = [f"user:{i}" for i in range(200)]
     with Conn(proxy.listen_ports[0]) as c:
         for k in keys:
-            assert c.call("SET", k, "1") == b"OK"
-    text = ncmanage.command(proxy.manage_port, *[f"find_key alpha {k}" for k in keys])
+            assert c.call("SET", k, "1") == "OK"
+    text = manage.command(proxy.manage_port, *[f"find_key alpha {k}" for k in keys])
     lines = text.splitlines()
     assert len(lines) == len(keys)
     names = set()
@@ -65,24 +61,24 @@ def test_find_key_agrees_with_where_keys_landed(proxy3):
         names.add(name)
     assert len(names) >= 2
     # find_keys: one line per key, in order
-    multi = ncmanage.command(proxy.manage_port, "find_keys alpha " + " ".join(keys[:10]))
+    multi = manage.command(proxy.manage_port, "find_keys alpha " + " ".join(keys[:10]))
     assert multi.splitlines() == lines[:10]
 
 
 def test_find_key_unknown_pool(proxy3):
     proxy, _ = proxy3()
-    assert ncmanage.command(proxy.manage_port, "find_key nope k") == "ERR: pool doesn't exist!\r\n"
+    assert manage.command(proxy.manage_port, "find_key nope k") == "ERR: pool doesn't exist!\r\n"
 
 
 def test_slowlog_records_a_request_to_a_stopped_backend(proxy3):
     proxy, redis = proxy3("-S", "400000")  # 400 ms
     port = proxy.listen_ports[0]
     with Conn(port) as c:
-        assert c.call("SET", "slow:key", "v") == b"OK"  # opens the server connection
-        assert ncmanage.command(proxy.manage_port, "slowlog reset") == "OK\r\n"
-        assert c.call("SET", "slow:key", "v") == b"OK"  # fast: not recorded
-    assert ncmanage.command(proxy.manage_port, "slowlog len") == "0\r\n"
-    line = ncmanage.command(proxy.manage_port, "find_key alpha slow:key").strip()
+        assert c.call("SET", "slow:key", "v") == "OK"  # opens the server connection
+        assert manage.command(proxy.manage_port, "slowlog reset") == "OK\r\n"
+        assert c.call("SET", "slow:key", "v") == "OK"  # fast: not recorded
+    assert manage.command(proxy.manage_port, "slowlog len") == "0\r\n"
+    line = manage.command(proxy.manage_port, "find_key alpha slow:key").strip()
     name = line.split()[1]
     backend = redis[name][1]
     result = {}
@@ -95,17 +91,19 @@ def test_slowlog_records_a_request_to_a_stopped_backend(proxy3):
     try:
         t = threading.Thread(target=get)
         t.start()
-        time.sleep(1.5)  # the GET reaches the proxy within the first second even on a busy machine
+        # the GET written to the stopped backend, then kept waiting past the 500 ms bucket
+        manage.wait_server_stat(proxy.manage_port, "alpha", name, "out_queue", lambda n: n >= 1)
+        wait.hold(0.7, "a request slower than 500 ms")
     finally:
         backend.send_signal(signal.SIGCONT)
     t.join(20)
     assert result.get("reply") == b"v"
 
     def recorded():
-        return ncmanage.command(proxy.manage_port, "slowlog len") == "1\r\n"
+        return manage.command(proxy.manage_port, "slowlog len") == "1\r\n"
 
-    ncutil.wait_until(recorded, 5, what="the slow request in the slowlog")
-    text = ncmanage.command(proxy.manage_port, "slowlog get")
+    wait.wait_for(recorded, 5, what="the slow request in the slowlog")
+    text = manage.command(proxy.manage_port, "slowlog get")
     lines = text.splitlines()
     assert lines[-1] == "END" and len(lines) == 2, text
     m = re.fullmatch(r'1\) id=\d+ worker=\d time=(\d+)\.\d{6} duration_us=(\d+) pool="alpha" '
@@ -116,35 +114,34 @@ def test_slowlog_records_a_request_to_a_stopped_backend(proxy3):
     assert m.group(3) == name
     assert m.group(4).lower() == "get"
     # the histograms saw it too
-    lat = ncmanage.status(proxy.manage_port, "latency")["latency"]["alpha"]
+    lat = manage.status(proxy.manage_port, "latency")["latency"]["alpha"]
     slow_buckets = ["500", "1000", "2000", "3000", "+inf"]
     assert sum(lat["request_latency"]["buckets"][b] for b in slow_buckets) == 1
     assert sum(lat["servers"][name]["server_latency"]["buckets"][b] for b in slow_buckets) == 1
     assert lat["request_latency"]["max"] >= 500000
-    assert ncmanage.command(proxy.manage_port, "slowlog reset", "slowlog len") == "OK\r\n0\r\n"
+    assert manage.command(proxy.manage_port, "slowlog reset", "slowlog len") == "OK\r\n0\r\n"
 
 
 def _still_serves(proxy):
     with Conn(proxy.listen_ports[0]) as c:
-        assert c.call("SET", "alive", "yes") == b"OK"
+        assert c.call("SET", "alive", "yes") == "OK"
         assert c.call("GET", "alive") == b"yes"
-    doc = ncmanage.status(proxy.manage_port)
+    doc = manage.status(proxy.manage_port)
     assert doc["service"] == "nutcrackers"
 
 
 def _blast(port, payload):
     """Sends payload from a thread while reading; returns everything read until the close."""
-    out = {}
-    with socket.create_connection((HOST, port), timeout=10) as s:
+    with Conn(port, timeout=10, nodelay=False) as c:
         def send():
             try:
-                s.sendall(payload)
-            except OSError as e:  # the proxy may close before all of it is read
-                out["send_error"] = e
+                c.sock.sendall(payload)
+            except OSError:  # the proxy may close before all of it is read
+                pass
 
         t = threading.Thread(target=send)
         t.start()
-        data = ncmanage.recv_all(s, timeout=10)
+        data = c.read_until_closed()
         t.join(10)
     return data
 
@@ -165,44 +162,44 @@ def test_one_megabyte_of_garbage(proxy3, kind):
 def test_silent_client_gets_the_json(proxy3):
     proxy, _ = proxy3()
     start = time.monotonic()
-    doc = json.loads(ncmanage.silent(proxy.manage_port))
+    doc = json.loads(manage.silent(proxy.manage_port))
     assert time.monotonic() - start < 3
     assert doc["service"] == "nutcrackers"
     assert "alpha" in doc and "r0" in doc["alpha"]
     # `printf "" | nc host port`: the client closes its side at once
-    doc = json.loads(ncmanage.silent(proxy.manage_port, half_close=True))
+    doc = json.loads(manage.silent(proxy.manage_port, half_close=True))
     assert list(doc)[:3] == ["service", "source", "version"]
 
 
 def test_http(proxy3):
     proxy, _ = proxy3()
-    status, headers, body = ncmanage.http_get(proxy.manage_port, "/")
+    status, headers, body = manage.http_get(proxy.manage_port, "/")
     assert status == 200 and headers["content-type"] == "application/json"
     assert int(headers["content-length"]) == len(body)
     assert json.loads(body)["service"] == "nutcrackers"
-    status, headers, body = ncmanage.http_get(proxy.manage_port, "/latency")
+    status, headers, body = manage.http_get(proxy.manage_port, "/latency")
     assert status == 200 and headers["content-type"] == "application/json"
     assert "request_latency" in json.loads(body)["latency"]["alpha"]
-    status, headers, body = ncmanage.http_get(proxy.manage_port, "/metrics")
+    status, headers, body = manage.http_get(proxy.manage_port, "/metrics")
     assert status == 200 and b"# TYPE nutcrackers_server_requests_total counter" in body
-    status, _, body = ncmanage.http_get(proxy.manage_port, "/metrics", method="HEAD")
+    status, _, body = manage.http_get(proxy.manage_port, "/metrics", method="HEAD")
     assert status == 200 and body == b""
-    assert ncmanage.http_get(proxy.manage_port, "/nope")[0] == 404
-    assert ncmanage.http_get(proxy.manage_port, "/", method="POST")[0] == 405
+    assert manage.http_get(proxy.manage_port, "/nope")[0] == 404
+    assert manage.http_get(proxy.manage_port, "/", method="POST")[0] == 405
 
 
 def test_help_quit_unknown(proxy3):
     proxy, _ = proxy3()
-    text = ncmanage.command(proxy.manage_port, "help")
+    text = manage.command(proxy.manage_port, "help")
     assert text.startswith("*****\r\n") and text.endswith("*****\r\n")
     for cmd in ("status", "status workers", "status latency", "find_key", "find_keys", "slowlog get",
                 "slowlog len", "slowlog reset", "quit"):
         assert cmd in text
-    assert ncmanage.command(proxy.manage_port, "config set x y") == "ERR: unknown command, try 'help'\r\n"
+    assert manage.command(proxy.manage_port, "config set x y") == "ERR: unknown command, try 'help'\r\n"
     # LF alone works as a line end; quit closes the connection after earlier replies
-    with socket.create_connection((HOST, proxy.manage_port), timeout=10) as s:
-        s.sendall(b"slowlog len\nquit\nslowlog len\n")
-        assert ncmanage.recv_all(s) == b"0\r\n"
+    with Conn(proxy.manage_port, nodelay=False) as c:
+        c.send(b"slowlog len\nquit\nslowlog len\n")
+        assert c.read_until_closed() == b"0\r\n"
 
 
 def test_stalled_manage_clients_do_not_block_anybody(proxy3):
@@ -228,7 +225,7 @@ def test_stalled_manage_clients_do_not_block_anybody(proxy3):
         # load-sensitive: any request may pass the 10 ms -S threshold on a busy 2-core machine)
         for _ in range(5):
             _still_serves(proxy)
-            assert ncmanage.command(proxy.manage_port, "slowlog len").endswith("\r\n")
+            assert manage.command(proxy.manage_port, "slowlog len").endswith("\r\n")
         assert time.monotonic() - start < 5
     finally:
         for s in stalled:
@@ -238,14 +235,14 @@ def test_stalled_manage_clients_do_not_block_anybody(proxy3):
 
 def test_manage_port_in_use_is_fatal(write_conf, tmp_path):
     """As twemproxy: a manage port that cannot be listened on stops the start (exit 1, logged)."""
-    conf = write_conf({"alpha": {"listen": f"{HOST}:{ncutil.free_port()}", "redis": True,
-                                 "servers": [f"{HOST}:{ncutil.free_port()}:1"]}})
+    conf = write_conf({"alpha": {"listen": f"{HOST}:{procs.free_port()}", "redis": True,
+                                 "servers": [f"{HOST}:{procs.free_port()}:1"]}})
     with socket.socket() as taken:
         taken.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         taken.bind((HOST, 0))
         taken.listen(1)
         port = taken.getsockname()[1]
         log = tmp_path / "nc.log"
-        r = ncutil.run(["-c", str(conf), "-s", str(port), "-a", HOST, "-o", str(log)])
+        r = procs.run(["-c", str(conf), "-s", str(port), "-a", HOST, "-o", str(log)])
     assert r.returncode == 1
-    assert f"cannot listen on the manage port {HOST}:{port}" in ncutil.read_text(log)
+    assert f"cannot listen on the manage port {HOST}:{port}" in procs.read_text(log)

@@ -6,12 +6,11 @@ stream must be exactly the bytes a model of its own keys predicts, so a reply th
 wrong client, or came out of order, fails the test. Then a pipeline fed one byte per write.
 """
 import random
-import threading
-import time
 import uuid
 
-import ncproxy
-from ncproxy import array, bulk, integer, mc_value, resp
+from nctest import load, wait
+from nctest.keys import spread_keys
+from nctest.codec import array, bulk, integer, mc_value, resp
 
 THREADED = True  # the TSan stage runs these too (conftest.py)
 CLIENTS = 50
@@ -23,8 +22,8 @@ COUNTERS = 3
 def redis_script(prefix, seed):
     """(request bytes, expected reply bytes) for one client's pipeline of COMMANDS commands."""
     rnd = random.Random(seed)
-    keys = ncproxy.spread_keys(f"{prefix}:s", KEYS)
-    counters = ncproxy.spread_keys(f"{prefix}:n", COUNTERS)
+    keys = spread_keys(f"{prefix}:s", KEYS)
+    counters = spread_keys(f"{prefix}:n", COUNTERS)
     model = {}
     counts = {}
     req, rep = [], []
@@ -85,8 +84,8 @@ def redis_script(prefix, seed):
 
 def mc_script(prefix, seed):
     rnd = random.Random(seed)
-    keys = ncproxy.spread_keys(f"{prefix}:s", KEYS)
-    counters = ncproxy.spread_keys(f"{prefix}:n", COUNTERS)
+    keys = spread_keys(f"{prefix}:s", KEYS)
+    counters = spread_keys(f"{prefix}:n", COUNTERS)
     model = {}
     counts = {c: 0 for c in counters}
     req = [b"".join(f"set {c} 0 0 1\r\n0\r\n".encode() for c in counters)]
@@ -138,8 +137,8 @@ def mc_script(prefix, seed):
 def run_and_check(cluster, make_script):
     run = uuid.uuid4().hex[:6]
     scripts = [make_script(f"{run}c{i}", seed=i) for i in range(CLIENTS)]
-    bad = ncproxy.run_clients(cluster.port, scripts)
-    details = [f"client {i}: " + ncproxy.first_difference(got, scripts[i][1])
+    bad = load.run_clients(cluster.port, scripts)
+    details = [f"client {i}: " + load.first_difference(got, scripts[i][1])
                for i, got in sorted(bad.items())[:5]]
     assert not bad, f"{len(bad)} of {CLIENTS} clients got wrong bytes:\n" + "\n".join(details)
     assert cluster.alive()
@@ -153,27 +152,20 @@ def test_memcache_50_clients_pipelining(mc_cluster):
     run_and_check(mc_cluster, mc_script)
 
 
-def feed_bytewise(conn, data, pause=0.001):
-    """One byte per write, with a pause so that the proxy gets them one read at a time."""
-    for i in range(len(data)):
-        conn.send(data[i:i + 1])
-        time.sleep(pause)
-
-
 def test_redis_request_one_byte_at_a_time(redis_cluster):
-    keys = ncproxy.spread_keys(f"byte:{uuid.uuid4().hex[:6]}", 4)
+    keys = spread_keys(f"byte:{uuid.uuid4().hex[:6]}", 4)
     request = (resp("SET", keys[0], "a\r\nb") + resp("MSET", keys[1], "x", keys[2], "y") +
                resp("MGET", *keys) + f"EXISTS {' '.join(keys)}\r\n".encode() +
                resp("PING") + resp("NOSUCH", "arg"))
     expected = (b"+OK\r\n" * 2 + array(bulk("a\r\nb"), bulk("x"), bulk("y"), bulk(None)) +
                 integer(3) + b"+PONG\r\n" + b"-ERR unsupported command 'nosuch'\r\n")
     with redis_cluster.raw() as c:
-        feed_bytewise(c, request)
+        load.drip(c.send, request)
         c.expect(expected)
 
 
 def test_memcache_request_one_byte_at_a_time(mc_cluster):
-    keys = ncproxy.spread_keys(f"byte{uuid.uuid4().hex[:6]}", 4)
+    keys = spread_keys(f"byte{uuid.uuid4().hex[:6]}", 4)
     request = (f"set {keys[0]} 5 0 4\r\na\r\nb\r\n".encode() +
                f"set {keys[1]} 0 0 1 noreply\r\nx\r\n".encode() +
                f"get {' '.join(keys)}\r\n".encode() + b"nosuch\r\n" +
@@ -181,7 +173,7 @@ def test_memcache_request_one_byte_at_a_time(mc_cluster):
     expected = (b"STORED\r\n" + b"VALUE %s 5 4\r\na\r\nb\r\n" % keys[0].encode() +
                 mc_value(keys[1], "x") + b"END\r\nERROR\r\nDELETED\r\n")
     with mc_cluster.raw() as c:
-        feed_bytewise(c, request)
+        load.drip(c.send, request)
         c.expect(expected)
 
 
@@ -196,7 +188,7 @@ STUCK = 20.0  # seconds: the pipelines take about one; before the fix they never
 
 def test_back_pressure_deadlock_redis_py_pipeline(redis_cluster):
     client = redis_cluster.client(socket_timeout=STUCK)
-    keys = ncproxy.spread_keys(f"bp{uuid.uuid4().hex[:6]}", BIG_PIPELINE)
+    keys = spread_keys(f"bp{uuid.uuid4().hex[:6]}", BIG_PIPELINE)
     pipe = client.pipeline(transaction=False)
     for i, key in enumerate(keys):
         pipe.set(key, f"{i:04d}" * 256)
@@ -206,7 +198,7 @@ def test_back_pressure_deadlock_redis_py_pipeline(redis_cluster):
 
 
 def test_back_pressure_deadlock_memcache_raw_pipeline(mc_cluster):
-    keys = ncproxy.spread_keys(f"bp{uuid.uuid4().hex[:6]}", BIG_PIPELINE)
+    keys = spread_keys(f"bp{uuid.uuid4().hex[:6]}", BIG_PIPELINE)
     values = [(f"{i:04d}" * 256) for i in range(BIG_PIPELINE)]
     request = b"".join(f"set {k} 0 0 {len(v)}\r\n{v}\r\nget {k}\r\n".encode()
                        for k, v in zip(keys, values))
@@ -218,8 +210,10 @@ def test_back_pressure_deadlock_memcache_raw_pipeline(mc_cluster):
 
 def test_paused_client_resumes_when_servers_answer(redis_cluster, stopped):
     """The back-pressure that remains: while the servers are stopped, a client's 30000 queued
-    requests pause it; once they answer, it is read again and every reply comes, in order."""
-    keys = ncproxy.spread_keys(f"slow{uuid.uuid4().hex[:6]}", 50)
+    requests pause it (the proxy stops taking its requests once it holds a few thousand: the
+    rest waits in the socket); once they answer, it is read again and every reply comes, in
+    order."""
+    keys = spread_keys(f"slow{uuid.uuid4().hex[:6]}", 50)
     client = redis_cluster.client()
     client.mset({k: k for k in keys})
     client.close()
@@ -228,11 +222,14 @@ def test_paused_client_resumes_when_servers_answer(redis_cluster, stopped):
     expected = b"".join(bulk(keys[i % len(keys)]) for i in range(n))
     for proc in redis_cluster.procs:
         stopped(proc)
-    timer = threading.Timer(1.0, stopped.resume)
-    timer.start()
+    client = load.start_clients(redis_cluster.port, [(request, expected)])
     try:
-        bad = ncproxy.run_clients(redis_cluster.port, [(request, expected)])
+        wait.wait_value(redis_cluster.queued, lambda q: q >= 1000, 30,
+                        "the proxy holding the client's requests")
+        held = wait.steady(redis_cluster.queued, 30, "the held requests to stop growing",
+                           samples=5)
+        assert held < n, f"the proxy took all {held} requests: the client was not paused"
     finally:
-        timer.cancel()
         stopped.resume()
-    assert not bad, ncproxy.first_difference(bad[0], expected)
+        bad = load.finish_clients(client)
+    assert not bad, load.first_difference(bad[0], expected)

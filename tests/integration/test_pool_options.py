@@ -9,13 +9,15 @@ import uuid
 
 import pytest
 
-import ncproxy
-import ncutil
-from ncproxy import RawConn, bulk, resp
+from nctest import codec, load, manage, wait
+from nctest.keys import spread_keys
+from nctest.cluster import start_cluster
+from nctest.codec import bulk, resp
+from nctest.conn import RawConn, backend_connections as kind_connections, redis_client
 
 
 def start(kind, n, threads, servers, write_conf, nutcrackers, name="pool", **pool):
-    return ncproxy.start_cluster(kind, n, threads, servers, write_conf, nutcrackers, name, **pool)
+    return start_cluster(kind, n, threads, servers, write_conf, nutcrackers, name, **pool)
 
 
 # --- redis_auth
@@ -52,18 +54,18 @@ def test_redis_auth_required_before_anything(auth_cluster):
 def test_redis_auth_proxy_authenticates_its_server_connections(auth_cluster):
     """The backends require a password: only the proxy's own AUTH lets the requests through, and
     its reply is not passed on. redis_db: the keys land in db 2 on the backends."""
-    keys = ncproxy.spread_keys(f"auth:{uuid.uuid4().hex[:6]}", 20)
+    keys = spread_keys(f"auth:{uuid.uuid4().hex[:6]}", 20)
     with auth_cluster.raw() as c:
         c.exchange(resp("AUTH", "s3cret"), b"+OK\r\n")
         for key in keys:
             c.exchange(resp("SET", key, key), b"+OK\r\n")
-        c.exchange(resp("MGET", *keys), ncproxy.array(*[bulk(k) for k in keys]))
+        c.exchange(resp("MGET", *keys), codec.array(*[bulk(k) for k in keys]))
     client = auth_cluster.client(password="s3cret")
     assert client.get(keys[0]) == keys[0].encode()
     seen = set()
     for i, port in enumerate(auth_cluster.ports):
-        db2 = ncproxy.redis_client(port, password="s3cret", db=2)
-        db0 = ncproxy.redis_client(port, password="s3cret", db=0)
+        db2 = redis_client(port, password="s3cret", db=2)
+        db0 = redis_client(port, password="s3cret", db=0)
         for key in keys:
             if db2.exists(key):
                 seen.add(key)
@@ -74,7 +76,7 @@ def test_redis_auth_proxy_authenticates_its_server_connections(auth_cluster):
 def test_redis_db_selects_on_every_server_connection(redis_server, write_conf, nutcrackers):
     cluster = start("redis", 2, 4, redis_server, write_conf, nutcrackers, redis_db=5,
                     server_connections=2)
-    keys = ncproxy.spread_keys(f"db:{uuid.uuid4().hex[:6]}", 30)
+    keys = spread_keys(f"db:{uuid.uuid4().hex[:6]}", 30)
     # many clients: every worker and every server connection carries some of the writes
     for key in keys:
         client = cluster.client()
@@ -82,9 +84,9 @@ def test_redis_db_selects_on_every_server_connection(redis_server, write_conf, n
         client.close()
     for key in keys:
         where = [i for i, p in enumerate(cluster.ports)
-                 if ncproxy.redis_client(p, db=5).exists(key)]
+                 if redis_client(p, db=5).exists(key)]
         assert len(where) == 1, key
-        assert not ncproxy.redis_client(cluster.ports[where[0]], db=0).exists(key)
+        assert not redis_client(cluster.ports[where[0]], db=0).exists(key)
 
 
 # --- timeout
@@ -102,7 +104,7 @@ class Speaker:
     def set(self, key, value="v"):
         if self.redis:
             return resp("SET", key, value)
-        return ncproxy.mc_store("set", key, value)
+        return codec.mc_store("set", key, value)
 
     def get(self, *keys):
         return resp("MGET" if len(keys) > 1 else "GET", *keys) if self.redis else \
@@ -114,7 +116,7 @@ class Speaker:
     def value(self, key, value="v"):
         if self.redis:
             return bulk(value)
-        return ncproxy.mc_value(key, value) + b"END\r\n"
+        return codec.mc_value(key, value) + b"END\r\n"
 
     def error(self, text):
         return (b"-ERR %s\r\n" if self.redis else b"SERVER_ERROR %s\r\n") % text.encode()
@@ -134,7 +136,7 @@ def test_timeout_on_a_stopped_server(kind, redis_server, memcached_server, write
     timeout_ms = 1500
     cluster = start(kind, 2, 2, servers, write_conf, nutcrackers, timeout=timeout_ms)
     say = Speaker(kind)
-    keys = ncproxy.spread_keys(f"to{uuid.uuid4().hex[:6]}", 40)
+    keys = spread_keys(f"to{uuid.uuid4().hex[:6]}", 40)
     with cluster.raw() as c:
         for key in keys:
             c.exchange(say.set(key), say.stored())
@@ -168,7 +170,7 @@ def test_timeout_on_a_stopped_server(kind, redis_server, memcached_server, write
             c.send(say.get(stale[0]))
             return say.read(c) == say.value(stale[0])
 
-    ncutil.wait_until(back, 5, interval=0.1, what="the server to answer again after SIGCONT")
+    wait.wait_for(back, 5, interval=0.1, what="the server to answer again after SIGCONT")
 
 
 # regression: write-stall timeout. A request too big for the socket buffers of a stopped server
@@ -206,9 +208,7 @@ def test_timeout_write_stall_on_a_stopped_server(kind, redis_server, memcached_s
 
 
 def backend_connections(cluster, i):
-    if cluster.redis:
-        return len(ncproxy.redis_clients(cluster.ports[i]))
-    return ncproxy.mc_connections(cluster.ports[i])
+    return kind_connections(cluster.kind, cluster.ports[i])
 
 
 @pytest.mark.parametrize("kind", ["redis", "memcache"])
@@ -218,13 +218,19 @@ def test_preconnect(kind, redis_server, memcached_server, write_conf, nutcracker
     cluster = start(kind, 2, 4, servers, write_conf, nutcrackers, preconnect=True,
                     server_connections=2)
     for i in range(2):
-        ncutil.wait_until(lambda i=i: backend_connections(cluster, i) == 8, 5,
+        wait.wait_for(lambda i=i: backend_connections(cluster, i) == 8, 5,
                           what=f"8 connections (4 threads x 2) on backend {i} before any request")
-    # without it, a second proxy on the same servers opens none until it has requests
-    start(kind, 2, 4, None, write_conf, nutcrackers, name="lazy", ports=cluster.ports)
-    time.sleep(0.3)
-    for i in range(2):
-        assert backend_connections(cluster, i) == 8
+    # without it, a second proxy on the same servers opens none until it has requests: once each
+    # of its 4 workers has served a request (the workers take new clients in turn), only server
+    # 0, which holds the key asked for, has more connections
+    say = Speaker(kind)
+    (key, *_), _ = cluster.place_keys(f"pre{uuid.uuid4().hex[:6]}", 1)
+    lazy = start(kind, 2, 4, None, write_conf, nutcrackers, name="lazy", ports=cluster.ports)
+    for _ in range(4):
+        with lazy.raw() as c:
+            c.exchange(say.get(key), say.value(key, key))
+    assert backend_connections(cluster, 0) > 8
+    assert backend_connections(cluster, 1) == 8, "the proxy without preconnect connected at start"
 
 
 # --- client_connections
@@ -237,6 +243,9 @@ def test_client_connections_limit_across_workers(kind, redis_server, memcached_s
     say = Speaker(kind)
     limit = 6
     cluster = start(kind, 1, 4, servers, write_conf, nutcrackers, client_connections=limit)
+    # the start-up probe's connection holds a slot until the proxy has seen it close
+    manage.wait_pool_stat(cluster.proxy.manage_port, cluster.name, "client_connections",
+                          lambda n: n == 0)
     refused = (b"-ERR ", b"SERVER_ERROR ")
     clients = []
     for _ in range(limit):
@@ -261,7 +270,7 @@ def test_client_connections_limit_across_workers(kind, redis_server, memcached_s
             except ConnectionError:
                 return False
 
-    ncutil.wait_until(admitted, 5, interval=0.1, what="a free client slot")
+    wait.wait_for(admitted, 5, interval=0.1, what="a free client slot")
     for c in clients:
         c.send(say.ping())
         assert not c.line().startswith(refused)
@@ -284,9 +293,9 @@ def test_server_connections_per_worker(kind, redis_server, memcached_server, wri
     key = f"sc{uuid.uuid4().hex}"
     miss = b"$-1\r\n" if say.redis else b"END\r\n"
     scripts = [(say.get(key) * 3, miss * 3)] * 60
-    assert ncproxy.run_clients(cluster.port, scripts) == {}
+    assert load.run_clients(cluster.port, scripts) == {}
     assert backend_connections(cluster, 0) == threads * per_server
-    assert ncproxy.run_clients(cluster.port, scripts) == {}
+    assert load.run_clients(cluster.port, scripts) == {}
     assert backend_connections(cluster, 0) == threads * per_server
 
 
@@ -302,7 +311,7 @@ def test_listen_on_unix_socket(kind, perm, redis_server, memcached_server, write
     cluster = start(kind, 2, 2, servers, write_conf, nutcrackers, listen=f"{path} {perm:o}")
     assert stat.S_ISSOCK(os.stat(path).st_mode)
     assert stat.S_IMODE(os.stat(path).st_mode) == perm
-    keys = ncproxy.spread_keys("unix", 10)
+    keys = spread_keys("unix", 10)
     client = cluster.client()
     for key in keys:
         assert client.set(key, key)

@@ -3,21 +3,11 @@ SIGTTIN/SIGTTOU log levels, SIGPIPE ignored, and the backend fixtures themselves
 import os
 import signal
 import socket
-import time
-from pathlib import Path
 
 import pytest
 
-import ncproxy
-import ncutil
-from ncutil import HOST
-
-
-def _proc_status_field(pid, field):
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith(field + ":"):
-            return line.split(":", 1)[1].strip()
-    raise KeyError(field)
+from nctest import manage, procfs, procs, wait
+from nctest.procs import HOST
 
 
 @pytest.mark.parametrize("signo", [signal.SIGTERM, signal.SIGINT])
@@ -30,7 +20,7 @@ def test_signal_exits_cleanly(nutcrackers, good_conf, signo):
 
 def test_sigpipe_is_ignored(nutcrackers, good_conf):
     proxy = nutcrackers(good_conf, wait="log")
-    ignored = int(_proc_status_field(proxy.pid, "SigIgn"), 16)
+    ignored = procfs.signal_mask(proxy.pid, "SigIgn")
     assert ignored & (1 << (signal.SIGPIPE - 1))
 
 
@@ -39,19 +29,18 @@ def test_threads_leave_fault_signals_unblocked(nutcrackers, good_conf):
     not SIGSEGV and the other fault signals: a fault in a thread that blocks its signal kills the
     process without any handler, so a sanitizer could not say where it was."""
     proxy = nutcrackers(good_conf, "-T", "2", wait="log")
-    tasks = {t: (t / "comm").read_text().strip() for t in Path(f"/proc/{proxy.pid}/task").iterdir()}
-    # the master and the threads it names (a sanitizer's own threads block what they like)
-    ours = [t for t, name in tasks.items() if t.name == str(proxy.pid) or name.startswith("nc-")]
-    assert sorted(tasks[t] for t in ours if t.name != str(proxy.pid)) == \
-        ["nc-stats", "nc-worker-0", "nc-worker-1"]
-    for task in ours:
-        blocked = 0
-        for line in (task / "status").read_text().splitlines():
-            if line.startswith("SigBlk:"):
-                blocked = int(line.split(":", 1)[1], 16)
+    # the master and the threads it names (a sanitizer's own threads block what they like); a
+    # thread takes its name once it runs, maybe after the master's "started"
+    named = ["nc-stats", "nc-worker-0", "nc-worker-1"]
+    tasks = wait.wait_value(lambda: procfs.tasks(proxy.pid),
+                            lambda t: sorted(n for n in t.values() if n.startswith("nc-")) == named,
+                            10, "the named threads")
+    ours = [tid for tid, name in tasks.items() if tid == proxy.pid or name.startswith("nc-")]
+    for tid in ours:
+        blocked = procfs.signal_mask(proxy.pid, "SigBlk", task=tid)
         for signo in (signal.SIGSEGV, signal.SIGBUS, signal.SIGFPE, signal.SIGILL, signal.SIGABRT):
-            assert not blocked & (1 << (signo - 1)), f"thread {task.name} blocks {signo!r}"
-        if task.name != str(proxy.pid):  # helper threads leave SIGTERM/SIGHUP to the master
+            assert not blocked & (1 << (signo - 1)), f"thread {tid} blocks {signo!r}"
+        if tid != proxy.pid:  # helper threads leave SIGTERM/SIGHUP to the master
             assert blocked & (1 << (signal.SIGTERM - 1)) and blocked & (1 << (signal.SIGHUP - 1))
 
 
@@ -91,7 +80,7 @@ def test_daemon_with_relative_paths(nutcrackers, good_conf, tmp_path):
     assert (tmp_path / "rel.pid").read_text() == f"{proxy.daemon_pid}\n"
     (tmp_path / "rel.log").rename(tmp_path / "rel.log.1")
     proxy.signal(signal.SIGHUP)
-    ncutil.wait_until((tmp_path / "rel.log").exists, 5, what="the reopened log")
+    wait.wait_for((tmp_path / "rel.log").exists, 5, what="the reopened log")
     proxy.signal(signal.SIGTERM)
     assert proxy.wait_exit() == 0
     assert not (tmp_path / "rel.pid").exists()
@@ -100,8 +89,8 @@ def test_daemon_with_relative_paths(nutcrackers, good_conf, tmp_path):
 def test_pid_file_of_a_running_instance_is_refused(nutcrackers, good_conf, write_conf, tmp_path):
     pid_file = tmp_path / "nc.pid"
     first = nutcrackers(good_conf, "-p", str(pid_file), wait="log")
-    other_conf = write_conf({"solo": {"listen": f"{HOST}:{ncutil.free_port()}",
-                                      "servers": [f"{HOST}:{ncutil.free_port()}:1"]}},
+    other_conf = write_conf({"solo": {"listen": f"{HOST}:{procs.free_port()}",
+                                      "servers": [f"{HOST}:{procs.free_port()}:1"]}},
                             name="other.yml")
     second = nutcrackers(other_conf, "-p", str(pid_file), wait=None, log_name="second.log")
     assert second.wait_exit() == 1
@@ -120,8 +109,8 @@ def test_daemon_that_fails_makes_the_launcher_fail(nutcrackers, good_conf, tmp_p
     """A daemon that cannot start (its pid file is taken) must not let its launcher exit 0."""
     pid_file = tmp_path / "held.pid"
     nutcrackers(good_conf, "-p", str(pid_file), wait="log")
-    r = ncutil.run(["-d", "-c", str(good_conf), "-o", str(tmp_path / "d.log"), "-p", str(pid_file),
-                    "-s", str(ncutil.free_port()), "-a", HOST])
+    r = procs.run(["-d", "-c", str(good_conf), "-o", str(tmp_path / "d.log"), "-p", str(pid_file),
+                    "-s", str(procs.free_port()), "-a", HOST])
     assert r.returncode == 1
 
 
@@ -134,16 +123,16 @@ def test_daemon_that_cannot_listen_makes_the_launcher_fail(write_conf, tmp_path,
         taken.bind((HOST, 0))
         taken.listen(1)
         port = taken.getsockname()[1]
-        pool_port = port if busy == "pool" else ncutil.free_port()
-        manage_port = port if busy == "manage" else ncutil.free_port()
+        pool_port = port if busy == "pool" else procs.free_port()
+        manage_port = port if busy == "manage" else procs.free_port()
         conf = write_conf({"solo": {"listen": f"{HOST}:{pool_port}",
-                                    "servers": [f"{HOST}:{ncutil.free_port()}:1"]}})
+                                    "servers": [f"{HOST}:{procs.free_port()}:1"]}})
         log = tmp_path / "busy.log"
-        r = ncutil.run(["-d", "-c", str(conf), "-o", str(log), "-s", str(manage_port), "-a", HOST,
-                        "-p", str(tmp_path / "busy.pid")])
+        r = procs.run(["-d", "-c", str(conf), "-o", str(log), "-s", str(manage_port), "-a", HOST,
+                       "-p", str(tmp_path / "busy.pid")])
         assert r.returncode == 1, (r.stdout, r.stderr)
         assert "the daemon did not start" in r.stderr
-        assert "Address already in use" in ncutil.read_text(log)
+        assert "Address already in use" in procs.read_text(log)
         assert not (tmp_path / "busy.pid").exists(), "the failed daemon left its pid file"
 
 
@@ -159,7 +148,7 @@ def test_daemon_launcher_returns_once_the_daemon_listens(nutcrackers, good_conf,
 
 
 def test_unwritable_log_file_exits_1(good_conf, tmp_path):
-    r = ncutil.run(["-c", str(good_conf), "-o", str(tmp_path / "no" / "such" / "dir.log")])
+    r = procs.run(["-c", str(good_conf), "-o", str(tmp_path / "no" / "such" / "dir.log")])
     assert r.returncode == 1
     assert "log file" in r.stderr
 
@@ -170,29 +159,39 @@ def test_log_reopen(nutcrackers, good_conf, signo):
     rotated = proxy.log_path.with_name(proxy.log_path.name + ".1")
     proxy.log_path.rename(rotated)
     proxy.signal(signo)
-    ncutil.wait_until(proxy.log_path.exists, 5, what="a new log file after the signal")
-    assert "reopening" in ncutil.read_text(rotated), "the signal's line goes to the old file"
+    wait.wait_for(proxy.log_path.exists, 5, what="a new log file after the signal")
+    assert "reopening" in procs.read_text(rotated), "the signal's line goes to the old file"
     # the reopened file gets the next lines
     proxy.signal_and_wait(signal.SIGTTIN, "log level up")
     proxy.signal(signal.SIGTERM)
     assert proxy.wait_exit() == 0
     assert "stopping" in proxy.log()
-    assert "stopping" not in ncutil.read_text(rotated)
+    assert "stopping" not in procs.read_text(rotated)
 
 
 def test_log_level_signals(nutcrackers, good_conf):
     # at -v 4 (warn) the master's notice lines are not written
     proxy = nutcrackers(good_conf, "-v", "4", wait="signals")
     assert "started" not in proxy.log()
+    wait.wait_for(lambda: procs.port_accepts(proxy.manage_port), 10, "the manage port")
     proxy.signal_and_wait(signal.SIGTTIN, "log level up to 5")  # now notices show
     start = len(proxy.log())
-    # pending signals are handled in signal-number order, not in sending order: give each one
-    # time to be handled before the next
-    pause = 3.0 if ncproxy.sanitized_binary() else 1.0  # a sanitizer stage's load next to it
-    proxy.signal(signal.SIGTTOU)                                # back to 4: this line is silent
-    time.sleep(pause)
-    proxy.signal(signal.SIGHUP)                                 # a notice, not written at 4
-    time.sleep(pause)
+    # pending signals are handled in signal-number order, not in sending order: each one is sent
+    # once the one before is seen handled
+    proxy.signal(signal.SIGTTOU)  # back to 4: this line is silent
+
+    def quiet_reload():
+        # the master, at level 4, answers a reload without writing its notice
+        mark = len(proxy.log())
+        assert manage.command(proxy.manage_port, "reload").startswith("OK generation")
+        return "reloading the configuration" not in proxy.log()[mark:]
+
+    wait.wait_for(quiet_reload, 10, "a reload answered without its notice (level 4)",
+                  interval=0.1)
+    gen = manage.status(proxy.manage_port)["generation"]
+    proxy.signal(signal.SIGHUP)  # a reopen and a reload: notices, not written at 4
+    manage.wait_status(proxy.manage_port, lambda d: d["generation"] == gen + 1,
+                       what="the SIGHUP's reload")
     proxy.signal_and_wait(signal.SIGTTIN, "log level up to 5")  # written again
     between = proxy.log()[start:]
     assert "reopening" not in between
@@ -228,9 +227,9 @@ def _two_pool_conf(write_conf, redis_server, memcached_server):
     rport, _ = redis_server()
     mport, _ = memcached_server()
     return write_conf({
-        "r": {"listen": f"{HOST}:{ncutil.free_port()}", "redis": True,
+        "r": {"listen": f"{HOST}:{procs.free_port()}", "redis": True,
               "servers": [f"{HOST}:{rport}:1"]},
-        "m": {"listen": f"{HOST}:{ncutil.free_port()}", "servers": [f"{HOST}:{mport}:1"]},
+        "m": {"listen": f"{HOST}:{procs.free_port()}", "servers": [f"{HOST}:{mport}:1"]},
     })
 
 
@@ -239,11 +238,13 @@ def test_proxy_listens_on_its_pools(nutcrackers, write_conf, redis_server, memca
     proxy = nutcrackers(conf, "-T", "2", wait="listen")
     assert len(proxy.listen_ports) == 2
     for port in proxy.listen_ports:
-        assert ncutil.port_accepts(port)
+        assert procs.port_accepts(port)
     proxy.signal(signal.SIGTERM)
     assert proxy.wait_exit() == 0
 
 
 def test_proxy_listens_on_manage_port(nutcrackers, write_conf, redis_server, memcached_server):
     conf = _two_pool_conf(write_conf, redis_server, memcached_server)
-    nutcrackers(conf, "-T", "2", wait="listen", wait_manage=True, timeout=3)
+    proxy = nutcrackers(conf, "-T", "2", wait="listen", wait_manage=True, timeout=3)
+    doc = manage.status(proxy.manage_port)
+    assert doc["service"] == "nutcrackers" and {"r", "m"} <= set(doc), doc

@@ -1,20 +1,26 @@
 """Redis commands through the proxy (1 and 4 redis-servers, -T 1 and -T 4).
 
-Every command of the proxy's table is sent at least once, through the proxy and straight to a
-reference redis-server that holds the same data; the replies must be the same bytes. Then: inline
+Every command twemproxy 0.5 documents as supported (data/twemproxy-redis-commands.txt, a copy of
+the shared spec's list: the expected set comes from outside the proxy) is sent at least once,
+through the proxy and straight to a reference redis-server that holds the same data; the replies
+must be the same bytes. Then: inline
 commands, nested replies, the proxy's own replies (PING, unsupported, wrong arity, AUTH without a
 password, QUIT), protocol errors (an error reply, then the connection is closed), and backend
 failure (-ERR Connection refused).
 """
 import hashlib
+import os
 import re
 import uuid
+from pathlib import Path
 
 import pytest
 
-import ncproxy
-import ncutil
-from ncproxy import RawConn, array, bulk, integer, resp
+from nctest import codec, procs
+from nctest.keys import spread_keys
+from nctest.cluster import start_cluster
+from nctest.codec import array, bulk, integer, resp
+from nctest.conn import RawConn
 
 SCRIPT_GET = "return redis.call('get', KEYS[1])"
 SCRIPT_NESTED = "return {1, {2, {3, 'x', {}}, 'y'}, redis.status_reply('fine'), -7, {'z'}}"
@@ -208,12 +214,30 @@ def command_table(t):
 # commands whose reply is not the same bytes on two servers, checked on their own below
 NOT_DIFFERENTIAL = {"ping", "quit", "auth", "lolwut"}
 
+DOCUMENTED = Path(__file__).resolve().parent / "data" / "twemproxy-redis-commands.txt"
+# the shared spec, beside the checkout (as in CI), or where $NC_SHARED_DIR says
+SHARED_SPEC = Path(os.environ.get("NC_SHARED_DIR") or procs.REPO.parent / "shared") / \
+    "twemproxy-behaviour.md"
 
-def supported_commands():
-    """The command names of the proxy's table (src/proto/redis_cmd.c)."""
-    text = (ncutil.REPO / "src" / "proto" / "redis_cmd.c").read_text()
-    table = text[text.index("redis_cmds[] = {"):text.index("};", text.index("redis_cmds[] = {"))]
-    return set(re.findall(r'^\s*(?:[A-Z0-9]+\(|\{)\s*"([a-z]+)"', table, re.MULTILINE))
+
+def documented_commands():
+    """The commands twemproxy 0.5 supports, lower case, from the copy of its documented list."""
+    lines = (line.split("#", 1)[0].strip() for line in DOCUMENTED.read_text().splitlines())
+    return [line.lower() for line in lines if line]
+
+
+def spec_commands(text):
+    """The command names of the "Supported" list of section 1.5 of twemproxy-behaviour.md
+    (parenthesised remarks left out; ZREMRANGEBYLEX/RANK/SCORE is three commands)."""
+    section = text[text.index("## 1.5 Redis commands"):]
+    listed = section[section.index("**Supported:**"):section.index("**Not supported**")]
+    listed = re.sub(r"\([^)]*\)", "", listed.replace("**Supported:**", ""))
+    names = set()
+    for m in re.finditer(r"\b([A-Z][A-Z0-9]+)((?:/[A-Z]+)*)", listed):
+        names.add(m.group(1).lower())
+        stem = m.group(1)[:m.group(1).rindex("BY") + 2] if m.group(2) else ""
+        names.update((stem + tail).lower() for tail in m.group(2).split("/")[1:])
+    return names
 
 
 @pytest.fixture(scope="module")
@@ -228,9 +252,20 @@ def tagger():
     return lambda name: f"{{{tag}}}{name}"
 
 
-def test_every_supported_command_is_walked():
+def test_the_documented_list_is_the_shared_specs():
+    """The copy in data/ says what the shared spec says (CI has the spec beside the checkout)."""
+    if not SHARED_SPEC.exists():
+        pytest.skip(f"the shared spec is not at {SHARED_SPEC} (set NC_SHARED_DIR to its folder)")
+    copy = documented_commands()
+    assert len(copy) == len(set(copy)), "a command is listed twice"
+    assert set(copy) == spec_commands(SHARED_SPEC.read_text())
+
+
+def test_every_documented_command_is_walked():
+    """Each command twemproxy supports is sent through the proxy below (and must get redis' own
+    reply): a command dropped from the proxy's table fails the walk."""
     walked = {args[0].lower() for args, _ in command_table(str)} | NOT_DIFFERENTIAL
-    assert supported_commands() - walked == set()
+    assert set(documented_commands()) - walked == set()
 
 
 def test_every_command_same_reply_as_redis(redis_cluster, reference):
@@ -242,7 +277,7 @@ def test_every_command_same_reply_as_redis(redis_cluster, reference):
                 sent = [prev[name] if a is PREV else a for a in args]
                 conn.send(resp(*sent))
                 got[name] = conn.reply()
-                prev[name] = ncproxy.resp_decode(got[name])[0]
+                prev[name] = codec.resp_decode(got[name])[0]
             assert got["proxy"] == got["reference"], args
             assert got["proxy"].startswith(b"-") == expect_error, (args, got["proxy"])
 
@@ -250,7 +285,7 @@ def test_every_command_same_reply_as_redis(redis_cluster, reference):
 def test_keys_land_on_the_backends(redis_cluster):
     """Writes through the proxy are on exactly one backend, reads find them."""
     client = redis_cluster.client()
-    keys = ncproxy.spread_keys(f"land:{uuid.uuid4().hex}", 40)
+    keys = spread_keys(f"land:{uuid.uuid4().hex}", 40)
     for key in keys:
         assert client.set(key, key)
     used = set()
@@ -270,7 +305,7 @@ def test_local_replies(redis_cluster):
         c.exchange(resp("PING", "a", "b"), b"-ERR wrong number of arguments for 'ping' command\r\n")
         c.exchange(resp("AUTH", "pw"), b"-ERR Client sent AUTH, but no password is set\r\n")
         c.send(resp("LOLWUT"))
-        text = ncproxy.resp_decode(c.reply())[0]
+        text = codec.resp_decode(c.reply())[0]
         assert b"Redis ver." in text
         c.exchange(resp("QUIT"), b"+OK\r\n")
         assert c.is_closed()
@@ -367,7 +402,7 @@ def test_nested_replies_pass_through(redis_cluster, reference):
             got, want = proxy.reply(), ref.reply()
             assert got == want
             assert got.startswith(b"*")
-    value = ncproxy.resp_decode(got)[0]
+    value = codec.resp_decode(got)[0]
     assert value[2] is None
 
 
@@ -392,12 +427,12 @@ def test_backend_refused(redis_server, write_conf, nutcrackers):
     """A server nobody listens on: -ERR Connection refused, for single and multi-key commands,
     and the connection stays usable."""
     live, _ = redis_server()
-    dead = ncutil.free_port()
-    cluster = ncproxy.start_cluster("redis", 2, 2, None, write_conf, nutcrackers, "refused",
+    dead = procs.free_port()
+    cluster = start_cluster("redis", 2, 2, None, write_conf, nutcrackers, "refused",
                                     ports=[live, dead])
     keys_live, keys_dead = [], []
     with cluster.raw() as c:
-        for key in ncproxy.spread_keys("refused", 100):
+        for key in spread_keys("refused", 100):
             c.send(resp("SET", key, "v"))
             reply = c.reply()
             if reply == b"+OK\r\n":

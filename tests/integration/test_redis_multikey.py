@@ -6,8 +6,8 @@ import uuid
 
 import pytest
 
-import ncproxy
-from ncproxy import array, bulk, integer, resp
+from nctest.keys import spread_keys
+from nctest.codec import array, bulk, integer, resp
 
 THREADED = True  # the TSan stage runs these too (conftest.py)
 
@@ -80,7 +80,7 @@ def test_mset_one_ok_and_every_key_on_its_server(redis_cluster, placed):
 
 def test_many_keys_many_times(redis_cluster):
     """500 keys in one MSET / MGET / EXISTS / DEL, pipelined."""
-    keys = ncproxy.spread_keys(f"many:{uuid.uuid4().hex[:8]}", 500)
+    keys = spread_keys(f"many:{uuid.uuid4().hex[:8]}", 500)
     pairs = [x for i, k in enumerate(keys) for x in (k, str(i))]
     request = (resp("MSET", *pairs) + resp("MGET", *keys) + resp("EXISTS", *keys) +
                resp("DEL", *keys) + resp("MGET", *keys[:3]))

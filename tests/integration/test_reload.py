@@ -2,7 +2,7 @@
 
 The rig: pool "alpha" over 3 named redis servers (r0..r2; more started on demand) and pool
 "beta" over one (b0), a proxy at -T 4, and 50 clients (35 on alpha, 15 on beta) of a steady
-self-checking load (ncload.SteadyLoad: SET k v + GET k in one write, unique values, the exact
+self-checking load (nctest.load.Load: SET k v + GET k in one write, unique values, the exact
 reply bytes checked). Across every test: no client connection is dropped except on a removed pool
 or port, no request fails, no reply reaches the wrong client; an identical reload opens no
 backend connection and keeps every listening socket; connections and listeners no longer needed
@@ -25,12 +25,13 @@ import time
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-import faultkit
-import ncmanage
-import ncproxy
-import ncutil
-from ncload import SteadyLoad, describe
-from ncutil import HOST
+from nctest import manage, procfs, wait
+from nctest.conf import render_conf, write_conf as replace_conf
+from nctest.codec import Err, bulk, resp
+from nctest.conn import RawConn
+from nctest.keys import backend_keys, spread_keys
+from nctest.load import Load, describe
+from nctest.procs import HOST, free_port, read_text, sanitized_binary
 
 THREADS = 4
 ALPHA_CLIENTS, BETA_CLIENTS = 35, 15
@@ -40,6 +41,7 @@ STUCK = 2.0             # seconds a request to a stopped backend has waited: for
 RSS_SLACK_KB = 24 * 1024
 WARM_CLIENTS = 24       # per pool: enough that every worker reaches every backend
 PROGRESS = 16           # exchanges per client after a reload: every key written twice since
+PAUSE = 0.02            # seconds a load's client waits between exchanges
 
 
 class Rig:
@@ -90,23 +92,20 @@ class Rig:
         return spec
 
     def pool(self, names, listen_port=None, redis=True, **keys):
-        port = listen_port or ncutil.free_port()
+        port = listen_port or free_port()
         return {"listen": f"{HOST}:{port}", "redis": redis, **keys,
                 "servers": [self.server(n) for n in names]}
 
     def write(self, spec_or_text):
         """Replaces the config file at once (a reload never reads half a file)."""
-        text = spec_or_text if isinstance(spec_or_text, str) else ncutil.render_conf(spec_or_text)
-        tmp = self.proxy.conf_path.with_suffix(".tmp")
-        tmp.write_text(text)
-        os.replace(tmp, self.proxy.conf_path)
+        replace_conf(self.proxy.conf_path, spec_or_text)
 
     def port_of(self, pool, spec=None):
         return int((spec or self.spec)[pool]["listen"].rsplit(":", 1)[1])
 
     # --- reloading
     def reload_reply(self):
-        return ncmanage.command(self.manage, "reload", timeout=RELOAD_TIMEOUT)
+        return manage.command(self.manage, "reload", timeout=RELOAD_TIMEOUT)
 
     def reload(self, spec=None, via="cmd"):
         """Writes spec (if given) and reloads through the manage port ("cmd") or SIGHUP ("hup");
@@ -126,9 +125,9 @@ class Rig:
         the stats; spec (if given) is the config it serves."""
         gen = self.gen + 1
         pattern = re.compile(rf"generation {gen}\b")
-        ncutil.wait_until(lambda: pattern.search(self.proxy.log()[start:]), RELOAD_TIMEOUT,
-                          what=f"'generation {gen}' in the log")
-        ncmanage.wait_status(self.manage, lambda d: d.get("generation") == gen,
+        wait.wait_for(lambda: pattern.search(self.proxy.log()[start:]), RELOAD_TIMEOUT,
+                      f"'generation {gen}' in the log")
+        manage.wait_status(self.manage, lambda d: d.get("generation") == gen,
                              timeout=RELOAD_TIMEOUT, what=f"generation {gen} in the stats")
         self.gen = gen
         if spec is not None:
@@ -138,11 +137,12 @@ class Rig:
     def load(self, pool, nclients, **kw):
         kw.setdefault("redis", self.spec[pool]["redis"])
         kw.setdefault("prefix", pool)
+        kw.setdefault("pause", PAUSE)
         listen = self.spec[pool]["listen"]
         if listen.startswith("/"):
-            load = SteadyLoad(None, path=listen.split()[0], nclients=nclients, **kw)
+            load = Load(path=listen.split()[0], nclients=nclients, **kw)
         else:
-            load = SteadyLoad(self.port_of(pool), nclients=nclients, **kw)
+            load = Load(self.port_of(pool), nclients=nclients, **kw)
         load.start()
         self.loads.append(load)
         return load
@@ -166,7 +166,7 @@ class Rig:
 
     # --- descriptors and memory
     def tcp(self):
-        return [d for _, d in faultkit.proxy_fds(self.pid) if d[0] == "tcp"]
+        return [d for _, d in procfs.fds(self.pid) if d[0] == "tcp"]
 
     def listeners(self):
         """{port: socket inode} of the proxy's listening sockets."""
@@ -181,8 +181,8 @@ class Rig:
         return {name: set(self.conns_to(port)) for name, port in self.backends.items()}
 
     def wait_no_conns(self, name):
-        ncutil.wait_until(lambda: not self.conns_to(self.backends[name]), SETTLE,
-                          what=f"the proxy's connections to {name} to close")
+        wait.wait_for(lambda: not self.conns_to(self.backends[name]), SETTLE,
+                      f"the proxy's connections to {name} to close")
 
     def backends_in(self, spec=None):
         return [line.split()[1] for pool in (spec or self.spec).values()
@@ -193,8 +193,8 @@ class Rig:
         config (the state the baseline is taken in)."""
         for _ in range(rounds):
             for pool in self.spec:
-                load = SteadyLoad(self.port_of(pool), redis=self.spec[pool]["redis"],
-                                  nclients=WARM_CLIENTS, pause=0.002, prefix="warm")
+                load = Load(self.port_of(pool), redis=self.spec[pool]["redis"],
+                            nclients=WARM_CLIENTS, pause=0.002, prefix="warm")
                 load.start()
                 try:
                     load.wait_progress(each=8)
@@ -207,23 +207,14 @@ class Rig:
         raise AssertionError(f"workers not connected to every backend: {counts}")
 
     def settled_fds(self):
-        samples = []
-
-        def stable():
-            samples.append(faultkit.open_fds(self.pid))
-            return len(samples) >= 5 and len(set(samples[-5:])) == 1
-
-        ncutil.wait_until(stable, SETTLE, interval=0.1, what="the proxy's fd count to settle")
-        return samples[-1]
+        return wait.steady(lambda: procfs.fd_count(self.pid), SETTLE,
+                           "the proxy's fd count to settle", samples=5)
 
     def take_baseline(self):
         self.warm()
         self.fd_base = self.settled_fds()
-        if not ncproxy.sanitized_binary():
-            samples = []
-            ncutil.wait_until(lambda: samples.append(ncproxy.rss_kb(self.pid)) or
-                              len(samples) > 6, 5, interval=0.1, what="RSS samples")
-            self.rss_base = min(samples)
+        if not sanitized_binary():
+            self.rss_base = min(wait.sample(lambda: procfs.rss_kb(self.pid), 7))
 
     def finish(self):
         """Every load stopped and clean; the proxy alive and serving every pool; its descriptors
@@ -237,7 +228,7 @@ class Rig:
         self.warm()
         now = self.settled_fds()
         tcp = self.tcp()
-        text = "\n".join(f"{fd}: {d}" for fd, d in faultkit.proxy_fds(self.pid))
+        text = "\n".join(f"{fd}: {d}" for fd, d in procfs.fds(self.pid))
         assert set(self.listeners()) == {self.port_of(p) for p in self.spec} | {self.manage}, text
         wanted = {self.backends[n] for n in self.backends_in()}
         conns = [d for d in tcp if d[1] != "LISTEN"]
@@ -245,8 +236,8 @@ class Rig:
             f"client sockets, dead connections or connections to removed backends:\n{text}"
         assert now == self.fd_base, f"{now} descriptors, baseline {self.fd_base}:\n{text}"
         if self.rss_base is not None:
-            ncproxy.settle(lambda: ncproxy.rss_kb(self.pid), self.rss_base + RSS_SLACK_KB,
-                           SETTLE, what=f"RSS back near {self.rss_base} kB")
+            wait.settle(lambda: procfs.rss_kb(self.pid), self.rss_base + RSS_SLACK_KB, SETTLE,
+                        f"RSS back near {self.rss_base} kB")
 
 
 @pytest.fixture
@@ -262,11 +253,11 @@ def rig(redis_server, memcached_server, write_conf, nutcrackers):
             k = "redis" if name == "b0" else kind
             backends[name], procs[name] = start[k]()
             kinds[name] = k
-        spec = {"alpha": {"listen": f"{HOST}:{ncutil.free_port()}", "redis": kind == "redis",
+        spec = {"alpha": {"listen": f"{HOST}:{free_port()}", "redis": kind == "redis",
                           "hash": "fnv1a_64", "distribution": "ketama", **alpha_keys,
                           "servers": [f"{HOST}:{backends[n]}:1 {n}" for n in ("r0", "r1", "r2")]}}
         if beta:
-            spec["beta"] = {"listen": f"{HOST}:{ncutil.free_port()}", "redis": True,
+            spec["beta"] = {"listen": f"{HOST}:{free_port()}", "redis": True,
                             "servers": [f"{HOST}:{backends['b0']}:1 b0"]}
         conf = write_conf(spec)
         proxy = nutcrackers(conf, "-T", str(THREADS))
@@ -287,25 +278,12 @@ def rig(redis_server, memcached_server, write_conf, nutcrackers):
 
 def owners(rig, pool, keys):
     """{key: server name} as the manage port's find_keys routes them now."""
-    out = {}
-    keys = list(keys)
-    for i in range(0, len(keys), 40):
-        chunk = keys[i:i + 40]
-        text = ncmanage.command(rig.manage, " ".join(["find_keys", pool, *chunk]))
-        lines = text.splitlines()
-        assert len(lines) == len(chunk), text
-        out.update((k, line.split()[1]) for k, line in zip(chunk, lines))
-    return out
+    return manage.find_keys(rig.manage, pool, keys)
 
 
 def backend_get(rig, name, key):
     """key's value read straight from backend `name` (None: absent)."""
-    with ncproxy.RawConn(rig.backends[name]) as c:
-        if rig.kinds[name] == "redis":
-            return c.call("GET", key)
-        c.send(b"get %s\r\n" % key.encode())
-        reply = c.mc_get_reply()
-        return reply.split(b"\r\n")[1] if reply.startswith(b"VALUE ") else None
+    return backend_keys(rig.backends[name], rig.kinds[name] == "redis", [key]).get(key)
 
 
 def assert_routed_by_current_config(rig, pool, load):
@@ -351,7 +329,7 @@ def test_identical_reload_changes_nothing(rig):
     inodes = r.listeners()
     conns = r.backend_conns()
     fds = r.settled_fds()   # with the 50 clients connected
-    doc0 = ncmanage.status(r.manage)
+    doc0 = manage.status(r.manage)
     r.reload(via="cmd")
     settle_after(r, alpha, beta, each=4)
     r.reload(via="hup")
@@ -359,7 +337,7 @@ def test_identical_reload_changes_nothing(rig):
     assert r.listeners() == inodes, "a listening socket was replaced"
     assert r.backend_conns() == conns, "backend connections opened or closed"
     assert r.settled_fds() == fds
-    doc = ncmanage.status(r.manage)
+    doc = manage.status(r.manage)
     for pool, names in (("alpha", ["r0", "r1", "r2"]), ("beta", ["b0"])):
         before, after = stats_counters(doc0, pool, names), stats_counters(doc, pool, names)
         assert all(after[n][0] > before[n][0] and after[n][1] > before[n][1] for n in names), \
@@ -368,7 +346,7 @@ def test_identical_reload_changes_nothing(rig):
     assert doc["total_connections"] == doc0["total_connections"]
     assert doc["alpha"]["client_connections"] == ALPHA_CLIENTS
     assert doc["beta"]["client_connections"] == BETA_CLIENTS
-    assert len(ncmanage.status(r.manage, "workers")["workers"]) == THREADS  # -T is not reloaded
+    assert len(manage.status(r.manage, "workers")["workers"]) == THREADS  # -T is not reloaded
     r.finish()
 
 
@@ -384,7 +362,7 @@ def add_server_and_back(r, kind="redis", **change):
     r.reload(r.variant(alpha={**change,
                               "servers": [r.server(n) for n in ("r0", "r1", "r2", "r3")]}))
     settle_after(r, alpha, beta)
-    assert ncmanage.status(r.manage)["alpha"]["r3"]["requests"] > 0, "r3 gets no requests"
+    assert manage.status(r.manage)["alpha"]["r3"]["requests"] > 0, "r3 gets no requests"
     now, before = kept_conns(r, conns, "r3")
     assert now == before, "connections of the servers that stay changed"
     alpha.stop()
@@ -394,7 +372,7 @@ def add_server_and_back(r, kind="redis", **change):
     r.reload(r.base, via="hup")
     settle_after(r, alpha, beta)
     r.wait_no_conns("r3")
-    assert "r3" not in ncmanage.status(r.manage)["alpha"]
+    assert "r3" not in manage.status(r.manage)["alpha"]
     alpha.stop()
     assert set(assert_routed_by_current_config(r, "alpha", alpha).values()) <= {"r0", "r1", "r2"}
     now, before = kept_conns(r, conns, "r3")
@@ -422,7 +400,7 @@ def test_remove_server_closes_its_connections_after_outstanding_replies(rig, sto
         return {c.cid for c in alpha.clients
                 if c.busy and owner[c.key] == "r2" and now - c.t_sent >= min_age}
 
-    ncutil.wait_until(lambda: len(blocked(STUCK)) >= 10, SETTLE, what="clients waiting for r2")
+    wait.wait_for(lambda: len(blocked(STUCK)) >= 10, SETTLE, what="clients waiting for r2")
     stuck = blocked(STUCK)
     r.reload(r.variant(alpha={"servers": [r.server(n) for n in ("r0", "r1")]}), via="hup")
     assert stuck <= blocked() and r.backend_conns()["r2"] == conns["r2"], \
@@ -433,7 +411,7 @@ def test_remove_server_closes_its_connections_after_outstanding_replies(rig, sto
     now, before = kept_conns(r, conns, "r2")
     assert now == before, "connections of the servers that stay changed"
     info = re.compile(rb"total_commands_processed:(\d+)")
-    with ncproxy.RawConn(r.backends["r2"]) as c:
+    with RawConn(r.backends["r2"]) as c:
         first = int(info.search(c.call("INFO", "stats"))[1])
         alpha.wait_progress(each=8)
         # r2 processed only our first INFO since: no request of the load reaches it any more
@@ -486,13 +464,13 @@ def test_add_memcache_pool_on_new_port_then_remove_it(rig):
     # removing it: its clients are closed (none gets a partial or wrong reply), its port
     # refuses, its backend connections close; the other pools do not notice
     r.reload(r.base)
-    ncutil.wait_until(lambda: not gamma.open_clients(), SETTLE, what="gamma's clients closed")
+    wait.wait_for(lambda: not gamma.open_clients(), SETTLE, what="gamma's clients closed")
     r.forget(gamma)
     bad = [p for p in gamma.problems_of() if p.kind != "closed" or p.partial]
     assert not bad, describe(bad)
     assert refused(gport)
     r.wait_no_conns("m0")
-    assert "gamma" not in ncmanage.status(r.manage)
+    assert "gamma" not in manage.status(r.manage)
     settle_after(r, alpha, beta, each=4)
     assert r.listeners() == inodes
     now, before = kept_conns(r, conns, "m0")
@@ -512,7 +490,7 @@ def test_unix_socket_pool_added_then_removed(rig):
     delta = r.load("delta", 6)
     delta.wait_progress(each=8)
     r.reload(r.base, via="hup")
-    ncutil.wait_until(lambda: not delta.open_clients(), SETTLE, what="delta's clients closed")
+    wait.wait_for(lambda: not delta.open_clients(), SETTLE, what="delta's clients closed")
     r.forget(delta)
     bad = [p for p in delta.problems_of() if p.kind != "closed" or p.partial]
     assert not bad, describe(bad)
@@ -535,16 +513,16 @@ def test_remove_pool_serves_in_flight_requests_then_closes(rig, stopped):
     stopped(r.procs["b0"])
     # waiting STUCK seconds: long since read by the proxy (a request it reads after the reload
     # finds no pool, and its client is closed with the request unanswered, rightly)
-    ncutil.wait_until(lambda: sum(c.busy and time.monotonic() - c.t_sent >= STUCK
+    wait.wait_for(lambda: sum(c.busy and time.monotonic() - c.t_sent >= STUCK
                                   for c in beta.clients) == BETA_CLIENTS,
                       SETTLE + STUCK, what="every beta client waiting for a reply")
     in_flight = {c.cid: c.t_sent for c in beta.clients}
     r.reload(r.variant(beta=None))
-    ncutil.wait_until(lambda: refused(bport), SETTLE, what=f"beta's port {bport} to refuse")
+    wait.wait_for(lambda: refused(bport), SETTLE, what=f"beta's port {bport} to refuse")
     assert set(r.listeners()) == {aport, r.manage} and r.listeners()[aport] == alpha_inode
     assert len(beta.open_clients()) == BETA_CLIENTS, "clients closed with requests in flight"
     stopped.resume()
-    ncutil.wait_until(lambda: not beta.open_clients(), SETTLE, what="beta's clients closed")
+    wait.wait_for(lambda: not beta.open_clients(), SETTLE, what="beta's clients closed")
     r.forget(beta)
     # each got the reply to the exchange it had in flight, then the close
     late = [c.cid for c in beta.clients if in_flight[c.cid] not in c.sent_at]
@@ -554,7 +532,7 @@ def test_remove_pool_serves_in_flight_requests_then_closes(rig, stopped):
     assert all(p.kind == "closed" and not p.partial and not p.busy for p in problems), \
         describe(problems)
     r.wait_no_conns("b0")
-    assert "beta" not in ncmanage.status(r.manage)
+    assert "beta" not in manage.status(r.manage)
     settle_after(r, alpha)
     r.reload(r.base, via="hup")   # beta again, on its old port, for the final check
     r.finish()
@@ -570,7 +548,7 @@ def test_connections_waiting_in_the_backlog_survive_a_reload(rig, stopped):
     inodes = r.listeners()
     stopped(r.proxy.proc)
     waiting = r.load("alpha", 20, prefix="backlog")
-    ncutil.wait_until(lambda: len(waiting.busy_clients()) == 20, SETTLE,
+    wait.wait_for(lambda: len(waiting.busy_clients()) == 20, SETTLE,
                       what="every waiting client's request sent")
     changed = r.variant(alpha={"hash": "murmur"})
     r.write(changed)
@@ -589,9 +567,9 @@ def test_change_pool_port(rig):
     old = r.port_of("alpha")
     beta_inode = r.listeners()[r.port_of("beta")]
     beta_conns = r.backend_conns()["b0"]
-    r.reload(r.variant(alpha={"listen": f"{HOST}:{ncutil.free_port()}"}), via="hup")
+    r.reload(r.variant(alpha={"listen": f"{HOST}:{free_port()}"}), via="hup")
     new = r.port_of("alpha")
-    ncutil.wait_until(lambda: refused(old), SETTLE, what=f"the old port {old} to refuse")
+    wait.wait_for(lambda: refused(old), SETTLE, what=f"the old port {old} to refuse")
     fresh = r.load("alpha", 10, prefix="fresh")
     fresh.wait_progress(each=8)
     # alpha's clients of the old port: either still served, or closed cleanly
@@ -618,7 +596,7 @@ def test_invalid_file_changes_nothing(rig):
     inodes = r.listeners()
     conns = r.backend_conns()
     path = r.proxy.conf_path
-    text = ncutil.render_conf(r.variant(alpha={"hash": "nosuchhash"},
+    text = render_conf(r.variant(alpha={"hash": "nosuchhash"},
                                         beta={"distribution": "nosuchdist"}))
     lines = [line_of(text, "nosuchhash"), line_of(text, "nosuchdist")]
     r.write(text)
@@ -646,7 +624,7 @@ def test_invalid_file_changes_nothing(rig):
         r.write(r.variant(gamma=r.pool(["b0"], listen_port=taken.getsockname()[1])))
         reply = r.reload_reply()
     assert reply.startswith("ERR: reload failed (still serving generation 1): "), reply
-    assert ncmanage.status(r.manage)["generation"] == 1
+    assert manage.status(r.manage)["generation"] == 1
     assert r.listeners() == inodes and r.backend_conns() == conns
     settle_after(r, alpha, beta, each=4)
     # the old config served all along (alpha still routes by fnv1a_64 and ketama)
@@ -668,7 +646,7 @@ def test_pipeline_in_flight_across_reload_gets_replies_from_one_config(rig, stop
     two halves, the reload between them."""
     r = rig(beta=False)
     other = r.variant(alpha={"hash": "murmur"})
-    candidates = ncproxy.spread_keys("pipe", 40)
+    candidates = spread_keys("pipe", 40)
     old_owner = owners(r, "alpha", candidates)
     r.reload(other)
     new_owner = owners(r, "alpha", candidates)
@@ -676,16 +654,16 @@ def test_pipeline_in_flight_across_reload_gets_replies_from_one_config(rig, stop
     key = next(k for k in candidates if old_owner[k] != new_owner[k])
     a, b = old_owner[key], new_owner[key]
     for name in ("r0", "r1", "r2"):
-        with ncproxy.RawConn(r.backends[name]) as c:
+        with RawConn(r.backends[name]) as c:
             assert c.call("SET", key, f"on-{name}") == "OK"
     n = 100
-    half = ncproxy.resp("GET", key) * n
-    with ncproxy.RawConn(r.port_of("alpha"), timeout=RELOAD_TIMEOUT) as conn:
+    half = resp("GET", key) * n
+    with RawConn(r.port_of("alpha"), timeout=RELOAD_TIMEOUT) as conn:
         assert conn.call("GET", key) == f"on-{a}".encode()
-        sent0 = ncmanage.status(r.manage)["alpha"]
+        sent0 = manage.status(r.manage)["alpha"]
 
         def forwarded(count):
-            ncmanage.wait_status(
+            manage.wait_status(
                 r.manage, lambda d: sum(d["alpha"][s]["requests"] - sent0[s]["requests"]
                                         for s in ("r0", "r1", "r2")) >= count,
                 timeout=SETTLE, what=f"{count} requests forwarded")
@@ -698,7 +676,7 @@ def test_pipeline_in_flight_across_reload_gets_replies_from_one_config(rig, stop
         forwarded(2 * n)
         stopped.resume()
         replies = [conn.reply() for _ in range(2 * n)]
-        wrong = [i for i, rep in enumerate(replies) if rep != ncproxy.bulk(f"on-{a}")]
+        wrong = [i for i, rep in enumerate(replies) if rep != bulk(f"on-{a}")]
         assert not wrong, f"replies {wrong[:10]} of {2 * n} not from {a}: {replies[wrong[0]]!r}"
         # nothing in flight any more: the next request is routed by the new config
         assert conn.call("GET", key) == f"on-{b}".encode()
@@ -717,7 +695,7 @@ def test_stats_keep_counting_and_show_the_generation(rig):
     t_start = time.time()
     r = rig()
     r.add_backend("r3")
-    pairs = ncmanage.ordered(r.manage)
+    pairs = manage.ordered(r.manage)
     keys = [k for k, _ in pairs]
     assert keys[:8] == ["service", "source", "version", "uptime", "timestamp", "generation",
                         "loaded_at", "total_connections"], keys
@@ -730,8 +708,8 @@ def test_stats_keep_counting_and_show_the_generation(rig):
 
     def sample():
         while not sampling.wait(0.05):
-            samples.append(ncmanage.status(r.manage))
-            lat = ncmanage.status(r.manage, "latency")["latency"]
+            samples.append(manage.status(r.manage))
+            lat = manage.status(r.manage, "latency")["latency"]
             latency.append(lat["alpha"]["request_latency"]["count"])
 
     poller = threading.Thread(target=sample, daemon=True)
@@ -740,7 +718,7 @@ def test_stats_keep_counting_and_show_the_generation(rig):
         t_reload = time.time()
         r.reload(r.variant(alpha={"servers": [r.server(n) for n in ("r0", "r1", "r2", "r3")]}))
         settle_after(r, alpha, beta, each=8)
-        doc = ncmanage.wait_status(r.manage, lambda d: d["alpha"]["r3"]["responses"] > 0)
+        doc = manage.wait_status(r.manage, lambda d: d["alpha"]["r3"]["responses"] > 0)
         assert doc["generation"] == 2 and int(t_reload) <= doc["loaded_at"] <= time.time()
         r.reload(r.base, via="hup")
         settle_after(r, alpha, beta, each=8)
@@ -758,11 +736,11 @@ def test_stats_keep_counting_and_show_the_generation(rig):
         seq = [d[field] for d in samples]
         assert seq == sorted(seq), (field, seq)
     assert len(latency) > 5 and latency == sorted(latency), latency
-    doc = ncmanage.status(r.manage)
+    doc = manage.status(r.manage)
     assert doc["generation"] == 3 and "r3" not in doc["alpha"]
     assert doc["alpha"]["client_connections"] == ALPHA_CLIENTS
     assert doc["beta"]["client_connections"] == BETA_CLIENTS
-    status, _, body = ncmanage.http_get(r.manage, "/metrics")
+    status, _, body = manage.http_get(r.manage, "/metrics")
     assert status == 200
     metrics = {s.name: s.value for fam in text_string_to_metric_families(body.decode())
                for s in fam.samples}
@@ -778,20 +756,20 @@ def test_ejected_server_stays_ejected_across_reload(rig):
             server_retry_timeout=600000, timeout=2000)
     r.procs["r1"].kill()
     r.procs["r1"].wait(5)
-    keys = ncproxy.spread_keys("eject", 60)
+    keys = spread_keys("eject", 60)
     start = len(r.proxy.log())
-    with ncproxy.RawConn(r.port_of("alpha")) as c:
+    with RawConn(r.port_of("alpha")) as c:
         for k in keys:   # until one request meets r1 and ejects it
-            if isinstance(c.call("GET", k), ncproxy.RespError):
+            if isinstance(c.call("GET", k), Err):
                 break
     r.proxy.wait_log("ejected", start=start)
-    doc0 = ncmanage.wait_status(r.manage, lambda d: d["alpha"]["r1"]["server_ejected_at"] > 0)
+    doc0 = manage.wait_status(r.manage, lambda d: d["alpha"]["r1"]["server_ejected_at"] > 0)
     r.reload(r.variant(alpha={"timeout": 3000}))
     assert "r1" not in owners(r, "alpha", keys).values(), "r1 is back in the distribution"
-    with ncproxy.RawConn(r.port_of("alpha")) as c:
+    with RawConn(r.port_of("alpha")) as c:
         for k in keys:
             assert c.call("SET", k, "v") == "OK" and c.call("GET", k) == b"v", k
-    doc = ncmanage.status(r.manage)
+    doc = manage.status(r.manage)
     assert doc["alpha"]["r1"]["server_ejected_at"] == doc0["alpha"]["r1"]["server_ejected_at"]
     assert doc["alpha"]["server_ejects"] == doc0["alpha"]["server_ejects"] == 1
     assert r.proxy.proc.poll() is None
@@ -804,24 +782,24 @@ def test_sighup_still_reopens_the_log(rig):
     a new file. A worker thread has written to the old file before (it logged the ejection of a
     server of pool zeta, which has nothing listening)."""
     r = rig(beta=False)
-    with_zeta = r.variant(zeta={"listen": f"{HOST}:{ncutil.free_port()}", "redis": True,
+    with_zeta = r.variant(zeta={"listen": f"{HOST}:{free_port()}", "redis": True,
                                 "auto_eject_hosts": True, "server_failure_limit": 1,
                                 "server_retry_timeout": 600000,
-                                "servers": [f"{HOST}:{ncutil.free_port()}:1 dead"]})
+                                "servers": [f"{HOST}:{free_port()}:1 dead"]})
     r.reload(with_zeta)
     start = len(r.proxy.log())
-    with ncproxy.RawConn(r.port_of("zeta")) as c:
-        assert isinstance(c.call("GET", "k"), ncproxy.RespError)
+    with RawConn(r.port_of("zeta")) as c:
+        assert isinstance(c.call("GET", "k"), Err)
     r.proxy.wait_log("ejected", start=start)
     log = r.proxy.log_path
     rotated = log.with_suffix(".1")
     os.rename(log, rotated)
     r.proxy.signal(signal.SIGHUP)
-    ncutil.wait_until(log.exists, RELOAD_TIMEOUT, what="a new log file")
+    wait.wait_for(log.exists, RELOAD_TIMEOUT, "a new log file")
     r.reloaded(0)   # generation 3, noticed in the new file
     r.reload(r.base)
-    assert "generation 4" in ncutil.read_text(log)
-    assert "generation 3" not in ncutil.read_text(rotated)
+    assert "generation 4" in read_text(log)
+    assert "generation 3" not in read_text(rotated)
     r.finish()
 
 
@@ -830,7 +808,7 @@ def test_sighup_log_lines_name_the_signal(nutcrackers, write_conf, redis_server)
     (number and name, like the other signals' lines) and say what it did, for a reload that
     worked and for one that failed."""
     port, _ = redis_server()
-    spec = {"alpha": {"listen": f"{HOST}:{ncutil.free_port()}", "redis": True,
+    spec = {"alpha": {"listen": f"{HOST}:{free_port()}", "redis": True,
                       "servers": [f"{HOST}:{port}:1 r0"]}}
     conf = write_conf(spec)
     proxy = nutcrackers(conf)
@@ -846,7 +824,7 @@ def test_sighup_log_lines_name_the_signal(nutcrackers, write_conf, redis_server)
     proxy.signal(signal.SIGHUP)
     proxy.wait_log(hup + "configuration not reloaded: still serving generation 2",
                    timeout=RELOAD_TIMEOUT, start=start)
-    assert ncmanage.status(proxy.manage_port)["generation"] == 2
+    assert manage.status(proxy.manage_port)["generation"] == 2
 
 
 # --------------------------------------------------------------------------- many reloads

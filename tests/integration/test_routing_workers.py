@@ -17,9 +17,8 @@ to each server (server_connections: 1), so each backend must see 8 connections f
 import bisect
 import threading
 
-import ncutil
-import vecutil
-from ncutil import HOST
+from nctest import procs, vectors
+from nctest.procs import HOST
 
 NWORKERS = 8
 NCLIENTS = 48           # a multiple of NWORKERS: 6 clients a worker
@@ -65,12 +64,14 @@ class Clients:
         self.lock = threading.Lock()
         self.barrier = threading.Barrier(len(conns), timeout=THREAD_TIMEOUT)
         self.errors = []
+        self.broken = []  # clients that left at a broken barrier (a timeout, or another's error)
 
     def run(self, i):
         try:
             self._run(i)
         except threading.BrokenBarrierError:
-            pass  # another client failed first; its error is the one reported
+            with self.lock:
+                self.broken.append(i)
         except BaseException as e:  # noqa: BLE001 - reported by the main thread
             with self.lock:
                 self.errors.append(f"client {i}: {e!r}")
@@ -106,7 +107,7 @@ class Clients:
 
 
 def _ketama_model(ports):
-    ns, status, out = vecutil.model()
+    ns, status, out = vectors.model()
     assert status == 0, f"model_check.py disagrees with the vectors:\n{out}"
     continuum = ns["ketama"]([b"%s:%d" % (HOST.encode(), p) for p in ports], [1] * len(ports))
     points = [point for point, _ in continuum]
@@ -127,9 +128,9 @@ def _proxy_connections(backend):
 
 
 def test_routing_is_the_same_in_every_worker(redis_server, write_conf, nutcrackers):
-    gen = vecutil.gen_vectors()
+    gen = vectors.gen_vectors()
     ports = [redis_server()[0] for _ in range(NBACKENDS)]
-    listen = ncutil.free_port()
+    listen = procs.free_port()
     conf = write_conf({"shared": {
         "listen": f"{HOST}:{listen}", "hash": "fnv1a_64", "distribution": "ketama",
         "redis": True, "timeout": 10000, "server_connections": 1,
@@ -151,6 +152,8 @@ def test_routing_is_the_same_in_every_worker(redis_server, write_conf, nutcracke
         assert not any(t.is_alive() for t in threads), "the clients did not finish in time"
         assert not clients.errors, (f"{len(clients.errors)} clients failed:\n" +
                                     "\n".join(clients.errors[:8]))
+        # a barrier that timed out with no error would skip the cross-worker reads silently
+        assert not clients.broken, f"clients {clients.broken[:8]} gave up at a broken barrier"
     finally:
         for c in conns:
             c.close()

@@ -9,10 +9,11 @@ import threading
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-import ncmanage
-import ncutil
-from ncmanage import Conn, resp
-from ncutil import HOST
+from nctest import manage, procs, wait
+from nctest.conn import RawConn as Conn
+from nctest.keys import owner as backend_owner
+from nctest.load import run_threads
+from nctest.procs import HOST
 
 HEADER = ["service", "source", "version", "uptime", "timestamp", "generation", "loaded_at",
           "total_connections",
@@ -38,10 +39,10 @@ def cluster(nutcrackers, write_conf, redis_server, memcached_server):
         redis = {f"r{i}": redis_server() for i in range(3)}
         mc = {f"m{i}": memcached_server() for i in range(2)}
         pools = {
-            "alpha": {"listen": f"{HOST}:{ncutil.free_port()}", "redis": True, "hash": "fnv1a_64",
+            "alpha": {"listen": f"{HOST}:{procs.free_port()}", "redis": True, "hash": "fnv1a_64",
                       "distribution": "ketama",
                       "servers": [f"{HOST}:{port}:1 {name}" for name, (port, _) in redis.items()]},
-            "beta": {"listen": f"{HOST}:{ncutil.free_port()}",
+            "beta": {"listen": f"{HOST}:{procs.free_port()}",
                      "servers": [f"{HOST}:{port}:1 {name}" for name, (port, _) in mc.items()]},
         }
         if extra:
@@ -61,42 +62,18 @@ def cluster(nutcrackers, write_conf, redis_server, memcached_server):
     return start
 
 
-def _redis_owner(c, key):
-    """The name of the redis backend holding key (asked directly, not through the proxy)."""
-    owners = []
-    for name, port in c["redis"].items():
-        with Conn(port) as b:
-            if b.call("EXISTS", key) == 1:
-                owners.append(name)
-    assert len(owners) == 1, f"{key} is on {owners}"
-    return owners[0]
+def _owner(c, kind, key):
+    """The name of the backend holding key (asked directly, not through the proxy)."""
+    names = list(c[kind])
+    return names[backend_owner([c[kind][n] for n in names], kind == "redis", key)]
 
 
-def _mc_owner(c, key):
-    owners = []
-    for name, port in c["mc"].items():
-        with Conn(port) as b:
-            if len(b.mc(b"get " + key.encode() + b"\r\n")) > 1:
-                owners.append(name)
-    assert len(owners) == 1, f"{key} is on {owners}"
-    return owners[0]
-
-
-def _run_clients(n, fn):
-    errors = []
-
-    def body(i):
-        try:
-            fn(i)
-        except Exception as e:  # reported below
-            errors.append(repr(e))
-
-    threads = [threading.Thread(target=body, args=(i,)) for i in range(n)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(60)
-    assert not errors, errors
+def wait_latencies(port, pool, n):
+    """The "latency" member of `status latency` once the pool's request_latency has counted n
+    requests (the histograms are a document of their own: the wait on `status` does not cover
+    them)."""
+    return manage.wait_status(port, lambda d: d["latency"][pool]["request_latency"]["count"] == n,
+                              words=("latency",), what=f"{n} {pool} latencies")["latency"]
 
 
 def test_exact_counts_over_four_workers(cluster):
@@ -113,19 +90,19 @@ def test_exact_counts_over_four_workers(cluster):
                 for args in (("SET", key, value), ("GET", key)):
                     before_s, before_r = conn.sent, conn.received
                     r = conn.call(*args)
-                    assert r == (b"OK" if args[0] == "SET" else value.encode()), r
+                    assert r == ("OK" if args[0] == "SET" else value.encode()), r
                     mine.append((key, conn.sent - before_s, conn.received - before_r))
         with lock:
             log.extend(mine)
 
-    _run_clients(clients, client)
+    run_threads(clients, client)
     n = clients * per_client * 2
     assert len(log) == n
     owner = {}
     expect = {name: {"requests": 0, "request_bytes": 0, "response_bytes": 0} for name in c["redis"]}
     for key, sent, got in log:
         if key not in owner:
-            owner[key] = _redis_owner(c, key)
+            owner[key] = _owner(c, "redis", key)
         e = expect[owner[key]]
         e["requests"] += 1
         e["request_bytes"] += sent
@@ -136,10 +113,9 @@ def test_exact_counts_over_four_workers(cluster):
         a = doc["alpha"]
         return sum(a[s]["responses"] for s in c["redis"]) == n and a["client_connections"] == 0
 
-    doc = ncmanage.wait_status(c["manage"], settled, what=f"{n} responses and no clients")
+    doc = manage.wait_status(c["manage"], settled, what=f"{n} responses and no clients")
     a = doc["alpha"]
-    lat = ncmanage.wait_status(c["manage"], lambda d: d["latency"]["alpha"]["request_latency"]["count"] == n,
-                               words=("latency",), what=f"{n} latencies")["latency"]["alpha"]
+    lat = wait_latencies(c["manage"], "alpha", n)["alpha"]
     for name, e in expect.items():
         s = a[name]
         assert s["requests"] == e["requests"], name
@@ -161,7 +137,7 @@ def test_exact_counts_over_four_workers(cluster):
     assert lat["sum"] >= lat["max"] > 0
 
     # the same numbers per worker: every worker got clients, and they sum up
-    workers = ncmanage.status(c["manage"], "workers")["workers"]
+    workers = manage.status(c["manage"], "workers")["workers"]
     assert [w["worker"] for w in workers] == [0, 1, 2, 3]
     assert sum(w["total_connections"] for w in workers) == clients
     assert all(w["total_connections"] >= 1 for w in workers), "every worker served clients"
@@ -178,18 +154,19 @@ def test_memcached_counts(cluster):
             key = f"mk{j}"
             for req in (b"set %s 0 0 3\r\nabc\r\n" % key.encode(), b"get %s\r\n" % key.encode()):
                 s, r = conn.sent, conn.received
-                lines = conn.mc(req)
-                assert lines[-1] in (b"STORED", b"END") and len(lines) in (1, 3), lines
+                conn.send(req)
+                reply = conn.mc_get_reply()
+                assert reply in (b"STORED\r\n", b"VALUE %s 0 3\r\nabc\r\nEND\r\n" % key.encode()), reply
                 log.append((key, conn.sent - s, conn.received - r))
     expect = {name: [0, 0, 0] for name in c["mc"]}
     owners = {}
     for key, sent, got in log:
-        owners.setdefault(key, _mc_owner(c, key))
+        owners.setdefault(key, _owner(c, "mc", key))
         e = expect[owners[key]]
         e[0] += 1
         e[1] += sent
         e[2] += got
-    doc = ncmanage.wait_status(c["manage"], lambda d: d["beta"]["client_connections"] == 0
+    doc = manage.wait_status(c["manage"], lambda d: d["beta"]["client_connections"] == 0
                                and sum(d["beta"][m]["responses"] for m in c["mc"]) == 80)
     for name, (reqs, sent, got) in expect.items():
         s = doc["beta"][name]
@@ -202,16 +179,16 @@ def test_gauges_follow_clients(cluster):
     conns = [Conn(c["alpha"]) for _ in range(8)]
     try:
         for conn in conns:
-            assert conn.call("PING") == b"PONG"
-        doc = ncmanage.wait_status(c["manage"], lambda d: d["alpha"]["client_connections"] == 8)
+            assert conn.call("PING") == "PONG"
+        doc = manage.wait_status(c["manage"], lambda d: d["alpha"]["client_connections"] == 8)
         assert doc["curr_connections"] == 8
         assert doc["total_connections"] == 8
         assert sum(w["alpha"]["client_connections"]
-                   for w in ncmanage.status(c["manage"], "workers")["workers"]) == 8
+                   for w in manage.status(c["manage"], "workers")["workers"]) == 8
     finally:
         for conn in conns:
             conn.close()
-    doc = ncmanage.wait_status(c["manage"], lambda d: d["alpha"]["client_connections"] == 0
+    doc = manage.wait_status(c["manage"], lambda d: d["alpha"]["client_connections"] == 0
                                and d["curr_connections"] == 0, what="gauges back to 0")
     assert doc["total_connections"] == 8
     assert doc["alpha"]["client_eof"] == 8
@@ -222,8 +199,8 @@ def test_fragments_count_multi_key_splits(cluster):
     keys = [f"frag:{i}" for i in range(12)]
     with Conn(c["alpha"]) as conn:
         for k in keys:
-            assert conn.call("SET", k, k) == b"OK"
-        owners = {k: _redis_owner(c, k) for k in keys}
+            assert conn.call("SET", k, k) == "OK"
+        owners = {k: _owner(c, "redis", k) for k in keys}
         servers = set(owners.values())
         assert len(servers) >= 2
         assert conn.call("MGET", *keys) == [k.encode() for k in keys]
@@ -231,20 +208,19 @@ def test_fragments_count_multi_key_splits(cluster):
         assert conn.call("MGET", *one) == [k.encode() for k in one]  # one server: no split
         assert conn.call("DEL", *keys) == len(keys)
     expected = 2 * len(servers)
-    doc = ncmanage.wait_status(c["manage"], lambda d: d["alpha"]["fragments"] >= expected
+    doc = manage.wait_status(c["manage"], lambda d: d["alpha"]["fragments"] >= expected
                                and d["alpha"]["client_connections"] == 0)
     assert doc["alpha"]["fragments"] == expected
     # every fragment is a request to its server: 12 SETs, the split MGET and DEL, the whole MGET
     assert sum(doc["alpha"][s]["requests"] for s in c["redis"]) == len(keys) + expected + 1
-    lat = ncmanage.status(c["manage"], "latency")["latency"]
-    assert lat["alpha"]["request_latency"]["count"] == len(keys) + 3
+    wait_latencies(c["manage"], "alpha", len(keys) + 3)
 
 
 def test_json_shape_and_order(cluster):
     c = cluster()
     with Conn(c["alpha"]) as conn:
         conn.call("SET", "a", "b")
-    pairs = ncmanage.ordered(c["manage"])
+    pairs = manage.ordered(c["manage"])
     keys = [k for k, _ in pairs]
     assert keys == HEADER + ["alpha", "beta"]
     top = dict(pairs)
@@ -257,8 +233,8 @@ def test_json_shape_and_order(cluster):
         for s in servers:
             assert [k for k, _ in body[s]] == SERVER_FIELDS
     # the histograms: `status latency` and GET /latency
-    for text in (ncmanage.command(c["manage"], "status latency"),
-                 ncmanage.http_get(c["manage"], "/latency")[2].decode()):
+    for text in (manage.command(c["manage"], "status latency"),
+                 manage.http_get(c["manage"], "/latency")[2].decode()):
         pairs = json.loads(text, object_pairs_hook=list)
         assert [k for k, _ in pairs] == HEADER + ["latency"]
         lat = dict(pairs)["latency"]
@@ -317,18 +293,18 @@ def test_agents_written_for_twemproxy_read_every_document(cluster):
     c = cluster()
     with Conn(c["alpha"]) as conn:
         for i in range(20):
-            assert conn.call("SET", f"agent:{i}", "v") == b"OK"
+            assert conn.call("SET", f"agent:{i}", "v") == "OK"
             conn.call("MGET", f"agent:{i}", f"agent:{i + 1}", f"agent:{i + 2}")
     with Conn(c["beta"]) as conn:
         for i in range(10):
-            assert conn.mc(b"set agent:%d 0 0 1\r\nx\r\n" % i) == [b"STORED"]
-    ncmanage.wait_status(c["manage"], lambda d: d["alpha"]["client_connections"] == 0
-                         and d["beta"]["client_connections"] == 0)
-    _, headers, body = ncmanage.http_get(c["manage"], "/")
-    docs = {"status": ncmanage.status(c["manage"]),
-            "silent client": json.loads(ncmanage.silent(c["manage"], half_close=True)),
+            conn.exchange(b"set agent:%d 0 0 1\r\nx\r\n" % i, b"STORED\r\n")
+    manage.wait_status(c["manage"], lambda d: d["alpha"]["client_connections"] == 0
+                       and d["beta"]["client_connections"] == 0)
+    _, headers, body = manage.http_get(c["manage"], "/")
+    docs = {"status": manage.status(c["manage"]),
+            "silent client": json.loads(manage.silent(c["manage"], half_close=True)),
             "GET /": json.loads(body)}
-    for w in ncmanage.status(c["manage"], "workers")["workers"]:
+    for w in manage.status(c["manage"], "workers")["workers"]:
         docs[f"worker {w['worker']}"] = w
     names = {"alpha": sorted(c["redis"]), "beta": sorted(c["mc"])}
     for what, doc in docs.items():
@@ -367,12 +343,11 @@ def test_prometheus_parses_and_agrees_with_json(cluster):
             conn.call("SET", f"p{i}", "x")
             conn.call("MGET", f"p{i}", f"q{i}", f"r{i}")
     with Conn(c["beta"]) as conn:
-        conn.mc(b"set m 0 0 1\r\nx\r\n")
-    doc = ncmanage.wait_status(c["manage"], lambda d: d["alpha"]["client_connections"] == 0
+        conn.exchange(b"set m 0 0 1\r\nx\r\n", b"STORED\r\n")
+    doc = manage.wait_status(c["manage"], lambda d: d["alpha"]["client_connections"] == 0
                                and d["beta"]["client_connections"] == 0)
-    lat = ncmanage.wait_status(c["manage"], lambda d: d["latency"]["alpha"]["request_latency"]["count"] == 60,
-                               words=("latency",))["latency"]
-    status, headers, body = ncmanage.http_get(c["manage"], "/metrics")
+    lat = wait_latencies(c["manage"], "alpha", 60)
+    status, headers, body = manage.http_get(c["manage"], "/metrics")
     assert status == 200 and headers["content-type"].startswith("text/plain; version=0.0.4")
     text = body.decode()
     fams = {f.name: f for f in text_string_to_metric_families(text)}
@@ -417,15 +392,15 @@ def _check_hist(samples, name, labels, hist):
 
 def test_describe_stats_agrees_with_json(cluster):
     c = cluster()
-    r = ncutil.run(["-D"])
+    r = procs.run(["-D"])
     assert r.returncode == 0
     described = {}
     for line in r.stdout.splitlines():
         parts = line.split(None, 2)
         if line.startswith("  ") and len(parts) == 3 and parts[2].startswith('"'):
             described.setdefault(parts[0], parts[1])
-    doc = ncmanage.status(c["manage"])
-    lat = ncmanage.status(c["manage"], "latency")
+    doc = manage.status(c["manage"])
+    lat = manage.status(c["manage"], "latency")
 
     def json_type(key, value):
         if isinstance(value, str):
@@ -475,10 +450,10 @@ def test_describe_stats_agrees_with_json(cluster):
 def test_interval_refreshes_what_silent_clients_get(cluster):
     c = cluster("-i", "200")
     with Conn(c["alpha"]) as conn:
-        assert conn.call("SET", "i", "1") == b"OK"
+        assert conn.call("SET", "i", "1") == "OK"
 
     def refreshed():
-        doc = json.loads(ncmanage.silent(c["manage"], half_close=True))
+        doc = json.loads(manage.silent(c["manage"], half_close=True))
         return sum(doc["alpha"][s]["requests"] for s in c["redis"]) == 1
 
-    ncutil.wait_until(refreshed, 5, what="the cached snapshot to show the request")
+    wait.wait_for(refreshed, 5, what="the cached snapshot to show the request")

@@ -18,10 +18,9 @@ import sys
 
 import pytest
 
-import ncutil
-import vecutil
 from conftest import attach_log
-from ncutil import HOST, STOP_TIMEOUT
+from nctest import procfs, procs, vectors
+from nctest.procs import HOST, STOP_TIMEOUT
 
 PORT_11211_CASE = "ketama_md5_port11211"
 SCRIPT_TIMEOUT = 120.0  # seconds for one gen_vectors.py run (about 4 s for all 46 cases)
@@ -42,7 +41,7 @@ for arg do
     set -- "$@" "$arg"
     prev=$arg
 done
-exec {shlex.quote(ncutil.nutcrackers_bin())} -a {HOST} "$@"
+exec {shlex.quote(procs.nutcrackers_bin())} -a {HOST} "$@"
 """)
     path.chmod(0o755)
     return path
@@ -58,34 +57,34 @@ def _stop_group(proc):
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(timeout=STOP_TIMEOUT)
-    for pid in ncutil.own_children():
+    for pid in procfs.children(os.getpid()):
         try:
             group = os.getpgid(pid)
         except ProcessLookupError:
             group = None
         if group == proc.pid:
-            ncutil.stop_pid(pid)
+            procs.stop_pid(pid)
 
 
 def _run_gen_vectors_check(cases, tmp_path, request):
-    gen = vecutil.gen_vectors()
+    gen = vectors.gen_vectors()
     chosen = [c for c in gen.build_cases() if c["name"] in cases]
     assert sorted(c["name"] for c in chosen) == sorted(cases)
     needed = sorted({gen.LISTEN_PORT, gen.STATS_PORT} |
                     {p for c in chosen for p in c.get("ports", gen.PORTS)})
-    busy = [p for p in needed if vecutil.port_busy(p)]
+    busy = [p for p in needed if procs.port_busy(p)]
     if busy:
         pytest.skip(f"gen_vectors.py check needs the fixed ports {needed} on {HOST} "
                     f"(unnamed ketama hashes 'host:port'); busy now: {busy}")
     logdir = tmp_path / "proxy-logs"
     logdir.mkdir()
     wrapper = _proxy_wrapper(tmp_path, logdir)
-    args = [sys.executable, str(vecutil.GEN_VECTORS), "check", "--proxy", str(wrapper)]
+    args = [sys.executable, str(vectors.GEN_VECTORS), "check", "--proxy", str(wrapper)]
     for name in cases:
         args += ["--case", name]
     proc = subprocess.Popen(args, cwd=tmp_path, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, start_new_session=True,
-                            preexec_fn=ncutil.die_with_parent)
+                            preexec_fn=procs.die_with_parent)
     try:
         out, _ = proc.communicate(timeout=SCRIPT_TIMEOUT)
     except subprocess.TimeoutExpired:
@@ -104,7 +103,7 @@ def _run_gen_vectors_check(cases, tmp_path, request):
 
 def test_vectors_through_gen_vectors_check(tmp_path, request):
     """Every case but the port-11211 one (ports 6401..6404, 22199, 22299)."""
-    cases = [name for name in vecutil.case_names() if name != PORT_11211_CASE]
+    cases = [name for name in vectors.case_names() if name != PORT_11211_CASE]
     assert len(cases) == 45
     _run_gen_vectors_check(cases, tmp_path, request)
 
@@ -126,21 +125,12 @@ def _stand_in_server(dist, server, backend_port):
 
 
 def _case_pool(name, listen_port, backend_ports):
-    keys, servers = vecutil.case_conf(name)
+    keys, servers = vectors.case_conf(name)
     assert len(servers) == len(backend_ports) == 4
     pool = {"listen": f"{HOST}:{listen_port}", **{k: v for k, v in keys.items() if k != "listen"}}
     pool["servers"] = [_stand_in_server(keys["distribution"], s, p)
                        for s, p in zip(servers, backend_ports)]
     return pool
-
-
-def _distinct_free_ports(n):
-    ports = set()
-    for _ in range(20 * n):
-        ports.add(ncutil.free_port())
-        if len(ports) == n:
-            return sorted(ports)
-    raise RuntimeError(f"could not find {n} distinct free ports")
 
 
 def _check_case(gen, listen_port, backends, rows):
@@ -176,11 +166,11 @@ def _check_case(gen, listen_port, backends, rows):
 def test_vectors_on_free_ports(redis_server, write_conf, nutcrackers):
     """All 46 cases, each a pool of one proxy (default -T 8; each case on its own client
     connection, so the master hands consecutive cases to different workers)."""
-    gen = vecutil.gen_vectors()
+    gen = vectors.gen_vectors()
     backend_ports = [redis_server()[0] for _ in range(4)]
-    names = vecutil.case_names()
+    names = vectors.case_names()
     assert len(names) == 46
-    listen_ports = dict(zip(names, _distinct_free_ports(len(names))))
+    listen_ports = dict(zip(names, procs.free_ports(len(names))))
     conf = write_conf({name: _case_pool(name, listen_ports[name], backend_ports)
                        for name in names})
     nutcrackers(conf)
@@ -188,7 +178,7 @@ def test_vectors_on_free_ports(redis_server, write_conf, nutcrackers):
     failed = {}
     try:
         for name in names:
-            problems = _check_case(gen, listen_ports[name], backends, vecutil.case_expected(name))
+            problems = _check_case(gen, listen_ports[name], backends, vectors.case_expected(name))
             if problems:
                 failed[name] = problems
     finally:

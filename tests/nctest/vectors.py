@@ -1,17 +1,17 @@
-"""Access to the shared key-distribution vectors (tests/vectors) for the integration tests: the
-stored cases (.yml and .tsv), the vectors' own scripts loaded as modules (gen_vectors.py for its
-RESP client and its `check` mode, model_check.py for its Python model of the hashes and ketama),
-and a check that a fixed loopback port is free.
+"""Access to the shared key-distribution vectors (tests/vectors): the stored cases (.yml and
+.tsv), and the vectors' own scripts loaded as modules (gen_vectors.py for its RESP client and its
+`check` mode, model_check.py for its Python model of the hashes and ketama).
 
 The scripts are shared byte for byte with the other implementations; they are imported, never
 edited or copied here.
+
+Threads: plain functions, any thread (model() redirects stdout while it runs: call it from one).
 """
 import contextlib
 import importlib.util
 import io
-import socket
 
-from ncutil import HOST, REPO
+from .procs import REPO
 
 VECTORS = REPO / "tests" / "vectors"
 GEN_VECTORS = VECTORS / "gen_vectors.py"
@@ -74,14 +74,3 @@ def case_expected(name):
         rows.append((bytes.fromhex(key_hex), int(idx)))
     return rows
 
-
-def port_busy(port):
-    """True when a server could not bind 127.0.0.1:port now (something listens on it or on the
-    wildcard address). SO_REUSEADDR as servers use it, so TIME_WAIT leftovers do not count."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            s.bind((HOST, port))
-        except OSError:
-            return True
-    return False

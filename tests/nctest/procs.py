@@ -1,20 +1,26 @@
-"""Helpers for the integration tests: free loopback ports, bounded waits, process start/stop,
-YAML config writing. The fixtures in conftest.py use them; tests may too.
+"""Processes and ports: free loopback ports (never the same one twice in a row), the binary under
+test and whether it is sanitized, the command lines of real backends (redis-server, memcached) and
+starting them, and stopping and reaping what a run started (signals only ever go to our own
+descendants: pids wrap quickly when runs go side by side).
 
-Every wait here is bounded; every address is 127.0.0.1.
+Threads: the functions are safe from any thread; the recent-ports memory is shared by the process
+(a lock guards it).
 """
 import collections
 import ctypes
+import functools
 import os
+import shutil
 import signal
 import socket
 import subprocess
-import time
+import threading
 from pathlib import Path
+
+from . import procfs
 
 HOST = "127.0.0.1"
 REPO = Path(__file__).resolve().parents[2]
-DATA = Path(__file__).resolve().parent / "data"
 
 START_TIMEOUT = 10.0   # seconds a backend or the proxy gets to come up
 STOP_TIMEOUT = 5.0     # seconds between SIGTERM and SIGKILL
@@ -22,28 +28,57 @@ STOP_TIMEOUT = 5.0     # seconds between SIGTERM and SIGKILL
 # pids of processes shared by several tests (module-scoped fixtures): reap_orphans() spares them
 KEPT_PIDS = set()
 
+MASTER_SIGNALS = (signal.SIGHUP, signal.SIGINT, signal.SIGTERM, signal.SIGUSR1, signal.SIGTTIN,
+                  signal.SIGTTOU)
+
+_RECENT_PORTS = collections.deque(maxlen=256)
+_PORTS_LOCK = threading.Lock()
+
 
 def nutcrackers_bin():
     """The binary under test: $NUTCRACKERS_BIN, else <repo>/src/nutcrackers."""
     return os.environ.get("NUTCRACKERS_BIN") or str(REPO / "src" / "nutcrackers")
 
 
-_RECENT_PORTS = collections.deque(maxlen=256)
+@functools.lru_cache(maxsize=None)
+def _sanitizers_of(path):
+    try:
+        data = Path(path).read_bytes()
+    except OSError:
+        return frozenset()  # no binary (yet): nothing to scale for
+    return frozenset(name for name, mark in (("asan", b"__asan_init"), ("tsan", b"__tsan_init"))
+                     if mark in data)
+
+
+def sanitized_binary(path=None):
+    """True when the proxy under test is built with ASan or TSan (several times slower; RSS says
+    little: freed memory sits in quarantine)."""
+    return bool(_sanitizers_of(path or nutcrackers_bin()))
+
+
+def tsan_binary(path=None):
+    """True when the proxy under test is a TSan build (hundreds of MB through it take minutes)."""
+    return "tsan" in _sanitizers_of(path or nutcrackers_bin())
 
 
 def free_port():
     """A TCP port on 127.0.0.1 that nobody listens on right now (the kernel picks it), and not one
     this process was given lately: the kernel may hand out a port again as soon as it is closed,
-    and a test that asks for two (a pool's and the manage port) before it starts its proxy would
+    and a caller that asks for two (a pool's and the manage port) before it starts its proxy would
     get the same one twice."""
     for _ in range(100):
         with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
             s.bind((HOST, 0))
             port = s.getsockname()[1]
-        if port not in _RECENT_PORTS:
-            _RECENT_PORTS.append(port)
-            return port
+        with _PORTS_LOCK:
+            if port not in _RECENT_PORTS:
+                _RECENT_PORTS.append(port)
+                return port
     raise RuntimeError("no fresh free port in 100 tries")
+
+
+def free_ports(n):
+    return [free_port() for _ in range(n)]
 
 
 def port_accepts(port, host=HOST, timeout=0.2):
@@ -54,17 +89,74 @@ def port_accepts(port, host=HOST, timeout=0.2):
         return False
 
 
-def wait_until(pred, timeout, interval=0.05, what="condition"):
-    """Polls pred() until it returns a true value (returned) or timeout seconds pass (raises)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = pred()
-        if value:
-            return value
-        if time.monotonic() >= deadline:
-            raise TimeoutError(f"timed out after {timeout:.1f}s waiting for {what}")
-        time.sleep(interval)
+def port_busy(port):
+    """True when a server could not bind 127.0.0.1:port now (something listens on it or on the
+    wildcard address). SO_REUSEADDR as servers use it, so TIME_WAIT leftovers do not count."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((HOST, port))
+        except OSError:
+            return True
+    return False
 
+
+# --- backends ---------------------------------------------------------------------------------
+
+def redis_argv(port, *args):
+    """redis-server on 127.0.0.1:port, no persistence, in the foreground; args: more flags."""
+    return ["redis-server", "--port", str(port), "--bind", HOST, "--save", "", "--appendonly",
+            "no", "--protected-mode", "no", "--daemonize", "no", *args]
+
+
+def memcached_argv(port, *args):
+    """memcached on 127.0.0.1:port (TCP only, 16 MB, one thread); args: more flags (a later -m,
+    -t, ... overrides these)."""
+    flags = ["-l", HOST, "-U", "0", "-m", "16", "-t", "1"]
+    if os.geteuid() == 0:
+        flags += ["-u", "root"]  # memcached refuses to run as root without it
+    return ["memcached", *flags, *args, "-p", str(port)]
+
+
+BACKEND_ARGV = {"redis": redis_argv, "memcache": memcached_argv}
+BACKEND_BINARY = {"redis": "redis-server", "memcache": "memcached"}
+
+
+def backend_installed(kind):
+    return shutil.which(BACKEND_BINARY[kind]) is not None
+
+
+def start_backend(kind, port, args=(), cwd=None, log=None, **popen):
+    """Starts a redis ("redis") or memcached ("memcache") backend on port and waits (bounded)
+    until it accepts. Returns the Popen, or None when it exited or did not listen in time (the
+    port may have been taken between its pick and the bind: try another). Its output goes to
+    the open file log (default: discarded)."""
+    from . import wait  # (wait needs procs for its sanitizer scale)
+
+    out = subprocess.DEVNULL if log is None else log
+    proc = subprocess.Popen(BACKEND_ARGV[kind](port, *args), cwd=cwd, stdin=subprocess.DEVNULL,
+                            stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+                            preexec_fn=die_with_parent, **popen)
+    try:
+        wait.wait_for(lambda: proc.poll() is not None or port_accepts(port), START_TIMEOUT,
+                      f"{kind} on port {port}")
+    except TimeoutError:
+        stop_popen(proc)
+        return None
+    return proc if proc.poll() is None else None
+
+
+def wait_listening(port, proc, timeout=START_TIMEOUT, what=None):
+    """Waits (bounded) until port accepts; raises if proc exits first."""
+    from . import wait
+
+    wait.wait_for(lambda: proc.poll() is not None or port_accepts(port), timeout,
+                  what or f"port {port} to accept")
+    if proc.poll() is not None:
+        raise RuntimeError(f"{proc.args[0]} exited with {proc.returncode} before listening on {port}")
+
+
+# --- our descendants --------------------------------------------------------------------------
 
 def become_subreaper():
     """Makes this process adopt orphaned descendants (Linux PR_SET_CHILD_SUBREAPER), so a daemon
@@ -78,8 +170,8 @@ def become_subreaper():
 
 
 def die_with_parent():
-    """preexec_fn for Popen: the child gets SIGKILL if this pytest process dies (even by SIGKILL),
-    so a killed test run leaves no backend behind. Forks (a daemon) drop the setting."""
+    """preexec_fn for Popen: the child gets SIGKILL if this process dies (even by SIGKILL), so a
+    killed run leaves no backend behind. Forks (a daemon) drop the setting."""
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
@@ -97,17 +189,6 @@ def pid_alive(pid):
     return True
 
 
-def parent_pid(pid):
-    """The parent of pid (from /proc/PID/stat), or None when pid is gone."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    # "pid (comm) state ppid ...": comm may hold spaces and parentheses
-    fields = stat[stat.rfind(")") + 2:].split()
-    return int(fields[1]) if len(fields) > 1 else None
-
-
 def is_descendant(pid):
     """True while pid is a process this one started (a child, a child's child, or an orphan it
     adopted as subreaper). A pid we already reaped may belong to anybody by now: pids wrap in
@@ -119,44 +200,8 @@ def is_descendant(pid):
             return False
         if pid == me:
             return True
-        pid = parent_pid(pid)
+        pid = procfs.parent_pid(pid)
     return False
-
-
-def signals_caught(pid, signos):
-    """True when pid has handlers installed for every signal in signos (from /proc/PID/status), so
-    sending them cannot stop or kill it by their default action."""
-    try:
-        text = Path(f"/proc/{pid}/status").read_text()
-    except OSError:
-        return False
-    for line in text.splitlines():
-        if line.startswith("SigCgt:"):
-            mask = int(line.split(":", 1)[1], 16)
-            return all(mask & (1 << (signo - 1)) for signo in signos)
-    return False
-
-
-MASTER_SIGNALS = (signal.SIGHUP, signal.SIGINT, signal.SIGTERM, signal.SIGUSR1, signal.SIGTTIN,
-                  signal.SIGTTOU)
-
-
-def own_children():
-    """Pids whose parent is this process (with the subreaper bit: adopted orphans too)."""
-    me = os.getpid()
-    kids = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        # "pid (comm) state ppid ...": comm may hold spaces and parentheses
-        fields = stat[stat.rfind(")") + 2:].split()
-        if len(fields) > 1 and int(fields[1]) == me:
-            kids.append(int(entry.name))
-    return kids
 
 
 def reap_orphans(spare=True):
@@ -165,7 +210,7 @@ def reap_orphans(spare=True):
     processes of module-scoped fixtures (KEPT_PIDS) are left alone: their fixture reaps them. Call
     only when no test process should be running."""
     kept = KEPT_PIDS if spare else set()
-    for pid in own_children():
+    for pid in procfs.children(os.getpid()):
         if pid not in kept:
             stop_pid(pid)
     while not kept:
@@ -194,6 +239,8 @@ def reap(pid):
 
 def wait_pid_exit(pid, timeout):
     """Waits (bounded) for a pid to exit; returns its status as reap() gives it, or raises."""
+    from . import wait
+
     result = {}
 
     def done():
@@ -203,7 +250,7 @@ def wait_pid_exit(pid, timeout):
             return True
         return False
 
-    wait_until(done, timeout, what=f"pid {pid} to exit")
+    wait.wait_for(done, timeout, f"pid {pid} to exit", scaled=False)
     return result["rc"]
 
 
@@ -232,7 +279,10 @@ def stop_pid(pid, timeout=STOP_TIMEOUT):
 
 
 def stop_popen(proc, timeout=STOP_TIMEOUT):
-    """SIGTERM, then SIGKILL after timeout; always waits. Returns the exit status."""
+    """SIGTERM, then SIGKILL after timeout; always waits. Returns the exit status (None for
+    None)."""
+    if proc is None:
+        return None
     if proc.poll() is None:
         proc.terminate()
         try:
@@ -254,6 +304,13 @@ def stop_popens(procs, timeout=STOP_TIMEOUT):
         KEPT_PIDS.discard(proc.pid)
 
 
+def kill_popen(proc, timeout=STOP_TIMEOUT):
+    """SIGKILL (a backend crash) and wait for it."""
+    if proc.poll() is None:
+        proc.kill()
+    proc.wait(timeout=timeout)
+
+
 def run(args, timeout=20, **kw):
     """Runs the proxy binary to completion (for -V, -h, -t ...); returns CompletedProcess."""
     return subprocess.run([nutcrackers_bin(), *args], capture_output=True, text=True,
@@ -265,25 +322,3 @@ def read_text(path):
         return Path(path).read_text(errors="replace")
     except FileNotFoundError:
         return ""
-
-
-def yaml_value(v):
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, str) and (v == "" or any(c in v for c in "{}[]#&*!|>'\"%@`")):
-        return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
-    return str(v)
-
-
-def render_conf(pools):
-    """YAML text for {pool_name: {key: value, "servers": [..]}} (keys in the given order)."""
-    lines = []
-    for name, keys in pools.items():
-        lines.append(f"{name}:")
-        for key, value in keys.items():
-            if isinstance(value, (list, tuple)):
-                lines.append(f"  {key}:")
-                lines.extend(f"   - {yaml_value(item)}" for item in value)
-            else:
-                lines.append(f"  {key}: {yaml_value(value)}")
-    return "\n".join(lines) + "\n"

@@ -1,0 +1,22 @@
+"""nctest: the one helper library of the integration tests, the soak (tests/soak/soak.py) and
+the benchmark (bench/bench.py). One module per concern:
+
+  procs    free ports, the binary under test (sanitized or not), backend command lines and
+           starting them, stopping and reaping processes
+  procfs   /proc: open fds and their TCP sockets, RSS, CPU time, signal masks, socket queues
+  wait     wait_for() and the other waits on events, with deadlines that scale in sanitizer
+           builds; the only module that sleeps
+  codec    RESP and memcached bytes: encode, frame, decode
+  conn     raw client connections (byte-exact, bounded), redis-py / pymemcache clients
+  conf     config files (YAML) and their listen ports
+  keys     keys that spread, large values, which backend holds a key
+  manage   the manage port: commands, status, waits on stats counters
+  cluster  N backends behind a one-pool proxy
+  load     self-checking client loads, scripted clients, threads, dripping
+  fake     fake backends that misbehave on purpose
+  vectors  the shared key-distribution vectors
+
+Nothing is installed: tests/ goes on sys.path in one place each (tests/integration/conftest.py,
+tests/soak/soak.py, bench/bench.py, tests/fuzz/seeds.py), then `from nctest import ...`.
+Every wait is bounded; every address is 127.0.0.1.
+"""

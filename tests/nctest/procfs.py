@@ -1,0 +1,150 @@
+"""What /proc says about a process: its open descriptors and their TCP sockets, resident memory,
+CPU time, parent, threads, signal masks; and the socket queues of /proc/net/tcp (bytes a peer has
+not read yet). Linux only.
+
+Threads: plain functions, any thread (each call reads /proc afresh).
+"""
+import os
+from pathlib import Path
+
+TCP_STATES = {"01": "ESTABLISHED", "02": "SYN_SENT", "03": "SYN_RECV", "04": "FIN_WAIT1",
+              "05": "FIN_WAIT2", "06": "TIME_WAIT", "07": "CLOSE", "08": "CLOSE_WAIT",
+              "09": "LAST_ACK", "0A": "LISTEN", "0B": "CLOSING"}
+
+
+def status_field(pid, name, task=None):
+    """The text of one line of /proc/PID/status (or of a thread's, /proc/PID/task/TID/status),
+    after "name:"; KeyError when absent."""
+    path = Path(f"/proc/{pid}") / (f"task/{task}/status" if task is not None else "status")
+    for line in path.read_text().splitlines():
+        if line.startswith(name + ":"):
+            return line.split(":", 1)[1].strip()
+    raise KeyError(name)
+
+
+def stat_fields(pid):
+    """/proc/PID/stat after "pid (comm)": fields[0] is the state, fields[1] the parent, fields[11]
+    and fields[12] utime and stime (stat(5) numbers them from 3). comm may hold spaces and
+    parentheses, hence the split at the last ")"."""
+    text = Path(f"/proc/{pid}/stat").read_text()
+    return text[text.rfind(")") + 2:].split()
+
+
+def parent_pid(pid):
+    """The parent of pid, or None when pid is gone."""
+    try:
+        fields = stat_fields(pid)
+    except OSError:
+        return None
+    return int(fields[1]) if len(fields) > 1 else None
+
+
+def children(ppid):
+    """Pids whose parent is ppid (a child subreaper's adopted orphans too)."""
+    kids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and parent_pid(int(entry.name)) == ppid:
+            kids.append(int(entry.name))
+    return kids
+
+
+def cpu_ticks(pid):
+    """utime + stime of the whole process (all threads), in clock ticks."""
+    fields = stat_fields(pid)
+    return int(fields[11]) + int(fields[12])
+
+
+def fd_count(pid):
+    return len(os.listdir(f"/proc/{pid}/fd"))
+
+
+def rss_kb(pid):
+    """Resident memory (VmRSS) in kB."""
+    return int(status_field(pid, "VmRSS").split()[0])
+
+
+def tasks(pid):
+    """{thread id: thread name} of every thread of pid."""
+    return {int(t.name): (t / "comm").read_text().strip() for t in Path(f"/proc/{pid}/task").iterdir()}
+
+
+def signal_mask(pid, field, task=None):
+    """A signal mask of /proc/PID/status (SigBlk, SigIgn, SigCgt, SigPnd, ShdPnd) as an int: bit
+    signo - 1 for each signal."""
+    return int(status_field(pid, field, task), 16)
+
+
+def signals_caught(pid, signos):
+    """True when pid has handlers for every signal in signos, so sending them cannot stop or kill
+    it by their default action (False when pid is gone)."""
+    try:
+        mask = signal_mask(pid, "SigCgt")
+    except (OSError, KeyError):
+        return False
+    return all(mask & (1 << (signo - 1)) for signo in signos)
+
+
+def set_affinity(pid, cpus):
+    """Pins every thread of pid to cpus (those that exist now)."""
+    try:
+        tids = [int(t) for t in os.listdir(f"/proc/{pid}/task")]
+    except FileNotFoundError:
+        return
+    for tid in tids:
+        try:
+            os.sched_setaffinity(tid, cpus)
+        except OSError:
+            pass
+
+
+def tcp_sockets():
+    """Every TCP socket of this network namespace: {inode: (state, local port, remote port,
+    send queue bytes, receive queue bytes)}. The receive queue of a socket is what its owner has
+    not read yet (for a listener: connections not accepted yet)."""
+    table = {}
+    for path in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            lines = Path(path).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            f = line.split()
+            tx, rx = (int(x, 16) for x in f[4].split(":"))
+            table[f[9]] = (TCP_STATES.get(f[3], f[3]), int(f[1].rsplit(":", 1)[1], 16),
+                           int(f[2].rsplit(":", 1)[1], 16), tx, rx)
+    return table
+
+
+def fds(pid):
+    """The open descriptors of pid: [(fd, ("tcp", state, local port, remote port, inode))] for
+    TCP sockets, [(fd, ("other", link target))] for the rest (pipes, eventfds, epoll, files)."""
+    tcp = tcp_sockets()
+    out = []
+    for fd in sorted(os.listdir(f"/proc/{pid}/fd"), key=int):
+        try:
+            target = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+        inode = target[8:-1] if target.startswith("socket:[") else None
+        out.append((int(fd), ("tcp", *tcp[inode][:3], inode) if inode in tcp else ("other", target)))
+    return out
+
+
+def tcp_of(pid):
+    """The TCP sockets of pid: [(state, local port, remote port, inode)]."""
+    return [d[1:] for _, d in fds(pid) if d[0] == "tcp"]
+
+
+def conns_to(pid, port):
+    """pid's connections to remote port: {local port: state}."""
+    return {local: state for state, local, remote, _ in tcp_of(pid)
+            if state != "LISTEN" and remote == port}
+
+
+def unread(local_port, remote_port):
+    """(bytes the owner of the socket local_port -> remote_port has not read, bytes it sent
+    that its peer has not acknowledged), or None when there is no such socket."""
+    for state, local, remote, tx, rx in tcp_sockets().values():
+        if local == local_port and remote == remote_port and state != "LISTEN":
+            return rx, tx
+    return None
