@@ -18,5 +18,5 @@ the benchmark (bench/bench.py). One module per concern:
 
 Nothing is installed: tests/ goes on sys.path in one place each (tests/integration/conftest.py,
 tests/soak/soak.py, bench/bench.py, tests/fuzz/seeds.py), then `from nctest import ...`.
-Every wait is bounded; every address is 127.0.0.1.
+Every wait is bounded; every address is 127.0.0.1 (::1 where a test of IPv6 asks for it).
 """

@@ -29,7 +29,7 @@ class Closed(ConnectionError):
 class RawConn:
     """A client socket with a read buffer. `timeout` bounds each call in all (not each recv)."""
 
-    def __init__(self, port=None, path=None, timeout=IO_TIMEOUT, nodelay=True):
+    def __init__(self, port=None, path=None, timeout=IO_TIMEOUT, nodelay=True, host=HOST):
         if path is not None:
             self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
             self.sock.settimeout(timeout)
@@ -39,7 +39,7 @@ class RawConn:
                 self.sock.close()
                 raise
         else:
-            self.sock = socket.create_connection((HOST, port), timeout=timeout)
+            self.sock = socket.create_connection((host, port), timeout=timeout)
             if nodelay:
                 self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.timeout = timeout

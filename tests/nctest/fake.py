@@ -1,9 +1,9 @@
 """Fake backends: a raw-socket server on 127.0.0.1 whose behaviour a test chooses (close at once,
 read then close, answer garbage, read slowly), counting the connections it accepts and those its
-peer closes.
+peer closes; and Unanswered, an address whose connects hang (SYN never answered).
 
 Threads: a FakeBackend runs one accept thread plus one per connection; all stop on stop(), which
-joins them with a bound. The counters are read under its lock.
+joins them with a bound. The counters are read under its lock. An Unanswered runs no thread.
 """
 import socket
 import threading
@@ -141,3 +141,45 @@ def serve_paced(rate, unit, reply):
                 answered = done
 
     return serve
+
+
+class Unanswered:
+    """A loopback address whose connects hang, as to a host that drops packets: a listener with a
+    backlog of 0 whose accept queue is filled with connections nobody accepts; the kernel then
+    drops every further SYN, so a connect() stays in SYN_SENT (retrying for minutes). No root, no
+    other address. Use as a context manager; close() releases the port."""
+
+    FILL_TRIES = 8          # connections offered to fill the accept queue (the kernel takes 1)
+    FILL_TIMEOUT = 0.3      # seconds a filling connect may take before it counts as hanging
+
+    def __init__(self):
+        self.lsock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.lsock.bind((HOST, 0))
+        self.lsock.listen(0)
+        self.port = self.lsock.getsockname()[1]
+        self.held = []
+        for _ in range(self.FILL_TRIES):
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            s.settimeout(self.FILL_TIMEOUT)
+            try:
+                s.connect((HOST, self.port))
+            except socket.timeout:
+                s.close()
+                if self.held:
+                    return  # the queue is full (a connect of ours sits in it): this one hung
+                continue
+            self.held.append(s)
+        self.close()
+        raise RuntimeError(f"{self.FILL_TRIES} connects to a listener of backlog 0 did not fill it")
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def close(self):
+        for s in self.held:
+            s.close()
+        self.held = []
+        self.lsock.close()

@@ -1,10 +1,12 @@
 """What /proc says about a process: its open descriptors and their TCP sockets, resident memory,
-CPU time, parent, threads, signal masks; and the socket queues of /proc/net/tcp (bytes a peer has
-not read yet). Linux only.
+CPU time, parent, threads, signal masks; the socket queues of /proc/net/tcp (bytes a peer has
+not read yet); and a copy of another process's socket, to read its options. Linux only.
 
 Threads: plain functions, any thread (each call reads /proc afresh).
 """
+import ctypes
 import os
+import socket
 from pathlib import Path
 
 TCP_STATES = {"01": "ESTABLISHED", "02": "SYN_SENT", "03": "SYN_RECV", "04": "FIN_WAIT1",
@@ -97,22 +99,41 @@ def set_affinity(pid, cpus):
             pass
 
 
-def tcp_sockets():
-    """Every TCP socket of this network namespace: {inode: (state, local port, remote port,
-    send queue bytes, receive queue bytes)}. The receive queue of a socket is what its owner has
-    not read yet (for a listener: connections not accepted yet)."""
-    table = {}
+def _proc_net_tcp():
+    """The fields of every line of /proc/net/tcp and /proc/net/tcp6 (this network namespace)."""
     for path in ("/proc/net/tcp", "/proc/net/tcp6"):
         try:
             lines = Path(path).read_text().splitlines()[1:]
         except OSError:
             continue
         for line in lines:
-            f = line.split()
-            tx, rx = (int(x, 16) for x in f[4].split(":"))
-            table[f[9]] = (TCP_STATES.get(f[3], f[3]), int(f[1].rsplit(":", 1)[1], 16),
-                           int(f[2].rsplit(":", 1)[1], 16), tx, rx)
+            yield line.split()
+
+
+def tcp_sockets():
+    """Every TCP socket of this network namespace: {inode: (state, local port, remote port,
+    send queue bytes, receive queue bytes)}. The receive queue of a socket is what its owner has
+    not read yet (for a listener: connections not accepted yet)."""
+    table = {}
+    for f in _proc_net_tcp():
+        tx, rx = (int(x, 16) for x in f[4].split(":"))
+        table[f[9]] = (TCP_STATES.get(f[3], f[3]), int(f[1].rsplit(":", 1)[1], 16),
+                       int(f[2].rsplit(":", 1)[1], 16), tx, rx)
     return table
+
+
+TCP_TIMERS = {0: None, 1: "retransmit", 2: "keepalive", 3: "time_wait", 4: "probe"}
+
+
+def tcp_timer(inode):
+    """(the timer the kernel runs on TCP socket inode, seconds until it fires), from the
+    "tr:tm->when" column of /proc/net/tcp(6): timer None when none runs; None when no such
+    socket. Keepalive's timer is armed when the option is set, for its idle time."""
+    for f in _proc_net_tcp():
+        if f[9] == inode:
+            kind, when = f[5].split(":")
+            return TCP_TIMERS.get(int(kind, 16), kind), int(when, 16) / os.sysconf("SC_CLK_TCK")
+    return None
 
 
 def fds(pid):
@@ -148,3 +169,22 @@ def unread(local_port, remote_port):
         if local == local_port and remote == remote_port and state != "LISTEN":
             return rx, tx
     return None
+
+
+SYS_PIDFD_GETFD = 438  # the same number on every Linux architecture
+
+
+def socket_of(pid, fd):
+    """A socket object on a duplicate of descriptor fd of process pid (pidfd_getfd, Linux >= 5.6;
+    pid must be a child of ours, or we root), so that getsockopt reads the options that process
+    set on it. Close it after use: the process's own descriptor stays open."""
+    pidfd = os.pidfd_open(pid)
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        dup = libc.syscall(SYS_PIDFD_GETFD, pidfd, fd, 0)
+        if dup < 0:
+            err = ctypes.get_errno()
+            raise OSError(err, f"pidfd_getfd({pid}, {fd}): {os.strerror(err)}")
+    finally:
+        os.close(pidfd)
+    return socket.socket(fileno=dup)

@@ -126,20 +126,38 @@ def backend_installed(kind):
     return shutil.which(BACKEND_BINARY[kind]) is not None
 
 
-def start_backend(kind, port, args=(), cwd=None, log=None, **popen):
+def unix_accepts(path, timeout=0.2):
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+            s.settimeout(timeout)
+            s.connect(str(path))
+            return True
+    except OSError:
+        return False
+
+
+UNIX_ARGS = {"redis": lambda path: ("--unixsocket", str(path)),
+             "memcache": lambda path: ("-s", str(path))}
+
+
+def start_backend(kind, port, args=(), cwd=None, log=None, path=None, **popen):
     """Starts a redis ("redis") or memcached ("memcache") backend on port and waits (bounded)
-    until it accepts. Returns the Popen, or None when it exited or did not listen in time (the
-    port may have been taken between its pick and the bind: try another). Its output goes to
-    the open file log (default: discarded)."""
+    until it accepts. With path, on that unix socket alone instead (port unused; redis-server
+    --port 0 --unixsocket, memcached -s: no TCP at all). Returns the Popen, or None when it exited
+    or did not listen in time (the port may have been taken between its pick and the bind: try
+    another). Its output goes to the open file log (default: discarded)."""
     from . import wait  # (wait needs procs for its sanitizer scale)
 
+    if path is not None:
+        port, args = 0, (*UNIX_ARGS[kind](path), *args)
     out = subprocess.DEVNULL if log is None else log
     proc = subprocess.Popen(BACKEND_ARGV[kind](port, *args), cwd=cwd, stdin=subprocess.DEVNULL,
                             stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
                             preexec_fn=die_with_parent, **popen)
+    ready = (lambda: unix_accepts(path)) if path is not None else (lambda: port_accepts(port))
     try:
-        wait.wait_for(lambda: proc.poll() is not None or port_accepts(port), START_TIMEOUT,
-                      f"{kind} on port {port}")
+        wait.wait_for(lambda: proc.poll() is not None or ready(), START_TIMEOUT,
+                      f"{kind} on {path or f'port {port}'}")
     except TimeoutError:
         stop_popen(proc)
         return None
