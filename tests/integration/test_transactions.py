@@ -10,24 +10,28 @@ import uuid
 import pytest
 import redis
 
-import ncmanage
-import ncproxy
-import ncutil
-from ncproxy import RawConn, resp
+from nctest.cluster import matrix_id, start_cluster
+from nctest.codec import resp
+from nctest.conn import RawConn, redis_clients
+from nctest.keys import spread_keys
+from nctest.load import first_difference
+from nctest.manage import command as manage_command, status
+from nctest.procs import run
+from nctest.wait import wait_for
 
 THREADED = True  # the TSan stage runs these too (conftest.py)
 
 TXN_MATRIX = [(2, 1), (2, 4)]
 
 
-@pytest.fixture(scope="module", params=TXN_MATRIX, ids=ncproxy.matrix_id)
+@pytest.fixture(scope="module", params=TXN_MATRIX, ids=matrix_id)
 def txn(request, module_redis_server, module_write_conf, module_nutcrackers):
     """A Cluster: 2 redis-servers behind a proxy (-T 1 or -T 4, hash_tag "{}"), shared by the
     module's tests."""
     backends, threads = request.param
-    cluster = ncproxy.start_cluster("redis", backends, threads, module_redis_server,
+    cluster = start_cluster("redis", backends, threads, module_redis_server,
                                     module_write_conf, module_nutcrackers,
-                                    name=f"txn-{ncproxy.matrix_id(request.param)}", hash_tag="{}")
+                                    name=f"txn-{matrix_id(request.param)}", hash_tag="{}")
     yield cluster
     rc = cluster.stop()
     assert rc == 0, f"the proxy exited with status {rc}"
@@ -35,7 +39,7 @@ def txn(request, module_redis_server, module_write_conf, module_nutcrackers):
 
 def server_of(cluster, key):
     """The index of the server the proxy routes key to (asked from the manage port)."""
-    line = ncmanage.command(cluster.proxy.manage_port, f"find_key {cluster.proxy.conf_path.stem} {key}")
+    line = manage_command(cluster.proxy.manage_port, f"find_key {cluster.proxy.conf_path.stem} {key}")
     addr = line.split()[0]
     port = int(addr.split(":")[1])
     return cluster.ports.index(port)
@@ -44,7 +48,7 @@ def server_of(cluster, key):
 def keys_apart(cluster, prefix):
     """Two fresh keys that the proxy routes to two different servers: (key0, key1, name0, name1)
     with the servers' stats names."""
-    keys = ncproxy.spread_keys(f"{prefix}:{uuid.uuid4().hex[:8]}", 64)
+    keys = spread_keys(f"{prefix}:{uuid.uuid4().hex[:8]}", 64)
     first = keys[0]
     s0 = server_of(cluster, first)
     for k in keys[1:]:
@@ -160,7 +164,7 @@ def test_replies_are_redis_own(txn, oracle, name):
     expected = run_sequence(oracle, build(k, j), n)
     k, j = tagged("k", "j")
     got = run_sequence(txn.port, build(k, j), n)
-    assert got == expected, ncproxy.first_difference(got, expected)
+    assert got == expected, first_difference(got, expected)
 
 
 def test_quit_inside_multi_drops_the_transaction(txn, oracle):
@@ -321,7 +325,7 @@ def test_disconnect_mid_multi_writes_nothing_and_leaves_no_state(txn):
             c.exchange(resp("SET", k, "1") + resp("EXEC") + resp("GET", k) + resp("DEL", k),
                        b"+OK\r\n-ERR EXEC without MULTI\r\n$1\r\n1\r\n:1\r\n")
     for port in txn.ports:
-        for line in ncproxy.redis_clients(port):
+        for line in redis_clients(port):
             assert "flags=N " in line and "multi=-1" in line, line
 
 
@@ -330,13 +334,13 @@ def test_disconnect_mid_multi_writes_nothing_and_leaves_no_state(txn):
 
 
 def small_set(redis_server, write_conf, nutcrackers, size, threads=1, **pool):
-    return ncproxy.start_cluster("redis", 2, threads, redis_server, write_conf, nutcrackers,
+    return start_cluster("redis", 2, threads, redis_server, write_conf, nutcrackers,
                                  name="small", hash_tag="{}", dedicated_connections=size, **pool)
 
 
 def gauge(cluster):
     """dedicated_connections of each server, from the stats."""
-    st = ncmanage.status(cluster.proxy.manage_port)["small"]
+    st = status(cluster.proxy.manage_port)["small"]
     return [st[stats_name(cluster, i)]["dedicated_connections"] for i in range(len(cluster.ports))]
 
 
@@ -349,7 +353,7 @@ def test_disconnect_mid_watch_leaves_the_connection_clean(redis_server, write_co
     with cl.raw() as c:
         c.exchange(resp("WATCH", k), b"+OK\r\n")
         assert gauge(cl)[where] == 1
-    ncutil_wait(lambda: gauge(cl)[where] == 0, "the dedicated connection to come back")
+    wait_for(lambda: gauge(cl)[where] == 0, 10, "the dedicated connection to come back")
     with cl.raw() as other:
         other.exchange(resp("SET", k, "changed"), b"+OK\r\n")
     with cl.raw() as c:
@@ -374,7 +378,7 @@ def test_exhausted_set_answers_at_once(redis_server, write_conf, nutcrackers):
         holder.exchange(resp("UNWATCH"), b"+OK\r\n")
         c.exchange(resp("MULTI") + resp("SET", j, "1") + resp("EXEC"), b"+OK\r\n+QUEUED\r\n*1\r\n+OK\r\n")
         c.exchange(resp("DEL", j), b":1\r\n")
-    ncutil_wait(lambda: gauge(cl) == [0, 0], "the gauges back to 0")
+    wait_for(lambda: gauge(cl) == [0, 0], 10, "the gauges back to 0")
 
 
 def test_zero_dedicated_connections_refuses_transactions(redis_server, write_conf, nutcrackers):
@@ -398,11 +402,11 @@ def test_gauge_counts_held_connections_over_workers(redis_server, write_conf, nu
         assert gauge(cl)[where] == 6
         for c in conns[:4]:
             c.exchange(resp("UNWATCH"), b"+OK\r\n")
-        ncutil_wait(lambda: gauge(cl)[where] == 2, "two held")
+        wait_for(lambda: gauge(cl)[where] == 2, 10, "two held")
     finally:
         for c in conns:
             c.close()
-    ncutil_wait(lambda: gauge(cl) == [0, 0], "the gauges back to 0")
+    wait_for(lambda: gauge(cl) == [0, 0], 10, "the gauges back to 0")
 
 
 def test_stopped_server_fails_the_transaction_without_hanging(redis_server, write_conf, nutcrackers,
@@ -441,10 +445,6 @@ def test_lost_watch_fails_exec(redis_server, write_conf, nutcrackers):
         c.exchange(resp("DEL", k), b":1\r\n")
 
 
-def ncutil_wait(pred, what):
-    ncutil.wait_until(pred, 10, what=what)
-
-
 # ---------------------------------------------------------------------------------------------
 # the pool key
 
@@ -458,7 +458,7 @@ def test_test_conf_checks_dedicated_connections(write_conf, value, error):
     text = ("alpha:\n  listen: 127.0.0.1:22121\n  redis: true\n"
             f"  dedicated_connections: {value}\n  servers:\n   - 127.0.0.1:6379:1\n")
     path = write_conf(text)
-    r = ncutil.run(["-t", "-c", str(path)])
+    r = run(["-t", "-c", str(path)])
     assert r.returncode == 1
     assert f"{path}:4: pool 'alpha': {error}" in r.stderr, r.stderr
 
@@ -466,7 +466,7 @@ def test_test_conf_checks_dedicated_connections(write_conf, value, error):
 def test_test_conf_accepts_dedicated_connections(write_conf):
     path = write_conf("alpha:\n  listen: 127.0.0.1:22121\n  redis: true\n"
                       "  dedicated_connections: 0\n  servers:\n   - 127.0.0.1:6379:1\n")
-    r = ncutil.run(["-t", "-c", str(path)])
+    r = run(["-t", "-c", str(path)])
     assert r.returncode == 0, r.stderr
 
 
@@ -481,7 +481,7 @@ def test_client_gone_with_exec_in_flight_leaves_the_connection_usable(redis_serv
     with cl.raw() as c:  # leaves without reading a reply
         c.send(resp("WATCH", k) + resp("MULTI") + resp("SET", k, "1") + resp("EXEC") +
                resp("WATCH", j))
-    ncutil_wait(lambda: gauge(cl) == [0, 0], "the dedicated connection back")
+    wait_for(lambda: gauge(cl) == [0, 0], 10, "the dedicated connection back")
     with cl.raw() as other:
         other.exchange(resp("SET", j, "changed"), b"+OK\r\n")
     with cl.raw() as c:
@@ -501,7 +501,7 @@ def test_reload_keeps_a_held_watch_and_takes_the_new_limit(redis_server, write_c
         text = cl.proxy.conf_path.read_text().replace("dedicated_connections: 1", "dedicated_connections: 2")
         assert text != cl.proxy.conf_path.read_text()
         cl.proxy.conf_path.write_text(text)
-        assert ncmanage.command(cl.proxy.manage_port, "reload").startswith("OK generation 2")
+        assert manage_command(cl.proxy.manage_port, "reload").startswith("OK generation 2")
         with cl.raw() as late:  # a client of the new generation
             late.exchange(resp("WATCH", j), b"+OK\r\n")
             assert gauge(cl)[where] == 2
@@ -512,11 +512,11 @@ def test_reload_keeps_a_held_watch_and_takes_the_new_limit(redis_server, write_c
         holder.exchange(resp("MULTI") + resp("SET", k, "mine") + resp("EXEC"), b"+OK\r\n+QUEUED\r\n*-1\r\n")
         holder.exchange(resp("GET", k), b"$7\r\nchanged\r\n")
         holder.exchange(resp("DEL", k), b":1\r\n")
-    ncutil_wait(lambda: gauge(cl) == [0, 0], "the gauges back to 0")
+    wait_for(lambda: gauge(cl) == [0, 0], 10, "the gauges back to 0")
 
 
 def test_dedicated_connections_authenticate_and_select(redis_server, write_conf, nutcrackers):
-    cl = ncproxy.start_cluster("redis", 2, 2, redis_server, write_conf, nutcrackers, name="authdb",
+    cl = start_cluster("redis", 2, 2, redis_server, write_conf, nutcrackers, name="authdb",
                                hash_tag="{}", backend_args=("--requirepass", "s3cret"),
                                redis_auth="s3cret", redis_db=2)
     k, j = tagged("k", "j")
