@@ -20,7 +20,7 @@ FUZZ_PROTO_SRCS = src/common/log.c src/msg/mbuf.c src/msg/msg.c \
 	src/proto/memcache_cmd.c src/proto/memcache_token.c src/proto/memcache_req.c \
 	src/proto/memcache_rsp.c src/proto/memcache_frag.c src/proto/memcache_proto.c \
 	src/proto/redis_cmd.c src/proto/redis_req.c src/proto/redis_rsp.c \
-	src/proto/redis_frag.c src/proto/redis_proto.c
+	src/proto/redis_frag.c src/proto/redis_proto.c src/proto/redis_local.c
 FUZZ_CONF_SRCS = src/conf/conf.c src/conf/conf_yaml.c src/conf/conf_keys.c src/conf/conf_addr.c \
 	src/hash/hash.c src/hash/md5.c src/hash/crc.c src/hash/fnv.c src/hash/jenkins.c \
 	src/hash/hsieh.c src/hash/murmur.c src/hash/dist.c src/hash/ketama.c \
@@ -37,7 +37,7 @@ FUZZ_PROTO_OBJS = $(FUZZ_OBJ)/log.o $(FUZZ_OBJ)/mbuf.o $(FUZZ_OBJ)/msg.o \
 	$(FUZZ_OBJ)/memcache_cmd.o $(FUZZ_OBJ)/memcache_token.o $(FUZZ_OBJ)/memcache_req.o \
 	$(FUZZ_OBJ)/memcache_rsp.o $(FUZZ_OBJ)/memcache_frag.o $(FUZZ_OBJ)/memcache_proto.o \
 	$(FUZZ_OBJ)/redis_cmd.o $(FUZZ_OBJ)/redis_req.o $(FUZZ_OBJ)/redis_rsp.o \
-	$(FUZZ_OBJ)/redis_frag.o $(FUZZ_OBJ)/redis_proto.o \
+	$(FUZZ_OBJ)/redis_frag.o $(FUZZ_OBJ)/redis_proto.o $(FUZZ_OBJ)/redis_local.o \
 	$(FUZZ_OBJ)/fuzz_feed.o $(FUZZ_OBJ)/fuzz_proto.o
 FUZZ_CONF_OBJS = $(FUZZ_OBJ)/log.o \
 	$(FUZZ_OBJ)/conf.o $(FUZZ_OBJ)/conf_yaml.o $(FUZZ_OBJ)/conf_keys.o $(FUZZ_OBJ)/conf_addr.o \
@@ -45,8 +45,8 @@ FUZZ_CONF_OBJS = $(FUZZ_OBJ)/log.o \
 	$(FUZZ_OBJ)/jenkins.o $(FUZZ_OBJ)/hsieh.o $(FUZZ_OBJ)/murmur.o $(FUZZ_OBJ)/dist.o \
 	$(FUZZ_OBJ)/ketama.o $(FUZZ_OBJ)/modula.o $(FUZZ_OBJ)/random.o
 
-# one stamp per group of objects, compiled in one clang command each
-$(FUZZ_OBJ)/lib.stamp: $(FUZZ_PROTO_SRCS) $(FUZZ_CONF_SRCS) $(FUZZ_HDRS) config.h
+# one stamp per group of objects, compiled in one clang command each (again when the lists change)
+$(FUZZ_OBJ)/lib.stamp: $(FUZZ_PROTO_SRCS) $(FUZZ_CONF_SRCS) $(FUZZ_HDRS) config.h tests/fuzz/fuzz.mk
 	$(AM_V_CC)$(MKDIR_P) $(FUZZ_OBJ) && cd $(FUZZ_OBJ) && \
 	  $(FUZZ_CC) -c $(FUZZ_CPPFLAGS) $(YAML_CFLAGS) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link \
 	  $(addprefix $(abs_top_srcdir)/,$(FUZZ_PROTO_SRCS) $(FUZZ_CONF_SRCS)) && touch lib.stamp
