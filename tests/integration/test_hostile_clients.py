@@ -16,14 +16,18 @@ from nctest.procfs import cpu_ticks, fd_count, rss_kb
 from nctest.procs import HOST
 
 
-@pytest.fixture
-def redis_proxy(redis_server, write_conf, nutcrackers):
+def start_proxy(redis_server, write_conf, nutcrackers, workers):
     ports = [redis_server()[0] for _ in range(2)]
     conf = write_conf({"hostile": {
         "listen": f"{HOST}:{procs.free_port()}", "redis": True, "timeout": 5000,
         "servers": [f"{HOST}:{p}:1" for p in ports]}})
-    proxy = nutcrackers(conf, "-T", "2", wait_manage=True)
+    proxy = nutcrackers(conf, "-T", str(workers), wait_manage=True)
     return proxy, proxy.listen_ports[0]
+
+
+@pytest.fixture
+def redis_proxy(redis_server, write_conf, nutcrackers):
+    return start_proxy(redis_server, write_conf, nutcrackers, 2)
 
 
 def idle_fd_count(proxy):
@@ -63,10 +67,12 @@ def test_bad_lengths_get_protocol_error_and_close(redis_proxy, attack, want_pref
     b"*1000000000\r\n$4\r\nSADD\r\n$1\r\nk\r\n$1\r\na\r\n",
     b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$536870912\r\n" + b"x" * 65536,  # a 512 MB value
 ], ids=["billion-element-array", "512mb-value"])
-def test_announced_size_is_not_allocated_up_front(redis_proxy, announce):
+def test_announced_size_is_not_allocated_up_front(redis_server, write_conf, nutcrackers, announce):
     """The start of a request that announces a huge size: once the proxy has read it (and waits
-    for the rest), its memory has not grown by the size, and other clients are served."""
-    proxy, port = redis_proxy
+    for the rest), its memory has not grown by the size, and other clients are served. One
+    worker: the witness it serves after the announce was read proves that the worker is done
+    with the announce (a second worker could serve the witness while the first still works)."""
+    proxy, port = start_proxy(redis_server, write_conf, nutcrackers, 1)
     rss0 = rss_kb(proxy.pid)
     with RawConn(port) as c:
         c.send(announce)
