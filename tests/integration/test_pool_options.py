@@ -243,9 +243,13 @@ def test_client_connections_limit_across_workers(kind, redis_server, memcached_s
     say = Speaker(kind)
     limit = 6
     cluster = start(kind, 1, 4, servers, write_conf, nutcrackers, client_connections=limit)
-    # the start-up probe's connection holds a slot until the proxy has seen it close
-    manage.wait_pool_stat(cluster.proxy.manage_port, cluster.name, "client_connections",
-                          lambda n: n == 0)
+    # the start-up probe's connection holds a slot until the proxy has seen it close: a count of
+    # 0 alone may be read before a worker has even taken the probe; its close counted proves it
+    manage.wait_status(cluster.proxy.manage_port,
+                       lambda d: cluster.name in d and
+                       d[cluster.name]["client_eof"] + d[cluster.name]["client_err"] >= 1 and
+                       d[cluster.name]["client_connections"] == 0,
+                       what="the start-up probe's close seen, no client connected")
     refused = (b"-ERR ", b"SERVER_ERROR ")
     clients = []
     for _ in range(limit):
