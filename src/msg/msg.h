@@ -46,6 +46,10 @@ enum msg_rsp_type {
     RSP_NONE = 0,
     /* redis */
     RSP_STATUS, RSP_ERROR, RSP_INTEGER, RSP_BULK, RSP_NIL_BULK, RSP_ARRAY, RSP_NIL_ARRAY,
+    /* redis RESP3 (a connection after HELLO 3) */
+    RSP_MAP, RSP_SET, RSP_DOUBLE, RSP_BOOL, RSP_NULL, RSP_BIGNUM, RSP_VERBATIM,
+    RSP_BLOB_ERROR,    /* "!N": an error reply, as RSP_ERROR */
+    RSP_PUSH,          /* ">N": out-of-band data from the server, not the reply to a request */
     /* memcached */
     RSP_MC_END,        /* VALUE blocks (maybe none) then END */
     RSP_MC_STORED, RSP_MC_NOT_STORED, RSP_MC_EXISTS, RSP_MC_NOT_FOUND, RSP_MC_DELETED,

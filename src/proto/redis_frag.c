@@ -11,10 +11,14 @@
  * that got the key, in the client's key order (the replies must have been parsed with
  * want_elems); DEL/UNLINK/TOUCH/EXISTS -> ":<sum>\r\n"; MSET -> "+OK\r\n" when every fragment
  * said +OK. A reply of another type (or an MGET array with the wrong count) is -EINVAL, so the
- * client gets twemproxy's "-ERR Invalid argument".
+ * client gets twemproxy's "-ERR Invalid argument". RESP3 replies (a server connection after
+ * HELLO 3) coalesce the same way: an MGET element may be any type ("_" nulls instead of "$-1"),
+ * sliced as it came, with any attribute before it; an attribute before a fragment's whole reply
+ * is left out (the reply is rebuilt).
  *
  * Error replies: when a fragment's reply is a redis error (-OOM, -READONLY, -NOAUTH, -LOADING,
- * -WRONGTYPE, ...), the whole command's reply is that error (the first one in fragment order),
+ * -WRONGTYPE, ..., or a RESP3 !blob error), the whole command's reply is that error (the first
+ * one in fragment order),
  * not twemproxy's "-ERR Invalid argument": the client still gets one error and no partial result,
  * as in twemproxy, but with redis' own words, the reply a single redis would have given.
  *
@@ -252,17 +256,24 @@ static int coalesce_sum(struct msg *req, struct msg *rsp)
     return coalesce_literal(rsp, RSP_INTEGER, out, (size_t)n);
 }
 
-static int coalesce_mset(struct msg *req, struct msg *rsp)
+/* r is "+OK\r\n", maybe after an attribute (RESP3): then the status is the reply's last line,
+ * right after the LF that ends the attribute (a status line holds no LF). */
+static bool coalesce_is_ok(const struct msg *r)
 {
     static const char ok[] = "+OK\r\n";
-    for (uint32_t f = 0; f < req->nfrags; f++) {
-        const struct msg *r = req->frags[f]->peer;
-        char got[sizeof(ok) - 1];
-        if (r->rsp_type != RSP_STATUS || r->len != sizeof(got) ||
-            msg_copy_out(r, 0, got, sizeof(got)) != sizeof(got) || memcmp(got, ok, sizeof(got)) != 0)
-            return -EINVAL;
-    }
-    return coalesce_literal(rsp, RSP_STATUS, ok, sizeof(ok) - 1);
+    char got[sizeof(ok)];
+    size_t n = r->len > sizeof(ok) - 1 ? sizeof(ok) : sizeof(ok) - 1;
+    if (r->rsp_type != RSP_STATUS || r->len < n || msg_copy_out(r, r->len - n, got, n) != n)
+        return false;
+    return memcmp(got + n - (sizeof(ok) - 1), ok, sizeof(ok) - 1) == 0 &&
+           (n == sizeof(ok) - 1 || got[0] == '\n');
+}
+
+static int coalesce_mset(struct msg *req, struct msg *rsp)
+{
+    for (uint32_t f = 0; f < req->nfrags; f++)
+        if (!coalesce_is_ok(req->frags[f]->peer)) return -EINVAL;
+    return coalesce_literal(rsp, RSP_STATUS, "+OK\r\n", 5);
 }
 
 int redis_coalesce(struct msg *req, struct msg *rsp)
@@ -271,10 +282,10 @@ int redis_coalesce(struct msg *req, struct msg *rsp)
     for (uint32_t f = 0; f < req->nfrags; f++) {
         const struct msg *r = req->frags[f]->peer;
         if (r == NULL) return -EINVAL;
-        if (r->rsp_type == RSP_ERROR && err == NULL) err = r;
+        if ((r->rsp_type == RSP_ERROR || r->rsp_type == RSP_BLOB_ERROR) && err == NULL) err = r;
     }
     if (err != NULL) {
-        rsp->rsp_type = RSP_ERROR;
+        rsp->rsp_type = err->rsp_type;
         return msg_append_slice(rsp, err, 0, err->len);
     }
     switch (req->cmd_flags & (CMD_F_FRAG_MGET | CMD_F_FRAG_SUM | CMD_F_FRAG_MSET)) {

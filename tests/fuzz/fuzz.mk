@@ -45,8 +45,8 @@ FUZZ_CONF_OBJS = $(FUZZ_OBJ)/log.o \
 	$(FUZZ_OBJ)/jenkins.o $(FUZZ_OBJ)/hsieh.o $(FUZZ_OBJ)/murmur.o $(FUZZ_OBJ)/dist.o \
 	$(FUZZ_OBJ)/ketama.o $(FUZZ_OBJ)/modula.o $(FUZZ_OBJ)/random.o
 
-# one stamp per group of objects, compiled in one clang command each
-$(FUZZ_OBJ)/lib.stamp: $(FUZZ_PROTO_SRCS) $(FUZZ_CONF_SRCS) $(FUZZ_HDRS) config.h
+# one stamp per group of objects, compiled in one clang command each (again when the lists change)
+$(FUZZ_OBJ)/lib.stamp: $(FUZZ_PROTO_SRCS) $(FUZZ_CONF_SRCS) $(FUZZ_HDRS) config.h tests/fuzz/fuzz.mk
 	$(AM_V_CC)$(MKDIR_P) $(FUZZ_OBJ) && cd $(FUZZ_OBJ) && \
 	  $(FUZZ_CC) -c $(FUZZ_CPPFLAGS) $(YAML_CFLAGS) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link \
 	  $(addprefix $(abs_top_srcdir)/,$(FUZZ_PROTO_SRCS) $(FUZZ_CONF_SRCS)) && touch lib.stamp

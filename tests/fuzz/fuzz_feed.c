@@ -153,6 +153,30 @@ static void fz_check_alone(const struct fz_feed *f, const uint8_t *b, size_t n, 
     msg_put(f->re.pp, out);
 }
 
+/* The type byte a redis reply of type t starts with (when no attribute comes first). */
+static uint8_t fz_redis_type_byte(uint8_t t)
+{
+    switch (t) {
+    case RSP_STATUS:     return '+';
+    case RSP_ERROR:      return '-';
+    case RSP_INTEGER:    return ':';
+    case RSP_BULK:
+    case RSP_NIL_BULK:   return '$';
+    case RSP_ARRAY:
+    case RSP_NIL_ARRAY:  return '*';
+    case RSP_MAP:        return '%';
+    case RSP_SET:        return '~';
+    case RSP_DOUBLE:     return ',';
+    case RSP_BOOL:       return '#';
+    case RSP_NULL:       return '_';
+    case RSP_BIGNUM:     return '(';
+    case RSP_VERBATIM:   return '=';
+    case RSP_BLOB_ERROR: return '!';
+    case RSP_PUSH:       return '>';
+    default:             return 0;
+    }
+}
+
 static void fz_check_rsp(struct fz_feed *f, const struct msg *m, const uint8_t *b)
 {
     bool redis = f->ops == &redis_proto;
@@ -183,14 +207,18 @@ static void fz_check_rsp(struct fz_feed *f, const struct msg *m, const uint8_t *
             }
         }
     }
-    if (redis && m->rsp_type == RSP_ARRAY && f->want_elems) {
-        FZ_CHECK(b[0] == '*');
-        FZ_CHECK((uint64_t)strtoll((const char *)b + 1, NULL, 10) == m->nelems);
+    if (!redis) return;
+    FZ_CHECK(!m->rsp_fatal || m->rsp_type == RSP_ERROR || m->rsp_type == RSP_BLOB_ERROR);
+    if (b[0] == '|') return; /* an attribute first: the type is that of the value after it */
+    FZ_CHECK(b[0] == fz_redis_type_byte(m->rsp_type));
+    bool agg = m->rsp_type == RSP_ARRAY || m->rsp_type == RSP_SET || m->rsp_type == RSP_PUSH ||
+               m->rsp_type == RSP_MAP;
+    if (agg && f->want_elems) {
+        uint64_t n = (uint64_t)strtoll((const char *)b + 1, NULL, 10);
+        FZ_CHECK((m->rsp_type == RSP_MAP ? 2 * n : n) == m->nelems);
     }
-    if (redis && m->rsp_type == RSP_INTEGER) {
-        FZ_CHECK(b[0] == ':');
-        FZ_CHECK(strtoll((const char *)b + 1, NULL, 10) == m->integer);
-    }
+    if (!agg) FZ_CHECK(m->nelems == 0);
+    if (m->rsp_type == RSP_INTEGER) FZ_CHECK(strtoll((const char *)b + 1, NULL, 10) == m->integer);
 }
 
 static void fz_check_req(const struct fz_feed *f, const struct msg *m)

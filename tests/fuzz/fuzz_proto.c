@@ -155,12 +155,26 @@ static void fake_free(struct fz_fake *fk)
 
 static void fake_redis_value(struct fz_buf *b, struct fz_run *r)
 {
-    switch (fz_rand(&r->rng) % 8) {
+    switch (fz_rand(&r->rng) % 16) {
     case 0: fb_printf(b, "$-1\r\n"); break;
     case 1: fb_printf(b, ":%" PRId64 "\r\n", (int64_t)(fz_rand(&r->rng) % 2001) - 1000); break;
     case 2: fb_printf(b, "*2\r\n$1\r\na\r\n*1\r\n:7\r\n"); break;
     case 3: fb_printf(b, "+status\r\n"); break;
     case 4: fb_printf(b, "-ERR inside an array\r\n"); break;
+    /* RESP3 (a server connection after HELLO 3) */
+    case 8: fb_printf(b, "_\r\n"); break;
+    case 9: fb_printf(b, fz_rand(&r->rng) % 2 ? "#t\r\n" : "#f\r\n"); break;
+    case 10:
+        fb_printf(b, fz_rand(&r->rng) % 2 ? ",-1.5e+20\r\n" : "(123456789012345678901234\r\n");
+        break;
+    case 11: fb_printf(b, "%%1\r\n+k\r\n_\r\n"); break;
+    case 12: fb_printf(b, "~2\r\n:1\r\n,inf\r\n"); break;
+    case 13: fb_printf(b, "=6\r\ntxt:ab\r\n"); break;
+    case 14: fb_printf(b, "!3\r\nERR\r\n"); break;
+    case 15: /* an attribute, then the value it describes */
+        fb_printf(b, "|1\r\n+ttl\r\n:3600\r\n");
+        fake_redis_value(b, r);
+        break;
     default: {
         size_t n = (size_t)(fz_rand(&r->rng) % 40);
         fb_printf(b, "$%zu\r\n", n);
@@ -176,9 +190,19 @@ static void fake_redis(struct fz_fake *fk, struct fz_run *r, const struct msg *r
 {
     uint64_t mode = fz_rand(&r->rng) % 24;
     struct fz_buf *b = &fk->text;
+    /* RESP3: now and then an attribute before the reply (the coalesced one leaves it out) */
+    if (fz_rand(&r->rng) % 8 == 0)
+        fb_printf(b, "|1\r\n+key-popularity\r\n%%1\r\n$1\r\na\r\n,0.1923\r\n");
     if (mode == 0) {
         fk->kind = FAKE_ERROR;
-        fb_printf(b, "-ERR fake error from fragment %" PRIu32 "\r\n", j);
+        if (fz_rand(&r->rng) % 2) {
+            fb_printf(b, "-ERR fake error from fragment %" PRIu32 "\r\n", j);
+        } else { /* RESP3 blob error */
+            char text[64];
+            int n = snprintf(text, sizeof(text), "ERR fake\r\nblob error from fragment %" PRIu32,
+                             j);
+            fb_printf(b, "!%d\r\n%s\r\n", n, text);
+        }
         return;
     }
     if (req->cmd_flags & CMD_F_FRAG_MGET) {

@@ -74,9 +74,49 @@ REDIS_RSP = {
     "nested": b"*2\r\n*2\r\n+a\r\n-b\r\n*1\r\n*1\r\n$1\r\nz\r\n",
     "mget_reply": b"*4\r\n$3\r\none\r\n$-1\r\n$3\r\ntwo\r\n$0\r\n\r\n",
     "big_bulk": b"$2000\r\n" + b"b" * 2000 + b"\r\n",
-    "bad_type": b"%2\r\n",
+    "bad_type": b"?2\r\n",
     "bad_len": b"$-2\r\n",
     "deep": b"*1\r\n" * 40 + b":1\r\n",
+    # RESP3 (a server connection after HELLO 3)
+    "r3_map": b"%2\r\n+first\r\n:1\r\n+second\r\n:2\r\n%0\r\n",
+    "r3_set": b"~3\r\n+orange\r\n#t\r\n:100\r\n~0\r\n",
+    "r3_push": b">3\r\n$7\r\nmessage\r\n$2\r\nch\r\n$5\r\nhello\r\n$9\r\nGet-Reply\r\n"
+               b">2\r\n$10\r\ninvalidate\r\n*1\r\n$3\r\nkey\r\n",
+    "r3_scalars": b"_\r\n#t\r\n#f\r\n,1.23\r\n,10\r\n,-1.5e+20\r\n,inf\r\n,-inf\r\n,nan\r\n"
+                  b",-nan\r\n,NAN\r\n,nan(0x7ff)\r\n(3492890328409238509324850943850943825024385\r\n"
+                  b"(-1\r\n",
+    "r3_long_double": b",-" + b"1234567890" * 150 + b"." + b"5" * 300 + b"e-12\r\n",
+    "r3_verbatim": b"=15\r\ntxt:Some string\r\n=4\r\nmkd:\r\n=6\r\ntxt:\r\n\r\n",
+    "r3_blob_error": b"!21\r\nSYNTAX invalid syntax\r\n!7\r\nLOADING\r\n"
+                     b"!46\r\nLOADING Redis is loading the dataset in memory\r\n!0\r\n\r\n",
+    "r3_attribute": b"|1\r\n+key-popularity\r\n%2\r\n$1\r\na\r\n,0.1923\r\n$1\r\nb\r\n,0.0012\r\n"
+                    b"*2\r\n:2039123\r\n:9543892\r\n|1\r\n+ttl\r\n:3600\r\n:5\r\n"
+                    b"|1\r\n+a\r\n+b\r\n-LOADING x\r\n",
+    "r3_nested": b"*3\r\n:1\r\n:2\r\n|1\r\n+ttl\r\n:3600\r\n:3\r\n"
+                 b"%2\r\n|1\r\n+a\r\n+b\r\n+key\r\n~2\r\n,1.5\r\n(12\r\n=5\r\ntxt:x\r\n!3\r\nERR\r\n"
+                 b"*1\r\n%1\r\n+k\r\n*1\r\n~1\r\n|1\r\n+a\r\n+b\r\n=5\r\ntxt:x\r\n",
+    "r3_mget_reply": b"*4\r\n$3\r\none\r\n_\r\n$3\r\ntwo\r\n_\r\n",
+    "r3_deep": b"%1\r\n+k\r\n" * 20 + b"|1\r\n+a\r\n" * 20 + b"_\r\n" + b"#t\r\n" * 20,
+    # what redis-server 7.0 sent after HELLO 3 (DEBUG PROTOCOL of each type, HGETALL, tracking, ...)
+    "r3_redis7": (
+        b'%7\r\n$6\r\nserver\r\n$5\r\nredis\r\n$7\r\nversion\r\n$6\r\n7.0.15\r\n'
+        b'$5\r\nproto\r\n:3\r\n$2\r\nid\r\n:3\r\n$4\r\nmode\r\n$10\r\nstandalone\r\n'
+        b'$4\r\nrole\r\n$6\r\nmaster\r\n$7\r\nmodules\r\n*0\r\n+OK\r\n:2\r\n:2\r\n'
+        b':1\r\n$11\r\nHello World\r\n:12345\r\n,3.141\r\n(1234567999999999999999999999999999999\r\n'
+        b'_\r\n*3\r\n:0\r\n:1\r\n:2\r\n~3\r\n:0\r\n:1\r\n:2\r\n%3\r\n:0\r\n#f\r\n:1\r\n'
+        b'#t\r\n:2\r\n#f\r\n|1\r\n$14\r\nkey-popularity\r\n*2\r\n$7\r\nkey:123\r\n'
+        b':90\r\n$39\r\nSome real reply following the attribute\r\n'
+        b'>2\r\n$16\r\nserver-cpu-usage\r\n:42\r\n$40\r\nSome real reply following the push reply\r\n'
+        b'=29\r\ntxt:This is a verbatim\nstring\r\n#t\r\n#f\r\n%2\r\n$1\r\n'
+        b'a\r\n$1\r\n1\r\n$1\r\nb\r\n$1\r\n2\r\n~2\r\n$1\r\nx\r\n$1\r\ny\r\n,1.5\r\n*2\r\n'
+        b'$1\r\nv\r\n_\r\n_\r\n+OK\r\n$1\r\nv\r\n+OK\r\n>2\r\n$10\r\ninvalidate\r\n'
+        b"*1\r\n$1\r\nk\r\n-ERR unknown command 'XX_NOSUCH', with args beginning with: \r\n"
+        b'-LOADING fake\r\n=292\r\ntxt:I\'m sorry, Dave, I can\'t do that. Latency monitoring is disabled in this Redis instance. You may use "CONFIG SET latency-monitor-threshold <milliseconds>." in order to enable it. If we weren\'t in a deep space mission I\'d suggest to take a look at https://redis.io/topics/latency-monitor.\n\r\n'
+        b'*1\r\n*2\r\n$1\r\nm\r\n,1.5\r\n+OK\r\n+PONG\r\n'
+    ),
+    "r3_streamed": b"$?\r\n;4\r\nHell\r\n;0\r\n",
+    "r3_bad_double": b",1.\r\n",
+    "r3_bad_verbatim": b"=5\r\ntxt_x\r\n",
 }
 
 MC_REQ = {
