@@ -239,11 +239,13 @@ static void info_add(struct info_sum *sum, const char *text, size_t len)
                 } else if (IN("Persistence") && KEY("loading")) {
                     if (vn == 1 && v[0] == '1') sum->loading = true;
                 } else if (IN("Stats")) {
-                    int64_t x;
+                    int64_t x, total;
                     for (size_t i = 0; i < INFO_NSTATS; i++) {
                         if (!KEY(info_stats_summed[i])) continue;
-                        if (info_int(v, vn, &x) && !__builtin_add_overflow(sum->stats[i], x, &sum->stats[i]))
+                        if (info_int(v, vn, &x) && !__builtin_add_overflow(sum->stats[i], x, &total)) {
+                            sum->stats[i] = total;
                             sum->stats_seen[i] = true;
+                        }
                         break;
                     }
                 } else if (IN("Keyspace")) {

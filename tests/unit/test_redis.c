@@ -1139,6 +1139,23 @@ static void test_local_answers(void **state)
     drv_close(&d);
 }
 
+/* The set-up of a new server connection (variant 1: for RESP3 clients, HELLO 3 with the AUTH
+ * inside) is what want[] says. */
+static void check_server_setup(struct tenv *e, const struct conf_pool *cp, uint8_t variant,
+                               const char *const *want, int nwant)
+{
+    struct msg *out[PROTO_SETUP_MAX];
+    assert_int_equal(redis_proto.server_setup(cp, variant, &e->pp, out, PROTO_SETUP_MAX), nwant);
+    char t[128];
+    for (int i = 0; i < nwant; i++) {
+        size_t n = msg_copy_out(out[i], 0, t, sizeof(t) - 1);
+        t[n] = '\0';
+        assert_string_equal(t, want[i]);
+        assert_true(out[i]->swallow);
+        msg_put(&e->pp, out[i]);
+    }
+}
+
 static void test_server_setup(void **state)
 {
     (void)state;
@@ -1147,21 +1164,18 @@ static void test_server_setup(void **state)
     struct conf_pool cp;
     memset(&cp, 0, sizeof(cp));
     cp.redis = true;
-    struct msg *out[PROTO_SETUP_MAX];
-    assert_int_equal(redis_proto.server_setup(&cp, 0, &e.pp, out, PROTO_SETUP_MAX), 0);
+    static const char *const hello[] = { "*2\r\n$5\r\nHELLO\r\n$1\r\n3\r\n" };
+    check_server_setup(&e, &cp, 0, NULL, 0);
+    check_server_setup(&e, &cp, 1, hello, 1);
     cp.redis_auth = "pw";
     cp.redis_db = 12;
-    assert_int_equal(redis_proto.server_setup(&cp, 0, &e.pp, out, PROTO_SETUP_MAX), 2);
-    char t[128];
     static const char *const want[] = { "*2\r\n$4\r\nAUTH\r\n$2\r\npw\r\n",
                                          "*2\r\n$6\r\nSELECT\r\n$2\r\n12\r\n" };
-    for (int i = 0; i < 2; i++) {
-        size_t n = msg_copy_out(out[i], 0, t, sizeof(t) - 1);
-        t[n] = '\0';
-        assert_string_equal(t, want[i]);
-        assert_true(out[i]->swallow);
-        msg_put(&e.pp, out[i]);
-    }
+    check_server_setup(&e, &cp, 0, want, 2);
+    static const char *const want3[] = { "*5\r\n$5\r\nHELLO\r\n$1\r\n3\r\n$4\r\nAUTH\r\n$7\r\ndefault\r\n"
+                                         "$2\r\npw\r\n",
+                                         "*2\r\n$6\r\nSELECT\r\n$2\r\n12\r\n" };
+    check_server_setup(&e, &cp, 1, want3, 2);
     tenv_deinit(&e);
 }
 
