@@ -121,8 +121,8 @@ void request_complete(struct loop *l, struct msg *req)
 {
     if (req->swallow) {
         if (req->peer && req->peer->rsp_type == RSP_ERROR)
-            log_warn("a command of the proxy's own (redis: AUTH/SELECT on connect, UNWATCH) was "
-                     "refused by the server");
+            log_warn("a command of the proxy's own (redis: HELLO/AUTH/SELECT on connect, UNWATCH) "
+                     "was refused by the server");
         request_free(l, req);
         return;
     }

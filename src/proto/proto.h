@@ -29,8 +29,10 @@
  * rest is never parsed.
  *
  * Everything else a protocol knows that the core does not: the requests the proxy answers itself
- * (local(), with a small per-client session), the error texts the proxy writes, the requests sent
- * first on every new server connection (redis AUTH/SELECT), the health probe and what counts as
+ * (local(), with a small per-client session), the requests it asks of every server and answers
+ * from their replies (CMD_F_FRAG_ALL: redis HELLO, INFO), the protocol variant a client speaks
+ * (which picks its server connections), the error texts the proxy writes, the requests sent first
+ * on every new server connection (redis HELLO 3/AUTH/SELECT), the health probe and what counts as
  * an answer, and the reply to a client over client_connections. A locally answered command or a
  * connection set-up step is an entry here, never a branch in core/.
  *
