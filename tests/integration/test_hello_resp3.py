@@ -20,7 +20,7 @@ import uuid
 import pytest
 import redis
 
-from nctest import pinned, redisops
+from nctest import manage, pinned, redisops
 from nctest.cluster import matrix_id, start_cluster
 from nctest.codec import Verbatim, decode, resp
 from nctest.conn import RawConn, redis_client, redis_clients
@@ -402,6 +402,16 @@ def test_connections_per_protocol(redis_server, write_conf, nutcrackers):
     r3 = redis_client(cluster.port, protocol=3)
     assert r3.mget(keys) == [b"v"] * len(keys)
     assert r3.hgetall(keys[0] + ":h") == {}
+    for p in cluster.ports:
+        assert sorted(resp_of(p)) == [2, 3]
+    # a reload that keeps the backends keeps both sets, and the RESP3 client its protocol
+    conf_path = cluster.proxy.conf_path
+    conf_path.write_text(conf_path.read_text().replace("\n  redis: true", "\n  redis: true\n  timeout: 5000", 1))
+    assert manage.command(cluster.proxy.manage_port, "reload") == "OK generation 2\r\n"
+    manage.wait_status(cluster.proxy.manage_port, lambda d: d.get("generation") == 2, timeout=10,
+                       what="generation 2")
+    assert r3.mget(keys) == [b"v"] * len(keys)
+    assert r3.execute_command("HELLO")[b"proto"] == 3
     for p in cluster.ports:
         assert sorted(resp_of(p)) == [2, 3]
     wait_for(lambda: r2.info("clients")["connected_clients"] == 2, 10, "2 clients in INFO")
