@@ -16,6 +16,7 @@
 #include "app/daemon.h"
 #include "app/options.h"
 #include "app/pidfile.h"
+#include "common/clock.h"
 #include "common/log.h"
 #include "conf/conf.h"
 #include "stats/stats_desc.h"
@@ -113,6 +114,7 @@ static int main_run(struct nc_options *opts)
             goto out_conf;
         }
     }
+    nc_clock_mark_start(); /* INFO's uptime: this process', from here */
     rc = master_run(opts, conf); /* tells a -d launcher once it listens (daemon_started) */
     pidfile_remove(&pf);
 out_conf:

@@ -6,6 +6,7 @@
 #include "common/sock.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -15,6 +16,8 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
+
+#define NC_SOCK_MIN(a, b) ((a) < (b) ? (a) : (b))
 
 int sock_set_nonblocking(int fd)
 {
@@ -153,4 +156,31 @@ int sock_connect_result(int fd)
     socklen_t len = sizeof(err);
     if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0) return -errno;
     return -err;
+}
+
+void sock_addr_text(int fd, bool peer, char *buf, size_t size)
+{
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof(ss);
+    if (size == 0) return;
+    snprintf(buf, size, "?");
+    memset(&ss, 0, sizeof(ss));
+    int rc = peer ? getpeername(fd, (struct sockaddr *)&ss, &len) : getsockname(fd, (struct sockaddr *)&ss, &len);
+    if (rc < 0) return;
+    if (ss.ss_family == AF_UNIX) {
+        const struct sockaddr_un *un = (const struct sockaddr_un *)&ss;
+        if (peer && (len <= offsetof(struct sockaddr_un, sun_path) || un->sun_path[0] == '\0')) {
+            sock_addr_text(fd, false, buf, size);
+            return;
+        }
+        size_t n = len > offsetof(struct sockaddr_un, sun_path) ? len - offsetof(struct sockaddr_un, sun_path) : 0;
+        n = strnlen(un->sun_path, NC_SOCK_MIN(n, sizeof(un->sun_path)));
+        snprintf(buf, size, "%.*s:0", (int)n, un->sun_path);
+        return;
+    }
+    char host[NI_MAXHOST], port[NI_MAXSERV];
+    if (getnameinfo((struct sockaddr *)&ss, len, host, sizeof(host), port, sizeof(port),
+                    NI_NUMERICHOST | NI_NUMERICSERV) != 0)
+        return;
+    snprintf(buf, size, ss.ss_family == AF_INET6 ? "[%s]:%s" : "%s:%s", host, port);
 }

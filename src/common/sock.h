@@ -6,6 +6,7 @@
 #define NC_SOCK_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/socket.h>
 
@@ -24,5 +25,10 @@ int sock_connect_tcp(const char *host, uint16_t port, bool *in_progress);
 int sock_connect_unix(const char *path, bool *in_progress);
 /* After a non-blocking connect became writable: 0 or -errno (SO_ERROR). */
 int sock_connect_result(int fd);
+
+/* The address of fd's peer (peer) or its own, as redis writes it in CLIENT LIST: "ip:port",
+ * "[ip6]:port", or a unix socket's path then ":0" (an accepted unix socket's peer has no path:
+ * its own is given). Written NUL-terminated into buf; "?" when it cannot be had. */
+void sock_addr_text(int fd, bool peer, char *buf, size_t size);
 
 #endif

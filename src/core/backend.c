@@ -17,7 +17,7 @@
  * blocks: an owner always has the same pool and server names). */
 static void backend_conns_follow(struct conn **conns, uint32_t n, struct server_rt *s)
 {
-    for (uint32_t i = 0; i < n; i++) {
+    for (uint32_t i = 0; conns != NULL && i < n; i++) {
         struct conn *c = conns[i];
         if (c == NULL) continue;
         c->server = s;
@@ -28,13 +28,13 @@ static void backend_conns_follow(struct conn **conns, uint32_t n, struct server_
 static void backend_set_owner(struct backend *be, struct server_rt *s)
 {
     be->owner = s;
-    backend_conns_follow(be->conns, be->nconns, s);
+    for (int v = 0; v < PROTO_VARIANTS; v++) backend_conns_follow(be->conns[v], be->nconns, s);
     backend_conns_follow(be->dconns, be->ndconns, s);
 }
 
 static bool backend_conns_busy(struct conn *const *conns, uint32_t n)
 {
-    for (uint32_t i = 0; i < n; i++) {
+    for (uint32_t i = 0; conns != NULL && i < n; i++) {
         const struct conn *c = conns[i];
         if (c != NULL && c->nto_send + c->nsent > 0) return true;
     }
@@ -57,8 +57,8 @@ int backend_acquire(struct loop *l, struct server_rt *s)
     be = calloc(1, sizeof(*be));
     if (be == NULL) return -ENOMEM;
     be->nconns = (uint32_t)s->pool->cp->server_connections;
-    be->conns = calloc(be->nconns ? be->nconns : 1, sizeof(*be->conns));
-    if (be->conns == NULL) {
+    be->conns[0] = calloc(be->nconns ? be->nconns : 1, sizeof(*be->conns[0]));
+    if (be->conns[0] == NULL) {
         free(be);
         return -ENOMEM;
     }
@@ -81,19 +81,24 @@ void backend_release(struct loop *l, struct server_rt *s)
         if (be->owner == s) backend_set_owner(be, newest);
         return;
     }
-    for (uint32_t i = 0; i < be->nconns; i++) {
-        if (be->conns[i] != NULL) server_conn_destroy(be->conns[i]);
+    for (int v = 0; v < PROTO_VARIANTS; v++) {
+        for (uint32_t i = 0; be->conns[v] != NULL && i < be->nconns; i++) {
+            if (be->conns[v][i] != NULL) server_conn_destroy(be->conns[v][i]);
+        }
     }
     for (uint32_t i = 0; i < be->ndconns; i++) server_conn_destroy(be->dconns[i]);
     TAILQ_REMOVE(&l->backends, be, link);
-    free(be->conns);
+    for (int v = 0; v < PROTO_VARIANTS; v++) free(be->conns[v]);
     free(be->dconns);
     free(be);
 }
 
 bool backend_busy(const struct backend *be)
 {
-    return backend_conns_busy(be->conns, be->nconns) || backend_conns_busy(be->dconns, be->ndconns);
+    for (int v = 0; v < PROTO_VARIANTS; v++) {
+        if (backend_conns_busy(be->conns[v], be->nconns)) return true;
+    }
+    return backend_conns_busy(be->dconns, be->ndconns);
 }
 
 bool backend_used_only_by(const struct backend *be, const struct server_rt *s)

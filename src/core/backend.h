@@ -9,7 +9,9 @@
  * counters from its owner, the newest user. When the last user releases it (its generation is
  * gone), its connections are closed.
  *
- * Beside the shared connections, a backend has its set of dedicated connections (core/dedicated.h):
+ * The shared connections are a set per protocol variant (proto.h PROTO_VARIANTS: redis RESP2 and
+ * RESP3, connections opened with HELLO 3): a client's requests use the set of the variant it
+ * speaks. Beside the shared connections, a backend has its set of dedicated connections (core/dedicated.h):
  * created on demand, each held by one client's transaction at a time, at most the owner's
  * dedicated_connections held at once (the limit follows reloads; no connection is closed for it).
  *
@@ -23,6 +25,7 @@
 #include <sys/queue.h>
 
 #include "core/pool.h"
+#include "proto/proto.h"
 
 struct conn;
 struct loop;
@@ -31,7 +34,9 @@ struct backend {
     TAILQ_ENTRY(backend) link;    /* the loop's backends */
     struct server_rt_tqh users;   /* server_rts using it, oldest generation first */
     struct server_rt *owner;      /* the newest user (the last of users) */
-    struct conn **conns;          /* server_connections of them, created lazily */
+    struct conn **conns[PROTO_VARIANTS]; /* per protocol variant (proto.h), server_connections of
+                                   * them, created lazily (the array of a variant too: a
+                                   * deployment whose clients all speak RESP2 has no other) */
     uint32_t nconns;
     uint32_t ndconns;             /* dedicated connections created (dconns[0..ndconns)) */
     struct conn **dconns;         /* dedicated connections, held or free (core/dedicated.c) */

@@ -1,7 +1,7 @@
 /*
  * client.c - client connections (see client.h).
  *
- * Threads: the loop owning the client.
+ * Threads: the loop owning the client (client_next_id: any worker, atomically).
  */
 #include "config.h"
 #include "core/client.h"
@@ -51,6 +51,11 @@
  * grow the proxy for as long as the client sends. One 512 MB value fits with room to spare. */
 #define CLIENT_REQUEST_MAX ((uint64_t)1 << 30)
 
+/* The ids clients are known by to their protocol (redis CLIENT ID, HELLO): unique in the process,
+ * whatever worker serves them (a conn's own id is its loop's). The only object here that threads
+ * share: one relaxed increment per accepted client. */
+static _Atomic uint64_t client_next_id;
+
 int client_accept(struct loop *l, struct pool_rt *pool, int fd)
 {
     struct conn *c = conn_create(l, &client_conn_ops, fd, pool);
@@ -58,6 +63,9 @@ int client_accept(struct loop *l, struct pool_rt *pool, int fd)
         atomic_fetch_sub(pool_nclients(pool->shared), 1);
         return -ENOMEM;
     }
+    c->sess.id = atomic_fetch_add_explicit(&client_next_id, 1, memory_order_relaxed) + 1;
+    c->sess.fd = fd;
+    c->sess.t_start = nc_usec_now();
     pool->proto->session_init(&c->sess, pool->cp, NULL);
     TAILQ_INSERT_TAIL(&l->clients, c, link);
     l->nclients++;
@@ -92,6 +100,7 @@ void client_close(struct conn *c)
     if (c->err != 0) STATS_POOL_ADD(p->st, client_err, 1);
     else if (c->eof) STATS_POOL_ADD(p->st, client_eof, 1);
     atomic_fetch_sub(pool_nclients(p->shared), 1);
+    p->proto->session_free(&c->sess);
     conn_destroy(c);
     if (--p->gen->nclients == 0) loop_reap_later(l);
 }

@@ -106,6 +106,8 @@ struct conn {
     bool connected;
     bool closing;                  /* client: close once the replies before `quit` are written */
     bool eof;                      /* the peer closed its side */
+    uint8_t variant;               /* server conns: the protocol variant it was set up for, the
+                                    * one of the clients whose requests it carries (proto.h) */
 };
 
 /* Creates a conn of role ops for fd (takes the fd over; closes it on failure; -1: none yet).

@@ -26,8 +26,8 @@ static void dedicated_held(struct conn *d, int dir)
     STATS_SERVER_ADD(d->server->st, dedicated_connections, dir);
 }
 
-/* A new dedicated connection in be's set. */
-static struct conn *dedicated_create(struct server_rt *s, struct backend *be)
+/* A new dedicated connection in be's set, for clients of protocol variant. */
+static struct conn *dedicated_create(struct server_rt *s, struct backend *be, uint8_t variant)
 {
     if (be->ndconns == be->dconns_cap) {
         uint32_t ncap = be->dconns_cap ? be->dconns_cap * 2 : 4;
@@ -40,6 +40,7 @@ static struct conn *dedicated_create(struct server_rt *s, struct backend *be)
     if (d == NULL) return NULL;
     d->server = be->owner;
     d->slot = be->ndconns;
+    d->variant = variant;
     be->dconns[be->ndconns++] = d;
     return d;
 }
@@ -49,17 +50,17 @@ int dedicated_limit(const struct server_rt *s)
     return s->be->owner->pool->cp->dedicated_connections;
 }
 
-int dedicated_acquire(struct server_rt *s, struct txn *t, struct conn **out)
+int dedicated_acquire(struct server_rt *s, struct txn *t, uint8_t variant, struct conn **out)
 {
     struct backend *be = s->be;
     if ((int64_t)be->ndheld >= (int64_t)dedicated_limit(s)) return -EBUSY;
     struct conn *d = NULL;
     for (uint32_t i = 0; i < be->ndconns; i++) {
         struct conn *f = be->dconns[i];
-        if (f->txn != NULL) continue;
+        if (f->txn != NULL || f->variant != variant) continue;
         if (d == NULL || (d->fd < 0 && f->fd >= 0)) d = f; /* an open one saves a connect */
     }
-    if (d == NULL && (d = dedicated_create(s, be)) == NULL) return -ENOMEM;
+    if (d == NULL && (d = dedicated_create(s, be, variant)) == NULL) return -ENOMEM;
     d->txn = t;
     dedicated_held(d, 1);
     *out = d;

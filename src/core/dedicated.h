@@ -25,10 +25,11 @@ extern const struct conn_ops dedicated_conn_ops;
 
 /* How many dedicated connections to s may be held at once (its newest config's). */
 int dedicated_limit(const struct server_rt *s);
-/* Takes a free dedicated connection of server s for transaction t (a new one when the set has
- * none free and room for it). Returns 0 (*out set, (*out)->txn == t), -EBUSY when s's
- * dedicated_connections are all held, or -ENOMEM. */
-int dedicated_acquire(struct server_rt *s, struct txn *t, struct conn **out);
+/* Takes a free dedicated connection of server s for transaction t, set up for protocol variant
+ * (the client's, proto.h; a new one when the set has none free of that variant and room for one).
+ * Returns 0 (*out set, (*out)->txn == t), -EBUSY when s's dedicated_connections are all held
+ * (whatever their variant), or -ENOMEM. */
+int dedicated_acquire(struct server_rt *s, struct txn *t, uint8_t variant, struct conn **out);
 /* Gives d back to its set. clean: first queue the protocol's request that leaves it clean for
  * the next client (redis UNWATCH, its reply dropped); when that cannot be queued, d is closed
  * instead. What d still has in flight is answered in order before anything of its next client. */

@@ -73,13 +73,31 @@ void request_free(struct loop *l, struct msg *req)
     msg_put(&l->msgs, req);
 }
 
+/* Whether none of owner's fragments has a reply (a CMD_F_FRAG_PARTIAL request fails then, with
+ * the error of its first fragment). */
+static int request_frags_none_answered(const struct msg *owner)
+{
+    for (uint32_t i = 0; i < owner->nfrags; i++) {
+        const struct msg *f = owner->frags[i];
+        if (f->err == 0 && f->peer != NULL) return 0;
+    }
+    return owner->nfrags > 0 && owner->frags[0]->err != 0 ? owner->frags[0]->err : ECONNREFUSED;
+}
+
 /* Every fragment of owner has finished: build its reply. */
 static void request_finish_fragments(struct loop *l, struct msg *owner)
 {
-    const struct proto_ops *proto = owner->owner ? owner->owner->pool->proto : NULL;
-    if (owner->err == 0 && proto != NULL) {
+    struct conn *c = owner->owner;
+    if (owner->err == 0 && (owner->cmd_flags & CMD_F_FRAG_PARTIAL))
+        owner->err = request_frags_none_answered(owner);
+    if (owner->err == 0 && c != NULL) {
+        struct proto_view v = {
+            .sess = &c->sess,
+            .cp = c->pool->cp,
+            .pool_clients = atomic_load_explicit(pool_nclients(c->pool->shared), memory_order_relaxed),
+        };
         struct msg *rsp = msg_get(&l->msgs);
-        int rc = rsp ? proto->coalesce(owner, rsp) : -ENOMEM;
+        int rc = rsp ? c->pool->proto->coalesce(&v, owner, rsp) : -ENOMEM;
         if (rc < 0) {
             if (rsp) msg_put(&l->msgs, rsp);
             owner->err = rc == -ENOMEM ? ENOMEM : EINVAL;
@@ -95,7 +113,7 @@ static void request_finish_fragments(struct loop *l, struct msg *owner)
         msg_put(&l->msgs, f);
         owner->frags[i] = NULL;
     }
-    if (owner->err != 0 && owner->owner != NULL) request_reply_error(l, owner, owner->err);
+    if (owner->err != 0 && c != NULL) request_reply_error(l, owner, owner->err);
     request_done(l, owner);
 }
 
@@ -103,15 +121,16 @@ void request_complete(struct loop *l, struct msg *req)
 {
     if (req->swallow) {
         if (req->peer && req->peer->rsp_type == RSP_ERROR)
-            log_warn("a command of the proxy's own (redis: AUTH/SELECT on connect, UNWATCH) was "
-                     "refused by the server");
+            log_warn("a command of the proxy's own (redis: HELLO/AUTH/SELECT on connect, UNWATCH) "
+                     "was refused by the server");
         request_free(l, req);
         return;
     }
     if (req->frag_owner != NULL) {
         struct msg *owner = req->frag_owner;
         owner->nfrags_done++;
-        if (req->err != 0 && owner->err == 0) owner->err = req->err;
+        if (req->err != 0 && owner->err == 0 && !(owner->cmd_flags & CMD_F_FRAG_PARTIAL))
+            owner->err = req->err;
         if (owner->nfrags_done == owner->nfrags) request_finish_fragments(l, owner);
         return;
     }
@@ -126,11 +145,14 @@ void request_complete(struct loop *l, struct msg *req)
     request_done(l, req);
 }
 
-static void request_forward_one(struct loop *l, struct msg *req, uint32_t sidx, uint64_t hint)
+/* Queues req (of client c, or a fragment of one of its requests) on server sidx: a connection of
+ * the protocol variant c speaks, chosen by c's id. */
+static void request_forward_one(struct loop *l, const struct conn *c, struct msg *req, uint32_t sidx)
 {
-    struct pool_rt *p = req->frag_owner ? req->frag_owner->owner->pool : req->owner->pool;
+    struct pool_rt *p = c->pool;
     int rc = -ECONNREFUSED;
-    if (sidx != DIST_NONE && sidx < p->nservers) rc = server_enqueue(&p->servers[sidx], req, hint);
+    if (sidx != DIST_NONE && sidx < p->nservers)
+        rc = server_enqueue(&p->servers[sidx], req, c->id, c->sess.variant);
     if (rc < 0) {
         STATS_POOL_ADD(p->st, forward_error, 1);
         request_fail(l, req, -rc);
@@ -147,11 +169,53 @@ void request_answer(struct conn *c, struct msg *req, const char *text, size_t le
     request_done(l, req);
 }
 
+/* Splits req into fragments for the servers where[0..n) (the protocol's fragment()) and queues
+ * them; a fragment that cannot be queued completes failed (the owner finishes when all have). */
+static void request_send_fragments(struct loop *l, struct conn *c, struct msg *req, const uint32_t *where,
+                                   uint32_t n)
+{
+    struct pool_rt *p = c->pool;
+    int rc = p->proto->fragment(req, where, n, &l->msgs);
+    if (rc < 0) {
+        request_fail(l, req, -rc);
+        return;
+    }
+    uint32_t nf = req->nfrags;
+    STATS_POOL_ADD(p->st, fragments, nf);
+    for (uint32_t i = 0; i < nf; i++) {
+        struct msg *f = req->frags[i];
+        f->frag_owner = req;
+        f->t_start = req->t_start;
+        request_forward_one(l, c, f, f->server_idx);
+    }
+}
+
+/* A CMD_F_FRAG_ALL request: one fragment to each server of the pool in the distribution (an
+ * ejected one is left out); the usual error when there is none. */
+static void request_fan_out(struct loop *l, struct conn *c, struct msg *req)
+{
+    struct pool_rt *p = c->pool;
+    uint32_t stack_where[REQUEST_STACK_KEYS];
+    uint32_t *where = p->nservers <= REQUEST_STACK_KEYS ? stack_where : malloc(sizeof(uint32_t) * p->nservers);
+    if (where == NULL) {
+        request_fail(l, req, ENOMEM);
+        return;
+    }
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < p->nservers; i++) {
+        if (!pool_server_ejected(p->shared, i)) where[n++] = i;
+    }
+    if (n == 0) request_fail(l, req, ECONNREFUSED);
+    else request_send_fragments(l, c, req, where, n);
+    if (where != stack_where) free(where);
+}
+
 void request_forward(struct loop *l, struct conn *c, struct msg *req)
 {
     struct pool_rt *p = c->pool;
-    if (req->cmd_flags & CMD_F_ANY_SERVER) {
-        request_forward_one(l, req, l->rr++ % p->nservers, c->id);
+    if (req->cmd_flags & (CMD_F_ANY_SERVER | CMD_F_FRAG_ALL)) {
+        if (req->cmd_flags & CMD_F_ANY_SERVER) request_forward_one(l, c, req, l->rr++ % p->nservers);
+        else request_fan_out(l, c, req);
         return;
     }
     if (req->nkeys == 0) { /* the command table requires a key; be safe */
@@ -160,7 +224,7 @@ void request_forward(struct loop *l, struct conn *c, struct msg *req)
     }
     uint32_t first = pool_rt_route(p, req->keys[0].ptr, req->keys[0].len);
     if (!(req->cmd_flags & CMD_F_FRAG_MASK) || req->nkeys < 2 || first == DIST_NONE) {
-        request_forward_one(l, req, first, c->id);
+        request_forward_one(l, c, req, first);
         return;
     }
     uint32_t stack_where[REQUEST_STACK_KEYS];
@@ -180,26 +244,9 @@ void request_forward(struct loop *l, struct conn *c, struct msg *req)
         }
         if (where[i] != first) one_server = false;
     }
-    if (one_server) { /* the server's own reply is the reply: no split needed */
-        if (where != stack_where) free(where);
-        request_forward_one(l, req, first, c->id);
-        return;
-    }
-    int rc = p->proto->fragment(req, where, &l->msgs);
+    if (one_server) request_forward_one(l, c, req, first); /* the server's own reply is the reply */
+    else request_send_fragments(l, c, req, where, req->nkeys);
     if (where != stack_where) free(where);
-    if (rc < 0) {
-        request_fail(l, req, -rc);
-        return;
-    }
-    /* enqueue every fragment; a failure completes that fragment (the owner finishes when all do) */
-    uint32_t n = req->nfrags;
-    STATS_POOL_ADD(p->st, fragments, n);
-    for (uint32_t i = 0; i < n; i++) {
-        struct msg *f = req->frags[i];
-        f->frag_owner = req;
-        f->t_start = req->t_start;
-        request_forward_one(l, f, f->server_idx, c->id);
-    }
 }
 
 /* A request its protocol may answer itself (proto_ops.local). Returns -1 when it is to be

@@ -109,7 +109,7 @@ static void server_fail(struct conn *c, int err, enum server_end how)
 static int server_queue_setup(struct conn *c)
 {
     struct msg *setup[PROTO_SETUP_MAX];
-    int n = c->pool->proto->server_setup(c->pool->cp, &c->loop->msgs, setup, PROTO_SETUP_MAX);
+    int n = c->pool->proto->server_setup(c->pool->cp, c->variant, &c->loop->msgs, setup, PROTO_SETUP_MAX);
     if (n < 0) return n;
     for (int i = 0; i < n; i++) {
         TAILQ_INSERT_TAIL(&c->to_send, setup[i], server_link);
@@ -168,19 +168,29 @@ static int server_connect(struct conn *c)
     return 0;
 }
 
-/* Connection slot of s's backend, created on first use. It takes its config, health and counters
- * from the backend's owner: the newest generation's server_rt for this backend. */
-static struct conn *server_conn(struct server_rt *s, uint32_t slot)
+/* Connection slot of s's backend for protocol variant, created on first use (with the variant's
+ * array). It takes its config, health and counters from the backend's owner: the newest
+ * generation's server_rt for this backend. */
+static struct conn *server_conn_new(struct server_rt *s, uint32_t slot, uint8_t variant)
 {
     struct backend *be = s->be;
-    struct conn *c = be->conns[slot];
-    if (c != NULL) return c;
-    c = conn_create(s->pool->loop, &server_conn_ops, -1, be->owner->pool);
+    if (be->conns[variant] == NULL &&
+        (be->conns[variant] = calloc(be->nconns ? be->nconns : 1, sizeof(struct conn *))) == NULL)
+        return NULL;
+    struct conn *c = conn_create(s->pool->loop, &server_conn_ops, -1, be->owner->pool);
     if (c == NULL) return NULL;
     c->server = be->owner;
     c->slot = slot;
-    be->conns[slot] = c;
+    c->variant = variant;
+    be->conns[variant][slot] = c;
     return c;
+}
+
+static inline struct conn *server_conn(struct server_rt *s, uint32_t slot, uint8_t variant)
+{
+    struct conn **set = s->be->conns[variant];
+    if (set != NULL && set[slot] != NULL) return set[slot];
+    return server_conn_new(s, slot, variant);
 }
 
 int server_conn_enqueue(struct conn *c, struct msg *req, uint32_t server_idx)
@@ -201,9 +211,9 @@ int server_conn_enqueue(struct conn *c, struct msg *req, uint32_t server_idx)
     return 0;
 }
 
-int server_enqueue(struct server_rt *s, struct msg *req, uint64_t hint)
+int server_enqueue(struct server_rt *s, struct msg *req, uint64_t hint, uint8_t variant)
 {
-    struct conn *c = server_conn(s, (uint32_t)(hint % s->be->nconns));
+    struct conn *c = server_conn(s, (uint32_t)(hint % s->be->nconns), variant);
     if (c == NULL) return -ENOMEM;
     return server_conn_enqueue(c, req, s->idx);
 }
@@ -211,7 +221,7 @@ int server_enqueue(struct server_rt *s, struct msg *req, uint64_t hint)
 void server_preconnect(struct server_rt *s)
 {
     for (uint32_t i = 0; i < s->be->nconns; i++) {
-        struct conn *c = server_conn(s, i);
+        struct conn *c = server_conn(s, i, 0);
         if (c != NULL && c->fd < 0) server_connect(c);
     }
 }

@@ -19,14 +19,15 @@
 
 extern const struct conn_ops server_conn_ops;
 
-/* Queues req on a connection of server s (connecting it if needed); hint picks the connection
- * (a client's id, so one client's requests stay in order on one connection). Returns 0, or
- * -errno when the server cannot be reached now (the caller fails the request). */
-int server_enqueue(struct server_rt *s, struct msg *req, uint64_t hint);
+/* Queues req on a connection of server s (connecting it if needed) of the set of protocol variant
+ * (proto.h: the variant its client speaks); hint picks the connection (a client's id, so one
+ * client's requests stay in order on one connection). Returns 0, or -errno when the server cannot
+ * be reached now (the caller fails the request). */
+int server_enqueue(struct server_rt *s, struct msg *req, uint64_t hint, uint8_t variant);
 /* Queues req on server connection c (connecting it if needed); server_idx: the index of c's
  * server in the pool of req's client. Returns 0, or -errno when the server cannot be reached. */
 int server_conn_enqueue(struct conn *c, struct msg *req, uint32_t server_idx);
-/* Opens the connections of s now (preconnect). */
+/* Opens the connections of s now (preconnect): those of the first protocol variant (RESP2). */
 void server_preconnect(struct server_rt *s);
 /* Fails what c holds (errno err) and closes its socket; it reconnects on demand. */
 void server_conn_close(struct conn *c, int err);

@@ -188,7 +188,7 @@ static void txn_end(struct conn *c, struct txn *t)
 static int txn_take(struct conn *c, struct txn *t, uint32_t server)
 {
     if (t->dconn != NULL) return 0;
-    int rc = dedicated_acquire(&c->pool->servers[server], t, &t->dconn);
+    int rc = dedicated_acquire(&c->pool->servers[server], t, c->sess.variant, &t->dconn);
     if (rc < 0) t->dconn = NULL;
     return rc;
 }
@@ -216,7 +216,8 @@ static int txn_multi(struct conn *c, struct msg *req)
 /* A command after MULTI: checked, routed and held until EXEC. */
 static int txn_queue(struct conn *c, struct txn *t, struct msg *req)
 {
-    if (req->cmd_flags & CMD_F_LOCAL_MASK & ~CMD_F_LOCAL_PING) { /* AUTH: the proxy's, not redis' */
+    if ((req->cmd_flags & CMD_F_LOCAL_MASK) && !(req->cmd_flags & CMD_F_TXN_SERVER)) {
+        /* AUTH, HELLO, CLIENT, SELECT, INFO: the proxy's, not the server connection's */
         t->aborted = true;
         return txn_answer(c, req, PROTO_TXN_NOT_ALLOWED, NULL, NULL);
     }
@@ -354,10 +355,25 @@ static int txn_unwatch(struct conn *c, struct msg *req)
     return 0;
 }
 
+/* HELLO or RESET (CMD_F_SWITCH) outside MULTI, RESET inside: the client's later requests may use
+ * the server connections of another protocol variant, so this one waits until every earlier
+ * request is answered (none can be overtaken). RESET ends the transaction and the WATCH first. */
+static int txn_switch(struct conn *c, struct msg *req)
+{
+    if (txn_earlier_pending(c, req)) return txn_hold(c, req);
+    if ((req->cmd_flags & CMD_F_RESET) && c->txn != NULL) txn_end(c, c->txn);
+    int rc = request_serve(c, req);
+    txn_maybe_free(c);
+    return rc;
+}
+
 /* A request whose turn it is (nothing held before it, no barrier). */
 static int txn_run(struct conn *c, struct msg *req)
 {
     struct txn *t = c->txn;
+    if ((req->cmd_flags & CMD_F_SWITCH) && req->reject == REJECT_NONE &&
+        ((req->cmd_flags & CMD_F_RESET) || t == NULL || !t->in_multi))
+        return txn_switch(c, req);
     if (req->reject != REJECT_NONE || req->quit || !c->sess.admitted) {
         /* refused (unknown, wrong arity, NOAUTH): inside MULTI, redis aborts the transaction */
         if (t != NULL && t->in_multi && !req->quit) t->aborted = true;

@@ -18,6 +18,9 @@
  *   earlier request of its client is answered, and the client's later requests wait until it
  *   is answered (held in the client's queue, msg.txn_wait): its order against the client's
  *   other requests, which use the shared connections, is the order the client sent them in.
+ * - HELLO and RESET (CMD_F_SWITCH: they move the client's later requests to the server
+ *   connections of another protocol variant) wait the same way until every earlier request of the
+ *   client is answered; RESET ends the transaction and the WATCH first, as redis does.
  * - A client that leaves gives its dedicated connection back clean (UNWATCH when it watched).
  *   When the dedicated connection fails while it holds a WATCH, the WATCH is lost: EXEC then
  *   answers the connection's error.

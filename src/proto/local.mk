@@ -17,4 +17,5 @@ src_libnutcrackers_la_SOURCES += \
 	src/proto/redis_rsp.c \
 	src/proto/redis_frag.c \
 	src/proto/redis_local.c \
+	src/proto/redis_info.c \
 	src/proto/redis_proto.c

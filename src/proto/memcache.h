@@ -163,7 +163,7 @@ int mc_parse_req(struct parse_state *ps, struct msg *m, const uint8_t *buf, size
                  size_t *consumed);
 int mc_parse_rsp(struct parse_state *ps, struct msg *m, const uint8_t *buf, size_t len,
                  size_t *consumed);
-int mc_fragment(struct msg *req, const uint32_t *server_of_key, struct msg_pool *pool);
-int mc_coalesce(struct msg *req, struct msg *rsp);
+int mc_fragment(struct msg *req, const uint32_t *server_of_key, uint32_t nwhere, struct msg_pool *pool);
+int mc_coalesce(const struct proto_view *v, struct msg *req, struct msg *rsp);
 
 #endif

@@ -76,9 +76,10 @@ static int frag_add_key(struct msg *f, const struct msg *req, uint32_t i, uint32
     return rc;
 }
 
-int mc_fragment(struct msg *req, const uint32_t *server_of_key, struct msg_pool *pool)
+int mc_fragment(struct msg *req, const uint32_t *server_of_key, uint32_t nwhere, struct msg_pool *pool)
 {
     uint32_t n = req->nkeys;
+    (void)nwhere; /* == nkeys: memcached has no CMD_F_FRAG_ALL command */
     uint32_t *key_frag = malloc((size_t)n * sizeof(*key_frag));
     uint32_t *scratch = malloc((size_t)n * sizeof(*scratch)); /* servers, then last keys */
     struct mbuf *sep = mbuf_literal(" \r\n", 3);
@@ -126,8 +127,9 @@ static bool elem_is_key(const struct msg_elem *e, const struct msg_key *k)
     return e->key_len == k->len && memcmp(e->key, k->ptr, k->len) == 0;
 }
 
-int mc_coalesce(struct msg *req, struct msg *rsp)
+int mc_coalesce(const struct proto_view *v, struct msg *req, struct msg *rsp)
 {
+    (void)v;
     for (uint32_t j = 0; j < req->nfrags; j++) {
         const struct msg *r = req->frags[j]->peer;
         if (r == NULL || r->rsp_type != RSP_MC_END) return -EINVAL;

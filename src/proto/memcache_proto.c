@@ -116,9 +116,16 @@ static int mc_local(struct proto_session *s, const struct conf_pool *cp, const s
     return PROTO_FORWARD;
 }
 
-static int mc_server_setup(const struct conf_pool *cp, struct msg_pool *pool, struct msg **out, uint32_t max)
+static void mc_session_free(struct proto_session *s)
+{
+    (void)s;
+}
+
+static int mc_server_setup(const struct conf_pool *cp, uint8_t variant, struct msg_pool *pool, struct msg **out,
+                           uint32_t max)
 {
     (void)cp;
+    (void)variant;
     (void)pool;
     (void)out;
     (void)max;
@@ -143,6 +150,7 @@ const struct proto_ops memcache_proto = {
     .error_reply = mc_error_reply,
     .protocol_error_reply = mc_protocol_error_reply,
     .session_init = mc_session_init,
+    .session_free = mc_session_free,
     .local = mc_local,
     .server_setup = mc_server_setup,
     .probe_request = "version\r\n",

@@ -29,8 +29,10 @@
  * rest is never parsed.
  *
  * Everything else a protocol knows that the core does not: the requests the proxy answers itself
- * (local(), with a small per-client session), the error texts the proxy writes, the requests sent
- * first on every new server connection (redis AUTH/SELECT), the health probe and what counts as
+ * (local(), with a small per-client session), the requests it asks of every server and answers
+ * from their replies (CMD_F_FRAG_ALL: redis HELLO, INFO), the protocol variant a client speaks
+ * (which picks its server connections), the error texts the proxy writes, the requests sent first
+ * on every new server connection (redis HELLO 3/AUTH/SELECT), the health probe and what counts as
  * an answer, and the reply to a client over client_connections. A locally answered command or a
  * connection set-up step is an entry here, never a branch in core/.
  *
@@ -60,22 +62,60 @@ enum parse_status { PARSE_ERROR = -1, PARSE_AGAIN = 0, PARSE_DONE = 1 };
 #define CMD_F_FRAG_MCGET   (1u << 7)  /* memcached get/gets/gat/gats: VALUE blocks in key order, one END */
 #define CMD_F_FRAG_MASK    (CMD_F_FRAG_MGET | CMD_F_FRAG_SUM | CMD_F_FRAG_MSET | CMD_F_FRAG_MCGET)
 #define CMD_F_WRITE        (1u << 8)  /* informational: modifies data */
+#define CMD_F_LOCAL        (1u << 9)  /* local() answers it, or checks it and says PROTO_FORWARD
+                                       * (redis HELLO, CLIENT, ECHO, SELECT, RESET, INFO) */
+#define CMD_F_FRAG_ALL     (1u << 10) /* keyless, sent to every server of the pool (one fragment
+                                       * each, fragment() with every live server's index); its
+                                       * coalesce builds the reply (redis HELLO, INFO) */
+#define CMD_F_FRAG_PARTIAL (1u << 11) /* a fragment that fails does not fail the request: coalesce
+                                       * takes those that answered; it fails when none did */
+#define CMD_F_TXN_SERVER   (1u << 12) /* answered by the proxy, but inside MULTI it is queued for
+                                       * the server like any command (redis PING, ECHO) */
 /* the commands the core hands to proto_ops.local() */
-#define CMD_F_LOCAL_MASK   (CMD_F_LOCAL_PING | CMD_F_QUIT | CMD_F_AUTH)
+#define CMD_F_LOCAL_MASK   (CMD_F_LOCAL_PING | CMD_F_QUIT | CMD_F_AUTH | CMD_F_LOCAL)
 /* transaction commands: the core's transaction logic (core/txn.c) handles them */
 #define CMD_F_MULTI        (1u << 16) /* redis MULTI: start queueing */
 #define CMD_F_EXEC         (1u << 17) /* redis EXEC: run what was queued */
 #define CMD_F_DISCARD      (1u << 18) /* redis DISCARD: drop what was queued */
 #define CMD_F_WATCH        (1u << 19) /* redis WATCH key...: its keys choose the server */
 #define CMD_F_UNWATCH      (1u << 20) /* redis UNWATCH */
-#define CMD_F_TXN_MASK     (CMD_F_MULTI | CMD_F_EXEC | CMD_F_DISCARD | CMD_F_WATCH | CMD_F_UNWATCH)
+#define CMD_F_SWITCH       (1u << 21) /* may change proto_session.variant (redis HELLO, RESET): it
+                                       * is served once the client's earlier requests are answered,
+                                       * so none of them can be overtaken on the other connections */
+#define CMD_F_RESET        (1u << 22) /* redis RESET: ends the client's transaction and WATCH */
+#define CMD_F_TXN_MASK     (CMD_F_MULTI | CMD_F_EXEC | CMD_F_DISCARD | CMD_F_WATCH | CMD_F_UNWATCH | \
+                            CMD_F_SWITCH | CMD_F_RESET)
 
-/* What a client's connection remembers for its protocol; only proto_ops.session_init and
- * proto_ops.local change it. */
+/* How many variants of its protocol a client may speak (redis: RESP2, RESP3). The core keeps a
+ * set of server connections per variant and sends a client's requests on its variant's set. */
+#define PROTO_VARIANTS 2
+
+/* The protocol's own per-client data that does not fit in a few bytes (redis: the client's name,
+ * lib-name, lib-ver), allocated by local() when it has some, freed by session_free. */
+struct proto_session_ext;
+
+/* What a client's connection remembers for its protocol. The core sets id, fd and t_start when it
+ * accepts the client; only proto_ops.session_init and proto_ops.local change the rest. */
 struct proto_session {
     bool admitted;          /* its requests may be forwarded; false: each goes to local() first
                              * (redis: AUTH is required) */
     bool authed;            /* redis: it sent the pool's redis_auth */
+    uint8_t variant;        /* the protocol variant it speaks (< PROTO_VARIANTS; redis: 0 RESP2,
+                             * 1 RESP3 after HELLO 3): the core sends its requests on server
+                             * connections of that variant */
+    uint8_t flags;          /* the protocol's own (redis: CLIENT NO-EVICT, NO-TOUCH) */
+    int fd;                 /* the client's socket (redis: CLIENT INFO's addresses) */
+    uint64_t id;            /* the client's id, unique in the process (redis: CLIENT ID, HELLO) */
+    uint64_t t_start;       /* monotonic usec when it connected */
+    struct proto_session_ext *ext; /* NULL when there is nothing in it */
+};
+
+/* What the core tells coalesce() of a client and its pool, for the replies a protocol builds from
+ * every server's answer (CMD_F_FRAG_ALL). */
+struct proto_view {
+    const struct proto_session *sess;
+    const struct conf_pool *cp;
+    long pool_clients;      /* the pool's clients now, every worker */
 };
 
 /* What proto_ops.local() did with a request. */
@@ -123,20 +163,24 @@ struct proto_ops {
                      size_t *consumed);
 
     /*
-     * Builds the sub-requests of a multi-key request req (a CMD_F_FRAG_* command with nkeys >= 2):
-     * key i goes to server server_of_key[i]. Creates one fragment per distinct server (msg_get from
-     * pool), keeping key order within each, fills req->frags, req->nfrags, req->key_frag, and sets
-     * each fragment's frag_owner, server_idx, nkeys/keys (pointing at req's key bytes) and bytes (a
-     * header literal plus slices of req). Returns 0 or -ENOMEM (then nothing is left allocated).
+     * Builds the sub-requests of a multi-key request req (a CMD_F_FRAG_MASK command with nkeys >= 2,
+     * n == nkeys): key i goes to server where[i]. Creates one fragment per distinct server (msg_get
+     * from pool), keeping key order within each, fills req->frags, req->nfrags, req->key_frag, and
+     * sets each fragment's frag_owner, server_idx, nkeys/keys (pointing at req's key bytes) and
+     * bytes (a header literal plus slices of req). A CMD_F_FRAG_ALL request gets one fragment per
+     * entry of where[0..n) (distinct servers), no keys, no key_frag. Returns 0 or -ENOMEM (then
+     * nothing is left allocated).
      */
-    int (*fragment)(struct msg *req, const uint32_t *server_of_key, struct msg_pool *pool);
+    int (*fragment)(struct msg *req, const uint32_t *where, uint32_t n, struct msg_pool *pool);
 
     /*
      * Builds in rsp the client's reply for req from its fragments' replies (frags[i]->peer, every
-     * one present). Returns 0, or -EINVAL when a fragment's reply is not of the expected type
-     * (the core then answers an error instead), or -ENOMEM.
+     * one present; with CMD_F_FRAG_PARTIAL, those of the fragments that failed, frags[i]->err set,
+     * are NULL). v: the client (for the replies the protocol builds itself). Returns 0, or -EINVAL
+     * when a fragment's reply is not of the expected type (the core then answers an error
+     * instead), or -ENOMEM.
      */
-    int (*coalesce)(struct msg *req, struct msg *rsp);
+    int (*coalesce)(const struct proto_view *v, struct msg *req, struct msg *rsp);
 
     /* Writes the reply text for a rejected request (msg->reject) into buf; returns its length. */
     size_t (*reject_reply)(const struct msg *req, char *buf, size_t size);
@@ -147,8 +191,11 @@ struct proto_ops {
      * Returns its length. */
     size_t (*protocol_error_reply)(const char *why, char *buf, size_t size);
 
-    /* A client starts on pool cp (old NULL), or moves to cp from pool old after a reload. */
+    /* A client starts on pool cp (old NULL; id, fd and t_start are set), or moves to cp from pool
+     * old after a reload. */
     void (*session_init)(struct proto_session *s, const struct conf_pool *cp, const struct conf_pool *old);
+    /* The client is gone: frees s->ext. */
+    void (*session_free)(struct proto_session *s);
     /*
      * The requests the proxy answers itself. The core calls it only for a request with reject or
      * quit set, a command flag of CMD_F_LOCAL_MASK, or a client not admitted. It writes the reply
@@ -156,10 +203,12 @@ struct proto_ops {
      */
     int (*local)(struct proto_session *s, const struct conf_pool *cp, const struct msg *req, struct msg *rsp);
 
-    /* The requests written first on every new server connection of pool cp (redis: AUTH, SELECT),
-     * their replies dropped: built into out[] (at most max, msg_get from pool, swallow set).
-     * Returns how many, or -ENOMEM (nothing left allocated). */
-    int (*server_setup)(const struct conf_pool *cp, struct msg_pool *pool, struct msg **out, uint32_t max);
+    /* The requests written first on every new server connection of pool cp for clients of
+     * variant (redis: HELLO 3 for RESP3, AUTH, SELECT), their replies dropped: built into out[]
+     * (at most max, msg_get from pool, swallow set). Returns how many, or -ENOMEM (nothing left
+     * allocated). */
+    int (*server_setup)(const struct conf_pool *cp, uint8_t variant, struct msg_pool *pool,
+                        struct msg **out, uint32_t max);
 
     /* The health probe of an ejected server: the request, and whether the start of its reply
      * (what was read, up to the first newline) shows a server ready to serve. */

@@ -45,16 +45,74 @@ int redis_parse_req(struct parse_state *ps, struct msg *m, const uint8_t *buf, s
                     size_t *consumed);
 int redis_parse_rsp(struct parse_state *ps, struct msg *m, const uint8_t *buf, size_t len,
                     size_t *consumed);
-int redis_fragment(struct msg *req, const uint32_t *server_of_key, struct msg_pool *pool);
-int redis_coalesce(struct msg *req, struct msg *rsp);
+int redis_fragment(struct msg *req, const uint32_t *where, uint32_t n, struct msg_pool *pool);
+int redis_coalesce(const struct proto_view *v, struct msg *req, struct msg *rsp);
 /* proto_ops.probe_alive (redis_rsp.c): a status reply, or an error other than "up but not
  * serving yet" (-LOADING, -BUSY, -MASTERDOWN). */
 bool redis_probe_alive(const uint8_t *reply, size_t len);
 
+/* The per-client session (proto.h struct proto_session): variant 0 is RESP2, 1 RESP3. */
+#define REDIS_RESP2 0
+#define REDIS_RESP3 1
+#define REDIS_SESS_NO_EVICT 0x1u   /* proto_session.flags: CLIENT NO-EVICT on */
+#define REDIS_SESS_NO_TOUCH 0x2u   /* CLIENT NO-TOUCH on */
+
+/* The client's strings (proto_session.ext): NUL-terminated, NULL when unset. */
+enum redis_sess_text {
+    REDIS_TEXT_NAME,        /* CLIENT SETNAME, HELLO SETNAME */
+    REDIS_TEXT_LIB_NAME,    /* CLIENT SETINFO LIB-NAME */
+    REDIS_TEXT_LIB_VER,     /* CLIENT SETINFO LIB-VER */
+    REDIS_NTEXT
+};
+struct proto_session_ext {
+    char *text[REDIS_NTEXT];
+};
+
 /* The requests and the per-client session the proxy handles itself (redis_local.c). */
 void redis_session_init(struct proto_session *s, const struct conf_pool *cp, const struct conf_pool *old);
+void redis_session_free(struct proto_session *s);
 int redis_local(struct proto_session *s, const struct conf_pool *cp, const struct msg *req, struct msg *rsp);
-int redis_server_setup(const struct conf_pool *cp, struct msg_pool *pool, struct msg **out, uint32_t max);
+int redis_server_setup(const struct conf_pool *cp, uint8_t variant, struct msg_pool *pool, struct msg **out,
+                       uint32_t max);
+/* Sets one of the client's strings to a copy of k's bytes (unset when k is empty or NULL).
+ * Returns 0 or -ENOMEM (then it is unchanged). */
+int redis_sess_set(struct proto_session *s, enum redis_sess_text which, const struct msg_key *k);
+/* One of the client's strings, "" when unset. */
+const char *redis_sess_get(const struct proto_session *s, enum redis_sess_text which);
+/* Whether k is a valid client name or SETINFO value: printable ASCII without spaces ('!'..'~'). */
+bool redis_valid_name(const struct msg_key *k);
+/* Whether k is word (any case). */
+bool redis_key_is(const struct msg_key *k, const char *word);
+
+/* HELLO and INFO, answered from every server's INFO (redis_info.c). */
+/* local()'s part of HELLO: its checks and what it changes in the session (protocol, AUTH, name);
+ * PROTO_FORWARD when the fan-out is to build the reply, else the error is in rsp. */
+int redis_hello(struct proto_session *s, const struct conf_pool *cp, const struct msg *req, struct msg *rsp);
+/* fragment() of a CMD_F_FRAG_ALL request: one INFO per server where[0..n). */
+int redis_fragment_all(struct msg *req, const uint32_t *where, uint32_t n, struct msg_pool *pool);
+/* coalesce() of a CMD_F_FRAG_ALL request: HELLO's reply, or the merged INFO. */
+int redis_coalesce_all(const struct proto_view *v, struct msg *req, struct msg *rsp);
+
+/* A growable reply text (redis_proto.c). On allocation failure it stops growing and remembers it;
+ * rtext_put then fails. */
+struct rtext {
+    char *p;
+    size_t len, cap;
+    bool oom;
+};
+void rtext_add(struct rtext *t, const void *data, size_t n);
+void rtext_str(struct rtext *t, const char *str);
+void rtext_printf(struct rtext *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* "$<n>\r\n<data>\r\n" */
+void rtext_bulk(struct rtext *t, const void *data, size_t n);
+/* A text reply the way redis sends INFO and CLIENT INFO: a bulk string in RESP2, a verbatim
+ * string ("=<n+4>\r\ntxt:<data>\r\n") in RESP3. */
+void rtext_text(struct rtext *t, uint8_t variant, const void *data, size_t n);
+/* The null reply: "$-1" in RESP2, "_" in RESP3. */
+void rtext_null(struct rtext *t, uint8_t variant);
+/* Appends t's bytes to rsp and frees t. Returns 0 or -ENOMEM. */
+int rtext_put(struct rtext *t, struct msg *rsp);
+void rtext_free(struct rtext *t);
 size_t redis_reject_reply(const struct msg *req, char *buf, size_t size);
 size_t redis_txn_reply(enum proto_txn_reply what, const char *a, const char *b, char *buf, size_t size);
 /* Writes pre + mid + post into buf (no NUL), cutting mid so it fits; control bytes of mid become

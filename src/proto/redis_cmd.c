@@ -5,7 +5,9 @@
  * parses beyond its notes: COPY, TOUCH, UNLINK, MOVE, HRANDFIELD, HSTRLEN, ...); arities and key
  * positions are redis 7's. The table is sorted by name (a unit test checks it) and searched by
  * binary search on the lowercased name. Beyond twemproxy's set: the transaction commands (MULTI,
- * EXEC, DISCARD, WATCH, UNWATCH), which the core runs on a dedicated server connection.
+ * EXEC, DISCARD, WATCH, UNWATCH), which the core runs on a dedicated server connection; the
+ * connection handshake the proxy answers itself (HELLO, CLIENT, ECHO, SELECT, RESET; HELLO and
+ * INFO from every server's INFO, notes/resp3-and-handshake.md); TIME, sent to any server.
  *
  * Threads: const data; any thread.
  */
@@ -19,12 +21,14 @@
 #define W CMD_F_WRITE
 
 /* name, arity, first key, last key, key step, numkeys position, flags */
-#define NOKEY(n, ar, fl)   { n, ar, 0, 0, 0, 0, fl }
-#define KEY1(n, ar, fl)    { n, ar, 1, 1, 1, 0, fl }    /* one key, at arg 1 */
-#define KEY12(n, ar, fl)   { n, ar, 1, 2, 1, 0, fl }    /* keys at args 1 and 2 */
-#define KEYALL(n, ar, fl)  { n, ar, 1, -1, 1, 0, fl }   /* every arg after the name is a key */
-#define NUMK(n, ar, pos, fl) { n, ar, 0, 0, 0, pos, fl } /* numkeys at pos, keys after it */
-#define DESTNUMK(n, ar, fl) { n, ar, 1, 1, 1, 2, fl }  /* dest key, numkeys, keys */
+#define NOKEY(n, ar, fl)   { n, ar, 0, 0, 0, 0, fl, 0 }
+#define KEY1(n, ar, fl)    { n, ar, 1, 1, 1, 0, fl, 0 }    /* one key, at arg 1 */
+#define KEY12(n, ar, fl)   { n, ar, 1, 2, 1, 0, fl, 0 }    /* keys at args 1 and 2 */
+#define KEYALL(n, ar, fl)  { n, ar, 1, -1, 1, 0, fl, 0 }   /* every arg after the name is a key */
+#define NUMK(n, ar, pos, fl) { n, ar, 0, 0, 0, pos, fl, 0 } /* numkeys at pos, keys after it */
+#define DESTNUMK(n, ar, fl) { n, ar, 1, 1, 1, 2, fl, 0 }  /* dest key, numkeys, keys */
+/* answered (or checked) by the proxy: every argument a "key", for local() to read */
+#define LOCAL(n, ar, fl, which) { n, ar, 1, -1, 1, 0, CMD_F_LOCAL | (fl), which }
 
 const struct redis_cmd redis_cmds[] = {
     KEY1("append", 3, W),
@@ -32,6 +36,7 @@ const struct redis_cmd redis_cmds[] = {
     KEY1("bitcount", -2, 0),
     KEY1("bitfield", -2, W),
     KEY1("bitpos", -3, 0),
+    LOCAL("client", -2, 0, REDIS_LOCAL_CLIENT),
     NOKEY("command", -1, CMD_F_ANY_SERVER),
     KEY12("copy", -3, W),
     KEY1("decr", 2, W),
@@ -39,6 +44,7 @@ const struct redis_cmd redis_cmds[] = {
     KEYALL("del", -2, W | CMD_F_FRAG_SUM),
     NOKEY("discard", 1, CMD_F_DISCARD),
     KEY1("dump", 2, 0),
+    LOCAL("echo", 2, CMD_F_TXN_SERVER, REDIS_LOCAL_ECHO),
     NUMK("eval", -3, 2, W),
     NUMK("evalsha", -3, 2, W),
     NOKEY("exec", 1, CMD_F_EXEC),
@@ -60,6 +66,7 @@ const struct redis_cmd redis_cmds[] = {
     KEY1("getrange", 4, 0),
     KEY1("getset", 3, W),
     KEY1("hdel", -3, W),
+    LOCAL("hello", -1, CMD_F_FRAG_ALL | CMD_F_FRAG_PARTIAL | CMD_F_SWITCH, REDIS_LOCAL_HELLO),
     KEY1("hexists", 3, 0),
     KEY1("hget", 3, 0),
     KEY1("hgetall", 2, 0),
@@ -78,6 +85,7 @@ const struct redis_cmd redis_cmds[] = {
     KEY1("incr", 2, W),
     KEY1("incrby", 3, W),
     KEY1("incrbyfloat", 3, W),
+    LOCAL("info", -1, CMD_F_FRAG_ALL | CMD_F_FRAG_PARTIAL, REDIS_LOCAL_INFO),
     KEY1("lindex", 3, 0),
     KEY1("linsert", 5, W),
     KEY1("llen", 2, 0),
@@ -93,7 +101,7 @@ const struct redis_cmd redis_cmds[] = {
     KEY1("ltrim", 4, W),
     KEYALL("mget", -2, CMD_F_FRAG_MGET),
     KEY1("move", 3, W),
-    { "mset", -3, 1, -1, 2, 0, W | CMD_F_FRAG_MSET },
+    { "mset", -3, 1, -1, 2, 0, W | CMD_F_FRAG_MSET, 0 },
     NOKEY("multi", 1, CMD_F_MULTI),
     KEY1("persist", 2, W),
     KEY1("pexpire", -3, W),
@@ -101,10 +109,11 @@ const struct redis_cmd redis_cmds[] = {
     KEY1("pfadd", -2, W),
     KEYALL("pfcount", -2, 0),
     KEYALL("pfmerge", -2, W),
-    KEYALL("ping", -1, CMD_F_LOCAL_PING), /* "key": the optional message */
+    KEYALL("ping", -1, CMD_F_LOCAL_PING | CMD_F_TXN_SERVER), /* "key": the optional message */
     KEY1("psetex", 4, W),
     KEY1("pttl", 2, 0),
     NOKEY("quit", -1, CMD_F_QUIT),
+    LOCAL("reset", 1, CMD_F_SWITCH | CMD_F_RESET, REDIS_LOCAL_RESET),
     KEY1("restore", -4, W),
     KEY1("rpop", -2, W),
     KEY12("rpoplpush", 3, W),
@@ -114,6 +123,7 @@ const struct redis_cmd redis_cmds[] = {
     KEY1("scard", 2, 0),
     KEYALL("sdiff", -2, 0),
     KEYALL("sdiffstore", -3, W),
+    LOCAL("select", 2, 0, REDIS_LOCAL_SELECT),
     KEY1("set", -3, W),
     KEY1("setbit", 4, W),
     KEY1("setex", 4, W),
@@ -133,6 +143,7 @@ const struct redis_cmd redis_cmds[] = {
     KEY1("strlen", 2, 0),
     KEYALL("sunion", -2, 0),
     KEYALL("sunionstore", -3, W),
+    NOKEY("time", 1, CMD_F_ANY_SERVER),
     KEYALL("touch", -2, CMD_F_FRAG_SUM),
     KEY1("ttl", 2, 0),
     KEY1("type", 2, 0),

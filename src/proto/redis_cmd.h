@@ -1,6 +1,7 @@
 /*
  * redis_cmd.h - the redis command table: every command nutcrackers forwards (or answers itself),
- * with its arity and key positions as redis defines them, and its CMD_F_* flags. msg->cmd is an
+ * with its arity and key positions as redis defines them, its CMD_F_* flags, and for the commands
+ * the proxy handles itself (CMD_F_LOCAL) which one it is. msg->cmd is an
  * index into redis_cmds[]. A command that is not in the table is not supported.
  *
  * Threads: the table is const; any thread may read it.
@@ -17,6 +18,17 @@
 /* msg->cmd of a request whose name is not in the table */
 #define REDIS_CMD_NONE UINT16_MAX
 
+/* The commands whose CMD_F_LOCAL the proxy handles (redis_local.c): which one a command is. */
+enum redis_local_cmd {
+    REDIS_LOCAL_NONE = 0,
+    REDIS_LOCAL_CLIENT,
+    REDIS_LOCAL_ECHO,
+    REDIS_LOCAL_HELLO,
+    REDIS_LOCAL_INFO,
+    REDIS_LOCAL_RESET,
+    REDIS_LOCAL_SELECT,
+};
+
 struct redis_cmd {
     const char *name;     /* lowercase */
     int8_t arity;         /* > 0: exactly this many args (name included); < 0: at least -arity */
@@ -25,6 +37,7 @@ struct redis_cmd {
     int8_t key_step;      /* distance between fixed keys (MSET: 2, the value is part of the group) */
     int8_t numkeys_pos;   /* > 0: this arg counts the keys that follow it (EVAL, ZUNION, ...) */
     uint32_t flags;       /* CMD_F_* (proto.h) */
+    uint8_t local;        /* enum redis_local_cmd: with CMD_F_LOCAL, which of the proxy's own */
 };
 
 extern const struct redis_cmd redis_cmds[];

@@ -22,6 +22,8 @@
  * not twemproxy's "-ERR Invalid argument": the client still gets one error and no partial result,
  * as in twemproxy, but with redis' own words, the reply a single redis would have given.
  *
+ * HELLO and INFO (CMD_F_FRAG_ALL: one fragment per server, not per key) are redis_info.c's.
+ *
  * Threads: the worker that owns the request, its fragments and their replies.
  */
 #include "config.h"
@@ -151,9 +153,10 @@ static int frag_header(struct msg *frag, const char *name, uint64_t nargs)
     return msg_append_literal(frag, hdr, n);
 }
 
-int redis_fragment(struct msg *req, const uint32_t *server_of_key, struct msg_pool *pool)
+int redis_fragment(struct msg *req, const uint32_t *server_of_key, uint32_t n, struct msg_pool *pool)
 {
-    NC_ASSERT(req->nkeys >= 2 && req->cmd < redis_ncmds && (req->cmd_flags & CMD_F_FRAG_MASK));
+    if (req->cmd_flags & CMD_F_FRAG_ALL) return redis_fragment_all(req, server_of_key, n, pool);
+    NC_ASSERT(req->nkeys >= 2 && n == req->nkeys && req->cmd < redis_ncmds && (req->cmd_flags & CMD_F_FRAG_MASK));
     uint32_t nkeys = req->nkeys, nfrags = 0;
     bool mset = (req->cmd_flags & CMD_F_FRAG_MSET) != 0;
     const char *name = redis_cmds[req->cmd].name;
@@ -276,8 +279,9 @@ static int coalesce_mset(struct msg *req, struct msg *rsp)
     return coalesce_literal(rsp, RSP_STATUS, "+OK\r\n", 5);
 }
 
-int redis_coalesce(struct msg *req, struct msg *rsp)
+int redis_coalesce(const struct proto_view *v, struct msg *req, struct msg *rsp)
 {
+    if (req->cmd_flags & CMD_F_FRAG_ALL) return redis_coalesce_all(v, req, rsp);
     const struct msg *err = NULL;
     for (uint32_t f = 0; f < req->nfrags; f++) {
         const struct msg *r = req->frags[f]->peer;

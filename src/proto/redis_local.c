@@ -1,25 +1,38 @@
 /*
- * redis_local.c - what the proxy does itself for redis (proto_ops.local, session_init and
- * server_setup, see proto.h):
+ * redis_local.c - what the proxy does itself for redis (proto_ops.local, session_init,
+ * session_free and server_setup, see proto.h; notes/resp3-and-handshake.md):
  *   - a rejected request gets its error (redis_reject_reply); QUIT gets +OK and closes;
- *   - with redis_auth set, a client must AUTH first: anything else gets -NOAUTH; AUTH is checked
- *     against the pool's password, with redis' replies;
- *   - PING gets +PONG, or its message back as a bulk string;
- *   - every new server connection starts with AUTH (redis_auth) and SELECT (redis_db), their
- *     replies dropped by the core;
+ *   - with redis_auth set, a client must authenticate first (AUTH, or HELLO's AUTH): anything
+ *     else gets -NOAUTH; AUTH [username] password is checked against the pool's password, with
+ *     redis' replies (the only user is "default");
+ *   - PING gets +PONG, or its message back as a bulk string; ECHO its message;
+ *   - HELLO is checked here and changes the session (redis_info.c: its reply comes from every
+ *     server's INFO); INFO is sent to every server the same way;
+ *   - CLIENT SETNAME / GETNAME / ID / INFO / SETINFO / NO-EVICT / NO-TOUCH are answered from the
+ *     session; SELECT of the pool's redis_db is +OK; RESET gives the session back its start;
+ *   - every new server connection starts with HELLO 3 (connections for RESP3 clients, with AUTH
+ *     inside when redis_auth is set), AUTH (redis_auth) and SELECT (redis_db), their replies
+ *     dropped by the core;
  *   - the texts of the proxy's own replies in a transaction (redis_txn_reply): redis's own where
  *     redis has one, and the proxy's errors (keys on two servers, no dedicated connection free).
+ * Replies a client in RESP3 gets differ from RESP2 ones only where redis' do: nulls and the
+ * verbatim text of CLIENT INFO.
  *
  * Threads: no state of its own; a loop calls it on its clients' sessions and its msgs.
  */
 #include "config.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "common/clock.h"
+#include "common/sock.h"
 #include "conf/conf.h"
 #include "proto/redis.h"
+#include "proto/redis_cmd.h"
 
 #define REDIS_LOCAL_REPLY_MAX 512
 
@@ -30,9 +43,67 @@ static bool redis_str_eq(const char *a, const char *b)
 
 void redis_session_init(struct proto_session *s, const struct conf_pool *cp, const struct conf_pool *old)
 {
+    if (old == NULL) { /* a new client (id, fd and t_start are the core's); after a reload it keeps them */
+        s->variant = REDIS_RESP2;
+        s->flags = 0;
+        s->ext = NULL;
+    }
     /* a client that moves to a pool with another password must AUTH again */
     s->authed = old != NULL && s->authed && redis_str_eq(old->redis_auth, cp->redis_auth);
     s->admitted = cp->redis_auth == NULL || s->authed;
+}
+
+void redis_session_free(struct proto_session *s)
+{
+    if (s->ext == NULL) return;
+    for (int i = 0; i < REDIS_NTEXT; i++) free(s->ext->text[i]);
+    free(s->ext);
+    s->ext = NULL;
+}
+
+int redis_sess_set(struct proto_session *s, enum redis_sess_text which, const struct msg_key *k)
+{
+    char *copy = NULL;
+    if (k != NULL && k->len > 0) {
+        if ((copy = malloc((size_t)k->len + 1)) == NULL) return -ENOMEM;
+        memcpy(copy, k->ptr, k->len);
+        copy[k->len] = '\0';
+    }
+    if (s->ext == NULL) {
+        if (copy == NULL) return 0;
+        if ((s->ext = calloc(1, sizeof(*s->ext))) == NULL) {
+            free(copy);
+            return -ENOMEM;
+        }
+    }
+    free(s->ext->text[which]);
+    s->ext->text[which] = copy;
+    return 0;
+}
+
+const char *redis_sess_get(const struct proto_session *s, enum redis_sess_text which)
+{
+    return s->ext != NULL && s->ext->text[which] != NULL ? s->ext->text[which] : "";
+}
+
+bool redis_valid_name(const struct msg_key *k)
+{
+    for (uint32_t i = 0; i < k->len; i++) {
+        if (k->ptr[i] < '!' || k->ptr[i] > '~') return false;
+    }
+    return true;
+}
+
+bool redis_key_is(const struct msg_key *k, const char *word)
+{
+    size_t n = strlen(word);
+    if (k->len != n) return false;
+    for (size_t i = 0; i < n; i++) {
+        uint8_t c = k->ptr[i];
+        if (c >= 'A' && c <= 'Z') c = (uint8_t)(c + ('a' - 'A'));
+        if (c != (uint8_t)word[i]) return false;
+    }
+    return true;
 }
 
 static int redis_answer(struct msg *rsp, const char *text, int verdict)
@@ -40,18 +111,61 @@ static int redis_answer(struct msg *rsp, const char *text, int verdict)
     return msg_append_literal(rsp, text, strlen(text)) < 0 ? -ENOMEM : verdict;
 }
 
+/* An error naming what the client sent: pre + k (control bytes as spaces, cut to fit) + post. */
+static int redis_answer_named(struct msg *rsp, const char *pre, const struct msg_key *k, const char *post,
+                              bool lower)
+{
+    char buf[REDIS_LOCAL_REPLY_MAX];
+    size_t n = redis_reply_line(buf, sizeof(buf), pre, k->ptr, k->len, post, lower);
+    return msg_append_literal(rsp, buf, n) < 0 ? -ENOMEM : PROTO_ANSWERED;
+}
+
+static int redis_answer_text(struct rtext *t, struct msg *rsp)
+{
+    return rtext_put(t, rsp) < 0 ? -ENOMEM : PROTO_ANSWERED;
+}
+
+/* Whether user/password are the credentials of the pool's only user, "default": its password
+ * is redis_auth, and any one will do without (redis' "nopass" default user). */
+static bool redis_creds_ok(const struct conf_pool *cp, const struct msg_key *user, const struct msg_key *pw)
+{
+    if (user != NULL && !(user->len == 7 && memcmp(user->ptr, "default", 7) == 0)) return false;
+    if (cp->redis_auth == NULL) return true;
+    size_t len = strlen(cp->redis_auth);
+    return pw->len == len && memcmp(pw->ptr, cp->redis_auth, len) == 0;
+}
+
+static const char redis_wrongpass[] = "-WRONGPASS invalid username-password pair or user is disabled.\r\n";
+
+/* AUTH password (twemproxy's replies), AUTH username password (redis 6's). */
 static int redis_auth(struct proto_session *s, const struct conf_pool *cp, const struct msg *req,
                       struct msg *rsp)
 {
-    if (cp->redis_auth == NULL)
-        return redis_answer(rsp, "-ERR Client sent AUTH, but no password is set\r\n", PROTO_ANSWERED);
     if (req->nkeys == 0)
         return redis_answer(rsp, "-ERR wrong number of arguments for 'auth' command\r\n", PROTO_ANSWERED);
+    if (req->nkeys > 2) return redis_answer(rsp, "-ERR syntax error\r\n", PROTO_ANSWERED);
+    const struct msg_key *user = req->nkeys == 2 ? &req->keys[0] : NULL;
     const struct msg_key *pw = &req->keys[req->nkeys - 1];
-    size_t len = strlen(cp->redis_auth);
-    s->authed = pw->len == len && memcmp(pw->ptr, cp->redis_auth, len) == 0;
-    s->admitted = s->authed;
-    return redis_answer(rsp, s->authed ? "+OK\r\n" : "-ERR invalid password\r\n", PROTO_ANSWERED);
+    if (cp->redis_auth == NULL && user == NULL)
+        return redis_answer(rsp, "-ERR Client sent AUTH, but no password is set\r\n", PROTO_ANSWERED);
+    bool ok = redis_creds_ok(cp, user, pw);
+    if (cp->redis_auth != NULL) {
+        s->authed = ok;
+        s->admitted = ok;
+    }
+    if (ok) return redis_answer(rsp, "+OK\r\n", PROTO_ANSWERED);
+    return redis_answer(rsp, user != NULL ? redis_wrongpass : "-ERR invalid password\r\n", PROTO_ANSWERED);
+}
+
+/* msg as a bulk string: PING's and ECHO's answer. */
+static int redis_bulk_reply(const struct msg_key *k, struct msg *rsp)
+{
+    char head[32];
+    int n = snprintf(head, sizeof(head), "$%u\r\n", k->len);
+    if (msg_append_literal(rsp, head, (size_t)n) < 0 || msg_append_literal(rsp, k->ptr, k->len) < 0 ||
+        msg_append_literal(rsp, "\r\n", 2) < 0)
+        return -ENOMEM;
+    return PROTO_ANSWERED;
 }
 
 /* PING is answered as redis does: +PONG, or the message echoed as a bulk string. */
@@ -60,13 +174,169 @@ static int redis_ping(const struct msg *req, struct msg *rsp)
     if (req->nkeys == 0) return redis_answer(rsp, "+PONG\r\n", PROTO_ANSWERED);
     if (req->nkeys > 1)
         return redis_answer(rsp, "-ERR wrong number of arguments for 'ping' command\r\n", PROTO_ANSWERED);
-    char head[32];
-    const struct msg_key *k = &req->keys[0];
-    int n = snprintf(head, sizeof(head), "$%u\r\n", k->len);
-    if (msg_append_literal(rsp, head, (size_t)n) < 0 || msg_append_literal(rsp, k->ptr, k->len) < 0 ||
-        msg_append_literal(rsp, "\r\n", 2) < 0)
+    return redis_bulk_reply(&req->keys[0], rsp);
+}
+
+static const char redis_name_error[] = "-ERR Client names cannot contain spaces, newlines or special characters.\r\n";
+
+int redis_hello(struct proto_session *s, const struct conf_pool *cp, const struct msg *req, struct msg *rsp)
+{
+    uint8_t variant = s->variant;
+    uint32_t i = 0;
+    const struct msg_key *user = NULL, *pw = NULL, *name = NULL;
+    if (req->nkeys >= 1) {
+        int64_t ver;
+        if (!redis_parse_int(req->keys[0].ptr, req->keys[0].len, &ver))
+            return redis_answer(rsp, "-ERR Protocol version is not an integer or out of range\r\n", PROTO_ANSWERED);
+        if (ver < 2 || ver > 3) return redis_answer(rsp, "-NOPROTO unsupported protocol version\r\n", PROTO_ANSWERED);
+        variant = ver == 3 ? REDIS_RESP3 : REDIS_RESP2;
+        i = 1;
+    }
+    for (; i < req->nkeys; i++) {
+        uint32_t more = req->nkeys - 1 - i;
+        if (redis_key_is(&req->keys[i], "auth") && more >= 2) {
+            user = &req->keys[i + 1];
+            pw = &req->keys[i + 2];
+            i += 2;
+        } else if (redis_key_is(&req->keys[i], "setname") && more >= 1) {
+            name = &req->keys[++i];
+            if (!redis_valid_name(name)) return redis_answer(rsp, redis_name_error, PROTO_ANSWERED);
+        } else {
+            return redis_answer_named(rsp, "-ERR Syntax error in HELLO option '", &req->keys[i], "'\r\n", false);
+        }
+    }
+    if (user != NULL) {
+        if (!redis_creds_ok(cp, user, pw)) return redis_answer(rsp, redis_wrongpass, PROTO_ANSWERED);
+        s->authed = true;
+        s->admitted = true;
+    }
+    if (!s->admitted)
+        return redis_answer(rsp,
+                            "-NOAUTH HELLO must be called with the client already authenticated, otherwise the "
+                            "HELLO AUTH <user> <pass> option can be used to authenticate the client and select "
+                            "the RESP protocol version at the same time\r\n",
+                            PROTO_ANSWERED);
+    if (name != NULL && redis_sess_set(s, REDIS_TEXT_NAME, name) < 0) return -ENOMEM;
+    s->variant = variant;
+    return PROTO_FORWARD; /* the reply is built from every server's INFO (redis_coalesce_all) */
+}
+
+/* SELECT: the pool's db is the only one its clients have. */
+static int redis_select(const struct conf_pool *cp, const struct msg *req, struct msg *rsp)
+{
+    int64_t db;
+    if (!redis_parse_int(req->keys[0].ptr, req->keys[0].len, &db) || db < INT32_MIN || db > INT32_MAX)
+        return redis_answer(rsp, "-ERR value is not an integer or out of range\r\n", PROTO_ANSWERED);
+    if (db == cp->redis_db) return redis_answer(rsp, "+OK\r\n", PROTO_ANSWERED);
+    struct rtext t = { 0 };
+    rtext_printf(&t, "-ERR SELECT %" PRId64 " is not possible: this pool serves db %d only (redis_db)\r\n",
+                 db, cp->redis_db);
+    return redis_answer_text(&t, rsp);
+}
+
+/* RESET, as redis: the protocol back to RESP2, no name, no NO-EVICT / NO-TOUCH, and not
+ * authenticated any more where a password is required (the core ends the transaction). */
+static int redis_reset(struct proto_session *s, const struct conf_pool *cp, struct msg *rsp)
+{
+    s->variant = REDIS_RESP2;
+    s->flags = 0;
+    redis_sess_set(s, REDIS_TEXT_NAME, NULL); /* freeing: cannot fail */
+    s->authed = false;
+    s->admitted = cp->redis_auth == NULL;
+    return redis_answer(rsp, "+RESET\r\n", PROTO_ANSWERED);
+}
+
+/* CLIENT INFO: one line in the format of redis' CLIENT LIST, with the fields the proxy has. */
+static int redis_client_info(const struct proto_session *s, const struct conf_pool *cp, struct msg *rsp)
+{
+    char addr[160], laddr[160], flags[4];
+    size_t nf = 0;
+    sock_addr_text(s->fd, true, addr, sizeof(addr));
+    sock_addr_text(s->fd, false, laddr, sizeof(laddr));
+    if (s->flags & REDIS_SESS_NO_EVICT) flags[nf++] = 'e';
+    if (s->flags & REDIS_SESS_NO_TOUCH) flags[nf++] = 'T';
+    if (nf == 0) flags[nf++] = 'N';
+    flags[nf] = '\0';
+    uint64_t now = nc_usec_now();
+    uint64_t age = now > s->t_start ? (now - s->t_start) / 1000000u : 0;
+    struct rtext line = { 0 }, t = { 0 };
+    rtext_printf(&line, "id=%" PRIu64 " addr=%s laddr=%s fd=%d name=%s age=%" PRIu64 " idle=0 flags=%s db=%d "
+                 "resp=%d lib-name=%s lib-ver=%s\n", s->id, addr, laddr, s->fd, redis_sess_get(s, REDIS_TEXT_NAME),
+                 age, flags, cp->redis_db, s->variant + 2, redis_sess_get(s, REDIS_TEXT_LIB_NAME),
+                 redis_sess_get(s, REDIS_TEXT_LIB_VER));
+    if (line.oom) {
+        rtext_free(&line);
         return -ENOMEM;
-    return PROTO_ANSWERED;
+    }
+    rtext_text(&t, s->variant, line.p, line.len);
+    rtext_free(&line);
+    return redis_answer_text(&t, rsp);
+}
+
+/* CLIENT NO-EVICT / NO-TOUCH on|off */
+static int redis_client_flag(struct proto_session *s, const struct msg_key *arg, uint8_t flag, struct msg *rsp)
+{
+    if (redis_key_is(arg, "on")) s->flags |= flag;
+    else if (redis_key_is(arg, "off")) s->flags &= (uint8_t)~flag;
+    else return redis_answer(rsp, "-ERR syntax error\r\n", PROTO_ANSWERED);
+    return redis_answer(rsp, "+OK\r\n", PROTO_ANSWERED);
+}
+
+static int redis_client_setinfo(struct proto_session *s, const struct msg *req, struct msg *rsp)
+{
+    const struct msg_key *attr = &req->keys[1], *val = &req->keys[2];
+    enum redis_sess_text which;
+    if (redis_key_is(attr, "lib-name")) which = REDIS_TEXT_LIB_NAME;
+    else if (redis_key_is(attr, "lib-ver")) which = REDIS_TEXT_LIB_VER;
+    else return redis_answer_named(rsp, "-ERR Unrecognized option '", attr, "'\r\n", false);
+    if (!redis_valid_name(val))
+        return redis_answer_named(rsp, "-ERR ", attr, " cannot contain spaces, newlines or special characters.\r\n",
+                                  true);
+    return redis_sess_set(s, which, val) < 0 ? -ENOMEM : redis_answer(rsp, "+OK\r\n", PROTO_ANSWERED);
+}
+
+/* The CLIENT subcommands a client's own connection has; the others (LIST, KILL, ...) concern the
+ * connections of a server, which the proxy's clients do not see: refused as before. */
+static int redis_client(struct proto_session *s, const struct conf_pool *cp, const struct msg *req,
+                        struct msg *rsp)
+{
+    static const struct {
+        const char *name;
+        uint32_t argc; /* CLIENT and the subcommand included */
+    } subs[] = {
+        { "setname", 3 }, { "getname", 2 }, { "id", 2 }, { "info", 2 },
+        { "setinfo", 4 }, { "no-evict", 3 }, { "no-touch", 3 },
+    };
+    const struct msg_key *sub = &req->keys[0];
+    uint32_t argc = req->nkeys + 1;
+    size_t i = 0;
+    while (i < sizeof(subs) / sizeof(subs[0]) && !redis_key_is(sub, subs[i].name)) i++;
+    if (i == sizeof(subs) / sizeof(subs[0]))
+        return redis_answer(rsp, "-ERR unsupported command 'client'\r\n", PROTO_ANSWERED);
+    if (argc != subs[i].argc)
+        return redis_answer_named(rsp, "-ERR wrong number of arguments for 'client|", sub, "' command\r\n", true);
+    switch (i) {
+    case 0:
+        if (!redis_valid_name(&req->keys[1])) return redis_answer(rsp, redis_name_error, PROTO_ANSWERED);
+        return redis_sess_set(s, REDIS_TEXT_NAME, &req->keys[1]) < 0 ? -ENOMEM
+                                                                      : redis_answer(rsp, "+OK\r\n", PROTO_ANSWERED);
+    case 1: {
+        struct rtext t = { 0 };
+        const char *name = redis_sess_get(s, REDIS_TEXT_NAME);
+        if (*name == '\0') rtext_null(&t, s->variant);
+        else rtext_bulk(&t, name, strlen(name));
+        return redis_answer_text(&t, rsp);
+    }
+    case 2: {
+        struct rtext t = { 0 };
+        rtext_printf(&t, ":%" PRIu64 "\r\n", s->id);
+        return redis_answer_text(&t, rsp);
+    }
+    case 3: return redis_client_info(s, cp, rsp);
+    case 4: return redis_client_setinfo(s, req, rsp);
+    case 5: return redis_client_flag(s, &req->keys[1], REDIS_SESS_NO_EVICT, rsp);
+    default: return redis_client_flag(s, &req->keys[1], REDIS_SESS_NO_TOUCH, rsp);
+    }
 }
 
 int redis_local(struct proto_session *s, const struct conf_pool *cp, const struct msg *req, struct msg *rsp)
@@ -79,9 +349,19 @@ int redis_local(struct proto_session *s, const struct conf_pool *cp, const struc
     }
     if (req->quit) return redis_answer(rsp, "+OK\r\n", PROTO_ANSWERED_CLOSE);
     if (req->cmd_flags & CMD_F_AUTH) return redis_auth(s, cp, req, rsp);
-    if (!s->admitted) return redis_answer(rsp, "-NOAUTH Authentication required.\r\n", PROTO_ANSWERED);
+    uint8_t which = (req->cmd_flags & CMD_F_LOCAL) && req->cmd < redis_ncmds ? redis_cmds[req->cmd].local
+                                                                              : REDIS_LOCAL_NONE;
+    if (!s->admitted && which != REDIS_LOCAL_HELLO && which != REDIS_LOCAL_RESET)
+        return redis_answer(rsp, "-NOAUTH Authentication required.\r\n", PROTO_ANSWERED);
     if (req->cmd_flags & CMD_F_LOCAL_PING) return redis_ping(req, rsp);
-    return PROTO_FORWARD;
+    switch (which) {
+    case REDIS_LOCAL_CLIENT: return redis_client(s, cp, req, rsp);
+    case REDIS_LOCAL_ECHO: return redis_bulk_reply(&req->keys[0], rsp);
+    case REDIS_LOCAL_HELLO: return redis_hello(s, cp, req, rsp);
+    case REDIS_LOCAL_RESET: return redis_reset(s, cp, rsp);
+    case REDIS_LOCAL_SELECT: return redis_select(cp, req, rsp);
+    default: return PROTO_FORWARD; /* INFO: every server's (redis_coalesce_all); the rest: routed */
+    }
 }
 
 /* An error line of the pieces part[0..n): the odd ones are names from the config, in which a
@@ -140,16 +420,18 @@ size_t redis_txn_reply(enum proto_txn_reply what, const char *a, const char *b, 
     return n;
 }
 
-/* One set-up request: "*2 <verb> <arg>", its reply to be dropped. */
-static struct msg *redis_setup_msg(struct msg_pool *pool, const char *verb, const char *arg)
+/* One set-up request of its arguments, its reply to be dropped. */
+static struct msg *redis_setup_msg(struct msg_pool *pool, const char *const *arg, int n)
 {
-    char buf[REDIS_LOCAL_REPLY_MAX];
-    int n = snprintf(buf, sizeof(buf), "*2\r\n$%zu\r\n%s\r\n$%zu\r\n%s\r\n", strlen(verb), verb,
-                     strlen(arg), arg);
-    if (n < 0 || (size_t)n >= sizeof(buf)) return NULL;
+    struct rtext t = { 0 };
+    rtext_printf(&t, "*%d\r\n", n);
+    for (int i = 0; i < n; i++) rtext_bulk(&t, arg[i], strlen(arg[i]));
     struct msg *m = msg_get(pool);
-    if (m == NULL) return NULL;
-    if (msg_append_literal(m, buf, (size_t)n) < 0) {
+    if (m == NULL) {
+        rtext_free(&t);
+        return NULL;
+    }
+    if (rtext_put(&t, m) < 0) {
         msg_put(pool, m);
         return NULL;
     }
@@ -157,17 +439,24 @@ static struct msg *redis_setup_msg(struct msg_pool *pool, const char *verb, cons
     return m;
 }
 
-int redis_server_setup(const struct conf_pool *cp, struct msg_pool *pool, struct msg **out, uint32_t max)
+int redis_server_setup(const struct conf_pool *cp, uint8_t variant, struct msg_pool *pool, struct msg **out,
+                       uint32_t max)
 {
     uint32_t n = 0;
     char db[16];
-    if (cp->redis_auth != NULL && n < max) {
-        if ((out[n] = redis_setup_msg(pool, "AUTH", cp->redis_auth)) == NULL) goto oom;
+    if (variant == REDIS_RESP3 && n < max) { /* HELLO 3 [AUTH default <redis_auth>] */
+        const char *arg[] = { "HELLO", "3", "AUTH", "default", cp->redis_auth };
+        if ((out[n] = redis_setup_msg(pool, arg, cp->redis_auth != NULL ? 5 : 2)) == NULL) goto oom;
+        n++;
+    } else if (cp->redis_auth != NULL && n < max) {
+        const char *arg[] = { "AUTH", cp->redis_auth };
+        if ((out[n] = redis_setup_msg(pool, arg, 2)) == NULL) goto oom;
         n++;
     }
     if (cp->redis_db > 0 && n < max) {
         snprintf(db, sizeof(db), "%d", cp->redis_db);
-        if ((out[n] = redis_setup_msg(pool, "SELECT", db)) == NULL) goto oom;
+        const char *arg[] = { "SELECT", db };
+        if ((out[n] = redis_setup_msg(pool, arg, 2)) == NULL) goto oom;
         n++;
     }
     return (int)n;

@@ -261,8 +261,9 @@ static void fz_check_req(const struct fz_feed *f, const struct msg *m)
         }
     } else {
         /* a forwarded request names its server by a key (the core fails it otherwise); the
-         * transaction commands without keys are the core's (core/txn.c) */
-        uint32_t keyless = CMD_F_ANY_SERVER | CMD_F_LOCAL_PING | CMD_F_QUIT | CMD_F_AUTH | CMD_F_TXN_MASK;
+         * transaction commands without keys are the core's (core/txn.c), and the ones the proxy
+         * answers or sends to every server need none */
+        uint32_t keyless = CMD_F_ANY_SERVER | CMD_F_LOCAL_MASK | CMD_F_FRAG_ALL | CMD_F_TXN_MASK;
         FZ_CHECK(m->nkeys >= 1 || (m->cmd_flags & keyless) != 0);
         if (redis) FZ_CHECK(m->nargs >= 1 && m->name != NULL);
     }

@@ -374,7 +374,7 @@ static void fz_fragment(struct fz_run *r, struct msg *req)
         if (where[i] != where[0]) one_server = false;
     }
     if (one_server) return; /* the core forwards it whole */
-    FZ_CHECK(r->ops->fragment(req, where, r->stream.pp) == 0);
+    FZ_CHECK(r->ops->fragment(req, where, req->nkeys, r->stream.pp) == 0);
     uint32_t nf = req->nfrags;
     FZ_CHECK(nf >= 2 && nf <= ns && req->frags != NULL && req->key_frag != NULL);
 
@@ -424,7 +424,7 @@ static void fz_fragment(struct fz_run *r, struct msg *req)
     r->exp = exp;
     struct msg *out = msg_get(r->stream.pp);
     FZ_CHECK(out != NULL);
-    int rc = r->ops->coalesce(req, out);
+    int rc = r->ops->coalesce(NULL, req, out);
     FZ_CHECK(rc == (want_ok ? 0 : -EINVAL));
 
     /* as the core: the fragments and their replies go before the reply is written */
@@ -464,6 +464,8 @@ static void fz_local(struct fz_run *r, const struct msg *m)
     char pw[] = "pw";
     cp.redis_auth = r->nsums % 2 ? pw : NULL;
     struct proto_session s;
+    memset(&s, 0, sizeof(s));
+    s.fd = -1; /* no socket: CLIENT INFO's addresses are "?" */
     r->ops->session_init(&s, &cp, NULL);
     struct msg *rsp = msg_get(r->stream.pp);
     FZ_CHECK(rsp != NULL);
@@ -471,6 +473,8 @@ static void fz_local(struct fz_run *r, const struct msg *m)
     FZ_CHECK(rc == PROTO_FORWARD || rc == PROTO_ANSWERED || rc == PROTO_ANSWERED_CLOSE);
     if (rc == PROTO_FORWARD) FZ_CHECK(rsp->len == 0);
     if (m->reject != REJECT_NONE || m->quit) FZ_CHECK(rc != PROTO_FORWARD);
+    FZ_CHECK(s.variant < PROTO_VARIANTS);
+    r->ops->session_free(&s); /* the names CLIENT SETNAME / SETINFO kept */
     msg_put(r->stream.pp, rsp);
 }
 

@@ -57,6 +57,14 @@ REDIS_REQ = {
     "leading_zero": b"*02\r\n$3\r\nGET\r\n$1\r\na\r\n",
     "over_key_cap": b"*1048578\r\n$3\r\nDEL\r\n$1\r\na\r\n",
     "huge_count_reject": b"*1000000000\r\n$3\r\nGET\r\n$1\r\na\r\n",
+    # the handshake the proxy answers (local()), HELLO and INFO sent to every server
+    "handshake": resp("HELLO", "3", "AUTH", "default", "pw", "SETNAME", "app") +
+                 resp("CLIENT", "SETINFO", "LIB-NAME", "redis-py") + resp("CLIENT", "SETINFO", "lib-ver", "8") +
+                 resp("CLIENT", "SETNAME", "n") + resp("CLIENT", "GETNAME") + resp("CLIENT", "ID") +
+                 resp("CLIENT", "INFO") + resp("CLIENT", "NO-EVICT", "on") + resp("CLIENT", "LIST") +
+                 resp("ECHO", "e") + resp("SELECT", "0") + resp("INFO", "server") + resp("TIME") +
+                 resp("RESET") + resp("HELLO") + resp("HELLO", "4") + resp("CLIENT"),
+    "handshake_inline": b"hello 3\r\nclient setname x\r\ninfo keyspace\r\necho hi\r\nselect 1\r\nreset\r\n",
 }
 
 REDIS_RSP = {

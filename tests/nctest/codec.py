@@ -1,10 +1,12 @@
-"""The wire formats, byte for byte: RESP2 requests and replies (encode, find the end of one reply,
-decode it) and the memcached ASCII protocol (storage requests, VALUE blocks, the end of one reply,
-the values of a retrieval reply).
+"""The wire formats, byte for byte: RESP requests and replies, RESP2 and RESP3 (encode, find the
+end of one reply, decode it) and the memcached ASCII protocol (storage requests, VALUE blocks, the
+end of one reply, the values of a retrieval reply).
 
 Decoded RESP: "+" -> str, "-" -> Err (the text after "-"), ":" -> int, "$" -> bytes or None,
-"*" -> list or None. A memcached error line decodes to Err holding the whole line (without CRLF).
-Bytes that are no reply of the protocol raise Garbled.
+"*" -> list or None; RESP3: "%" -> dict, "~" -> Set (a list), ">" -> Push (a list), "_" -> None,
+"#" -> bool, "," -> float, "(" -> int, "=" -> Verbatim (bytes, its format in .fmt), "!" -> Err;
+an attribute ("|") is skipped (the value after it is decoded). A memcached error line decodes to
+Err holding the whole line (without CRLF). Bytes that are no reply of the protocol raise Garbled.
 
 Threads: pure functions, any thread.
 """
@@ -16,6 +18,25 @@ class Err(str):
 
 class Garbled(ValueError):
     """Bytes that are not a reply of the protocol."""
+
+
+class Set(list):
+    """A RESP3 set ("~"), in the order the server sent it."""
+
+
+class Push(list):
+    """A RESP3 push (">"): out-of-band data, not a reply."""
+
+
+class Verbatim(bytes):
+    """A RESP3 verbatim string ("="): its text; .fmt is its format ("txt", "mkd")."""
+    fmt = ""
+
+
+RESP2_TYPES = (b"+", b"-", b":", b"$", b"*")
+RESP3_LINES = (b"_", b"#", b",", b"(")      # one line each
+RESP3_BLOBS = (b"=", b"!")                  # "$"-like: a length, then the data
+RESP3_AGGREGATES = {b"%": 2, b"~": 1, b">": 1, b"|": 2}  # elements per counted item
 
 
 # --- RESP -------------------------------------------------------------------------------------
@@ -62,16 +83,17 @@ def _length(buf, pos, nl):
 
 
 def resp_end(buf, pos=0):
-    """The end offset of the one RESP reply that starts at buf[pos], or None if incomplete."""
+    """The end offset of the one RESP reply (RESP2 or RESP3) that starts at buf[pos], or None if
+    incomplete. An attribute is part of the reply after it."""
     nl = buf.find(b"\r\n", pos)
+    kind = bytes(buf[pos:pos + 1])
     if nl < 0:
-        if len(buf) > pos and buf[pos:pos + 1] not in (b"+", b"-", b":", b"$", b"*"):
+        if kind and kind not in RESP2_TYPES + RESP3_LINES + RESP3_BLOBS + tuple(RESP3_AGGREGATES):
             raise Garbled(f"not a RESP reply at offset {pos}: {bytes(buf[pos:pos + 40])!r}")
         return None
-    kind = buf[pos:pos + 1]
-    if kind in (b"+", b"-", b":"):
+    if kind in (b"+", b"-", b":") + RESP3_LINES:
         return nl + 2
-    if kind == b"$":
+    if kind in (b"$",) + RESP3_BLOBS:
         n = _length(buf, pos, nl)
         if n < 0:
             return nl + 2
@@ -81,15 +103,31 @@ def resp_end(buf, pos=0):
         if buf[end - 2:end] != b"\r\n":
             raise Garbled(f"bulk of {n} bytes not followed by CRLF")
         return end
-    if kind == b"*":
-        n = _length(buf, pos, nl)
+    if kind == b"*" or kind in RESP3_AGGREGATES:
+        n = _length(buf, pos, nl) * RESP3_AGGREGATES.get(kind, 1)
         pos = nl + 2
         for _ in range(max(n, 0)):
             pos = resp_end(buf, pos)
             if pos is None:
                 return None
-        return pos
+        return resp_end(buf, pos) if kind == b"|" else pos
     raise Garbled(f"not a RESP reply at offset {pos}: {bytes(buf[pos:pos + 40])!r}")
+
+
+def _decode_line(kind, line):
+    if kind == b"+":
+        return line.decode(errors="replace")
+    if kind == b"-":
+        return Err(line.decode(errors="replace"))
+    if kind in (b":", b"("):
+        return int(line)
+    if kind == b"_":
+        return None
+    if kind == b"#":
+        if line not in (b"t", b"f"):
+            raise Garbled(f"bad boolean {line!r}")
+        return line == b"t"
+    return float(line)
 
 
 def resp_decode(buf, pos=0):
@@ -97,29 +135,43 @@ def resp_decode(buf, pos=0):
     nl = buf.find(b"\r\n", pos)
     if nl < 0:
         raise Garbled(f"incomplete reply {bytes(buf[pos:pos + 40])!r}")
-    kind, line = buf[pos:pos + 1], bytes(buf[pos + 1:nl])
-    if kind == b"+":
-        return line.decode(errors="replace"), nl + 2
-    if kind == b"-":
-        return Err(line.decode(errors="replace")), nl + 2
-    if kind == b":":
-        return _length(buf, pos, nl), nl + 2
-    if kind not in (b"$", b"*"):
+    kind, line = bytes(buf[pos:pos + 1]), bytes(buf[pos + 1:nl])
+    if kind in (b"+", b"-", b":") + RESP3_LINES:
+        try:
+            return _decode_line(kind, line), nl + 2
+        except ValueError:
+            raise Garbled(f"bad {kind!r} line {line!r}") from None
+    if kind not in (b"$", b"*") + RESP3_BLOBS + tuple(RESP3_AGGREGATES):
         raise Garbled(f"not a RESP reply: {bytes(buf[pos:nl + 2])!r}")
     n = _length(buf, pos, nl)
-    if kind == b"$":
+    if kind in (b"$",) + RESP3_BLOBS:
         if n < 0:
             return None, nl + 2
         end = nl + 2 + n
         if buf[end:end + 2] != b"\r\n":
             raise Garbled(f"bulk of {n} bytes not followed by CRLF")
-        return bytes(buf[nl + 2:end]), end + 2
+        data = bytes(buf[nl + 2:end])
+        if kind == b"!":
+            return Err(data.decode(errors="replace")), end + 2
+        if kind == b"=":
+            value = Verbatim(data[4:])
+            value.fmt = data[:3].decode(errors="replace")
+            return value, end + 2
+        return data, end + 2
     if n < 0:
         return None, nl + 2
     items, pos = [], nl + 2
-    for _ in range(n):
+    for _ in range(n * RESP3_AGGREGATES.get(kind, 1)):
         item, pos = resp_decode(buf, pos)
         items.append(item)
+    if kind == b"|":
+        return resp_decode(buf, pos)
+    if kind == b"%":
+        return {items[i]: items[i + 1] for i in range(0, len(items), 2)}, pos
+    if kind == b"~":
+        return Set(items), pos
+    if kind == b">":
+        return Push(items), pos
     return items, pos
 
 

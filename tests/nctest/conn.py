@@ -254,14 +254,18 @@ class KvConn(RawConn):
 
 
 def redis_client(port=None, path=None, **kw):
-    """redis-py speaking RESP2 (the proxy, like twemproxy, has no HELLO) with bounded waits."""
+    """redis-py with bounded waits, speaking RESP2 unless told otherwise (protocol=3; protocol=None:
+    the library's default, RESP3 for redis-py 8)."""
     import redis
 
     kw.setdefault("socket_timeout", IO_TIMEOUT)
     kw.setdefault("socket_connect_timeout", IO_TIMEOUT)
+    kw.setdefault("protocol", 2)
+    if kw["protocol"] is None:
+        del kw["protocol"]
     if path is not None:
-        return redis.Redis(unix_socket_path=str(path), protocol=2, **kw)
-    return redis.Redis(host=HOST, port=port, protocol=2, **kw)
+        return redis.Redis(unix_socket_path=str(path), **kw)
+    return redis.Redis(host=HOST, port=port, **kw)
 
 
 def mc_client(port=None, path=None, **kw):

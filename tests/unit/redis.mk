@@ -1,11 +1,16 @@
 # unit tests of redis (src/proto/redis_*): command table and request parser (test_redis), response
-# parser, fragments and coalescing (test_redis_rsp). proto_drv.c feeds bytes the way the core does
+# parser, fragments and coalescing (test_redis_rsp), the handshake the proxy answers (HELLO, AUTH,
+# CLIENT, ECHO, SELECT, RESET) and HELLO's and INFO's replies from every server's INFO
+# (test_redis_hello). proto_drv.c feeds bytes the way the core does
 # and checks the parser contract on every call (memcache.mk uses it too).
-check_PROGRAMS += tests/unit/test_redis tests/unit/test_redis_rsp
-TESTS += tests/unit/test_redis tests/unit/test_redis_rsp
+check_PROGRAMS += tests/unit/test_redis tests/unit/test_redis_rsp tests/unit/test_redis_hello
+TESTS += tests/unit/test_redis tests/unit/test_redis_rsp tests/unit/test_redis_hello
 tests_unit_test_redis_SOURCES = tests/unit/test_redis.c tests/unit/proto_drv.c tests/unit/proto_drv.h
 tests_unit_test_redis_CFLAGS = $(NC_UNIT_CFLAGS)
 tests_unit_test_redis_LDADD = $(NC_UNIT_LIBS)
 tests_unit_test_redis_rsp_SOURCES = tests/unit/test_redis_rsp.c tests/unit/proto_drv.c tests/unit/proto_drv.h
 tests_unit_test_redis_rsp_CFLAGS = $(NC_UNIT_CFLAGS)
 tests_unit_test_redis_rsp_LDADD = $(NC_UNIT_LIBS)
+tests_unit_test_redis_hello_SOURCES = tests/unit/test_redis_hello.c tests/unit/proto_drv.c tests/unit/proto_drv.h
+tests_unit_test_redis_hello_CFLAGS = $(NC_UNIT_CFLAGS)
+tests_unit_test_redis_hello_LDADD = $(NC_UNIT_LIBS)

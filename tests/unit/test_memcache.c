@@ -670,7 +670,7 @@ static void test_fragment_coalesce(void **state)
     struct msg *req = parse_one(&c.req_drv, "get k0 k1 k2  k3 k4 k5 k6 k7 k8 k9 k10 k11\r\n");
     assert_int_equal(req->nkeys, 12);
     static const uint32_t server[12] = { 7, 2, 9, 7, 7, 2, 9, 9, 2, 7, 2, 9 };
-    assert_int_equal(memcache_proto.fragment(req, server, &c.e.pp), 0);
+    assert_int_equal(memcache_proto.fragment(req, server, req->nkeys, &c.e.pp), 0);
     assert_int_equal(req->nfrags, 3);
     assert_msg_text(req->frags[0], "get k0 k3 k4 k9\r\n");
     assert_msg_text(req->frags[1], "get k1 k5 k8 k10\r\n");
@@ -699,7 +699,7 @@ static void test_fragment_coalesce(void **state)
     req->frags[1]->peer = parse_one(&c.rsp_drv, "VALUE k8 0 2\r\nv8\r\nVALUE k10 0 3\r\nv10\r\nEND\r\n");
     req->frags[2]->peer = parse_one(&c.rsp_drv, "VALUE k2 0 2\r\nv2\r\nEND\r\n");
     struct msg *rsp = msg_get(&c.e.pp);
-    assert_int_equal(memcache_proto.coalesce(req, rsp), 0);
+    assert_int_equal(memcache_proto.coalesce(NULL, req, rsp), 0);
     assert_int_equal(rsp->rsp_type, RSP_MC_END);
     assert_msg_text(rsp, "VALUE k0 0 2\r\nv0\r\nVALUE k2 0 2\r\nv2\r\nVALUE k3 0 2\r\nv3\r\n"
                          "VALUE k4 1 2 44\r\nv4\r\nVALUE k8 0 2\r\nv8\r\nVALUE k9 0 2\r\nv9\r\n"
@@ -716,13 +716,13 @@ static void test_fragment_one_server(void **state)
     ctx_init(&c);
     struct msg *req = parse_one(&c.req_drv, "gets  a   b c\n");
     static const uint32_t server[3] = { 4, 4, 4 };
-    assert_int_equal(memcache_proto.fragment(req, server, &c.e.pp), 0);
+    assert_int_equal(memcache_proto.fragment(req, server, req->nkeys, &c.e.pp), 0);
     assert_int_equal(req->nfrags, 1);
     assert_msg_text(req->frags[0], "gets  a   b c\r\n");
     assert_int_equal(req->frags[0]->nspans, 2); /* the line in one slice, then "\r\n" */
     req->frags[0]->peer = parse_one(&c.rsp_drv, "END\r\n");
     struct msg *rsp = msg_get(&c.e.pp);
-    assert_int_equal(memcache_proto.coalesce(req, rsp), 0);
+    assert_int_equal(memcache_proto.coalesce(NULL, req, rsp), 0);
     assert_msg_text(rsp, "END\r\n");
     put_all(&c, req, rsp);
     ctx_deinit(&c);
@@ -736,7 +736,7 @@ static void test_fragment_gat_duplicates(void **state)
     ctx_init(&c);
     struct msg *req = parse_one(&c.req_drv, "gat 300 a b a c\r\n");
     static const uint32_t server[4] = { 0, 1, 0, 1 };
-    assert_int_equal(memcache_proto.fragment(req, server, &c.e.pp), 0);
+    assert_int_equal(memcache_proto.fragment(req, server, req->nkeys, &c.e.pp), 0);
     assert_int_equal(req->nfrags, 2);
     assert_msg_text(req->frags[0], "gat 300 a a\r\n");
     assert_msg_text(req->frags[1], "gat 300 b c\r\n");
@@ -744,7 +744,7 @@ static void test_fragment_gat_duplicates(void **state)
     req->frags[0]->peer = parse_one(&c.rsp_drv, "VALUE a 0 1\r\nA\r\nVALUE a 0 1\r\nA\r\nEND\r\n");
     req->frags[1]->peer = parse_one(&c.rsp_drv, "VALUE c 0 1\r\nC\r\nEND\r\n");
     struct msg *rsp = msg_get(&c.e.pp);
-    assert_int_equal(memcache_proto.coalesce(req, rsp), 0);
+    assert_int_equal(memcache_proto.coalesce(NULL, req, rsp), 0);
     assert_msg_text(rsp, "VALUE a 0 1\r\nA\r\nVALUE a 0 1\r\nA\r\nVALUE c 0 1\r\nC\r\nEND\r\n");
     put_all(&c, req, rsp);
     ctx_deinit(&c);
@@ -760,11 +760,11 @@ static void test_coalesce_einval(void **state)
         ctx_init(&c);
         struct msg *req = parse_one(&c.req_drv, "get a b\r\n");
         static const uint32_t server[2] = { 0, 1 };
-        assert_int_equal(memcache_proto.fragment(req, server, &c.e.pp), 0);
+        assert_int_equal(memcache_proto.fragment(req, server, req->nkeys, &c.e.pp), 0);
         req->frags[0]->peer = parse_one(&c.rsp_drv, "VALUE a 0 1\r\nA\r\nEND\r\n");
         req->frags[1]->peer = parse_one(&c.rsp_drv, bad[b]);
         struct msg *rsp = msg_get(&c.e.pp);
-        assert_int_equal(memcache_proto.coalesce(req, rsp), -EINVAL);
+        assert_int_equal(memcache_proto.coalesce(NULL, req, rsp), -EINVAL);
         assert_int_equal(rsp->len, 0);
         put_all(&c, req, rsp);
         ctx_deinit(&c);
@@ -833,7 +833,7 @@ static void test_local_answers(void **state)
     assert_int_equal(memcache_proto.local(&s, NULL, &m, rsp), PROTO_FORWARD);
     msg_put(&e.pp, rsp);
     struct msg *out[PROTO_SETUP_MAX];
-    assert_int_equal(memcache_proto.server_setup(NULL, &e.pp, out, PROTO_SETUP_MAX), 0);
+    assert_int_equal(memcache_proto.server_setup(NULL, 0, &e.pp, out, PROTO_SETUP_MAX), 0);
     assert_string_equal(memcache_proto.probe_request, "version\r\n");
     assert_true(memcache_proto.probe_alive((const uint8_t *)"VERSION 1.6.18\r\n", 16));
     assert_false(memcache_proto.probe_alive((const uint8_t *)"VERSION 1.6", 11)); /* no line yet */

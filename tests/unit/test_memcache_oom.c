@@ -94,7 +94,7 @@ static void test_fragment_oom(void **state)
     for (k = 0; rc != 0; k++) {
         struct msg *req = parse(&c, request, false);
         allocs_before_failure = k;
-        rc = memcache_proto.fragment(req, servers, &c.pp);
+        rc = memcache_proto.fragment(req, servers, req->nkeys, &c.pp);
         allocs_before_failure = -1;
         if (rc == 0) {
             assert_int_equal(req->nfrags, 3);
@@ -130,11 +130,11 @@ static void test_coalesce_oom(void **state)
     long k;
     for (k = 0; rc != 0; k++) {
         struct msg *req = parse(&c, request, false);
-        assert_int_equal(memcache_proto.fragment(req, servers, &c.pp), 0);
+        assert_int_equal(memcache_proto.fragment(req, servers, req->nkeys, &c.pp), 0);
         for (uint32_t j = 0; j < req->nfrags; j++) req->frags[j]->peer = parse(&c, replies[j], true);
         struct msg *rsp = msg_get(&c.pp);
         allocs_before_failure = k;
-        rc = memcache_proto.coalesce(req, rsp);
+        rc = memcache_proto.coalesce(NULL, req, rsp);
         allocs_before_failure = -1;
         if (rc == 0) {
             static const char want[] = "VALUE a 0 1\r\nA\r\nVALUE b 0 1\r\nB\r\nVALUE f 0 1\r\nF\r\n"

@@ -49,12 +49,13 @@ static void test_table_sorted_and_lookup(void **state)
         /* key spec sanity: keyed commands have a step, keyless ones are local or any-server */
         if (c->first_key > 0) assert_true(c->key_step > 0);
         if (c->first_key == 0 && c->numkeys_pos == 0)
-            assert_true(c->flags & (CMD_F_LOCAL_PING | CMD_F_QUIT | CMD_F_AUTH | CMD_F_ANY_SERVER |
-                                    CMD_F_TXN_MASK));
+            assert_true(c->flags & (CMD_F_LOCAL_MASK | CMD_F_ANY_SERVER | CMD_F_TXN_MASK));
+        /* the proxy's own commands say which they are, and only they */
+        assert_true((c->local != REDIS_LOCAL_NONE) == ((c->flags & CMD_F_LOCAL) != 0));
     }
     static const char *const absent[] = {
-        "keys", "select", "subscribe", "info", "scan", "blpop", "brpop", "bitop",
-        "msetnx", "rename", "hello", "echo", "config", "flushall", "xadd", "script", "", "g",
+        "keys", "subscribe", "scan", "blpop", "brpop", "bitop",
+        "msetnx", "rename", "config", "flushall", "xadd", "script", "", "g",
         "getx", "zzzz", "aaaa", "georadiusbymemberx",
     };
     for (size_t i = 0; i < NC_ARRAY_LEN(absent); i++)
@@ -81,7 +82,14 @@ static void test_table_flags(void **state)
     static const char *const sum[] = { "del", "unlink", "touch", "exists" };
     for (size_t i = 0; i < NC_ARRAY_LEN(sum); i++)
         assert_int_equal(flags_of(sum[i]) & CMD_F_FRAG_MASK, CMD_F_FRAG_SUM);
-    assert_int_equal(flags_of("ping"), CMD_F_LOCAL_PING);
+    assert_int_equal(flags_of("ping"), CMD_F_LOCAL_PING | CMD_F_TXN_SERVER);
+    assert_int_equal(flags_of("echo"), CMD_F_LOCAL | CMD_F_TXN_SERVER);
+    assert_int_equal(flags_of("hello"), CMD_F_LOCAL | CMD_F_FRAG_ALL | CMD_F_FRAG_PARTIAL | CMD_F_SWITCH);
+    assert_int_equal(flags_of("info"), CMD_F_LOCAL | CMD_F_FRAG_ALL | CMD_F_FRAG_PARTIAL);
+    assert_int_equal(flags_of("reset"), CMD_F_LOCAL | CMD_F_SWITCH | CMD_F_RESET);
+    assert_int_equal(flags_of("client"), CMD_F_LOCAL);
+    assert_int_equal(flags_of("select"), CMD_F_LOCAL);
+    assert_int_equal(flags_of("time"), CMD_F_ANY_SERVER);
     assert_int_equal(flags_of("quit"), CMD_F_QUIT);
     assert_int_equal(flags_of("auth"), CMD_F_AUTH);
     assert_int_equal(flags_of("command"), CMD_F_ANY_SERVER);
@@ -113,6 +121,8 @@ static const struct key_vector key_vectors[] = {
     { "BITCOUNT k 0 -1", "k" },
     { "BITFIELD k GET u8 0", "k" },
     { "BITPOS k 1", "k" },
+    { "CLIENT SETNAME n", "SETNAME n" }, /* arguments for the proxy to read, never routed */
+    { "CLIENT ID", "ID" },
     { "COMMAND", "" },
     { "COMMAND INFO get", "" },
     { "COPY src dst REPLACE", "src dst" },
@@ -122,6 +132,7 @@ static const struct key_vector key_vectors[] = {
     { "del a", "a" },
     { "DISCARD", "" },
     { "DUMP k", "k" },
+    { "ECHO msg", "msg" },
     { "EVAL script 2 k1 k2 a1", "k1 k2" },
     { "EVALSHA sha 1 k1 a1 a2", "k1" },
     { "EXEC", "" },
@@ -143,6 +154,8 @@ static const struct key_vector key_vectors[] = {
     { "GETRANGE k 0 3", "k" },
     { "GETSET k v", "k" },
     { "HDEL h f1 f2", "h" },
+    { "HELLO", "" },
+    { "HELLO 3 AUTH default pw SETNAME n", "3 AUTH default pw SETNAME n" },
     { "HEXISTS h f", "h" },
     { "HGET h f", "h" },
     { "HGETALL h", "h" },
@@ -161,6 +174,8 @@ static const struct key_vector key_vectors[] = {
     { "INCR k", "k" },
     { "INCRBY k 5", "k" },
     { "INCRBYFLOAT k 0.5", "k" },
+    { "INFO", "" },
+    { "INFO server keyspace", "server keyspace" },
     { "LINDEX l 0", "l" },
     { "LINSERT l BEFORE p v", "l" },
     { "LLEN l", "l" },
@@ -191,6 +206,7 @@ static const struct key_vector key_vectors[] = {
     { "PSETEX k 100 v", "k" },
     { "PTTL k", "k" },
     { "QUIT", "" },
+    { "RESET", "" },
     { "RESTORE k 0 payload REPLACE", "k" },
     { "RPOP l", "l" },
     { "RPOPLPUSH src dst", "src dst" },
@@ -200,6 +216,7 @@ static const struct key_vector key_vectors[] = {
     { "SCARD s", "s" },
     { "SDIFF s1 s2", "s1 s2" },
     { "SDIFFSTORE d s1 s2", "d s1 s2" },
+    { "SELECT 0", "0" },
     { "SET k v EX 10 NX", "k" },
     { "SETBIT k 7 1", "k" },
     { "SETEX k 10 v", "k" },
@@ -219,6 +236,7 @@ static const struct key_vector key_vectors[] = {
     { "STRLEN k", "k" },
     { "SUNION s1 s2 s3", "s1 s2 s3" },
     { "SUNIONSTORE d s1", "d s1" },
+    { "TIME", "" },
     { "TOUCH a b", "a b" },
     { "TTL k", "k" },
     { "TYPE k", "k" },
@@ -449,7 +467,7 @@ static void test_pipeline_whole(void **state)
     assert_string_equal(t, "$1\r\nx\r\n$0\r\n\r\n");
     free(t);
     assert_int_equal(o[9]->reject, REJECT_UNSUPPORTED);
-    assert_int_equal(o[10]->cmd_flags, CMD_F_LOCAL_PING);
+    assert_int_equal(o[10]->cmd_flags, CMD_F_LOCAL_PING | CMD_F_TXN_SERVER);
     assert_true(o[11]->quit);
     assert_int_equal(o[11]->cmd_flags, CMD_F_QUIT);
     drv_close(&d);
@@ -512,7 +530,7 @@ static void test_inline(void **state)
     assert_string_equal(t, "\n\r\n\v\f \r\nMGET a bb\r\n");
     free(t);
     assert_int_equal(o[2]->keys[1].start, 15);
-    assert_int_equal(o[3]->cmd_flags, CMD_F_LOCAL_PING);
+    assert_int_equal(o[3]->cmd_flags, CMD_F_LOCAL_PING | CMD_F_TXN_SERVER);
     assert_int_equal(o[4]->reject, REJECT_UNSUPPORTED);
     assert_int_equal(o[5]->reject, REJECT_ARITY);
     assert_int_equal(o[6]->nkeys, 1);
@@ -582,10 +600,10 @@ static void test_reject_unsupported_then_valid(void **state)
 {
     (void)state;
     static const char *const lines[] = {
-        "KEYS *", "SELECT 1", "SUBSCRIBE ch", "PSUBSCRIBE c*", "INFO", "SCAN 0",
+        "KEYS *", "SUBSCRIBE ch", "PSUBSCRIBE c*", "SCAN 0",
         "BLPOP l 0", "BRPOP l 0", "BLMOVE a b LEFT LEFT 0", "BZPOPMIN z 0", "RENAME a b",
-        "MSETNX a 1 b 2", "BITOP AND d a b", "RANDOMKEY", "OBJECT ENCODING k", "ECHO hi",
-        "CONFIG GET *", "FLUSHALL", "SCRIPT LOAD x", "HELLO 3", "XADD s * f v", "RESET",
+        "MSETNX a 1 b 2", "BITOP AND d a b", "RANDOMKEY", "OBJECT ENCODING k",
+        "CONFIG GET *", "FLUSHALL", "SCRIPT LOAD x", "XADD s * f v",
         "MIGRATE h p k 0 1", "NOSUCHCOMMAND a b c",
     };
     for (size_t i = 0; i < NC_ARRAY_LEN(lines); i++) check_reject(lines[i], REJECT_UNSUPPORTED);
@@ -600,7 +618,7 @@ static void test_reject_arity_then_valid(void **state)
         "EVALSHA s 0 a", "ZUNION 0 a", "ZUNION 3 a b", "ZUNIONSTORE d 0 a", "ZINTERSTORE d 2 a",
         "ZDIFF", "LMOVE a b LEFT", "GEOSEARCHSTORE d s FROMMEMBER m BYRADIUS 10",
         "EVAL s 123456789012345678901234567890 k", "MULTI x", "EXEC x", "DISCARD x", "WATCH",
-        "UNWATCH x",
+        "UNWATCH x", "CLIENT", "ECHO", "ECHO a b", "SELECT", "SELECT 0 1", "RESET x", "TIME x",
     };
     for (size_t i = 0; i < NC_ARRAY_LEN(lines); i++) check_reject(lines[i], REJECT_ARITY);
 }
@@ -675,7 +693,7 @@ static void test_reject_long_and_odd_names(void **state)
         n = redis_proto.reject_reply(d.out[1], reply, sizeof(reply));
         reply[n] = '\0';
         assert_string_equal(reply, "-ERR unsupported command 'get  x'\r\n");
-        assert_int_equal(d.out[2]->cmd_flags, CMD_F_LOCAL_PING);
+        assert_int_equal(d.out[2]->cmd_flags, CMD_F_LOCAL_PING | CMD_F_TXN_SERVER);
         /* a small buffer cuts the name, never the CRLF */
         n = redis_proto.reject_reply(d.out[0], reply, 30);
         assert_int_equal(n, 30);
@@ -721,7 +739,7 @@ static void test_special_commands(void **state)
     assert_true(d.out[2]->quit);
     assert_int_equal(d.out[3]->cmd_flags, CMD_F_ANY_SERVER);
     assert_int_equal(d.out[4]->cmd_flags, CMD_F_ANY_SERVER);
-    assert_int_equal(d.out[5]->cmd_flags, CMD_F_LOCAL_PING);
+    assert_int_equal(d.out[5]->cmd_flags, CMD_F_LOCAL_PING | CMD_F_TXN_SERVER);
     /* AUTH and PING record their arguments for the proxy's own use (password, message) */
     static const uint32_t nkeys[6] = { 1, 2, 0, 0, 0, 1 };
     for (size_t i = 0; i < 6; i++) {
@@ -1121,6 +1139,23 @@ static void test_local_answers(void **state)
     drv_close(&d);
 }
 
+/* The set-up of a new server connection (variant 1: for RESP3 clients, HELLO 3 with the AUTH
+ * inside) is what want[] says. */
+static void check_server_setup(struct tenv *e, const struct conf_pool *cp, uint8_t variant,
+                               const char *const *want, int nwant)
+{
+    struct msg *out[PROTO_SETUP_MAX];
+    assert_int_equal(redis_proto.server_setup(cp, variant, &e->pp, out, PROTO_SETUP_MAX), nwant);
+    char t[128];
+    for (int i = 0; i < nwant; i++) {
+        size_t n = msg_copy_out(out[i], 0, t, sizeof(t) - 1);
+        t[n] = '\0';
+        assert_string_equal(t, want[i]);
+        assert_true(out[i]->swallow);
+        msg_put(&e->pp, out[i]);
+    }
+}
+
 static void test_server_setup(void **state)
 {
     (void)state;
@@ -1129,21 +1164,18 @@ static void test_server_setup(void **state)
     struct conf_pool cp;
     memset(&cp, 0, sizeof(cp));
     cp.redis = true;
-    struct msg *out[PROTO_SETUP_MAX];
-    assert_int_equal(redis_proto.server_setup(&cp, &e.pp, out, PROTO_SETUP_MAX), 0);
+    static const char *const hello[] = { "*2\r\n$5\r\nHELLO\r\n$1\r\n3\r\n" };
+    check_server_setup(&e, &cp, 0, NULL, 0);
+    check_server_setup(&e, &cp, 1, hello, 1);
     cp.redis_auth = "pw";
     cp.redis_db = 12;
-    assert_int_equal(redis_proto.server_setup(&cp, &e.pp, out, PROTO_SETUP_MAX), 2);
-    char t[128];
     static const char *const want[] = { "*2\r\n$4\r\nAUTH\r\n$2\r\npw\r\n",
                                          "*2\r\n$6\r\nSELECT\r\n$2\r\n12\r\n" };
-    for (int i = 0; i < 2; i++) {
-        size_t n = msg_copy_out(out[i], 0, t, sizeof(t) - 1);
-        t[n] = '\0';
-        assert_string_equal(t, want[i]);
-        assert_true(out[i]->swallow);
-        msg_put(&e.pp, out[i]);
-    }
+    check_server_setup(&e, &cp, 0, want, 2);
+    static const char *const want3[] = { "*5\r\n$5\r\nHELLO\r\n$1\r\n3\r\n$4\r\nAUTH\r\n$7\r\ndefault\r\n"
+                                         "$2\r\npw\r\n",
+                                         "*2\r\n$6\r\nSELECT\r\n$2\r\n12\r\n" };
+    check_server_setup(&e, &cp, 1, want3, 2);
     tenv_deinit(&e);
 }
 

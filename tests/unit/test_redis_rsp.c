@@ -963,7 +963,7 @@ static int ft_coalesce(struct ftest *t, char **text, struct msg **out)
 {
     struct msg *rsp = msg_get(&t->e.pp);
     assert_non_null(rsp);
-    int rc = redis_proto.coalesce(t->req, rsp);
+    int rc = redis_proto.coalesce(NULL, t->req, rsp);
     *text = msg_text(rsp);
     if (out != NULL) *out = rsp;
     else msg_put(&t->e.pp, rsp);
@@ -993,7 +993,7 @@ static void roundtrip(const struct roundtrip *r)
     struct ftest t;
     ft_init(&t, r->line, r->inl, r->mbuf ? r->mbuf : BIG_MBUF, r->step);
     uint64_t nlive = t.e.mp.nlive;
-    assert_int_equal(redis_proto.fragment(t.req, r->servers, &t.e.pp), 0);
+    assert_int_equal(redis_proto.fragment(t.req, r->servers, t.req->nkeys, &t.e.pp), 0);
     assert_int_equal(t.e.mp.nlive, nlive);
     assert_int_equal(t.req->nfrags, r->nfrags);
     ft_check_frags(&t, r->servers);
