@@ -284,6 +284,16 @@ def error_budget():
     return NCLIENTS + LIMIT + THREADS
 
 
+def timeout_error_budget():
+    # With a stopped backend the failures are timeouts, `timeout` apart: when only one worker's
+    # connection to it had requests at the stop, the server_failure_limit-th failure comes one
+    # timeout after the first, and in between each client may have a new request to the stopped
+    # backend queued on that worker's fresh connection, all failed by the second timeout. So up to
+    # NCLIENTS per failure until the ejection (per-worker counting would fail on for longer: the
+    # tests' "late" checks catch that).
+    return NCLIENTS * LIMIT + THREADS
+
+
 # --------------------------------------------------------------------------- kill -9
 
 @pytest.mark.parametrize("redis", [True, False], ids=["redis", "memcache"])
@@ -535,8 +545,8 @@ def test_sigstop_with_ejection_prober_waits_for_an_answer(rig):
     assert_only(load, ("ok",), "keys of the other backends", not_touching=vkeys)
     errors = load.select(kinds=("error",))
     assert_errors_are(errors, (TIMED_OUT,), "SIGSTOP")
-    assert len(errors) <= error_budget(), \
-        f"{len(errors)} errors, more than {error_budget()}:\n{describe(errors)}"
+    assert len(errors) <= timeout_error_budget(), \
+        f"{len(errors)} errors, more than {timeout_error_budget()}:\n{describe(errors)}"
     # LIMIT timeouts in a row eject it: all of them end within ~LIMIT timeouts of the stop
     late = [e for e in errors if e.t1 > t_stop + LIMIT * timeout / 1000 + 2 * SLACK]
     assert not late, f"errors after the ejection (a blind re-admission?):\n{describe(late)}"
