@@ -299,8 +299,8 @@ static int step_line(struct parse_state *ps, struct msg *m, const uint8_t *buf, 
     struct mc_tok t;
 
     /* the request's first byte (nothing of it consumed yet) */
-    if (ps->state == RQ_VERB && ps->c == 0 && m->len == 0 && p == 0 && len > 0 &&
-        buf[0] == MC_BIN_REQ_MAGIC)
+    if (p == 0 && len > 0 && buf[0] == MC_BIN_REQ_MAGIC && ps->state == RQ_VERB && ps->c == 0 &&
+        m->len == 0) /* the magic first: a text request fails the test at once */
         return on_binary(m, buf, len, pos);
 
     if (ps->d & RQF_SKIP) {
