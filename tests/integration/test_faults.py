@@ -284,6 +284,17 @@ def error_budget():
     return NCLIENTS + LIMIT + THREADS
 
 
+def reply_error_budget():
+    # A failure reply (-BUSY, -LOADING) fails one request, and the replies reach the workers one
+    # read at a time: a client whose request failed with the first counted failure may send its
+    # next one (the GET of the key its SET failed on) to the same backend before another worker
+    # counts the server_failure_limit-th; so each client may see up to LIMIT such errors before
+    # the ejection, plus one request per worker routed with the old table while the new one was
+    # published. (One per client, error_budget(), held on a lightly loaded machine; the parallel
+    # sanitizer stages showed 73 of 50 clients.)
+    return NCLIENTS * LIMIT + THREADS
+
+
 def timeout_error_budget():
     # With a stopped backend the failures are timeouts, `timeout` apart: when only one worker's
     # connection to it had requests at the stop, the server_failure_limit-th failure comes one
@@ -788,7 +799,7 @@ def test_busy_backend_is_ejected_until_it_answers(rig):
     assert_only(load, ("ok",), "keys of the other backends", not_touching=vkeys)
     errors = load.select(kinds=("error",))
     assert errors and all(e.detail.startswith("BUSY") for e in errors), describe(errors)
-    assert len(errors) <= error_budget(), describe(errors)
+    assert len(errors) <= reply_error_budget(), describe(errors)
     late = [e for e in errors if e.t1 > t_busy + SETTLE]
     assert not late, f"errors after the ejection:\n{describe(late)}"
     assert_only(load, ("ok",), "ejected, keys moved", t_from=t_busy + SETTLE, end_by=t_kill)
