@@ -320,7 +320,7 @@ static void client_flush_queued(struct conn *c)
 
 static void client_msg_begin(struct conn *c)
 {
-    c->pool->proto->parse_reset(&c->ps);
+    parse_state_reset(&c->ps);
     c->ps.want_elems = false;
 }
 

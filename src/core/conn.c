@@ -87,7 +87,7 @@ void conn_destroy(struct conn *c)
     c->flush_queued = false;
     conn_detach_fd(c);
     if (c->tev) event_free(c->tev);
-    if (c->pool) c->pool->proto->parse_free(&c->ps);
+    parse_state_free(&c->ps);
     free(c);
 }
 

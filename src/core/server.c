@@ -381,7 +381,7 @@ void server_msg_begin(struct conn *c)
     const struct msg *req = TAILQ_FIRST(&c->sent);
     bool want = req != NULL && req->frag_owner != NULL &&
                 (req->cmd_flags & (CMD_F_FRAG_MGET | CMD_F_FRAG_MCGET)) != 0;
-    c->pool->proto->parse_reset(&c->ps);
+    parse_state_reset(&c->ps);
     c->ps.want_elems = want;
 }
 

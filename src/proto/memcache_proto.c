@@ -21,24 +21,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void mc_parse_reset(struct parse_state *ps)
-{
-    bool want_elems = ps->want_elems;
-    uint64_t *stack = ps->stack;
-    uint32_t stack_cap = ps->stack_cap;
-    memset(ps, 0, sizeof(*ps));
-    ps->want_elems = want_elems;
-    ps->stack = stack;
-    ps->stack_cap = stack_cap;
-}
-
-static void mc_parse_free(struct parse_state *ps)
-{
-    free(ps->stack); /* memcached replies do not nest; free whatever the owner put there */
-    ps->stack = NULL;
-    ps->stack_cap = 0;
-}
-
 /* snprintf's length, cut to what fits in buf (size 0: nothing written). */
 static size_t clamp_len(int n, size_t size)
 {
@@ -140,8 +122,6 @@ static bool mc_probe_alive(const uint8_t *reply, size_t len)
 
 const struct proto_ops memcache_proto = {
     .name = "memcache",
-    .parse_reset = mc_parse_reset,
-    .parse_free = mc_parse_free,
     .parse_req = mc_parse_req,
     .parse_rsp = mc_parse_rsp,
     .fragment = mc_fragment,

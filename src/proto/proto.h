@@ -140,7 +140,7 @@ enum proto_txn_reply {
     PROTO_TXN_TOO_LARGE,        /* the queued commands hold more than a bytes */
 };
 
-/* Parser state, one per connection (reset with proto_ops.parse_reset between messages). */
+/* Parser state, one per connection (parse_state_reset between messages). */
 struct parse_state {
     int state;              /* the parser's own state machine */
     uint64_t a, b, c, d;    /* counters the parser uses as it likes (remaining args, bytes, ...) */
@@ -153,10 +153,13 @@ struct parse_state {
     const char *error;      /* PARSE_ERROR: static text naming the problem */
 };
 
+/* Before each message: clears the state, keeping want_elems and the stack's memory. */
+void parse_state_reset(struct parse_state *ps);
+/* Frees the stack (safe to call twice). */
+void parse_state_free(struct parse_state *ps);
+
 struct proto_ops {
     const char *name;                                /* "redis" / "memcache" */
-    void (*parse_reset)(struct parse_state *ps);     /* before each message; keeps want_elems */
-    void (*parse_free)(struct parse_state *ps);      /* frees the stack */
     int (*parse_req)(struct parse_state *ps, struct msg *m, const uint8_t *buf, size_t len,
                      size_t *consumed);
     int (*parse_rsp)(struct parse_state *ps, struct msg *m, const uint8_t *buf, size_t len,

@@ -63,25 +63,6 @@ int redis_run(const redis_step_fn *steps, size_t nsteps, struct parse_state *ps,
     return rc;
 }
 
-static void redis_parse_reset(struct parse_state *ps)
-{
-    bool want = ps->want_elems;
-    uint64_t *stack = ps->stack;
-    uint32_t cap = ps->stack_cap;
-    memset(ps, 0, sizeof(*ps));
-    ps->want_elems = want;
-    ps->stack = stack;
-    ps->stack_cap = cap;
-}
-
-static void redis_parse_free(struct parse_state *ps)
-{
-    free(ps->stack);
-    ps->stack = NULL;
-    ps->stack_cap = 0;
-    ps->depth = 0;
-}
-
 /* (redis.h) Control bytes of mid (CR, LF, NUL, ...) become spaces, so that they cannot end or
  * split the reply line. */
 size_t redis_reply_line(char *buf, size_t size, const char *pre, const uint8_t *mid,
@@ -218,8 +199,6 @@ int rtext_put(struct rtext *t, struct msg *rsp)
 
 const struct proto_ops redis_proto = {
     .name = "redis",
-    .parse_reset = redis_parse_reset,
-    .parse_free = redis_parse_free,
     .parse_req = redis_parse_req,
     .parse_rsp = redis_parse_rsp,
     .fragment = redis_fragment,

@@ -40,7 +40,7 @@
  *
  * ps use: state (enum rs_state); c = bulk bytes still to consume; depth and stack = open
  * aggregates, values still to come in each, RS_ATTR set for an attribute (heap, grown by doubling,
- * freed by parse_free); elem_start = offset of the current top-level element; a, b, d = where a
+ * freed by parse_state_free); elem_start = offset of the current top-level element; a, b, d = where a
  * double or big number is (enum rs_num, big number or not, the letters of inf/nan).
  *
  * Threads: no state of its own; a worker calls it on its connections' parse_state.

@@ -93,14 +93,14 @@ void fz_feed_init(struct fz_feed *f, const struct proto_ops *ops, bool rsp, bool
     f->stream = stream;
     f->on_msg = on_msg;
     f->ctx = ctx;
-    ops->parse_reset(&f->ps);
+    parse_state_reset(&f->ps);
 }
 
 void fz_feed_deinit(struct fz_feed *f)
 {
     if (f->cur != NULL) msg_put(f->pp, f->cur);
     if (f->rb != NULL) mbuf_unref(f->rb);
-    f->ops->parse_free(&f->ps);
+    parse_state_free(&f->ps);
     free(f->bytes.p);
     free(f->elem.p);
     f->cur = NULL;
@@ -336,7 +336,7 @@ static void fz_parse(struct fz_feed *f)
         if (f->cur == NULL) {
             f->cur = msg_get(f->pp);
             FZ_CHECK(f->cur != NULL);
-            f->ops->parse_reset(&f->ps);
+            parse_state_reset(&f->ps);
             f->ps.want_elems = f->want_elems;
             f->cur_start = fz_stream_pos(f);
         }

@@ -38,7 +38,7 @@ void drv_init(struct drv *d, struct tenv *e, const struct proto_ops *ops, bool r
     d->ops = ops;
     d->rsp = rsp;
     d->ps.want_elems = want_elems;
-    ops->parse_reset(&d->ps);
+    parse_state_reset(&d->ps);
     assert_true(d->ps.want_elems == want_elems); /* parse_reset keeps it */
     d->cur = mbuf_get(&e->mp);
     d->m = msg_get(&e->pp);
@@ -141,7 +141,7 @@ static void drv_parse(struct drv *d)
         d->m = msg_get(&d->env->pp);
         assert_non_null(d->m);
         bool want_elems = d->ps.want_elems; /* a test may have changed it */
-        d->ops->parse_reset(&d->ps);
+        parse_state_reset(&d->ps);
         assert_true(d->ps.want_elems == want_elems);
     }
 }
@@ -239,7 +239,7 @@ void drv_deinit(struct drv *d)
     free(d->out);
     msg_put(&d->env->pp, d->m);
     mbuf_unref(d->cur);
-    d->ops->parse_free(&d->ps);
+    parse_state_free(&d->ps);
     free(d->input);
     memset(d, 0, sizeof(*d));
 }

@@ -898,12 +898,12 @@ static void test_parse_state(void **state)
     ps.stack = NULL;
     ps.stack_cap = 0;
     ps.want_elems = true;
-    memcache_proto.parse_reset(&ps);
+    parse_state_reset(&ps);
     assert_true(ps.want_elems);
     assert_int_equal(ps.state, 0);
     assert_null(ps.error);
-    memcache_proto.parse_free(&ps);
-    memcache_proto.parse_free(&ps);
+    parse_state_free(&ps);
+    parse_state_free(&ps);
 }
 
 int main(void)

@@ -63,7 +63,7 @@ static struct msg *parse(struct ctx *c, const char *s, bool rsp)
     struct parse_state ps;
     memset(&ps, 0, sizeof(ps));
     ps.want_elems = rsp;
-    memcache_proto.parse_reset(&ps);
+    parse_state_reset(&ps);
     struct mbuf *mb = mbuf_get(&c->mp);
     size_t n = strlen(s), consumed = 0;
     assert_true(n <= mb->cap);
@@ -76,7 +76,7 @@ static struct msg *parse(struct ctx *c, const char *s, bool rsp)
     assert_int_equal(consumed, n);
     assert_int_equal(msg_append(m, mb, 0, (uint32_t)n), 0);
     mbuf_unref(mb);
-    memcache_proto.parse_free(&ps);
+    parse_state_free(&ps);
     return m;
 }
 
@@ -181,7 +181,7 @@ static void test_parse_oom(void **state)
             struct parse_state ps;
             memset(&ps, 0, sizeof(ps));
             ps.want_elems = true;
-            memcache_proto.parse_reset(&ps);
+            parse_state_reset(&ps);
             struct msg *m = msg_get(&pp);
             size_t consumed = 0;
             allocs_before_failure = k;
@@ -194,7 +194,7 @@ static void test_parse_oom(void **state)
                 assert_int_equal(rc, PARSE_DONE);
                 assert_int_equal(consumed, n);
             }
-            memcache_proto.parse_free(&ps);
+            parse_state_free(&ps);
             msg_put(&pp, m);
         }
         assert_int_equal(pp.nlive, 0);
