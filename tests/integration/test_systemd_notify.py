@@ -2,7 +2,7 @@
 datagram socket, systemd's sd_notify protocol) what it does, in this order: READY=1 once every
 listener (pools and manage port) is bound; around each reload (SIGHUP or the manage port's
 `reload`) RELOADING=1 with MONOTONIC_USEC= then READY=1, with STATUS= naming the generation served
-or the reason the reload failed; STOPPING=1 at stop. The test plays systemd: it binds the socket,
+or the reason the reload failed; nothing for SIGUSR1 (a log reopen); STOPPING=1 at stop. The test plays systemd: it binds the socket,
 starts the proxy with NOTIFY_SOCKET set and reads each datagram with its sender's credentials
 (systemd's NotifyAccess=main accepts only the main pid's).
 
@@ -106,7 +106,12 @@ def test_notifications_in_order_through_start_reloads_and_stop(tmp_path, monkeyp
         failed = notify.expect(proxy.pid, "READY")
         assert failed["STATUS"] == f"reload failed (still serving generation 2): {reason}", failed
 
-        # stop
+        # SIGUSR1 only reopens the log (logrotate's signal): no reload, so no notification
+        mark = proxy.log_mark()
+        proxy.signal(signal.SIGUSR1)
+        proxy.wait_log("reopening the log file", start=mark)
+
+        # stop: the next message is STOPPING=1
         proxy.signal(signal.SIGTERM)
         notify.expect(proxy.pid, "STOPPING")
         assert proxy.wait_exit() == 0
