@@ -4,13 +4,16 @@
 # (pytest, real redis-server and memcached on loopback); then the hardening stages: an ASan+UBSan
 # build (build-asan/) with the unit tests and the whole integration suite, a TSan build
 # (build-tsan/) with the unit tests and the threaded integration tests at -T 4, and a short run
-# of every libFuzzer target (scripts/fuzz.sh). Any sanitizer report fails its stage. Exits
-# non-zero on any failure and prints a summary with each stage's time.
+# of every libFuzzer target (scripts/fuzz.sh), and the Debian package: built from a copy of the
+# tree, installed, its binary run, purged. Any sanitizer report fails its stage. Exits non-zero on
+# any failure and prints a summary with each stage's time.
 #
 #   CONFIGURE_FLAGS   extra ./configure flags of the main build, e.g. "--enable-debug=full"
 #   PYTEST_ARGS       extra pytest arguments (every pytest stage), e.g. "-k daemon"
 #   NC_SKIP_DEPS=1    do not install anything
 #   NC_DISTCHECK=1    also run `make distcheck`
+#   NC_DEB=0          skip the Debian package stage (it installs and purges the package
+#                     nutcrackers as root; skipped by itself where one is already installed)
 #   NC_SANITIZERS=0   skip the ASan and TSan stages (NC_ASAN=0 / NC_TSAN=0: one of them)
 #   NC_SAN_PARALLEL=0 run the two sanitizers' integration stages one after the other (by default
 #                     they run at the same time: each mostly waits on sockets and timers)
@@ -190,6 +193,59 @@ bg_done() {
     fi
 }
 
+# deb_copy_tree DEST: the source files into DEST (git's tracked and untracked but not ignored
+# files; outside git, all but the build trees)
+deb_copy_tree() {
+    if git -C "$ROOT" rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+        git -C "$ROOT" ls-files -z --cached --others --exclude-standard |
+            while IFS= read -r -d '' f; do [ ! -e "$f" ] || printf '%s\0' "$f"; done |
+            tar -C "$ROOT" --null -T - -cf - | tar -C "$1" -xf -
+    else
+        tar -C "$ROOT" --exclude='./build*' -cf - . | tar -C "$1" -xf -
+    fi
+}
+
+# The Debian package (debian/, notes/packaging.md): dpkg-buildpackage in a temp dir (the unit tests
+# ran above: nocheck), dpkg -i, the installed binary's -V and -t on the installed config, then
+# dpkg --purge, which must leave no binary, config or user behind.
+deb_package() {
+    local tmp rc=0
+    tmp=$(mktemp -d)
+    mkdir "$tmp/nutcrackers"
+    deb_copy_tree "$tmp/nutcrackers"
+    if ! (cd "$tmp/nutcrackers" && DEB_BUILD_OPTIONS=nocheck dpkg-buildpackage -us -uc -b) \
+        >"$tmp/build.log" 2>&1; then
+        tail -n 40 "$tmp/build.log"
+        rm -rf "$tmp"
+        return 1
+    fi
+    local debs=("$tmp"/nutcrackers_*.deb)
+    nc_as_root dpkg -i "${debs[0]}" || rc=$?
+    if [ "$rc" -eq 0 ]; then
+        /usr/sbin/nutcrackers -V && /usr/sbin/nutcrackers -t -c /etc/nutcrackers/nutcrackers.yml &&
+            getent passwd nutcrackers >/dev/null || rc=1
+    fi
+    nc_as_root dpkg --purge nutcrackers || rc=1
+    if [ -e /usr/sbin/nutcrackers ] || [ -e /etc/nutcrackers ] || getent passwd nutcrackers >/dev/null ||
+        getent group nutcrackers >/dev/null; then
+        nc_log "dpkg --purge nutcrackers left the binary, /etc/nutcrackers, the user or the group behind"
+        rc=1
+    fi
+    rm -rf "$tmp"
+    return "$rc"
+}
+
+deb_stage() {
+    if [ "${NC_DEB:-1}" = 0 ] || ! command -v dpkg-buildpackage >/dev/null 2>&1; then
+        skip "Debian package"
+    elif nc_deb_installed nutcrackers; then
+        nc_log "a nutcrackers package is installed on this machine: the package stage leaves it alone"
+        skip "Debian package"
+    else
+        step "Debian package" deb_package || true
+    fi
+}
+
 # The sanitizer stages: both builds and their unit tests, then the two integration stages. Those
 # mostly wait on sockets and timers (each keeps about a third of the 2 cores busy), so they run at
 # the same time (NC_SAN_PARALLEL=0: one after the other). Proxies of such runs once died silently
@@ -242,6 +298,7 @@ if step "build" build; then
         skip "fuzz smoke (libFuzzer)"
     fi
     if [ "${NC_DISTCHECK:-0}" = 1 ]; then step "make distcheck" make -C "$BUILD" -j2 distcheck || true; fi
+    deb_stage
 else
     skip "unit tests (make check)"
     skip "integration tests (pytest)"

@@ -17,6 +17,7 @@ NC_DEB_PACKAGES=(
     redis-server redis-tools memcached netcat-openbsd
     libjemalloc2
     clang libclang-rt-14-dev
+    libsystemd-dev debhelper  # sd_notify (a Type=notify unit); the Debian package stage
 )
 
 nc_log() { printf '==> %s\n' "$*" >&2; }

@@ -10,6 +10,9 @@
  * and removed ones close, and the generation goes to every worker and the stats thread through
  * their inboxes before the next accept: a client handed over later always finds it there.
  *
+ * The service manager hears of it all (app/notify.h): READY=1 once every listener is bound,
+ * RELOADING=1 ... READY=1 around each reload, STOPPING=1 when the loop ends.
+ *
  * Threads: everything here runs on the master thread. Workers are reached only through their
  * inboxes (thread/inbox.h); the runtimes they share are immutable (but for their atomics).
  */
@@ -26,6 +29,7 @@
 #include <unistd.h>
 
 #include "app/daemon.h"
+#include "app/notify.h"
 #include "common/accept_pause.h"
 #include "common/mem_trim.h"
 #include "common/log.h"
@@ -380,6 +384,7 @@ static int master_reload(struct master *m, char *answer, size_t cap)
     uint64_t serving = m->rt->generation;
     struct reload_errors errs = { .len = 0 };
     log_notice("reloading the configuration from '%s'", path);
+    notify_reloading();
     struct conf *conf = conf_load(path, master_reload_error, &errs);
     struct runtime *rt = NULL;
     if (conf == NULL) goto fail;
@@ -406,6 +411,7 @@ static int master_reload(struct master *m, char *answer, size_t cap)
     log_notice("configuration reloaded from '%s': generation %lu, %zu pools", path,
                (unsigned long)rt->generation, rt->npools);
     snprintf(answer, cap, "OK generation %lu", (unsigned long)rt->generation);
+    notify_ready((unsigned long)rt->generation, rt->npools);
     return 0;
 fail:
     runtime_put(rt);
@@ -413,6 +419,7 @@ fail:
     int n = snprintf(answer, cap, "ERR: reload failed (still serving generation %lu): ", (unsigned long)serving);
     size_t at = n > 0 && (size_t)n < cap ? (size_t)n : 0;
     const char *why = errs.len ? errs.text : "unknown error";
+    notify_reload_failed((unsigned long)serving, why);
     size_t wl = strlen(why);
     if (wl > cap - at - 1) wl = cap - at - 1;
     memcpy(answer + at, why, wl);
@@ -500,6 +507,7 @@ int master_run(const struct nc_options *opts, struct conf *conf)
     m.opts = opts;
     atomic_init(&m.stopping, false);
     int rc = 1;
+    notify_start();
     m.base = evloop_base_new(); /* the master thread runs it, no other */
     if (m.base == NULL) {
         log_error("cannot create the master event base");
@@ -529,7 +537,9 @@ int master_run(const struct nc_options *opts, struct conf *conf)
     log_notice("nutcrackers-%s started on pid %d with %d worker threads", PACKAGE_VERSION, (int)getpid(),
                opts->threads);
     daemon_started(); /* a -d launcher waits for this (app/daemon.h) */
+    notify_ready((unsigned long)m.rt->generation, m.rt->npools); /* every listener is bound */
     event_base_dispatch(m.base);
+    notify_stopping();
     rc = 0;
     log_notice("nutcrackers-%s stopping", PACKAGE_VERSION);
 out:
