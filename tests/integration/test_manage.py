@@ -331,3 +331,78 @@ def test_a_unix_manage_socket_is_trusted(nutcrackers, write_conf, redis_server, 
     proxy.signal(signal.SIGTERM)
     assert proxy.wait_exit() == 0
     assert not path.exists()
+
+
+def _healthz(port, method="GET"):
+    status, headers, body = manage.http_get(port, "/healthz", method=method)
+    assert headers["content-type"] == "text/plain; charset=utf-8"
+    return status, body.decode()
+
+
+def _poke(listen, n=40):
+    """n requests with distinct keys (so every server of the pool gets some); replies, errors
+    included, are read and dropped."""
+    with Conn(listen) as c:
+        for i in range(n):
+            c.call("GET", f"health:{i}")
+
+
+def test_healthz_follows_ejections_and_failures(nutcrackers, write_conf, redis_server):
+    """200 while every pool has a live server; 503 naming the pools without one: 'ejected' with
+    auto_eject_hosts, 'failing' (server_failure_limit failures in a row) without; 200 again once a
+    server of that pool answers."""
+    alpha = [redis_server() for _ in range(2)]
+    beta = [redis_server() for _ in range(2)]
+    gamma = [redis_server()]
+    ports = {name: procs.free_port() for name in ("alpha", "beta", "gamma")}
+    common = {"redis": True, "server_failure_limit": 2, "timeout": 2000}
+    conf = write_conf({
+        "alpha": {"listen": f"{HOST}:{ports['alpha']}", **common,
+                  "servers": [f"{HOST}:{p}:1" for p, _ in alpha]},
+        "beta": {"listen": f"{HOST}:{ports['beta']}", **common, "auto_eject_hosts": True,
+                 "server_retry_timeout": 600000, "servers": [f"{HOST}:{p}:1" for p, _ in beta]},
+        "gamma": {"listen": f"{HOST}:{ports['gamma']}", **common, "auto_eject_hosts": False,
+                  "servers": [f"{HOST}:{p}:1" for p, _ in gamma]},
+    })
+    proxy = nutcrackers(conf, "-T", "2", wait="listen", wait_manage=True)
+    for name in ports:
+        _poke(ports[name])
+    assert _healthz(proxy.manage_port) == (200, "ok: every pool (3) has a live server\n")
+    assert _healthz(proxy.manage_port, "HEAD") == (200, "")
+
+    for _, proc in beta:  # every backend of beta dies: both are ejected
+        procs.kill_popen(proc)
+
+    def beta_down():
+        _poke(ports["beta"])
+        return _healthz(proxy.manage_port)[0] == 503
+
+    wait.wait_for(beta_down, 20, "beta's servers ejected")
+    assert _healthz(proxy.manage_port) == \
+        (503, "pool beta: no live server (2 servers: 2 ejected, 0 failing)\n")
+
+    gport, gproc = gamma[0]  # gamma never ejects: its one server fails to connect
+    procs.kill_popen(gproc)
+
+    def gamma_down():
+        _poke(ports["gamma"], 4)
+        return "gamma" in _healthz(proxy.manage_port)[1]
+
+    wait.wait_for(gamma_down, 20, "gamma's server failing")
+    status, body = _healthz(proxy.manage_port)
+    assert status == 503 and body == ("pool beta: no live server (2 servers: 2 ejected, 0 failing)\n"
+                                      "pool gamma: no live server (1 server: 0 ejected, 1 failing)\n")
+    assert manage.http_get(proxy.manage_port, "/healthz", method="HEAD")[0] == 503
+
+    redis_server(port=gport)  # back on its port: the next request reaches it, the count resets
+
+    def gamma_up():
+        with Conn(ports["gamma"]) as c:
+            c.call("SET", "health:back", "1")
+        return "gamma" not in _healthz(proxy.manage_port)[1]
+
+    wait.wait_for(gamma_up, 20, "gamma's server answering again")
+    assert _healthz(proxy.manage_port) == \
+        (503, "pool beta: no live server (2 servers: 2 ejected, 0 failing)\n")
+    _poke(ports["alpha"])  # alpha was never named
+    assert "alpha" not in _healthz(proxy.manage_port)[1]

@@ -2,7 +2,7 @@
  * test_manage.c - unit tests of the manage port's commands and HTTP side, without sockets: help,
  * status (JSON, fresh), status workers, status latency, find_key/find_keys against the routing
  * table, the unknown pool error, usage and unknown-command errors, slowlog get/len/reset and its
- * line format, HTTP request lines and responses; who may run the restricted commands (trusted
+ * line format, HTTP request lines and responses (/healthz too); who may run the restricted commands (trusted
  * networks, auth) and the password file.
  *
  * Threads: the test's only.
@@ -315,6 +315,29 @@ static void test_http_responses(void **state)
     assert_int_equal(http(m, "DELETE /metrics HTTP/1.0", &body), 405);
 }
 
+/* GET /healthz: 200 while every pool has a live server; 503 naming a pool whose servers are all
+ * ejected or all failing (server_failure_limit failures in a row, default 2). */
+static void test_http_healthz(void **state)
+{
+    struct mfix *m = *state;
+    const char *body;
+    assert_int_equal(http(m, "GET /healthz HTTP/1.1", &body), 200);
+    assert_non_null(strstr(m->out.data, "Content-Type: text/plain; charset=utf-8\r\n"));
+    assert_string_equal(body, "ok: every pool (2) has a live server\n");
+    struct pool_shared *alpha = &m->f.rt->pools[sfix_pool(&m->f, "alpha")];
+    atomic_store(&alpha->health[0].ejected_until, 1);
+    atomic_store(&alpha->health[1].failures, 2);
+    assert_int_equal(http(m, "GET /healthz HTTP/1.1", &body), 200); /* s3 is live */
+    atomic_store(&alpha->health[2].failures, 1);
+    assert_int_equal(http(m, "GET /healthz HTTP/1.1", &body), 200); /* one failure is not enough */
+    atomic_store(&alpha->health[2].failures, 5);
+    assert_int_equal(http(m, "GET /healthz HTTP/1.1", &body), 503);
+    assert_string_equal(body, "pool alpha: no live server (3 servers: 1 ejected, 2 failing)\n");
+    assert_int_equal(http(m, "HEAD /healthz HTTP/1.1", &body), 503);
+    atomic_store(&alpha->health[1].failures, 0); /* a good reply */
+    assert_int_equal(http(m, "GET /healthz HTTP/1.1", &body), 200);
+}
+
 /* Restricted commands: refused to an untrusted session (the error says why), allowed after auth;
  * the open commands stay open. */
 static void test_restricted(void **state)
@@ -471,6 +494,7 @@ int main(void)
         cmocka_unit_test(test_password_file),
         cmocka_unit_test(test_http_request_line),
         cmocka_unit_test_setup_teardown(test_http_responses, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_http_healthz, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
