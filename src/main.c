@@ -46,7 +46,7 @@ static int main_test_conf(const struct nc_options *opts)
 /* The daemon chdirs to "/": names of files it opens again later must be absolute. */
 static int main_abspaths(struct nc_options *opts, char **owned, size_t n)
 {
-    const char **fields[] = { &opts->output, &opts->pid_file, &opts->conf_file };
+    const char **fields[] = { &opts->output, &opts->pid_file, &opts->conf_file, &opts->manage_auth_file };
     for (size_t i = 0; i < n && i < sizeof(fields) / sizeof(fields[0]); i++) {
         if (*fields[i] == NULL) continue;
         owned[i] = daemon_abspath(*fields[i]);
@@ -71,13 +71,13 @@ static void main_raise_nofile(void)
 
 static int main_run(struct nc_options *opts)
 {
-    char *owned[3] = { NULL, NULL, NULL };
+    char *owned[4] = { NULL, NULL, NULL, NULL };
     struct pidfile pf;
     pidfile_init(&pf);
     int rc = 1;
     struct conf *conf = NULL;
 
-    if (main_abspaths(opts, owned, 3) < 0) {
+    if (main_abspaths(opts, owned, 4) < 0) {
         fprintf(stderr, "nutcrackers: out of memory or no current directory\n");
         goto out;
     }
@@ -122,7 +122,7 @@ out_conf:
 out_log:
     log_deinit();
 out:
-    for (size_t i = 0; i < 3; i++) free(owned[i]);
+    for (size_t i = 0; i < 4; i++) free(owned[i]);
     return rc; /* a daemon that failed before daemon_started: its launcher exits 1 */
 }
 

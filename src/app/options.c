@@ -81,6 +81,12 @@ static const struct opt_desc opt_table[] = {
     { .short_name = 'S', .long_name = "slowlog", OPT_FIELD(slowlog_usec), .def = 10000, .min = 0,
       .max = INT64_MAX, .unit = "usec", .usage = "slowlog threshold",
       .help = "set slowlog threshold in usec" },
+    { .short_name = 'N', .long_name = "manage-trust", OPT_FIELD(manage_trust),
+      .def_str = "127.0.0.0/8,::1", .usage = "trusted nets",
+      .help = "networks trusted with reload and slowlog get/reset" },
+    { .short_name = 'K', .long_name = "manage-auth-file", OPT_FIELD(manage_auth_file),
+      .none = "off", .usage = "auth file",
+      .help = "read the manage port's auth password from this file" },
 };
 
 /* The usage line's group of flags, in twemproxy's order ("-?" is help too); the test checks that

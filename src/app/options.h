@@ -28,6 +28,8 @@ struct nc_options {
     size_t mbuf_size;        /* -m / --mbuf-size, bytes */
     int threads;             /* -T / --thread_num / --thread-num */
     int64_t slowlog_usec;    /* -S / --slowlog, usec: a request this slow goes to the slowlog */
+    const char *manage_trust;          /* -N / --manage-trust: networks trusted on the manage port */
+    const char *manage_auth_file;  /* -K / --manage-auth-file, NULL = no password */
 };
 
 /* Fills the defaults. */

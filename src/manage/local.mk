@@ -8,6 +8,8 @@ src_libnutcrackers_la_SOURCES += \
 	src/manage/stats_prom.c src/manage/stats_prom.h
 # the port: commands, HTTP, connections
 src_libnutcrackers_la_SOURCES += \
+	src/manage/manage_auth.c src/manage/manage_auth.h \
 	src/manage/manage_cmd.c src/manage/manage_cmd.h \
 	src/manage/manage_http.c src/manage/manage_http.h \
+	src/manage/manage_health.c src/manage/manage_health.h \
 	src/manage/manage_conn.c src/manage/manage_conn.h

@@ -12,6 +12,7 @@
 #include <strings.h>
 
 #include "common/clock.h"
+#include "common/log.h"
 #include "core/route.h"
 #include "core/runtime.h"
 #include "manage/stats_json.h"
@@ -33,6 +34,7 @@ struct manage_cmd {
                           struct stats_buf *out);
     const char *usage;
     const char *help;
+    bool restricted;      /* changes state or shows key names: trusted or authenticated only */
 };
 
 int manage_ctx_init(struct manage_ctx *ctx, const struct stats_source *src)
@@ -250,6 +252,34 @@ static enum manage_rc manage_reload(struct manage_ctx *ctx, const struct manage_
     return out->len > before && out->data[before] == 'E' ? MANAGE_ERROR : MANAGE_OK;
 }
 
+static enum manage_rc manage_auth_cmd(struct manage_ctx *ctx, const struct manage_arg *args, size_t nargs,
+                                      struct stats_buf *out)
+{
+    (void)nargs;
+    struct manage_session *sess = ctx->session;
+    if (ctx->auth == NULL || ctx->auth->password_len == 0)
+        return manage_error(out, "no manage password is set (--manage-auth-file)");
+    if (!manage_auth_check(ctx->auth, args[0].p, args[0].len)) {
+        sess->authed = false;
+        log_warn("manage port: a wrong password from %s", sess->peer != NULL ? sess->peer : "?");
+        return manage_error(out, "invalid password");
+    }
+    sess->authed = true;
+    stats_buf_adds(out, "OK\r\n");
+    return MANAGE_OK;
+}
+
+/* A restricted command from a session that may not run it: say why and what would do. */
+static enum manage_rc manage_refuse(struct manage_ctx *ctx, const struct manage_cmd *c, struct stats_buf *out)
+{
+    const char *trust = ctx->auth != NULL ? ctx->auth->trust_text : "none";
+    stats_buf_addf(out, "ERR: '%s%s%s' is refused: it needs a trusted client (a unix socket, or an address in "
+                        "--manage-trust: %s)", c->name, c->sub != NULL ? " " : "", c->sub != NULL ? c->sub : "", trust);
+    if (ctx->auth != NULL && ctx->auth->password_len > 0) stats_buf_adds(out, " or 'auth <password>' first\r\n");
+    else stats_buf_adds(out, ", and no manage password is set (--manage-auth-file)\r\n");
+    return MANAGE_ERROR;
+}
+
 static enum manage_rc manage_quit(struct manage_ctx *ctx, const struct manage_arg *args, size_t nargs,
                                   struct stats_buf *out)
 {
@@ -263,23 +293,25 @@ static enum manage_rc manage_quit(struct manage_ctx *ctx, const struct manage_ar
 /* the order of `help`; a form with a subcommand is matched only when the subcommand is there */
 static const struct manage_cmd manage_cmds[] = {
     { "status", NULL, 0, 0, manage_status, "status",
-      "stats of every pool and server, summed over the workers (JSON)" },
+      "stats of every pool and server, summed over the workers (JSON)", false },
     { "status", "workers", 0, 0, manage_status_workers, "status workers",
-      "the same for each worker: {\"workers\":[...]}" },
+      "the same for each worker: {\"workers\":[...]}", false },
     { "status", "latency", 0, 0, manage_status_latency, "status latency",
-      "latency histograms of every pool and server (JSON)" },
+      "latency histograms of every pool and server (JSON)", false },
     { "find_key", NULL, 2, 2, manage_find_keys, "find_key <pool> <key>",
-      "the server owning key: host:port:weight name" },
+      "the server owning key: host:port:weight name", false },
     { "find_keys", NULL, 2, MANAGE_MAX_ARGS, manage_find_keys, "find_keys <pool> <key>...",
-      "one such line per key" },
+      "one such line per key", false },
     { "slowlog", "get", 0, 1, manage_slowlog_get, "slowlog get [n]",
-      "the n (default 10) newest slow requests, newest first, then END" },
-    { "slowlog", "len", 0, 0, manage_slowlog_len, "slowlog len", "how many slow requests are held" },
-    { "slowlog", "reset", 0, 0, manage_slowlog_reset, "slowlog reset", "forget them" },
+      "the n (default 10) newest slow requests, newest first, then END", true },
+    { "slowlog", "len", 0, 0, manage_slowlog_len, "slowlog len", "how many slow requests are held", false },
+    { "slowlog", "reset", 0, 0, manage_slowlog_reset, "slowlog reset", "forget them", true },
     { "reload", NULL, 0, 0, manage_reload, "reload",
-      "re-read the config file and apply it: OK generation N, or ERR: why" },
-    { "help", NULL, 0, 0, manage_help, "help", "this list" },
-    { "quit", NULL, 0, 0, manage_quit, "quit", "close the connection" },
+      "re-read the config file and apply it: OK generation N, or ERR: why", true },
+    { "auth", NULL, 1, 1, manage_auth_cmd, "auth <password>",
+      "allow the * commands on this connection (--manage-auth-file)", false },
+    { "help", NULL, 0, 0, manage_help, "help", "this list", false },
+    { "quit", NULL, 0, 0, manage_quit, "quit", "close the connection", false },
 };
 
 static enum manage_rc manage_help(struct manage_ctx *ctx, const struct manage_arg *args, size_t nargs,
@@ -290,11 +322,15 @@ static enum manage_rc manage_help(struct manage_ctx *ctx, const struct manage_ar
     (void)nargs;
     stats_buf_adds(out, "*****\r\n");
     for (size_t i = 0; i < sizeof(manage_cmds) / sizeof(manage_cmds[0]); i++)
-        stats_buf_addf(out, "%-26s %s\r\n", manage_cmds[i].usage, manage_cmds[i].help);
+        stats_buf_addf(out, "%-26s %s%s\r\n", manage_cmds[i].usage, manage_cmds[i].restricted ? "* " : "",
+                       manage_cmds[i].help);
     stats_buf_addf(out, "%-26s %s\r\n", "GET /metrics HTTP/1.1", "Prometheus text format");
     stats_buf_addf(out, "%-26s %s\r\n", "GET / HTTP/1.1", "the status JSON over HTTP");
     stats_buf_addf(out, "%-26s %s\r\n", "GET /latency HTTP/1.1", "the status latency JSON over HTTP");
+    stats_buf_addf(out, "%-26s %s\r\n", "GET /healthz HTTP/1.1", "200 when every pool has a live server, else 503");
     stats_buf_adds(out, "(a client that sends nothing gets the JSON of the last -i interval)\r\n");
+    stats_buf_adds(out, "(* changes state or shows keys: only from a unix socket or a --manage-trust address\r\n"
+                        " (loopback by default), or after 'auth <password>' (--manage-auth-file))\r\n");
     stats_buf_adds(out, "*****\r\n");
     return MANAGE_OK;
 }
@@ -320,7 +356,8 @@ static size_t manage_split(const char *line, size_t len, struct manage_arg *args
     return n;
 }
 
-enum manage_rc manage_exec(struct manage_ctx *ctx, const char *line, size_t len, struct stats_buf *out)
+enum manage_rc manage_exec(struct manage_ctx *ctx, struct manage_session *sess, const char *line, size_t len,
+                           struct stats_buf *out)
 {
     struct manage_arg args[MANAGE_MAX_ARGS + 2];
     size_t n = manage_split(line, len, args, MANAGE_MAX_ARGS + 2);
@@ -350,7 +387,13 @@ enum manage_rc manage_exec(struct manage_ctx *ctx, const char *line, size_t len,
             rc = MANAGE_ERROR;
             goto out;
         }
+        if (c->restricted && !sess->trusted && !sess->authed) {
+            rc = manage_refuse(ctx, c, out);
+            goto out;
+        }
+        ctx->session = sess;
         rc = c->run(ctx, args + skip, nargs, out);
+        ctx->session = NULL;
         goto out;
     }
     if (known != NULL) {

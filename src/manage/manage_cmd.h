@@ -9,7 +9,12 @@
  *   slowlog get [n]         the n (default 10) newest slow requests of all workers, newest first
  *   slowlog len | reset     how many are held | forget them
  *   reload                  re-read the config file: "OK generation N" or "ERR: reload failed ..."
+ *   auth <password>         lets this connection run the restricted commands (manage_auth.h)
  *   help | quit
+ *
+ * Restricted (they change state or show key names): slowlog get, slowlog reset, reload. They run
+ * only for a session that is trusted or authenticated; others get "ERR: '<cmd>' is refused: ..."
+ * naming why and what to do.
  *
  * Commands are matched case-insensitively; arguments are separated by spaces or tabs. Every
  * reply line ends with CRLF; errors are one line starting with "ERR:".
@@ -22,11 +27,19 @@
 
 #include <stddef.h>
 
+#include "manage/manage_auth.h"
 #include "manage/stats_buf.h"
 #include "manage/stats_snapshot.h"
 #include "stats/stats_slowlog.h"
 
 #define MANAGE_SLOWLOG_GET_DEFAULT 10
+
+/* One connection's standing (manage_auth.h). */
+struct manage_session {
+    bool trusted;        /* a unix socket, or a TCP peer in the trusted networks */
+    bool authed;         /* sent the right `auth <password>` */
+    const char *peer;    /* its address, for the log (may be NULL) */
+};
 
 struct manage_ctx {
     const struct stats_source *src;
@@ -37,7 +50,10 @@ struct manage_ctx {
     /* `reload`: asks the master and appends its answer line (NULL: not available) */
     void (*reload)(void *arg, struct stats_buf *out);
     void *reload_arg;
+    const struct manage_auth *auth;  /* trusted networks and password (NULL: none set) */
+    struct manage_session *session;  /* the session of the command running (manage_exec) */
 };
+
 
 enum manage_rc {
     MANAGE_OK,
@@ -54,8 +70,9 @@ int manage_ctx_reshape(struct manage_ctx *ctx);
 /* The -i tick: refreshes the cached snapshot. */
 void manage_ctx_refresh(struct manage_ctx *ctx);
 
-/* Runs one command line (its line end already removed) and appends the reply. */
-enum manage_rc manage_exec(struct manage_ctx *ctx, const char *line, size_t len, struct stats_buf *out);
+/* Runs one command line (its line end already removed) for sess and appends the reply. */
+enum manage_rc manage_exec(struct manage_ctx *ctx, struct manage_session *sess, const char *line, size_t len,
+                           struct stats_buf *out);
 
 /* Body renderers shared with the HTTP side (no line end appended). */
 void manage_render_status(struct manage_ctx *ctx, struct stats_buf *out, bool fresh);

@@ -21,6 +21,7 @@
 
 #include "common/accept_pause.h"
 #include "common/log.h"
+#include "common/sock.h"
 #include "manage/manage_http.h"
 
 #define MANAGE_ACCEPTS_PER_EVENT 32
@@ -43,6 +44,8 @@ struct manage_client {
     unsigned http_headers;
     struct manage_http_req http_req;
     unsigned errors;
+    struct manage_session sess;
+    char peer[96];          /* its address, for the log */
     struct stats_buf out;
     size_t out_off;
     size_t drained;
@@ -162,7 +165,7 @@ static void manage_line(struct manage_client *c, const char *line, size_t len)
         c->http = true;
         return;
     }
-    enum manage_rc rc = manage_exec(ctx, line, len, &c->out);
+    enum manage_rc rc = manage_exec(ctx, &c->sess, line, len, &c->out);
     if (rc == MANAGE_QUIT) {
         c->close_after = true;
     } else if (rc == MANAGE_ERROR && ++c->errors >= MANAGE_MAX_ERRORS) {
@@ -290,7 +293,7 @@ static void manage_refuse(int fd)
     close(fd);
 }
 
-static void manage_accept_one(struct manage_server *ms, int fd)
+static void manage_accept_one(struct manage_server *ms, int fd, const struct sockaddr *sa, socklen_t salen)
 {
     if (ms->nclients >= MANAGE_MAX_CLIENTS) {
         manage_refuse(fd);
@@ -303,6 +306,9 @@ static void manage_accept_one(struct manage_server *ms, int fd)
     }
     c->ms = ms;
     c->fd = fd;
+    c->sess.trusted = ms->ctx->auth == NULL || manage_auth_trusted(ms->ctx->auth, sa, salen);
+    sock_addr_text(fd, true, c->peer, sizeof(c->peer));
+    c->sess.peer = c->peer;
     /* a small send buffer: a client that does not read holds little of our work */
     int sndbuf = MANAGE_SNDBUF;
     setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf));
@@ -325,7 +331,9 @@ static void manage_on_accept(evutil_socket_t lfd, short what, void *arg)
     struct manage_server *ms = arg;
     (void)what;
     for (int i = 0; i < MANAGE_ACCEPTS_PER_EVENT; i++) {
-        int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        struct sockaddr_storage ss;
+        socklen_t salen = sizeof(ss);
+        int fd = accept4(lfd, (struct sockaddr *)&ss, &salen, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0) {
             if (errno == EINTR || errno == ECONNABORTED) continue;
             if (accept_short_of(errno))
@@ -335,7 +343,7 @@ static void manage_on_accept(evutil_socket_t lfd, short what, void *arg)
             return;
         }
         accept_resumed(&ms->pause, "manage port");
-        manage_accept_one(ms, fd);
+        manage_accept_one(ms, fd, (const struct sockaddr *)&ss, salen);
     }
 }
 

@@ -8,6 +8,8 @@
 
 #include <string.h>
 
+#include "manage/manage_health.h"
+
 #define MANAGE_HTTP_JSON "application/json"
 #define MANAGE_HTTP_PROM "text/plain; version=0.0.4; charset=utf-8"
 #define MANAGE_HTTP_TEXT "text/plain; charset=utf-8"
@@ -61,11 +63,31 @@ void manage_http_error(struct stats_buf *out, int status, const char *reason)
     manage_http_text(out, status, reason, NULL);
 }
 
+/* 200 when every pool has a live server, else 503 naming the pools that have none. */
+static void manage_http_health(struct manage_ctx *ctx, bool head, struct stats_buf *out)
+{
+    struct stats_buf body;
+    stats_buf_init(&body, out->limit);
+    bool ok = manage_health_render(ctx->src->rt, &body);
+    if (stats_buf_failed(&body)) {
+        stats_buf_deinit(&body);
+        manage_http_text(out, 500, "Internal Server Error", NULL);
+        return;
+    }
+    manage_http_head(out, ok ? 200 : 503, ok ? "OK" : "Service Unavailable", MANAGE_HTTP_TEXT, body.len, NULL);
+    if (!head) stats_buf_add(out, body.data, body.len);
+    stats_buf_deinit(&body);
+}
+
 void manage_http_respond(struct manage_ctx *ctx, const struct manage_http_req *req, struct stats_buf *out)
 {
     bool head = strcmp(req->method, "HEAD") == 0;
     if (!head && strcmp(req->method, "GET") != 0) {
         manage_http_text(out, 405, "Method Not Allowed", "Allow: GET, HEAD\r\n");
+        return;
+    }
+    if (!req->truncated && strcmp(req->path, "/healthz") == 0) {
+        manage_http_health(ctx, head, out);
         return;
     }
     bool metrics = !req->truncated && strcmp(req->path, "/metrics") == 0;

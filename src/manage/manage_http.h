@@ -1,7 +1,7 @@
 /*
  * manage_http.h - the little HTTP the manage port speaks, so people can curl it and Prometheus can
- * scrape it: "GET /metrics" (Prometheus text format), "GET /" (the status JSON) and "GET /latency"
- * (the status latency JSON), HEAD too; every response closes the connection. Anything else gets
+ * scrape it: "GET /metrics" (Prometheus text format), "GET /" (the status JSON), "GET /latency"
+ * (the status latency JSON) and "GET /healthz" (200 or 503, manage_health.h), HEAD too; every response closes the connection. Anything else gets
  * 404 or 405 (the port is read-only).
  *
  * Threads: the stats thread.

@@ -61,16 +61,19 @@ void stats_json_render_hist(struct stats_buf *b, const struct stats_hist_sum *h)
         case STATS_HIST_p50: stats_buf_add_u64(b, stats_hist_quantile(h, 50, 100)); break;
         case STATS_HIST_p99: stats_buf_add_u64(b, stats_hist_quantile(h, 99, 100)); break;
         case STATS_HIST_p999: stats_buf_add_u64(b, stats_hist_quantile(h, 999, 1000)); break;
-        case STATS_HIST_buckets:
+        case STATS_HIST_buckets: {
+            uint64_t json[STATS_LAT_JSON_NBUCKETS];
+            stats_hist_json_buckets(h, json);
             stats_buf_addc(b, '{');
-            for (unsigned k = 0; k < STATS_LAT_NCOARSE; k++) {
+            for (unsigned k = 0; k < STATS_LAT_JSON_NBUCKETS; k++) {
                 if (k > 0) stats_buf_addc(b, ',');
-                if (k < STATS_LAT_NBOUNDS) stats_buf_addf(b, "\"%u\":", stats_lat_bound_msec[k]);
+                if (k < STATS_LAT_JSON_NBOUNDS) stats_buf_addf(b, "\"%u\":", stats_lat_json_bound_msec[k]);
                 else stats_buf_adds(b, "\"+inf\":");
-                stats_buf_add_u64(b, h->coarse[k]);
+                stats_buf_add_u64(b, json[k]);
             }
             stats_buf_addc(b, '}');
             break;
+        }
         case STATS_HIST_NFIELD: break;
         }
     }

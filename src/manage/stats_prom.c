@@ -39,18 +39,35 @@ static void stats_prom_help_text(struct stats_buf *b, const char *s)
     }
 }
 
-/* "# HELP <name> <desc>\n# TYPE <name> <type>\n" */
-static void stats_prom_family(struct stats_buf *b, enum stats_prom_level lvl, const struct stats_field_desc *d,
-                              const char *suffix, const char *type)
+/* "# HELP <name> <desc><note>\n# TYPE <name> <type>\n" (note: NULL or text after desc) */
+static void stats_prom_family(struct stats_buf *b, const char *name, const char *desc, const char *note,
+                              const char *type)
 {
-    stats_buf_addf(b, "# HELP %s%s%s ", stats_prom_prefix[lvl], d->name, suffix);
-    stats_prom_help_text(b, d->desc);
-    stats_buf_addf(b, "\n# TYPE %s%s%s %s\n", stats_prom_prefix[lvl], d->name, suffix, type);
+    stats_buf_addf(b, "# HELP %s ", name);
+    stats_prom_help_text(b, desc);
+    if (note != NULL) stats_buf_adds(b, note);
+    stats_buf_addf(b, "\n# TYPE %s %s\n", name, type);
 }
 
-static const char *stats_prom_suffix(enum stats_type t)
+/* The same for a pool or server field (a timestamp's description speaks of the JSON's usec). */
+static void stats_prom_field_family(struct stats_buf *b, const char *name, const struct stats_field_desc *d,
+                                    const char *type)
 {
-    return t == STATS_COUNTER ? "_total" : "";
+    stats_prom_family(b, name, d->desc, d->type == STATS_TIMESTAMP ? " (here in seconds; 0: never)" : NULL, type);
+}
+
+/*
+ * The name of a pool or server field: the level's prefix, the field without a "server_" that
+ * would repeat the server prefix (server_eof: nutcrackers_server_eof_total), then its unit and
+ * type: "_seconds" for timestamps (rendered in seconds: server_ejected_at ->
+ * nutcrackers_server_ejected_at_seconds) and latency histograms, "_total" for counters.
+ */
+static void stats_prom_name(char *out, size_t n, enum stats_prom_level lvl, const struct stats_field_desc *d)
+{
+    const char *field = d->name;
+    if (lvl == PROM_SERVER && strncmp(field, "server_", 7) == 0) field += 7;
+    const char *unit = d->type == STATS_TIMESTAMP || d->type == STATS_HISTOGRAM ? "_seconds" : "";
+    snprintf(out, n, "%s%s%s%s", stats_prom_prefix[lvl], field, unit, d->type == STATS_COUNTER ? "_total" : "");
 }
 
 static const char *stats_prom_type(enum stats_type t)
@@ -77,47 +94,6 @@ static void stats_prom_labels(struct stats_buf *b, const struct conf_pool *cp, c
     stats_buf_addc(b, '}');
 }
 
-static void stats_prom_value(struct stats_buf *b, enum stats_type t, uint64_t v)
-{
-    stats_buf_addc(b, ' ');
-    if (t == STATS_GAUGE) stats_buf_add_i64(b, stats_snapshot_signed(v));
-    else stats_buf_add_u64(b, v);
-    stats_buf_addc(b, '\n');
-}
-
-static void stats_prom_header(struct stats_buf *b, const struct stats_snapshot *s)
-{
-    stats_buf_adds(b, "# HELP nutcrackers_info the proxy: service name, host name (source) and version\n"
-                      "# TYPE nutcrackers_info gauge\nnutcrackers_info{service=\"nutcrackers\",source=\"");
-    stats_prom_label_value(b, s->src->host);
-    stats_buf_adds(b, "\",version=\"" PACKAGE_VERSION "\"} 1\n");
-    for (size_t i = 0; i < STATS_HEADER_NFIELD; i++) {
-        const struct stats_field_desc *d = &stats_header_desc[i];
-        uint64_t v;
-        switch ((enum stats_header_field)i) {
-        case STATS_HEADER_uptime: v = s->uptime_sec; break;
-        case STATS_HEADER_timestamp: v = s->timestamp_sec; break;
-        case STATS_HEADER_total_connections: v = s->total_connections; break;
-        case STATS_HEADER_curr_connections: v = (uint64_t)s->curr_connections; break;
-        case STATS_HEADER_generation:
-        case STATS_HEADER_loaded_at: continue; /* below, under config_ names */
-        default: continue; /* the strings are nutcrackers_info's labels */
-        }
-        stats_prom_family(b, PROM_HEADER, d, stats_prom_suffix(d->type), stats_prom_type(d->type));
-        stats_buf_addf(b, "%s%s%s", stats_prom_prefix[PROM_HEADER], d->name, stats_prom_suffix(d->type));
-        stats_prom_value(b, d->type, v);
-    }
-    const struct runtime *rt = s->src->rt;
-    stats_buf_addf(b, "# HELP nutcrackers_config_generation %s\n# TYPE nutcrackers_config_generation gauge\n"
-                      "nutcrackers_config_generation %llu\n",
-                   stats_header_desc[STATS_HEADER_generation].desc, (unsigned long long)rt->generation);
-    stats_buf_addf(b, "# HELP nutcrackers_config_loaded_at_seconds %s\n"
-                      "# TYPE nutcrackers_config_loaded_at_seconds gauge\n"
-                      "nutcrackers_config_loaded_at_seconds %llu\n",
-                   stats_header_desc[STATS_HEADER_loaded_at].desc,
-                   (unsigned long long)(rt->loaded_at_usec / 1000000u));
-}
-
 /* usec as seconds, exactly and without trailing zeros ("0.001", "2", "0.012345") */
 static void stats_prom_seconds_str(char *out, size_t n, uint64_t usec)
 {
@@ -131,6 +107,52 @@ static void stats_prom_seconds_str(char *out, size_t n, uint64_t usec)
     else snprintf(out, n, "%lu.%0*lu", (unsigned long)(usec / 1000000u), digits, (unsigned long)frac);
 }
 
+/* A pool or server field's value: gauges signed, timestamps (usec in the blocks) in seconds. */
+static void stats_prom_value(struct stats_buf *b, enum stats_type t, uint64_t v)
+{
+    stats_buf_addc(b, ' ');
+    if (t == STATS_GAUGE) {
+        stats_buf_add_i64(b, stats_snapshot_signed(v));
+    } else if (t == STATS_TIMESTAMP) {
+        char secs[32];
+        stats_prom_seconds_str(secs, sizeof(secs), v);
+        stats_buf_adds(b, secs);
+    } else {
+        stats_buf_add_u64(b, v);
+    }
+    stats_buf_addc(b, '\n');
+}
+
+/* A family of one unlabelled sample. */
+static void stats_prom_single(struct stats_buf *b, const char *name, const char *desc, const char *type, uint64_t v)
+{
+    stats_prom_family(b, name, desc, NULL, type);
+    stats_buf_addf(b, "%s %llu\n", name, (unsigned long long)v);
+}
+
+static void stats_prom_header(struct stats_buf *b, const struct stats_snapshot *s)
+{
+    stats_buf_adds(b, "# HELP nutcrackers_info the proxy: service name, host name (source) and version\n"
+                      "# TYPE nutcrackers_info gauge\nnutcrackers_info{service=\"nutcrackers\",source=\"");
+    stats_prom_label_value(b, s->src->host);
+    stats_buf_adds(b, "\",version=\"" PACKAGE_VERSION "\"} 1\n");
+    /* the numeric top-level fields, named for what they measure, in their units (the strings are
+     * nutcrackers_info's labels) */
+    const struct stats_field_desc *h = stats_header_desc;
+    const struct runtime *rt = s->src->rt;
+    stats_prom_single(b, "nutcrackers_uptime_seconds", h[STATS_HEADER_uptime].desc, "gauge", s->uptime_sec);
+    stats_prom_single(b, "nutcrackers_time_seconds", h[STATS_HEADER_timestamp].desc, "gauge", s->timestamp_sec);
+    stats_prom_single(b, "nutcrackers_config_generation", h[STATS_HEADER_generation].desc, "gauge",
+                      rt->generation);
+    stats_prom_single(b, "nutcrackers_config_loaded_at_seconds", h[STATS_HEADER_loaded_at].desc, "gauge",
+                      rt->loaded_at_usec / 1000000u);
+    stats_prom_single(b, "nutcrackers_client_connections_accepted_total", h[STATS_HEADER_total_connections].desc,
+                      "counter", s->total_connections);
+    stats_prom_family(b, "nutcrackers_client_connections", h[STATS_HEADER_curr_connections].desc, NULL, "gauge");
+    stats_buf_adds(b, "nutcrackers_client_connections");
+    stats_prom_value(b, STATS_GAUGE, (uint64_t)s->curr_connections);
+}
+
 static void stats_prom_hist(struct stats_buf *b, const char *name, const struct conf_pool *cp,
                             const struct conf_server *cs, const struct stats_hist_sum *h)
 {
@@ -139,7 +161,7 @@ static void stats_prom_hist(struct stats_buf *b, const char *name, const struct 
     for (unsigned k = 0; k < STATS_LAT_NCOARSE; k++) {
         cum += h->coarse[k];
         if (k < STATS_LAT_NBOUNDS) {
-            stats_prom_seconds_str(secs, sizeof(secs), (uint64_t)stats_lat_bound_msec[k] * 1000u);
+            stats_prom_seconds_str(secs, sizeof(secs), stats_lat_bound_usec[k]);
             snprintf(le, sizeof(le), "le=\"%s\"", secs);
         } else {
             snprintf(le, sizeof(le), "le=\"+Inf\"");
@@ -163,40 +185,42 @@ static void stats_prom_hist(struct stats_buf *b, const char *name, const struct 
 void stats_prom_render(struct stats_buf *b, const struct stats_snapshot *s)
 {
     const struct runtime *rt = s->src->rt;
+    char name[128];
     stats_prom_header(b, s);
     for (size_t i = 0; i < STATS_POOL_NFIELD; i++) {
         const struct stats_field_desc *d = &stats_pool_desc[i];
-        stats_prom_family(b, PROM_POOL, d, stats_prom_suffix(d->type), stats_prom_type(d->type));
+        stats_prom_name(name, sizeof(name), PROM_POOL, d);
+        stats_prom_field_family(b, name, d, stats_prom_type(d->type));
         for (size_t p = 0; p < s->npools; p++) {
-            stats_buf_addf(b, "%s%s%s", stats_prom_prefix[PROM_POOL], d->name, stats_prom_suffix(d->type));
+            stats_buf_adds(b, name);
             stats_prom_labels(b, rt->pools[p].cp, NULL, NULL);
             stats_prom_value(b, d->type, s->pools[p].f[i]);
         }
     }
     for (size_t i = 0; i < STATS_SERVER_NFIELD; i++) {
         const struct stats_field_desc *d = &stats_server_desc[i];
-        stats_prom_family(b, PROM_SERVER, d, stats_prom_suffix(d->type), stats_prom_type(d->type));
+        stats_prom_name(name, sizeof(name), PROM_SERVER, d);
+        stats_prom_field_family(b, name, d, stats_prom_type(d->type));
         for (size_t p = 0; p < s->npools; p++) {
             const struct conf_pool *cp = rt->pools[p].cp;
             for (size_t k = 0; k < s->pools[p].nservers; k++) {
-                stats_buf_addf(b, "%s%s%s", stats_prom_prefix[PROM_SERVER], d->name, stats_prom_suffix(d->type));
+                stats_buf_adds(b, name);
                 stats_prom_labels(b, cp, &cp->servers[k], NULL);
                 stats_prom_value(b, d->type, s->pools[p].servers[k].f[i]);
             }
         }
     }
-    char name[128];
     for (size_t i = 0; i < STATS_POOL_NHIST; i++) {
         const struct stats_field_desc *d = &stats_pool_hist_desc[i];
-        stats_prom_family(b, PROM_POOL, d, "_seconds", "histogram");
-        snprintf(name, sizeof(name), "%s%s_seconds", stats_prom_prefix[PROM_POOL], d->name);
+        stats_prom_name(name, sizeof(name), PROM_POOL, d);
+        stats_prom_field_family(b, name, d, "histogram");
         for (size_t p = 0; p < s->npools; p++)
             stats_prom_hist(b, name, rt->pools[p].cp, NULL, &s->pools[p].latency[i]);
     }
     for (size_t i = 0; i < STATS_SERVER_NHIST; i++) {
         const struct stats_field_desc *d = &stats_server_hist_desc[i];
-        stats_prom_family(b, PROM_SERVER, d, "_seconds", "histogram");
-        snprintf(name, sizeof(name), "%s%s_seconds", stats_prom_prefix[PROM_SERVER], d->name);
+        stats_prom_name(name, sizeof(name), PROM_SERVER, d);
+        stats_prom_field_family(b, name, d, "histogram");
         for (size_t p = 0; p < s->npools; p++) {
             const struct conf_pool *cp = rt->pools[p].cp;
             for (size_t k = 0; k < s->pools[p].nservers; k++)

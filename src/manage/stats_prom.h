@@ -1,12 +1,16 @@
 /*
  * stats_prom.h - the Prometheus text exposition format (version 0.0.4) of a snapshot.
  *
- * Names: nutcrackers_<field> for the top-level fields, nutcrackers_pool_<field>{pool=".."} and
- * nutcrackers_server_<field>{pool="..",server=".."} for the pool and server fields; counters end in
- * _total; timestamps and gauges are gauges; service, source and version are the labels of
- * nutcrackers_info 1. Latency histograms are nutcrackers_pool_request_latency_seconds and
- * nutcrackers_server_server_latency_seconds with le buckets 0.001 .. 3 (meitu's ms bounds) and +Inf,
- * _sum in seconds and _count.
+ * Names follow Prometheus' conventions (units in the name, _total on counters only): the top-level
+ * fields are nutcrackers_uptime_seconds, nutcrackers_time_seconds, nutcrackers_config_generation,
+ * nutcrackers_config_loaded_at_seconds, nutcrackers_client_connections_accepted_total and
+ * nutcrackers_client_connections; service, source and version are the labels of nutcrackers_info 1.
+ * Pool and server fields are nutcrackers_pool_<field>{pool=".."} and
+ * nutcrackers_server_<field>{pool="..",server=".."}, a server field without its leading "server_";
+ * timestamps (usec in the JSON) are gauges in seconds (nutcrackers_server_ejected_at_seconds).
+ * Latency histograms are nutcrackers_pool_request_latency_seconds and
+ * nutcrackers_server_latency_seconds with le buckets 50 us .. 10 s (stats_hist.h) and +Inf, _sum in
+ * seconds and _count.
  *
  * Threads: whoever owns the snapshot and the buffer (the stats thread).
  */

@@ -8,7 +8,14 @@
 #include "config.h"
 #include "stats/stats_hist.h"
 
-const uint32_t stats_lat_bound_msec[STATS_LAT_NBOUNDS] = {
+const uint32_t stats_lat_bound_usec[STATS_LAT_NBOUNDS] = {
+    50, 100, 200, 500,                         /* a request on loopback or in one rack */
+    1000, 2000, 5000, 10000, 20000, 50000,     /* a loaded backend, a slow command */
+    100000, 200000, 500000,
+    1000000, 2000000, 3000000, 5000000, 10000000, /* timeouts */
+};
+
+const uint32_t stats_lat_json_bound_msec[STATS_LAT_JSON_NBOUNDS] = {
     1, 10, 20, 50, 100, 200, 500, 1000, 2000, 3000,
 };
 
@@ -36,7 +43,7 @@ void stats_hist_bucket_range(unsigned idx, uint64_t *lo, uint64_t *hi)
 unsigned stats_hist_coarse(uint64_t usec)
 {
     for (unsigned i = 0; i < STATS_LAT_NBOUNDS; i++) {
-        if (usec <= (uint64_t)stats_lat_bound_msec[i] * 1000u) return i;
+        if (usec <= stats_lat_bound_usec[i]) return i;
     }
     return STATS_LAT_NBOUNDS;
 }
@@ -91,4 +98,17 @@ uint64_t stats_hist_quantile(const struct stats_hist_sum *h, uint64_t num, uint6
         }
     }
     return h->max_usec;
+}
+
+void stats_hist_json_buckets(const struct stats_hist_sum *h, uint64_t out[STATS_LAT_JSON_NBUCKETS])
+{
+    unsigned j = 0;
+    for (unsigned i = 0; i < STATS_LAT_JSON_NBUCKETS; i++) out[i] = 0;
+    for (unsigned k = 0; k < STATS_LAT_NCOARSE; k++) {
+        /* the first meitu bound >= this coarse bound (+inf for the +inf bucket) */
+        while (j < STATS_LAT_JSON_NBOUNDS &&
+               (k == STATS_LAT_NBOUNDS || (uint64_t)stats_lat_json_bound_msec[j] * 1000u < stats_lat_bound_usec[k]))
+            j++;
+        out[j] += h->coarse[k];
+    }
 }

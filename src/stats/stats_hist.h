@@ -1,8 +1,10 @@
 /*
  * stats_hist.h - latency histograms: microsecond resolution, log-linear buckets (exact below 16 us,
- * then 8 buckets per power of two, so any value is known to within 12.5%), plus meitu twemproxy's
- * coarse millisecond buckets (1, 10, 20, 50, 100, 200, 500, 1000, 2000, 3000 ms, +inf) counted
- * exactly. Percentiles come from the fine buckets; the JSON and Prometheus buckets from the coarse.
+ * then 8 buckets per power of two, so any value is known to within 12.5%), plus coarse buckets
+ * counted exactly: a 1-2-5 ladder from 50 us to 10 s (and +inf) that holds every bound of meitu
+ * twemproxy's millisecond buckets (1, 10, 20, 50, 100, 200, 500, 1000, 2000, 3000 ms, +inf).
+ * Percentiles come from the fine buckets; the Prometheus buckets are the coarse ones, the JSON's
+ * are meitu's, each the sum of the coarse buckets it covers.
  *
  * Threads: a struct stats_hist lives in a worker's counter block: that worker records into it
  * (single writer, relaxed atomics), the stats thread reads it into a struct stats_hist_sum (plain
@@ -18,11 +20,16 @@
 typedef _Atomic uint64_t stats_ctr;
 
 #define STATS_HIST_NBUCKETS 320  /* fine buckets: 16 exact + 8 per power of two up to 2^42 us */
-#define STATS_LAT_NBOUNDS 10     /* coarse upper bounds; the coarse array has one more: +inf */
+#define STATS_LAT_NBOUNDS 18     /* coarse upper bounds; the coarse array has one more: +inf */
 #define STATS_LAT_NCOARSE (STATS_LAT_NBOUNDS + 1)
+#define STATS_LAT_JSON_NBOUNDS 10 /* meitu's bounds; the JSON's buckets have one more: +inf */
+#define STATS_LAT_JSON_NBUCKETS (STATS_LAT_JSON_NBOUNDS + 1)
 
-/* Upper bounds (inclusive) of the coarse buckets, in milliseconds: 1, 10, 20, ... 3000. */
-extern const uint32_t stats_lat_bound_msec[STATS_LAT_NBOUNDS];
+/* Upper bounds (inclusive) of the coarse buckets, in microseconds: 50, 100, 200, 500, 1000, ...
+ * 10000000. */
+extern const uint32_t stats_lat_bound_usec[STATS_LAT_NBOUNDS];
+/* meitu's bounds, in milliseconds: 1, 10, 20, ... 3000 (each one is a coarse bound too). */
+extern const uint32_t stats_lat_json_bound_msec[STATS_LAT_JSON_NBOUNDS];
 
 struct stats_hist {
     stats_ctr sum_usec;
@@ -76,5 +83,9 @@ void stats_hist_sum_merge(struct stats_hist_sum *dst, const struct stats_hist_su
  * ceil(n*num/den)-th smallest value, never above the maximum recorded. 0 when empty.
  */
 uint64_t stats_hist_quantile(const struct stats_hist_sum *h, uint64_t num, uint64_t den);
+
+/* meitu's buckets of h (per bucket, not cumulative): the coarse counts folded into
+ * stats_lat_json_bound_msec's buckets, out[STATS_LAT_JSON_NBOUNDS] being +inf. */
+void stats_hist_json_buckets(const struct stats_hist_sum *h, uint64_t out[STATS_LAT_JSON_NBUCKETS]);
 
 #endif

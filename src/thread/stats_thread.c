@@ -12,12 +12,14 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/sock.h"
 #include "core/runtime.h"
+#include "manage/manage_auth.h"
 #include "manage/manage_cmd.h"
 #include "manage/manage_conn.h"
 #include "thread/evloop.h"
@@ -25,6 +27,7 @@
 #include "thread/reload_req.h"
 
 #define STATS_LISTEN_BACKLOG 128
+#define STATS_UNIX_PERM 0600 /* a unix manage socket: its clients are trusted, so only the owner */
 
 struct stats_thread {
     pthread_t tid;
@@ -38,6 +41,10 @@ struct stats_thread {
     struct stats_source src;
     struct manage_ctx ctx;
     bool ctx_ok;
+    struct manage_auth auth;
+    const char *unix_path;   /* -a was a unix socket path: unlinked at the end if still ours */
+    dev_t unix_dev;
+    ino_t unix_ino;
     struct manage_server *ms;
     struct inbox *master_inbox;
     const atomic_bool *stopping;
@@ -120,6 +127,10 @@ static void *stats_thread_main(void *arg)
 static void stats_thread_free(struct stats_thread *st)
 {
     manage_server_destroy(st->ms);
+    struct stat sb;
+    if (st->unix_path != NULL && stat(st->unix_path, &sb) == 0 && sb.st_dev == st->unix_dev &&
+        sb.st_ino == st->unix_ino)
+        unlink(st->unix_path);
     if (st->ctx_ok) manage_ctx_deinit(&st->ctx);
     if (st->inbox_ev) event_free(st->inbox_ev);
     if (st->tick_ev) event_free(st->tick_ev);
@@ -128,6 +139,29 @@ static void stats_thread_free(struct stats_thread *st)
     runtime_put(st->src.rt);
     free(st->blocks);
     free(st);
+}
+
+/* The trusted networks and the password of the manage port. Returns 0 or -errno (logged). */
+static int stats_thread_auth(struct stats_thread *st, const struct nc_options *opts)
+{
+    char err[256];
+    const char *trust = opts->manage_trust != NULL ? opts->manage_trust : MANAGE_TRUST_DEFAULT;
+    int rc = manage_auth_set_trust(&st->auth, trust, err, sizeof(err));
+    if (rc < 0) {
+        log_error("option -N/--manage-trust: %s", err);
+        return rc;
+    }
+    if (opts->manage_auth_file == NULL) return 0;
+    bool loose = false;
+    rc = manage_auth_load_password(&st->auth, opts->manage_auth_file, &loose, err, sizeof(err));
+    if (rc < 0) {
+        log_error("option -K/--manage-auth-file: %s", err);
+        return rc;
+    }
+    if (loose)
+        log_warn("the manage password file '%s' can be read by other users (chmod 600 it)",
+                 opts->manage_auth_file);
+    return 0;
 }
 
 /* Event base, inbox, timer and snapshots. Returns 0 or -errno. */
@@ -145,6 +179,7 @@ static int stats_thread_setup(struct stats_thread *st, const struct nc_options *
     st->ctx_ok = true;
     st->ctx.reload = stats_thread_do_reload;
     st->ctx.reload_arg = st;
+    st->ctx.auth = &st->auth;
     int64_t ms = opts->stats_interval > 0 ? opts->stats_interval : 1;
     struct timeval every = { .tv_sec = (time_t)(ms / 1000), .tv_usec = (suseconds_t)(ms % 1000) * 1000 };
     st->tick_ev = event_new(st->base, -1, EV_PERSIST, stats_thread_on_tick, st);
@@ -168,16 +203,29 @@ struct stats_thread *stats_thread_start(const struct nc_options *opts, struct ru
     st->src.nblocks = nworkers;
     st->src.start_wall_usec = nc_usec_wall();
     if (gethostname(st->src.host, sizeof(st->src.host) - 1) < 0) strcpy(st->src.host, "unknown");
-    int rc = stats_thread_setup(st, opts);
+    int rc = stats_thread_auth(st, opts);
+    if (rc < 0) goto fail;
+    rc = stats_thread_setup(st, opts);
     if (rc < 0) {
         log_error("cannot set up the stats thread: %s", strerror(-rc));
         goto fail;
     }
-    int lfd = sock_listen_tcp(opts->stats_addr, opts->stats_port, STATS_LISTEN_BACKLOG, false);
+    bool unix_sock = opts->stats_addr[0] == '/';
+    int lfd = unix_sock ? sock_listen_unix(opts->stats_addr, STATS_UNIX_PERM, STATS_LISTEN_BACKLOG)
+                        : sock_listen_tcp(opts->stats_addr, opts->stats_port, STATS_LISTEN_BACKLOG, false);
     if (lfd < 0) {
-        log_error("cannot listen on the manage port %s:%u: %s", opts->stats_addr, (unsigned)opts->stats_port,
-                  strerror(-lfd));
+        if (unix_sock)
+            log_error("cannot listen on the manage port %s: %s", opts->stats_addr, strerror(-lfd));
+        else
+            log_error("cannot listen on the manage port %s:%u: %s", opts->stats_addr,
+                      (unsigned)opts->stats_port, strerror(-lfd));
         goto fail;
+    }
+    struct stat sb;
+    if (unix_sock && stat(opts->stats_addr, &sb) == 0) {
+        st->unix_path = opts->stats_addr;
+        st->unix_dev = sb.st_dev;
+        st->unix_ino = sb.st_ino;
     }
     st->ms = manage_server_create(st->base, lfd, &st->ctx);
     if (st->ms == NULL) goto oom;
@@ -187,7 +235,8 @@ struct stats_thread *stats_thread_start(const struct nc_options *opts, struct ru
         goto fail;
     }
     st->started = true;
-    log_notice("manage port listening on %s:%u", opts->stats_addr, (unsigned)opts->stats_port);
+    if (unix_sock) log_notice("manage port listening on unix socket %s", opts->stats_addr);
+    else log_notice("manage port listening on %s:%u", opts->stats_addr, (unsigned)opts->stats_port);
     return st;
 oom:
     log_error("cannot start the stats thread: out of memory");

@@ -25,6 +25,8 @@ FLAGS = [
     ("-m", "--mbuf-size=N", "(default: 16384 bytes"),
     ("-T", "--thread_num=N", "(default: 8"),
     ("-S", "--slowlog=N", "(default: 10000 usec)"),
+    ("-N", "--manage-trust=S", "(default: 127.0.0.0/8,::1)"),
+    ("-K", "--manage-auth-file=S", "(default: off)"),
 ]
 
 POOL_METRICS = ["client_eof", "client_err", "client_connections", "server_ejects",

@@ -24,13 +24,13 @@ def proxy3(nutcrackers, write_conf, redis_server):
     """A redis pool 'alpha' over 3 named servers (r0..r2), 4 workers. Returns (proxy, {name:
     (port, Popen)})."""
 
-    def start(*flags, extra=None):
+    def start(*flags, extra=None, wait="listen"):
         redis = {f"r{i}": redis_server() for i in range(3)}
         pool = {"listen": f"{HOST}:{procs.free_port()}", "redis": True,
                 "servers": [f"{HOST}:{port}:1 {name}" for name, (port, _) in redis.items()]}
         pool.update(extra or {})
         conf = write_conf({"alpha": pool})
-        proxy = nutcrackers(conf, "-T", "4", *flags, wait="listen", wait_manage=True)
+        proxy = nutcrackers(conf, "-T", "4", *flags, wait=wait, wait_manage=True)
         return proxy, redis
 
     return start
@@ -246,3 +246,163 @@ def test_manage_port_in_use_is_fatal(write_conf, tmp_path):
         r = procs.run(["-c", str(conf), "-s", str(port), "-a", HOST, "-o", str(log)])
     assert r.returncode == 1
     assert f"cannot listen on the manage port {HOST}:{port}" in procs.read_text(log)
+
+
+# The restricted commands (they change state or show key names) and who may run them. A test can
+# only connect from loopback, so the untrusted cases take loopback out of the trusted networks
+# (-N none): the proxy then treats 127.0.0.1 as it treats any other address (notes/manage-auth.md).
+RESTRICTED = ("slowlog get", "slowlog reset", "reload")
+
+
+def _open_commands_answer(proxy):
+    """What twemproxy serves stays open: the status JSON, the silent client's JSON, HTTP."""
+    assert manage.status(proxy.manage_port)["service"] == "nutcrackers"
+    assert json.loads(manage.silent(proxy.manage_port, half_close=True))["service"] == "nutcrackers"
+    assert manage.http_get(proxy.manage_port, "/metrics")[0] == 200
+    assert manage.command(proxy.manage_port, "slowlog len", "find_key alpha k").count("\r\n") == 2
+
+
+def test_restricted_commands_run_from_loopback(proxy3):
+    proxy, _ = proxy3()  # the default trusted networks: 127.0.0.0/8 and ::1
+    assert manage.command(proxy.manage_port, *RESTRICTED) == "END\r\nOK\r\nOK generation 2\r\n"
+    _open_commands_answer(proxy)
+
+
+def test_restricted_commands_are_refused_to_an_untrusted_client(proxy3):
+    proxy, _ = proxy3("-N", "none")
+    text = manage.command(proxy.manage_port, *RESTRICTED)
+    lines = text.splitlines()
+    assert len(lines) == 3, text
+    for cmd, line in zip(RESTRICTED, lines):
+        assert line == (f"ERR: '{cmd}' is refused: it needs a trusted client (a unix socket, or an address "
+                        "in --manage-trust: none), and no manage password is set (--manage-auth-file)")
+    assert manage.command(proxy.manage_port, "auth x") == \
+        "ERR: no manage password is set (--manage-auth-file)\r\n"
+    _open_commands_answer(proxy)
+    assert manage.status(proxy.manage_port)["generation"] == 1  # nothing was reloaded
+    _still_serves(proxy)
+
+
+def test_restricted_commands_run_after_auth(proxy3, tmp_path):
+    pw = tmp_path / "manage.pw"
+    pw.write_text("s3cret-Pa55\n")
+    pw.chmod(0o600)
+    proxy, _ = proxy3("-N", "none", "-K", str(pw))
+    refused = manage.command(proxy.manage_port, "reload")
+    assert refused.startswith("ERR: 'reload' is refused: ") and refused.endswith(
+        " or 'auth <password>' first\r\n"), refused
+    assert manage.command(proxy.manage_port, "auth s3cret", "reload").startswith(
+        "ERR: invalid password\r\nERR: 'reload' is refused")
+    assert manage.command(proxy.manage_port, "auth s3cret-Pa55", *RESTRICTED) == \
+        "OK\r\nEND\r\nOK\r\nOK generation 2\r\n"
+    # auth holds for its connection only
+    assert manage.command(proxy.manage_port, "reload").startswith("ERR: 'reload' is refused")
+    assert "a wrong password from 127.0.0.1:" in proxy.log()
+    assert "can be read by other users" not in proxy.log()
+    _open_commands_answer(proxy)
+
+
+@pytest.mark.parametrize("flags, error", [
+    (["-N", "localhost"], "option -N/--manage-trust: 'localhost' is not an IPv4 or IPv6 address"),
+    (["-N", "10.0.0.0/33"], "option -N/--manage-trust: '10.0.0.0/33': the prefix length must be 0..32"),
+    (["-K", "no-such-file"], "option -K/--manage-auth-file: cannot open"),
+])
+def test_bad_manage_auth_flags_stop_the_start(proxy3, flags, error):
+    proxy, _ = proxy3(*flags, wait=None)
+    assert proxy.wait_exit() == 1
+    assert error in proxy.log()
+
+
+def test_a_unix_manage_socket_is_trusted(nutcrackers, write_conf, redis_server, tmp_path):
+    """-a /path: the manage port on a unix socket (mode 0600); its clients are trusted even with
+    -N none; the socket file is removed at exit."""
+    port, _ = redis_server()
+    conf = write_conf({"alpha": {"listen": f"{HOST}:{procs.free_port()}", "redis": True,
+                                 "servers": [f"{HOST}:{port}:1"]}})
+    path = tmp_path / "manage.sock"
+    proxy = nutcrackers(conf, "-a", str(path), "-N", "none")
+    wait.wait_for(lambda: path.exists(), 10, "the manage socket")
+    assert (path.stat().st_mode & 0o777) == 0o600
+    with Conn(path=path, nodelay=False) as c:
+        c.send(b"slowlog get\r\nreload\r\nquit\r\n")
+        assert c.read_until_closed() == b"END\r\nOK generation 2\r\n"
+    with Conn(path=path, nodelay=False) as c:  # a silent client still gets the JSON
+        assert json.loads(c.read_until_closed())["service"] == "nutcrackers"
+    proxy.signal(signal.SIGTERM)
+    assert proxy.wait_exit() == 0
+    assert not path.exists()
+
+
+def _healthz(port, method="GET"):
+    status, headers, body = manage.http_get(port, "/healthz", method=method)
+    assert headers["content-type"] == "text/plain; charset=utf-8"
+    return status, body.decode()
+
+
+def _poke(listen, n=40):
+    """n requests with distinct keys (so every server of the pool gets some); replies, errors
+    included, are read and dropped."""
+    with Conn(listen) as c:
+        for i in range(n):
+            c.call("GET", f"health:{i}")
+
+
+def test_healthz_follows_ejections_and_failures(nutcrackers, write_conf, redis_server):
+    """200 while every pool has a live server; 503 naming the pools without one: 'ejected' with
+    auto_eject_hosts, 'failing' (server_failure_limit failures in a row) without; 200 again once a
+    server of that pool answers."""
+    alpha = [redis_server() for _ in range(2)]
+    beta = [redis_server() for _ in range(2)]
+    gamma = [redis_server()]
+    ports = {name: procs.free_port() for name in ("alpha", "beta", "gamma")}
+    common = {"redis": True, "server_failure_limit": 2, "timeout": 2000}
+    conf = write_conf({
+        "alpha": {"listen": f"{HOST}:{ports['alpha']}", **common,
+                  "servers": [f"{HOST}:{p}:1" for p, _ in alpha]},
+        "beta": {"listen": f"{HOST}:{ports['beta']}", **common, "auto_eject_hosts": True,
+                 "server_retry_timeout": 600000, "servers": [f"{HOST}:{p}:1" for p, _ in beta]},
+        "gamma": {"listen": f"{HOST}:{ports['gamma']}", **common, "auto_eject_hosts": False,
+                  "servers": [f"{HOST}:{p}:1" for p, _ in gamma]},
+    })
+    proxy = nutcrackers(conf, "-T", "2", wait="listen", wait_manage=True)
+    for name in ports:
+        _poke(ports[name])
+    assert _healthz(proxy.manage_port) == (200, "ok: every pool (3) has a live server\n")
+    assert _healthz(proxy.manage_port, "HEAD") == (200, "")
+
+    for _, proc in beta:  # every backend of beta dies: both are ejected
+        procs.kill_popen(proc)
+
+    def beta_down():
+        _poke(ports["beta"])
+        return _healthz(proxy.manage_port)[0] == 503
+
+    wait.wait_for(beta_down, 20, "beta's servers ejected")
+    assert _healthz(proxy.manage_port) == \
+        (503, "pool beta: no live server (2 servers: 2 ejected, 0 failing)\n")
+
+    gport, gproc = gamma[0]  # gamma never ejects: its one server fails to connect
+    procs.kill_popen(gproc)
+
+    def gamma_down():
+        _poke(ports["gamma"], 4)
+        return "gamma" in _healthz(proxy.manage_port)[1]
+
+    wait.wait_for(gamma_down, 20, "gamma's server failing")
+    status, body = _healthz(proxy.manage_port)
+    assert status == 503 and body == ("pool beta: no live server (2 servers: 2 ejected, 0 failing)\n"
+                                      "pool gamma: no live server (1 server: 0 ejected, 1 failing)\n")
+    assert manage.http_get(proxy.manage_port, "/healthz", method="HEAD")[0] == 503
+
+    redis_server(port=gport)  # back on its port: the next request reaches it, the count resets
+
+    def gamma_up():
+        with Conn(ports["gamma"]) as c:
+            c.call("SET", "health:back", "1")
+        return "gamma" not in _healthz(proxy.manage_port)[1]
+
+    wait.wait_for(gamma_up, 20, "gamma's server answering again")
+    assert _healthz(proxy.manage_port) == \
+        (503, "pool beta: no live server (2 servers: 2 ejected, 0 failing)\n")
+    _poke(ports["alpha"])  # alpha was never named
+    assert "alpha" not in _healthz(proxy.manage_port)[1]

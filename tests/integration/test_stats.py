@@ -354,11 +354,19 @@ def test_prometheus_parses_and_agrees_with_json(cluster):
     samples = _samples(text)
     info = [s for s in fams["nutcrackers_info"].samples][0]
     assert info.labels == {"service": "nutcrackers", "source": doc["source"], "version": doc["version"]}
-    assert samples[("nutcrackers_total_connections_total", ())] == doc["total_connections"]
-    assert samples[("nutcrackers_curr_connections", ())] == doc["curr_connections"]
-    assert abs(samples[("nutcrackers_uptime_total", ())] - doc["uptime"]) <= 2
+    assert samples[("nutcrackers_client_connections_accepted_total", ())] == doc["total_connections"]
+    assert samples[("nutcrackers_client_connections", ())] == doc["curr_connections"]
+    assert abs(samples[("nutcrackers_uptime_seconds", ())] - doc["uptime"]) <= 2
+    assert abs(samples[("nutcrackers_time_seconds", ())] - doc["timestamp"]) <= 2
+    assert fams["nutcrackers_uptime_seconds"].type == "gauge"
     assert fams["nutcrackers_pool_client_eof"].type == "counter"
     assert fams["nutcrackers_server_in_queue"].type == "gauge"
+    assert fams["nutcrackers_server_ejected_at_seconds"].type == "gauge"
+    # no name repeats its level (nutcrackers_server_server_...), every counter ends in _total and
+    # nothing else does
+    for name, fam in fams.items():
+        assert "_server_server_" not in name, name
+        assert (fam.type == "counter") == any(s.name.endswith("_total") for s in fam.samples), name
     checked = 0
     for pool, servers in (("alpha", c["redis"]), ("beta", c["mc"])):
         p = doc[pool]
@@ -369,18 +377,30 @@ def test_prometheus_parses_and_agrees_with_json(cluster):
         for s in servers:
             labels = (("pool", pool), ("server", s))
             for f in SERVER_FIELDS:
-                gauge = f in GAUGES or f in ("server_connections", "server_ejected_at")
-                name = f"nutcrackers_server_{f}" + ("" if gauge else "_total")
-                assert samples[(name, labels)] == p[s][f], (pool, s, f)
+                name, value = f"nutcrackers_server_{f.removeprefix('server_')}", p[s][f]
+                if f == "server_ejected_at":  # usec in the JSON, seconds here
+                    name, value = name + "_seconds", value / 1e6
+                elif f not in GAUGES and f != "server_connections":
+                    name += "_total"
+                assert samples[(name, labels)] == pytest.approx(value), (pool, s, f)
                 checked += 1
-            _check_hist(samples, "nutcrackers_server_server_latency_seconds", labels,
+            _check_hist(samples, "nutcrackers_server_latency_seconds", labels,
                         lat[pool]["servers"][s]["server_latency"])
         _check_hist(samples, "nutcrackers_pool_request_latency_seconds", (("pool", pool),),
                     lat[pool]["request_latency"])
     assert checked == 2 * len(POOL_FIELDS) + 5 * len(SERVER_FIELDS)
 
 
+PROM_LE = ["0.00005", "0.0001", "0.0002", "0.0005", "0.001", "0.002", "0.005", "0.01", "0.02", "0.05",
+           "0.1", "0.2", "0.5", "1", "2", "3", "5", "10", "+Inf"]
+
+
 def _check_hist(samples, name, labels, hist):
+    """The Prometheus histogram has the 50 us .. 10 s ladder; at every bound of the JSON's (meitu's)
+    buckets it holds the JSON's cumulative count."""
+    les = [dict(k[1])["le"] for k in samples if k[0] == name + "_bucket" and
+           set(labels) <= set(k[1])]
+    assert les == PROM_LE, les
     cum = 0
     for b in BUCKETS:
         cum += hist["buckets"][b]

@@ -2,11 +2,15 @@
  * test_manage.c - unit tests of the manage port's commands and HTTP side, without sockets: help,
  * status (JSON, fresh), status workers, status latency, find_key/find_keys against the routing
  * table, the unknown pool error, usage and unknown-command errors, slowlog get/len/reset and its
- * line format, HTTP request lines and responses.
+ * line format, HTTP request lines and responses (/healthz too); who may run the restricted commands (trusted
+ * networks, auth) and the password file.
  *
  * Threads: the test's only.
  */
 #include "config.h"
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -14,9 +18,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "json_check.h"
+#include "manage/manage_auth.h"
 #include "manage/manage_cmd.h"
 #include "manage/manage_http.h"
 #include "stats_fixture.h"
@@ -24,6 +31,7 @@
 struct mfix {
     struct sfix f;
     struct manage_ctx ctx;
+    struct manage_session sess;   /* trusted unless a test says otherwise */
     struct stats_buf out;
 };
 
@@ -33,6 +41,7 @@ static int setup(void **state)
     sfix_init(&m->f, sfix_yaml, 3);
     assert_int_equal(manage_ctx_init(&m->ctx, &m->f.src), 0);
     stats_buf_init(&m->out, 1 << 20);
+    m->sess.trusted = true;
     *state = m;
     return 0;
 }
@@ -51,7 +60,7 @@ static int teardown(void **state)
 static char *run(struct mfix *m, const char *line, enum manage_rc expect)
 {
     stats_buf_reset(&m->out);
-    enum manage_rc rc = manage_exec(&m->ctx, line, strlen(line), &m->out);
+    enum manage_rc rc = manage_exec(&m->ctx, &m->sess, line, strlen(line), &m->out);
     char *s = sfix_cstr(&m->out);
     if (rc != expect) fail_msg("'%s': rc %d, reply '%s'", line, (int)rc, s);
     return s;
@@ -306,6 +315,170 @@ static void test_http_responses(void **state)
     assert_int_equal(http(m, "DELETE /metrics HTTP/1.0", &body), 405);
 }
 
+/* GET /healthz: 200 while every pool has a live server; 503 naming a pool whose servers are all
+ * ejected or all failing (server_failure_limit failures in a row, default 2). */
+static void test_http_healthz(void **state)
+{
+    struct mfix *m = *state;
+    const char *body;
+    assert_int_equal(http(m, "GET /healthz HTTP/1.1", &body), 200);
+    assert_non_null(strstr(m->out.data, "Content-Type: text/plain; charset=utf-8\r\n"));
+    assert_string_equal(body, "ok: every pool (2) has a live server\n");
+    struct pool_shared *alpha = &m->f.rt->pools[sfix_pool(&m->f, "alpha")];
+    atomic_store(&alpha->health[0].ejected_until, 1);
+    atomic_store(&alpha->health[1].failures, 2);
+    assert_int_equal(http(m, "GET /healthz HTTP/1.1", &body), 200); /* s3 is live */
+    atomic_store(&alpha->health[2].failures, 1);
+    assert_int_equal(http(m, "GET /healthz HTTP/1.1", &body), 200); /* one failure is not enough */
+    atomic_store(&alpha->health[2].failures, 5);
+    assert_int_equal(http(m, "GET /healthz HTTP/1.1", &body), 503);
+    assert_string_equal(body, "pool alpha: no live server (3 servers: 1 ejected, 2 failing)\n");
+    assert_int_equal(http(m, "HEAD /healthz HTTP/1.1", &body), 503);
+    atomic_store(&alpha->health[1].failures, 0); /* a good reply */
+    assert_int_equal(http(m, "GET /healthz HTTP/1.1", &body), 200);
+}
+
+/* Restricted commands: refused to an untrusted session (the error says why), allowed after auth;
+ * the open commands stay open. */
+static void test_restricted(void **state)
+{
+    struct mfix *m = *state;
+    struct manage_auth auth;
+    memset(&auth, 0, sizeof(auth));
+    char err[256];
+    assert_int_equal(manage_auth_set_trust(&auth, "none", err, sizeof(err)), 0);
+    m->ctx.auth = &auth;
+    m->sess.trusted = false;
+    char *r = run(m, "slowlog get", MANAGE_ERROR);
+    assert_string_equal(r, "ERR: 'slowlog get' is refused: it needs a trusted client (a unix socket, or an "
+                           "address in --manage-trust: none), and no manage password is set "
+                           "(--manage-auth-file)\r\n");
+    free(r);
+    expect(m, "auth secret", MANAGE_ERROR, "ERR: no manage password is set (--manage-auth-file)\r\n");
+    memcpy(auth.password, "secret", 7);
+    auth.password_len = 6;
+    r = run(m, "reload", MANAGE_ERROR);
+    assert_non_null(strstr(r, "ERR: 'reload' is refused: "));
+    assert_non_null(strstr(r, " or 'auth <password>' first\r\n"));
+    free(r);
+    expect(m, "slowlog reset", MANAGE_ERROR, NULL);
+    expect(m, "slowlog len", MANAGE_OK, "0\r\n");
+    r = run(m, "status", MANAGE_OK);
+    free(r);
+    expect(m, "auth secre", MANAGE_ERROR, "ERR: invalid password\r\n");
+    expect(m, "auth secrets", MANAGE_ERROR, "ERR: invalid password\r\n");
+    expect(m, "auth", MANAGE_ERROR, "ERR: usage: auth <password>\r\n");
+    expect(m, "slowlog get", MANAGE_ERROR, NULL);
+    expect(m, "AUTH secret", MANAGE_OK, "OK\r\n");
+    expect(m, "slowlog get", MANAGE_OK, "END\r\n");
+    expect(m, "slowlog reset", MANAGE_OK, "OK\r\n");
+    expect(m, "auth wrong", MANAGE_ERROR, "ERR: invalid password\r\n"); /* a wrong one undoes it */
+    expect(m, "slowlog get", MANAGE_ERROR, NULL);
+    r = run(m, "help", MANAGE_OK);
+    assert_non_null(strstr(r, "auth <password>"));
+    assert_non_null(strstr(r, "* the n (default 10)"));
+    assert_non_null(strstr(r, "--manage-trust"));
+    free(r);
+    m->ctx.auth = NULL;
+}
+
+static struct sockaddr_storage addr_of(const char *ip)
+{
+    struct sockaddr_storage ss;
+    memset(&ss, 0, sizeof(ss));
+    struct sockaddr_in *in = (struct sockaddr_in *)&ss;
+    struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&ss;
+    if (inet_pton(AF_INET, ip, &in->sin_addr) == 1) in->sin_family = AF_INET;
+    else if (inet_pton(AF_INET6, ip, &in6->sin6_addr) == 1) in6->sin6_family = AF_INET6;
+    else fail_msg("bad address %s", ip);
+    return ss;
+}
+
+static bool trusted(const struct manage_auth *a, const char *ip)
+{
+    struct sockaddr_storage ss = addr_of(ip);
+    return manage_auth_trusted(a, (struct sockaddr *)&ss, sizeof(ss));
+}
+
+static void test_trusted_networks(void **state)
+{
+    (void)state;
+    struct manage_auth a;
+    memset(&a, 0, sizeof(a));
+    char err[256];
+    assert_int_equal(manage_auth_set_trust(&a, MANAGE_TRUST_DEFAULT, err, sizeof(err)), 0);
+    assert_true(trusted(&a, "127.0.0.1"));
+    assert_true(trusted(&a, "127.3.4.5"));
+    assert_true(trusted(&a, "::1"));
+    assert_true(trusted(&a, "::ffff:127.0.0.1")); /* a dual-stack listener's IPv4 client */
+    assert_false(trusted(&a, "128.0.0.1"));
+    assert_false(trusted(&a, "10.0.0.1"));
+    assert_false(trusted(&a, "::2"));
+    assert_false(trusted(&a, "::ffff:10.0.0.1"));
+    struct sockaddr un = { .sa_family = AF_UNIX };
+    assert_true(manage_auth_trusted(&a, &un, sizeof(un)));
+    assert_int_equal(manage_auth_set_trust(&a, "10.1.0.0/17,fd00::/8,192.168.1.7", err, sizeof(err)), 0);
+    assert_true(trusted(&a, "10.1.127.255"));
+    assert_false(trusted(&a, "10.1.128.0"));
+    assert_true(trusted(&a, "fdab::1"));
+    assert_false(trusted(&a, "fe00::1"));
+    assert_true(trusted(&a, "192.168.1.7"));
+    assert_false(trusted(&a, "192.168.1.8"));
+    assert_false(trusted(&a, "127.0.0.1"));
+    assert_int_equal(manage_auth_set_trust(&a, "none", err, sizeof(err)), 0);
+    assert_false(trusted(&a, "127.0.0.1"));
+    assert_true(manage_auth_trusted(&a, &un, sizeof(un)));
+    assert_int_equal(manage_auth_set_trust(&a, "0.0.0.0/0", err, sizeof(err)), 0);
+    assert_true(trusted(&a, "8.8.8.8"));
+    assert_false(trusted(&a, "::1"));
+    const char *bad[] = { "", "127.0.0.1,", "localhost", "10.0.0.0/33", "::1/129", "10.0.0.0/", "10.0.0.0/x",
+                          "1.2.3.4/-1", "none,127.0.0.1" };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        if (manage_auth_set_trust(&a, bad[i], err, sizeof(err)) != -EINVAL) fail_msg("'%s' accepted", bad[i]);
+        assert_true(err[0] != '\0');
+    }
+}
+
+static void write_file(const char *path, const char *text, size_t len)
+{
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(text, 1, len, f), len);
+    fclose(f);
+}
+
+static void test_password_file(void **state)
+{
+    (void)state;
+    struct manage_auth a;
+    memset(&a, 0, sizeof(a));
+    char err[256], path[] = "/tmp/nc-test-auth-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    bool loose = true;
+    write_file(path, "s3cr3t\r\nignored\n", 16);
+    assert_int_equal(manage_auth_load_password(&a, path, &loose, err, sizeof(err)), 0);
+    assert_false(loose); /* mkstemp makes it 0600 */
+    assert_true(manage_auth_check(&a, "s3cr3t", 6));
+    assert_false(manage_auth_check(&a, "s3cr3", 5));
+    assert_false(manage_auth_check(&a, "s3cr3tt", 7));
+    write_file(path, "nonl", 4);
+    assert_int_equal(manage_auth_load_password(&a, path, &loose, err, sizeof(err)), 0);
+    assert_true(manage_auth_check(&a, "nonl", 4));
+    chmod(path, 0644);
+    assert_int_equal(manage_auth_load_password(&a, path, &loose, err, sizeof(err)), 0);
+    assert_true(loose);
+    write_file(path, "\nx\n", 3);
+    assert_int_equal(manage_auth_load_password(&a, path, &loose, err, sizeof(err)), -EINVAL);
+    assert_false(manage_auth_check(&a, "", 0));
+    write_file(path, "two words\n", 10);
+    assert_int_equal(manage_auth_load_password(&a, path, &loose, err, sizeof(err)), -EINVAL);
+    unlink(path);
+    assert_int_equal(manage_auth_load_password(&a, path, &loose, err, sizeof(err)), -ENOENT);
+    assert_non_null(strstr(err, path));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -316,8 +489,12 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_find_key, setup, teardown),
         cmocka_unit_test_setup_teardown(test_errors, setup, teardown),
         cmocka_unit_test_setup_teardown(test_slowlog, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_restricted, setup, teardown),
+        cmocka_unit_test(test_trusted_networks),
+        cmocka_unit_test(test_password_file),
         cmocka_unit_test(test_http_request_line),
         cmocka_unit_test_setup_teardown(test_http_responses, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_http_healthz, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

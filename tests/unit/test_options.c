@@ -420,6 +420,9 @@ static void test_help_lists_every_flag(void **state)
         "(default: 8",
         "-S, --slowlog=N",
         "(default: 10000 usec)",
+        "-N, --manage-trust=S",
+        "(default: 127.0.0.0/8,::1)",
+        "-K, --manage-auth-file=S",
     };
     for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
         if (strstr(buf, want[i]) == NULL) fail_msg("help lacks '%s'", want[i]);
@@ -436,7 +439,8 @@ static void test_help_exact(void **state)
         "Usage: nutcrackers [-?hVdDt] [-v verbosity level] [-o output file]\n"
         "                   [-c conf file] [-s stats port] [-a stats addr]\n"
         "                   [-i stats interval] [-p pid file] [-m mbuf size]\n"
-        "                   [-T thread num] [-S slowlog threshold]\n"
+        "                   [-T thread num] [-S slowlog threshold] [-N trusted nets]\n"
+        "                   [-K auth file]\n"
         "\n"
         "Options:\n"
         "  -h, --help               : this help\n"
@@ -453,7 +457,9 @@ static void test_help_exact(void **state)
         "  -p, --pid-file=S         : set pid file (default: off)\n"
         "  -m, --mbuf-size=N        : set size of mbuf chunk in bytes (default: 16384 bytes, min: 512, max: 16777216)\n"
         "  -T, --thread_num=N       : set number of worker threads (default: 8, min: 1, max: 1024)\n"
-        "  -S, --slowlog=N          : set slowlog threshold in usec (default: 10000 usec)\n";
+        "  -S, --slowlog=N          : set slowlog threshold in usec (default: 10000 usec)\n"
+        "  -N, --manage-trust=S     : networks trusted with reload and slowlog get/reset (default: 127.0.0.0/8,::1)\n"
+        "  -K, --manage-auth-file=S : read the manage port's auth password from this file (default: off)\n";
     char *buf = help_text();
     assert_string_equal(buf, want);
     free(buf);

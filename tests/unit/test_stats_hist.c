@@ -1,13 +1,15 @@
 /*
  * test_stats_hist.c - unit tests of the latency histograms: fine bucket mapping and ranges, the
- * coarse (meitu) buckets at their bounds, sums, merges, quantiles, and a reader summing while a
- * writer thread records (single writer, relaxed atomics: run it under TSan too).
+ * coarse buckets at their bounds and meitu's folded from them, sums, merges, quantiles, and a
+ * reader summing while a writer thread records (single writer, relaxed atomics: run it under TSan
+ * too).
  *
  * Threads: the test's, plus one writer thread in test_concurrent_reader.
  */
 #include "config.h"
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <pthread.h>
@@ -58,16 +60,49 @@ static void test_fine_buckets_tile_the_range(void **state)
 static void test_coarse_bounds(void **state)
 {
     (void)state;
-    static const uint32_t ms[] = { 1, 10, 20, 50, 100, 200, 500, 1000, 2000, 3000 };
-    assert_int_equal(STATS_LAT_NBOUNDS, sizeof(ms) / sizeof(ms[0]));
+    static const uint32_t us[] = { 50, 100, 200, 500, 1000, 2000, 5000, 10000, 20000, 50000, 100000,
+                                   200000, 500000, 1000000, 2000000, 3000000, 5000000, 10000000 };
+    assert_int_equal(STATS_LAT_NBOUNDS, sizeof(us) / sizeof(us[0]));
     for (unsigned i = 0; i < STATS_LAT_NBOUNDS; i++) {
-        assert_int_equal(stats_lat_bound_msec[i], ms[i]);
-        uint64_t bound = (uint64_t)ms[i] * 1000u;
-        assert_int_equal(stats_hist_coarse(bound), i);      /* <= bound: this bucket */
-        assert_int_equal(stats_hist_coarse(bound + 1), i + 1);
+        assert_int_equal(stats_lat_bound_usec[i], us[i]);
+        assert_int_equal(stats_hist_coarse(us[i]), i);      /* <= bound: this bucket */
+        assert_int_equal(stats_hist_coarse(us[i] + 1), i + 1);
     }
     assert_int_equal(stats_hist_coarse(0), 0);
     assert_int_equal(stats_hist_coarse(UINT64_MAX), STATS_LAT_NBOUNDS);
+    /* meitu's bounds are all coarse bounds, so its buckets are exact sums of coarse ones */
+    static const uint32_t ms[] = { 1, 10, 20, 50, 100, 200, 500, 1000, 2000, 3000 };
+    assert_int_equal(STATS_LAT_JSON_NBOUNDS, sizeof(ms) / sizeof(ms[0]));
+    for (unsigned j = 0; j < STATS_LAT_JSON_NBOUNDS; j++) {
+        assert_int_equal(stats_lat_json_bound_msec[j], ms[j]);
+        bool found = false;
+        for (unsigned i = 0; i < STATS_LAT_NBOUNDS; i++) found |= stats_lat_bound_usec[i] == ms[j] * 1000u;
+        assert_true(found);
+    }
+}
+
+/* meitu's buckets of the JSON: a value on a bound in that bound's bucket, beyond 3 s in +inf */
+static void test_json_buckets(void **state)
+{
+    (void)state;
+    struct stats_hist *h = calloc(1, sizeof(*h));
+    assert_non_null(h);
+    static const uint64_t v[] = { 0, 50, 51, 999, 1000, 1001, 10000, 10001, 20000, 3000000, 3000001,
+                                  10000000, UINT64_MAX / 4 };
+    static const uint64_t want[STATS_LAT_JSON_NBUCKETS] = { 5, 2, 2, 0, 0, 0, 0, 0, 0, 1, 3 };
+    for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) stats_hist_record(h, v[i]);
+    struct stats_hist_sum s;
+    memset(&s, 0, sizeof(s));
+    stats_hist_sum_add(&s, h);
+    uint64_t out[STATS_LAT_JSON_NBUCKETS];
+    stats_hist_json_buckets(&s, out);
+    uint64_t total = 0;
+    for (unsigned j = 0; j < STATS_LAT_JSON_NBUCKETS; j++) {
+        if (out[j] != want[j]) fail_msg("bucket %u: %lu, want %lu", j, (unsigned long)out[j], (unsigned long)want[j]);
+        total += out[j];
+    }
+    assert_int_equal(total, s.count);
+    free(h);
 }
 
 static struct stats_hist *hist_new(void)
@@ -92,9 +127,10 @@ static void test_record_and_sum(void **state)
     assert_int_equal(s.count, 5);
     assert_int_equal(s.sum_usec, 0 + 999 + 1000 + 1001 + 4000000);
     assert_int_equal(s.max_usec, 4000000);
-    assert_int_equal(s.coarse[0], 3);
-    assert_int_equal(s.coarse[1], 1);
-    assert_int_equal(s.coarse[STATS_LAT_NBOUNDS], 1);
+    assert_int_equal(s.coarse[0], 1);                 /* <= 50 us */
+    assert_int_equal(s.coarse[4], 2);                 /* (500, 1000] us */
+    assert_int_equal(s.coarse[5], 1);                 /* (1, 2] ms */
+    assert_int_equal(s.coarse[16], 1);                /* (3, 5] s */
     uint64_t fine = 0;
     for (unsigned i = 0; i < STATS_HIST_NBUCKETS; i++) fine += s.bucket[i];
     assert_int_equal(fine, 5);
@@ -209,6 +245,7 @@ int main(void)
         cmocka_unit_test(test_fine_buckets_hold_their_values),
         cmocka_unit_test(test_fine_buckets_tile_the_range),
         cmocka_unit_test(test_coarse_bounds),
+        cmocka_unit_test(test_json_buckets),
         cmocka_unit_test(test_record_and_sum),
         cmocka_unit_test(test_quantiles),
         cmocka_unit_test(test_one_outlier_is_p999_of_a_thousand),

@@ -419,29 +419,40 @@ static void test_prometheus(void **state)
     assert_non_null(strstr(text, "# TYPE nutcrackers_pool_client_eof_total counter\n"));
     assert_non_null(strstr(text, "# TYPE nutcrackers_server_in_queue gauge\n"));
     assert_non_null(strstr(text, "# TYPE nutcrackers_pool_request_latency_seconds histogram\n"));
-    assert_true(prom_value(text, "nutcrackers_total_connections_total") == 12);
-    assert_true(prom_value(text, "nutcrackers_curr_connections") == 3);
+    assert_true(prom_value(text, "nutcrackers_client_connections_accepted_total") == 12);
+    assert_true(prom_value(text, "nutcrackers_client_connections") == 3);
+    assert_non_null(strstr(text, "# TYPE nutcrackers_uptime_seconds gauge\n"));
+    assert_non_null(strstr(text, "# TYPE nutcrackers_time_seconds gauge\n"));
+    assert_non_null(strstr(text, "# TYPE nutcrackers_server_eof_total counter\n"));
+    assert_non_null(strstr(text, "# TYPE nutcrackers_server_connections gauge\n"));
+    assert_null(strstr(text, "_server_server_"));
+    assert_null(strstr(text, "nutcrackers_uptime_total"));
     assert_true(prom_value(text, "nutcrackers_pool_client_eof_total{pool=\"alpha\"}") == 7);
     assert_true(prom_value(text, "nutcrackers_server_requests_total{pool=\"alpha\",server=\"s2\"}") == 42);
     assert_true(prom_value(text, "nutcrackers_server_in_queue{pool=\"alpha\",server=\"s2\"}") == -1);
-    assert_true(prom_value(text, "nutcrackers_server_server_ejected_at{pool=\"alpha\",server=\"s2\"}") ==
-                1700000000500000.0);
+    assert_true(prom_value(text, "nutcrackers_server_ejected_at_seconds{pool=\"alpha\",server=\"s2\"}") ==
+                1700000000.5);
+    assert_non_null(strstr(text, "# TYPE nutcrackers_server_ejected_at_seconds gauge\n"));
     /* names escaped as label values */
     assert_true(prom_value(text, "nutcrackers_server_responses_total{pool=\"we\\\"ird\\\\pool\tname \xc3\xa9\","
                                  "server=\"odd\\\"name\"}") == 9);
     /* cumulative buckets in seconds, +Inf == _count, _sum in seconds */
     const char *h = "nutcrackers_pool_request_latency_seconds";
     char key[256];
-    static const char *le[] = { "0.001", "0.01", "0.02", "0.05", "0.1", "0.2", "0.5", "1", "2", "3", "+Inf" };
-    static const double cum[] = { 1, 2, 2, 2, 2, 2, 2, 2, 2, 2, 3 };
-    for (size_t i = 0; i < 11; i++) {
+    /* 500 us, 1500 us, 4 s */
+    static const char *le[] = { "0.00005", "0.0001", "0.0002", "0.0005", "0.001", "0.002", "0.005", "0.01",
+                                "0.02", "0.05", "0.1", "0.2", "0.5", "1", "2", "3", "5", "10", "+Inf" };
+    static const double cum[] = { 0, 0, 0, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3 };
+    for (size_t i = 0; i < sizeof(le) / sizeof(le[0]); i++) {
         snprintf(key, sizeof(key), "%s_bucket{pool=\"alpha\",le=\"%s\"}", h, le[i]);
         assert_true(prom_value(text, key) == cum[i]);
     }
     snprintf(key, sizeof(key), "%s_count{pool=\"alpha\"}", h);
     assert_true(prom_value(text, key) == 3);
     assert_non_null(strstr(text, "nutcrackers_pool_request_latency_seconds_sum{pool=\"alpha\"} 4.002\n"));
-    assert_true(prom_value(text, "nutcrackers_server_server_latency_seconds_bucket{pool=\"alpha\",server=\"s2\","
+    assert_true(prom_value(text, "nutcrackers_server_latency_seconds_bucket{pool=\"alpha\",server=\"s2\","
+                                 "le=\"0.01\"}") == 0);
+    assert_true(prom_value(text, "nutcrackers_server_latency_seconds_bucket{pool=\"alpha\",server=\"s2\","
                                  "le=\"0.02\"}") == 1);
     prom_check_grammar(text);
     free(text);
