@@ -146,7 +146,7 @@ nc_go_builder() {  # in tests/clients/go: go.sum pins every module; -mod=readonl
 
 nc_java_builder() {  # in tests/clients/java: offline from the local Maven repository when it
     # has everything, else once online (the one-time fetch of Jedis and the pinned plugins)
-    mvn -q -B -o -Dnc.build="$1" package 2>/dev/null || mvn -q -B -Dnc.build="$1" package
+    mvn -q -B -o -Dnc.build="$1" package >/dev/null 2>&1 || mvn -q -B -Dnc.build="$1" package
 }
 
 nc_build_go_client() {

@@ -92,7 +92,8 @@ def check_pool(got, backends):
     """What one client saw on one pool."""
     assert len(got["spread"]) == len(backends) and all(n > 0 for n in got["spread"])
     assert got["mget"] == [f"v{i}" for i in range(16)] + [None]
-    assert got["pipeline"] == 300
+    assert got["pipeline"] == 302
+    assert got["tx_err"].startswith("ERR value is not an integer"), got["tx_err"]
     assert got["tx"] == TX
     assert got["cross"] == EXECABORT
     assert got["after"] == "ok"

@@ -6,7 +6,8 @@
 //
 //	{"prefix": "go", "pools": [{"port": 22121, "backends": [6379, 6380]}, ...]}
 //
-// It prints one JSON object (what it saw, per pool) and exits 0, or exits 1 with a message on
+// The pools must have hash_tag "{}" (the transactions keep their keys together with it). It
+// prints one JSON object (what it saw, per pool) and exits 0, or exits 1 with a message on
 // stderr at the first wrong value. Single goroutine, apart from go-redis's own.
 package main
 
@@ -158,14 +159,25 @@ func pipelines(c *redis.Client, p string) int {
 	}))
 	same("pipeline replies", len(cmds), 3*n)
 	keys := make([]string, n)
+	want := make([]any, n)
 	for i := 0; i < n; i++ {
 		keys[i] = fmt.Sprintf("%s:pipe:%d", p, i)
+		want[i] = fmt.Sprint(1000 + i)
 		same("pipelined SET", cmds[3*i].(*redis.StatusCmd).Val(), "OK")
 		same("pipelined INCRBY", cmds[3*i+1].(*redis.IntCmd).Val(), int64(1000+i))
-		same("pipelined GET", cmds[3*i+2].(*redis.StringCmd).Val(), fmt.Sprint(1000+i))
+		same("pipelined GET", cmds[3*i+2].(*redis.StringCmd).Val(), want[i])
 	}
-	same("DEL of the pipelined keys", must(c.Del(ctx, keys...).Result()), int64(n))
-	return len(cmds)
+	// multi-key commands inside a pipeline, split over the servers and merged back in order
+	var mget *redis.SliceCmd
+	var del *redis.IntCmd
+	must(c.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+		mget = pipe.MGet(ctx, keys...)
+		del = pipe.Del(ctx, keys...)
+		return nil
+	}))
+	same("pipelined MGET", mget.Val(), want)
+	same("pipelined DEL", del.Val(), int64(n))
+	return len(cmds) + 2
 }
 
 type poolResult struct {
@@ -178,6 +190,7 @@ type poolResult struct {
 	CrossKey   []string `json:"cross_keys"`
 	After      string   `json:"after"`
 	ClientInfo string   `json:"client_info"`
+	TxErr      string   `json:"tx_err"`
 }
 
 func runPool(pa poolArg, prefix string) poolResult {
@@ -246,6 +259,18 @@ func runPool(pa poolArg, prefix string) poolResult {
 	check(txWhere[0] == txWhere[1] && txWhere[1] == txWhere[2], "hash-tagged keys on %v", txWhere)
 	same("GET on the backend", must(direct[txWhere[0]].Get(ctx, a).Result()), "2")
 
+	// a command failing inside EXEC: the others still run (redis's semantics, no rollback)
+	cmds, err := c.TxPipelined(ctx, func(pipe redis.Pipeliner) error {
+		pipe.Set(ctx, b, "x", 0)
+		pipe.Incr(ctx, b)
+		pipe.Get(ctx, b)
+		return nil
+	})
+	check(err != nil && strings.Contains(err.Error(), "not an integer"), "INCR of a string in EXEC: %v", err)
+	same("EXEC with an error: SET", cmds[0].(*redis.StatusCmd).Val(), "OK")
+	same("EXEC with an error: GET", cmds[2].(*redis.StringCmd).Val(), "x")
+	res.TxErr = err.Error()
+
 	// WATCH, then a transaction on the watched key (go-redis's optimistic locking)
 	must(0, c.Watch(ctx, func(tx *redis.Tx) error {
 		v, err := tx.Get(ctx, a).Int()
@@ -272,7 +297,7 @@ func runPool(pa poolArg, prefix string) poolResult {
 	}
 	x, y := "{"+ka+"}:new", "{"+kb+"}:new" // on ka's and kb's servers
 	res.CrossKey = []string{x, y}
-	_, err := c.TxPipelined(ctx, func(pipe redis.Pipeliner) error {
+	_, err = c.TxPipelined(ctx, func(pipe redis.Pipeliner) error {
 		pipe.Set(ctx, x, "1", 0)
 		pipe.Set(ctx, y, "2", 0)
 		pipe.Incr(ctx, x)

@@ -8,6 +8,7 @@
  *
  *   {"prefix": "java", "pools": [{"port": 22121, "backends": [6379, 6380]}, ...]}
  *
+ * The pools must have hash_tag "{}" (the transactions keep their keys together with it).
  * Prints one JSON object (what it saw, per pool and entry point) and exits 0, or exits 1 with a
  * message on stderr at the first wrong value. One thread (Jedis's pool has no threads of its own).
  */
@@ -147,13 +148,24 @@ public final class JedisClient {
             }
             pipe.sync();
         }
+        List<String> want = new ArrayList<>();
         for (int i = 0; i < n; i++) {
+            want.add(Integer.toString(1000 + i));
             same("pipelined SET", sets.get(i).get(), "OK");
             same("pipelined INCRBY", incrs.get(i).get(), 1000L + i);
-            same("pipelined GET", gets.get(i).get(), Integer.toString(1000 + i));
+            same("pipelined GET", gets.get(i).get(), want.get(i));
         }
-        same("DEL of the pipelined keys", cl.cmd().del(keys), (long) n);
-        return 3 * n;
+        // multi-key commands inside a pipeline, split over the servers and merged back in order
+        Response<List<String>> mget;
+        Response<Long> del;
+        try (AbstractPipeline pipe = cl.pipelined().get()) {
+            mget = pipe.mget(keys);
+            del = pipe.del(keys);
+            pipe.sync();
+        }
+        same("pipelined MGET", mget.get(), want);
+        same("pipelined DEL", del.get(), (long) n);
+        return 3 * n + 2;
     }
 
     static Map<String, Object> runPool(Client cl, int port, List<Integer> backends, String prefix,
@@ -223,6 +235,20 @@ public final class JedisClient {
             check(txWhere[0] == txWhere[1] && txWhere[1] == txWhere[2],
                   "hash-tagged keys on " + Arrays.toString(txWhere));
             same("GET on the backend", direct.get(txWhere[0]).get(a), "2");
+
+            // a command failing inside EXEC: the others still run (redis's semantics, no rollback)
+            try (AbstractTransaction t = cl.multi().get()) {
+                Response<String> r0 = t.set(b, "x");
+                t.incr(b);
+                Response<String> r2 = t.get(b);
+                List<Object> r = t.exec();
+                check(r != null && r.size() == 3, "EXEC with an error: " + r);
+                check(r.get(1) instanceof JedisDataException e && e.getMessage().contains("not an integer"),
+                      "INCR of a string in EXEC: " + r.get(1));
+                same("EXEC with an error: SET", r0.get(), "OK");
+                same("EXEC with an error: GET", r2.get(), "x");
+                res.put("tx_err", ((JedisDataException) r.get(1)).getMessage());
+            }
 
             // WATCH, then a transaction on the watched key (Jedis's own connection)
             if (watcher != null) {
