@@ -85,6 +85,25 @@ func nowhere(direct []*redis.Client, keys ...string) {
 	}
 }
 
+// txnCalls returns, per backend, the calls of the commands a cross-server transaction would send
+// (INFO commandstats): they must not move when the proxy refuses it.
+func txnCalls(direct []*redis.Client) []map[string]string {
+	out := make([]map[string]string, len(direct))
+	for b, d := range direct {
+		out[b] = map[string]string{}
+		for _, line := range strings.Split(must(d.Info(ctx, "commandstats").Result()), "\n") {
+			name, rest, ok := strings.Cut(strings.TrimSpace(line), ":")
+			switch name {
+			case "cmdstat_multi", "cmdstat_exec", "cmdstat_discard", "cmdstat_set", "cmdstat_incr":
+				calls, _, _ := strings.Cut(rest, ",")
+				check(ok && strings.HasPrefix(calls, "calls="), "INFO commandstats line %q", line)
+				out[b][name] = calls
+			}
+		}
+	}
+	return out
+}
+
 func dataTypes(c *redis.Client, p string) {
 	s := p + ":str"
 	same("SET", must(c.Set(ctx, s, "hello", 0).Result()), "OK")
@@ -297,6 +316,8 @@ func runPool(pa poolArg, prefix string) poolResult {
 	}
 	x, y := "{"+ka+"}:new", "{"+kb+"}:new" // on ka's and kb's servers
 	res.CrossKey = []string{x, y}
+	before := txnCalls(direct)
+	check(before[txWhere[0]]["cmdstat_multi"] != "", "INFO commandstats without the MULTI sent: %v", before)
 	_, err = c.TxPipelined(ctx, func(pipe redis.Pipeliner) error {
 		pipe.Set(ctx, x, "1", 0)
 		pipe.Set(ctx, y, "2", 0)
@@ -307,6 +328,7 @@ func runPool(pa poolArg, prefix string) poolResult {
 	res.Cross = err.Error()
 	check(strings.Contains(res.Cross, "EXECABORT"), "cross-server transaction: %q, want EXECABORT", res.Cross)
 	nowhere(direct, x, y)
+	same("calls on the backends around the cross-server transaction", txnCalls(direct), before)
 
 	// the client and its connections are still usable
 	same("PING after", must(c.Ping(ctx).Result()), "PONG")

@@ -78,6 +78,20 @@ public final class JedisClient {
         }
     }
 
+    /** Per backend, the calls of the commands a cross-server transaction would send (INFO
+     *  commandstats): they must not move when the proxy refuses it. */
+    static List<Map<String, String>> txnCalls(List<Jedis> direct) {
+        List<Map<String, String>> out = new ArrayList<>();
+        Pattern line = Pattern.compile("^(cmdstat_(?:multi|exec|discard|set|incr)):(calls=\\d+),", Pattern.MULTILINE);
+        for (Jedis d : direct) {
+            Map<String, String> calls = new java.util.TreeMap<>();
+            Matcher m = line.matcher(d.info("commandstats"));
+            while (m.find()) calls.put(m.group(1), m.group(2));
+            out.add(calls);
+        }
+        return out;
+    }
+
     static void dataTypes(JedisCommands c, String p) {
         String s = p + ":str";
         same("SET", c.set(s, "hello"), "OK");
@@ -273,6 +287,9 @@ public final class JedisClient {
             }
             String x = "{" + ka + "}:new", y = "{" + kb + "}:new"; // on ka's and kb's servers
             res.put("cross_keys", List.of(x, y));
+            List<Map<String, String>> before = txnCalls(direct);
+            check(before.get(txWhere[0]).containsKey("cmdstat_multi"),
+                  "INFO commandstats without the MULTI sent: " + before);
             String error = null;
             try (AbstractTransaction t = cl.multi().get()) {
                 t.set(x, "1");
@@ -286,6 +303,7 @@ public final class JedisClient {
             res.put("cross", error);
             check(error.contains("EXECABORT"), "cross-server transaction: " + error + ", want EXECABORT");
             nowhere(direct, x, y);
+            same("calls on the backends around the cross-server transaction", txnCalls(direct), before);
 
             // the client and its connections are still usable
             same("PING after", cl.ping().get(), "PONG");
