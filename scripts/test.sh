@@ -11,6 +11,8 @@
 #   CONFIGURE_FLAGS   extra ./configure flags of the main build, e.g. "--enable-debug=full"
 #   PYTEST_ARGS       extra pytest arguments (every pytest stage), e.g. "-k daemon"
 #   NC_SKIP_DEPS=1    do not install anything
+#   NC_CLIENTS=0      do not build the go-redis and Jedis client programs (their tests then skip);
+#                     by default a missing go, mvn or java fails that step
 #   NC_DISTCHECK=1    also run `make distcheck`
 #   NC_DEB=0          skip the Debian package stage (it installs and purges the package
 #                     nutcrackers as root; skipped by itself where one is already installed)
@@ -289,6 +291,11 @@ sanitizer_stages() {
 
 if [ "${NC_SKIP_DEPS:-0}" = 1 ]; then skip "install dependencies"; else
     step "install dependencies" deps || true
+fi
+# the client programs of test_clients_go_java.py (pinned go-redis and Jedis): fetched and built
+# once per version of their sources, into the tests' cache
+if [ "${NC_SKIP_DEPS:-0}" = 1 ] || [ "${NC_CLIENTS:-1}" = 0 ]; then skip "client programs (go-redis, Jedis)"; else
+    step "client programs (go-redis, Jedis)" nc_build_clients || true
 fi
 if step "build" build; then
     step "unit tests (make check)" unit_tests "$BUILD" || true

@@ -6,6 +6,9 @@
 #                        clang and its sanitizer/libFuzzer runtimes for `make fuzz`, jemalloc
 #                        for a unit test that runs the proxy's code under another malloc)
 #   nc_install_pyreqs    the pinned Python test requirements (tests/integration/requirements.txt)
+#   nc_build_go_client   the go-redis test program (tests/clients/go), built once per source
+#   nc_build_java_client the Jedis test program (tests/clients/java), built once per source
+#   nc_build_clients     both (what scripts/test.sh runs)
 #
 # Runs apt-get as root, through sudo when not root and sudo exists. `apt-get update` runs once, and
 # only when something is missing. Services that Debian's packages would start at install time
@@ -92,5 +95,83 @@ nc_install_pyreqs() {
             --break-system-packages -r "$req" 2>&1) || rc=$?
     fi
     if [ "$rc" -ne 0 ]; then printf '%s\n' "$out" >&2; fi
+    return "$rc"
+}
+
+# ------------------------------------------------------------------------------------------------
+# The client programs the integration tests drive the proxy with (test_clients_go_java.py): built
+# into $NC_TEST_CACHE (default ~/.cache/nutcrackers-tests, shared with tests/nctest/pinned.py)
+# under clients/<name>-<hash of the sources>/, so a build happens once per version of the sources
+# and a changed pin or program is rebuilt. Each prints the path of what it built on stdout (its
+# log goes to stderr); it returns 3 when its toolchain (go, or mvn and java) is not on PATH.
+
+NC_CLIENTS_SRC="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/tests/clients"
+NC_NO_TOOLCHAIN=3
+
+nc_clients_cache() {
+    printf '%s/clients\n' "${NC_TEST_CACHE:-$HOME/.cache/nutcrackers-tests}"
+}
+
+# nc_src_hash DIR: a short hash of the files under DIR (names and contents), build output aside
+nc_src_hash() {
+    (cd "$1" && find . -type f ! -path './target/*' -print0 | LC_ALL=C sort -z |
+        xargs -0 sha256sum | sha256sum | cut -c1-16)
+}
+
+# nc_client_build NAME PRODUCT BUILDER: runs BUILDER TMPDIR unless <cache>/NAME-<hash>/PRODUCT
+# exists; the build goes to a temporary folder renamed into place, so a failed or concurrent
+# build never leaves half a product
+nc_client_build() {
+    local name="$1" product="$2" builder="$3" src="$NC_CLIENTS_SRC/$1" dir tmp rc=0
+    dir="$(nc_clients_cache)/$name-$(nc_src_hash "$src")"
+    if [ -e "$dir/$product" ]; then
+        printf '%s\n' "$dir/$product"
+        return 0
+    fi
+    mkdir -p "$(dirname "$dir")"
+    tmp=$(mktemp -d "$dir.XXXXXX")
+    nc_log "building the $name client program into $dir"
+    (cd "$src" && "$builder" "$tmp") >&2 || rc=$?
+    if [ "$rc" -ne 0 ] || [ ! -e "$tmp/$product" ]; then
+        rm -rf "$tmp"
+        nc_log "the $name client program did not build (exit $rc)"
+        return 1
+    fi
+    mv -T "$tmp" "$dir" 2>/dev/null || rm -rf "$tmp"  # another build may have got there first
+    printf '%s\n' "$dir/$product"
+}
+
+nc_go_builder() {  # in tests/clients/go: go.sum pins every module; -mod=readonly keeps it so
+    go build -mod=readonly -buildvcs=false -trimpath -o "$1/client" .
+}
+
+nc_java_builder() {  # in tests/clients/java: offline from the local Maven repository when it
+    # has everything, else once online (the one-time fetch of Jedis and the pinned plugins)
+    mvn -q -B -o -Dnc.build="$1" package >/dev/null 2>&1 || mvn -q -B -Dnc.build="$1" package
+}
+
+nc_build_go_client() {
+    if ! command -v go >/dev/null 2>&1; then
+        nc_log "go is not installed: the go-redis client tests cannot run"
+        return "$NC_NO_TOOLCHAIN"
+    fi
+    nc_client_build go client nc_go_builder
+}
+
+nc_build_java_client() {
+    local t
+    for t in mvn java; do
+        if ! command -v "$t" >/dev/null 2>&1; then
+            nc_log "$t is not installed: the Jedis client tests cannot run"
+            return "$NC_NO_TOOLCHAIN"
+        fi
+    done
+    nc_client_build java nc-jedis-client.jar nc_java_builder
+}
+
+nc_build_clients() {
+    local rc=0
+    nc_build_go_client >/dev/null || rc=$?
+    nc_build_java_client >/dev/null || rc=$?
     return "$rc"
 }

@@ -1,0 +1,146 @@
+"""go-redis v9 and Jedis 8, pinned, at their default options, against a proxy at -T 4 with two
+redis pools of 2 real redis-servers each (hash_tag "{}").
+
+Each library runs a program of its own (tests/clients/go, tests/clients/java), built once per
+version of its sources by scripts/lib/deps.sh (scripts/test.sh builds them beforehand; a test run
+by hand builds them on first use). For each pool the program connects with the library's defaults
+(go-redis: HELLO 3 and its connection pool; Jedis: the classic `Jedis` connection and the pooled
+`RedisClient`), runs every data type, pipelines, multi-key commands over keys on both servers, a
+transaction on hash-tagged keys, WATCH, and a transaction whose keys cross servers, which must
+answer EXECABORT with nothing written (the program checks each backend directly), then uses the
+connection again. It checks every value itself and prints what it saw, which is checked here too,
+with the backends: nothing left on them, and no dedicated server connection left held.
+
+Without go (or mvn and java) the tests skip, naming what is missing; scripts/test.sh fails its
+client programs step instead, unless NC_CLIENTS=0.
+"""
+import json
+import subprocess
+
+import pytest
+
+from nctest import manage, procs
+from nctest.conn import redis_client
+from nctest.procs import HOST, REPO
+from nctest.wait import scale, wait_for
+
+THREADED = True  # a -T 4 proxy: the TSan stage runs these too (conftest.py)
+
+GO_REDIS = "9.23.0"   # tests/clients/go/go.mod
+JEDIS = "8.0.2"       # tests/clients/java/pom.xml
+BUILD_TIMEOUT = 900   # seconds: a first build fetches the modules and compiles go-redis
+RUN_TIMEOUT = 120     # seconds for one program's whole run
+NO_TOOLCHAIN = 3      # what deps.sh's builders return without their toolchain
+
+TX = ["OK", 2, 2, ["x", "y"], 1, {"f": "v"}, "2"]
+EXECABORT = "EXECABORT Transaction discarded because of previous errors."
+
+
+def build(function, what):
+    """Runs a builder of scripts/lib/deps.sh; the path of the program, or a skip without its
+    toolchain."""
+    out = subprocess.run(["bash", "-c", f'. scripts/lib/deps.sh && {function}'], cwd=REPO,
+                         stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                         timeout=BUILD_TIMEOUT)
+    if out.returncode == NO_TOOLCHAIN:
+        pytest.skip(f"{what}: {out.stderr.strip()}")
+    assert out.returncode == 0, f"{function} failed:\n{out.stderr}"
+    return out.stdout.strip().splitlines()[-1]
+
+
+@pytest.fixture(scope="session")
+def go_client():
+    return [build("nc_build_go_client", "go-redis")]
+
+
+@pytest.fixture(scope="session")
+def java_client():
+    return ["java", "-jar", build("nc_build_java_client", "Jedis")]
+
+
+@pytest.fixture(scope="module")
+def pools(module_redis_server, module_write_conf, module_nutcrackers):
+    """Two redis pools of 2 servers each behind one proxy at -T 4: (proxy, [(listen port,
+    [backend ports], pool name)])."""
+    spec = []
+    conf = {}
+    for name in ("alpha", "beta"):
+        backends = [module_redis_server()[0] for _ in range(2)]
+        port = procs.free_port()
+        conf[name] = {"listen": f"{HOST}:{port}", "redis": True, "hash_tag": "{}",
+                      "servers": [f"{HOST}:{b}:1" for b in backends]}
+        spec.append((port, backends, name))
+    proxy = module_nutcrackers(module_write_conf(conf, name="clients.yml"), "-T", "4",
+                               log_name="clients.log")
+    return proxy, spec
+
+
+def run_program(argv, pools, prefix):
+    proxy, spec = pools
+    arg = {"prefix": prefix, "pools": [{"port": p, "backends": b} for p, b, _ in spec]}
+    try:
+        out = subprocess.run([*argv, json.dumps(arg)], stdin=subprocess.DEVNULL,
+                             capture_output=True, text=True, timeout=RUN_TIMEOUT * scale())
+    except subprocess.TimeoutExpired as e:
+        raise AssertionError(f"{argv[-1]} did not finish in {RUN_TIMEOUT * scale()} s: "
+                             f"{e.stdout}{e.stderr}") from e
+    assert out.returncode == 0, f"{argv[-1]} failed:\n{out.stdout}\n{out.stderr}"
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def check_pool(got, backends):
+    """What one client saw on one pool."""
+    assert len(got["spread"]) == len(backends) and all(n > 0 for n in got["spread"])
+    assert got["mget"] == [f"v{i}" for i in range(16)] + [None]
+    assert got["pipeline"] == 302
+    assert got["tx_err"].startswith("ERR value is not an integer"), got["tx_err"]
+    assert got["tx"] == TX
+    assert got["cross"] == EXECABORT
+    assert got["after"] == "ok"
+
+
+def check_backends(pools, prefix):
+    """A program deletes every key it writes (all have its prefix): none is left on any backend
+    (an aborted transaction's writes would be), and the proxy holds no dedicated server
+    connection."""
+    proxy, spec = pools
+    for _, backends, _ in spec:
+        for b in backends:
+            r = redis_client(b)
+            left = list(r.scan_iter(match=f"*{prefix}:*"))
+            r.close()
+            assert not left, f"keys left on :{b}: {left[:10]}"
+
+    def held():
+        st = manage.status(proxy.manage_port)
+        return {f"{name} {b}": st[name][f"{HOST}:{b}:1"]["dedicated_connections"]
+                for _, backends, name in spec for b in backends
+                if st[name][f"{HOST}:{b}:1"]["dedicated_connections"]}
+
+    wait_for(lambda: not held(), 10, "the dedicated connections to come back")
+
+
+def test_go_redis_default_options(go_client, pools):
+    out = run_program(go_client, pools, "go")
+    assert out["client"] == "go-redis" and out["version"] == GO_REDIS
+    for got, (_, backends, _) in zip(out["pools"], pools[1], strict=True):
+        check_pool(got, backends)
+        assert got["watch"] == "20"
+        # the defaults: RESP3 (HELLO 3) and CLIENT SETINFO, both answered by the proxy
+        info = got["client_info"]
+        assert " resp=3 " in info and f" lib-ver={GO_REDIS}" in info, info
+        assert " lib-name=go-redis(" in info, info
+    check_backends(pools, "go")
+
+
+def test_jedis_default_options(java_client, pools):
+    out = run_program(java_client, pools, "java")
+    assert out["client"] == "jedis" and out["version"] == JEDIS
+    for got, (port, backends, _) in zip(out["pools"], pools[1], strict=True):
+        assert got["port"] == port
+        check_pool(got["jedis"], backends)
+        check_pool(got["redisclient"], backends)
+        assert got["jedis"]["watch"] == "20"
+        # the default: RESP2, no HELLO, no CLIENT SETINFO
+        assert " resp=2 " in got["jedis"]["client_info"], got["jedis"]["client_info"]
+    check_backends(pools, "java")
