@@ -5,6 +5,10 @@
  * load and a compare: the message is never formatted. Each line is written with one write(2), so
  * lines from different threads never interleave. log_reopen() is called by the master on SIGHUP /
  * SIGUSR1; writers see either the old or the new fd.
+ *
+ * A line: "[YYYY-MM-DD HH:MM:SS.mmm +hhmm] LEVEL file.c:line text", the local time with its UTC
+ * offset, then the severity word (log_level_name: EMERG ALERT CRIT ERROR WARN NOTICE INFO DEBUG
+ * VERB VVERB VVVERB PVERB), so `grep '] WARN '` picks one severity.
  */
 #ifndef NC_LOG_H
 #define NC_LOG_H
@@ -30,6 +34,8 @@ void log_level_up(void);
 void log_level_down(void);
 int log_level_get(void);
 bool log_enabled(int level);
+/* The severity word of a level (clamped to the range). */
+const char *log_level_name(int level);
 
 void log_write(int level, const char *file, int line, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
