@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "common/log.h"
+#include "common/ratelimit.h"
 #include "common/util.h"
 #include "msg/mbuf.h"
 
@@ -81,6 +82,10 @@ static const struct opt_desc opt_table[] = {
     { .short_name = 'S', .long_name = "slowlog", OPT_FIELD(slowlog_usec), .def = 10000, .min = 0,
       .max = INT64_MAX, .unit = "usec", .usage = "slowlog threshold",
       .help = "set slowlog threshold in usec" },
+    { .short_name = 'L', .long_name = "log-interval", OPT_FIELD(log_interval_ms),
+      .def = NC_RATELIMIT_DEFAULT_MS, .min = 1, .max = 86400000, .unit = "msec",
+      .usage = "log interval",
+      .help = "log one line per interval per refused command name or failing server" },
 };
 
 /* The usage line's group of flags, in twemproxy's order ("-?" is help too); the test checks that

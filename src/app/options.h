@@ -28,6 +28,7 @@ struct nc_options {
     size_t mbuf_size;        /* -m / --mbuf-size, bytes */
     int threads;             /* -T / --thread_num / --thread-num */
     int64_t slowlog_usec;    /* -S / --slowlog, usec: a request this slow goes to the slowlog */
+    int64_t log_interval_ms; /* -L / --log-interval, ms: repeated notice lines, one per subject */
 };
 
 /* Fills the defaults. */

@@ -145,6 +145,14 @@ void log_write(int level, const char *file, int line, const char *fmt, ...)
     log_emit(buf, n);
 }
 
+void log_printable(char *dst, size_t n, const void *src, size_t len)
+{
+    const unsigned char *s = src;
+    size_t i = 0;
+    for (; s != NULL && i < len && i + 1 < n; i++) dst[i] = s[i] >= 0x20 && s[i] < 0x7f ? (char)s[i] : '?';
+    dst[i] = '\0';
+}
+
 void log_write_safe(const char *msg)
 {
     log_emit(msg, strlen(msg));

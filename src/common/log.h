@@ -15,6 +15,7 @@
 
 #include <stdbool.h>
 #include <stdarg.h>
+#include <stddef.h>
 
 enum log_level {
     LOG_EMERG = 0, LOG_ALERT = 1, LOG_CRIT = 2, LOG_ERR = 3, LOG_WARN = 4, LOG_NOTICE = 5,
@@ -39,6 +40,9 @@ const char *log_level_name(int level);
 
 void log_write(int level, const char *file, int line, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
+/* Copies src[0..len) into dst (size n >= 1, NUL-terminated, cut to fit) with every byte outside
+ * printable ASCII written as '?': a client's bytes made safe for a log line. */
+void log_printable(char *dst, size_t n, const void *src, size_t len);
 /* Async-signal-safe: writes a fixed string (no formatting). */
 void log_write_safe(const char *msg);
 

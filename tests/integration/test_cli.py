@@ -25,10 +25,11 @@ FLAGS = [
     ("-m", "--mbuf-size=N", "(default: 16384 bytes"),
     ("-T", "--thread_num=N", "(default: 8"),
     ("-S", "--slowlog=N", "(default: 10000 usec)"),
+    ("-L", "--log-interval=N", "(default: 10000 msec)"),
 ]
 
 POOL_METRICS = ["client_eof", "client_err", "client_connections", "server_ejects",
-                "forward_error", "fragments"]
+                "forward_error", "fragments", "refused_commands"]
 SERVER_METRICS = ["server_eof", "server_err", "server_timedout", "server_connections",
                   "server_ejected_at", "requests", "request_bytes", "responses", "response_bytes",
                   "in_queue", "in_queue_bytes", "out_queue", "out_queue_bytes",
