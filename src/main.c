@@ -18,6 +18,7 @@
 #include "app/pidfile.h"
 #include "common/clock.h"
 #include "common/log.h"
+#include "common/ratelimit.h"
 #include "conf/conf.h"
 #include "stats/stats_desc.h"
 #include "thread/master.h"
@@ -81,6 +82,7 @@ static int main_run(struct nc_options *opts)
         fprintf(stderr, "nutcrackers: out of memory or no current directory\n");
         goto out;
     }
+    nc_ratelimit_default_ms = (uint32_t)opts->log_interval_ms; /* before any thread starts */
     int err = log_init(opts->verbose, opts->output);
     if (err < 0) {
         fprintf(stderr, "nutcrackers: cannot open log file '%s': %s\n", opts->output, strerror(-err));

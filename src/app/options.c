@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "common/log.h"
+#include "common/ratelimit.h"
 #include "common/util.h"
 #include "msg/mbuf.h"
 
@@ -87,6 +88,10 @@ static const struct opt_desc opt_table[] = {
     { .short_name = 'K', .long_name = "manage-auth-file", OPT_FIELD(manage_auth_file),
       .none = "off", .usage = "auth file",
       .help = "read the manage port's auth password from this file" },
+    { .short_name = 'L', .long_name = "log-interval", OPT_FIELD(log_interval_ms),
+      .def = NC_RATELIMIT_DEFAULT_MS, .min = 1, .max = 86400000, .unit = "msec",
+      .usage = "log interval",
+      .help = "log one line per interval per refused command name or failing server" },
 };
 
 /* The usage line's group of flags, in twemproxy's order ("-?" is help too); the test checks that

@@ -30,6 +30,7 @@ struct nc_options {
     int64_t slowlog_usec;    /* -S / --slowlog, usec: a request this slow goes to the slowlog */
     const char *manage_trust;          /* -N / --manage-trust: networks trusted on the manage port */
     const char *manage_auth_file;  /* -K / --manage-auth-file, NULL = no password */
+    int64_t log_interval_ms; /* -L / --log-interval, ms: repeated notice lines, one per subject */
 };
 
 /* Fills the defaults. */

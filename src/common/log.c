@@ -105,19 +105,36 @@ static void log_emit(const char *buf, size_t len)
     }
 }
 
+/* The severity word of each level, as lines carry it (twemproxy's level names). */
+static const char *const log_level_names[LOG_LEVEL_MAX + 1] = {
+    [LOG_EMERG] = "EMERG", [LOG_ALERT] = "ALERT", [LOG_CRIT] = "CRIT", [LOG_ERR] = "ERROR",
+    [LOG_WARN] = "WARN", [LOG_NOTICE] = "NOTICE", [LOG_INFO] = "INFO", [LOG_DEBUG] = "DEBUG",
+    [LOG_VERB] = "VERB", [LOG_VVERB] = "VVERB", [LOG_VVVERB] = "VVVERB", [LOG_PVERB] = "PVERB",
+};
+
+const char *log_level_name(int level)
+{
+    if (level < LOG_LEVEL_MIN) level = LOG_LEVEL_MIN;
+    if (level > LOG_LEVEL_MAX) level = LOG_LEVEL_MAX;
+    return log_level_names[level];
+}
+
+/* "[2026-11-24 18:34:32.389 +0000] NOTICE file.c:12 text": local time with its UTC offset */
 void log_write(int level, const char *file, int line, const char *fmt, ...)
 {
     char buf[LOG_LINE_MAX];
+    char zone[8];
     struct timeval tv;
     struct tm tm;
     gettimeofday(&tv, NULL);
     localtime_r(&tv.tv_sec, &tm);
     size_t n = strftime(buf, sizeof(buf), "[%Y-%m-%d %H:%M:%S", &tm);
+    if (strftime(zone, sizeof(zone), "%z", &tm) == 0) snprintf(zone, sizeof(zone), "+0000");
     const char *base = strrchr(file, '/');
     base = base ? base + 1 : file;
-    int w = snprintf(buf + n, sizeof(buf) - n, ".%03ld] %s:%d ", (long)(tv.tv_usec / 1000), base, line);
+    int w = snprintf(buf + n, sizeof(buf) - n, ".%03ld %s] %s %s:%d ", (long)(tv.tv_usec / 1000), zone,
+                     log_level_name(level), base, line);
     if (w > 0) n += (size_t)w < sizeof(buf) - n ? (size_t)w : sizeof(buf) - n - 1;
-    (void)level;
     va_list ap;
     va_start(ap, fmt);
     w = vsnprintf(buf + n, sizeof(buf) - n, fmt, ap);
@@ -126,6 +143,14 @@ void log_write(int level, const char *file, int line, const char *fmt, ...)
     if (n >= sizeof(buf) - 1) n = sizeof(buf) - 2;
     buf[n++] = '\n';
     log_emit(buf, n);
+}
+
+void log_printable(char *dst, size_t n, const void *src, size_t len)
+{
+    const unsigned char *s = src;
+    size_t i = 0;
+    for (; s != NULL && i < len && i + 1 < n; i++) dst[i] = s[i] >= 0x20 && s[i] < 0x7f ? (char)s[i] : '?';
+    dst[i] = '\0';
 }
 
 void log_write_safe(const char *msg)

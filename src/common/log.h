@@ -5,12 +5,17 @@
  * load and a compare: the message is never formatted. Each line is written with one write(2), so
  * lines from different threads never interleave. log_reopen() is called by the master on SIGHUP /
  * SIGUSR1; writers see either the old or the new fd.
+ *
+ * A line: "[YYYY-MM-DD HH:MM:SS.mmm +hhmm] LEVEL file.c:line text", the local time with its UTC
+ * offset, then the severity word (log_level_name: EMERG ALERT CRIT ERROR WARN NOTICE INFO DEBUG
+ * VERB VVERB VVVERB PVERB), so `grep '] WARN '` picks one severity.
  */
 #ifndef NC_LOG_H
 #define NC_LOG_H
 
 #include <stdbool.h>
 #include <stdarg.h>
+#include <stddef.h>
 
 enum log_level {
     LOG_EMERG = 0, LOG_ALERT = 1, LOG_CRIT = 2, LOG_ERR = 3, LOG_WARN = 4, LOG_NOTICE = 5,
@@ -30,9 +35,14 @@ void log_level_up(void);
 void log_level_down(void);
 int log_level_get(void);
 bool log_enabled(int level);
+/* The severity word of a level (clamped to the range). */
+const char *log_level_name(int level);
 
 void log_write(int level, const char *file, int line, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
+/* Copies src[0..len) into dst (size n >= 1, NUL-terminated, cut to fit) with every byte outside
+ * printable ASCII written as '?': a client's bytes made safe for a log line. */
+void log_printable(char *dst, size_t n, const void *src, size_t len);
 /* Async-signal-safe: writes a fixed string (no formatting). */
 void log_write_safe(const char *msg);
 

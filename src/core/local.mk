@@ -13,4 +13,5 @@ src_libnutcrackers_la_SOURCES += \
 	src/core/backend.c src/core/backend.h \
 	src/core/gen.c src/core/gen.h \
 	src/core/request.c src/core/request.h \
+	src/core/refused.c src/core/refused.h \
 	src/core/probe.c src/core/probe.h

@@ -51,8 +51,11 @@ static void probe_end(struct probe *pb, bool alive)
     if (alive) {
         pool_server_readmit(p, pb->server);
     } else {
-        log_info("pool '%s': server %s still does not answer: ejected for another %ld ms", p->cp->name,
-                 p->cp->servers[pb->server].stats_name, (long)p->cp->server_retry_timeout);
+        uint64_t sup;
+        if (server_log_allowed(&p->health[pb->server].state_log, &sup))
+            log_notice("pool '%s': server %s still does not answer: ejected for another %ld ms%s",
+                       p->cp->name, p->cp->servers[pb->server].stats_name,
+                       (long)p->cp->server_retry_timeout, NC_RATELIMIT_NOTE(sup));
         pool_server_reeject(p, pb->server, nc_usec_now());
     }
     atomic_store(&p->health[pb->server].probing, false);

@@ -16,6 +16,7 @@
 #include "core/client.h"
 #include "core/loop.h"
 #include "core/pool.h"
+#include "core/refused.h"
 #include "core/server.h"
 #include "core/txn.h"
 
@@ -278,6 +279,7 @@ static int request_local(struct conn *c, struct msg *req)
 int request_serve(struct conn *c, struct msg *req)
 {
     if (req->reject != REJECT_NONE || req->quit || (req->cmd_flags & CMD_F_LOCAL_MASK) || !c->sess.admitted) {
+        if (req->reject != REJECT_NONE) refused_note(c, req);
         int rc = request_local(c, req);
         if (rc >= 0) return rc;
     }

@@ -97,6 +97,11 @@ uint32_t pool_route(struct pool_shared *p, const uint8_t *key, size_t len)
     return s;
 }
 
+bool server_log_allowed(struct nc_ratelimit *rl, uint64_t *suppressed)
+{
+    return log_enabled(LOG_NOTICE) && nc_ratelimit_allow(rl, nc_usec_now(), suppressed);
+}
+
 bool pool_server_failed(struct pool_shared *p, uint32_t s, uint64_t now_usec)
 {
     const struct conf_pool *cp = p->cp;
@@ -108,8 +113,10 @@ bool pool_server_failed(struct pool_shared *p, uint32_t s, uint64_t now_usec)
     if (until == 0) until = 1;
     if (!atomic_compare_exchange_strong(&h->ejected_until, &expected, until)) return false;
     atomic_store(&h->ejected_at, nc_usec_wall());
-    log_warn("pool '%s': server %s ejected after %u consecutive failures, for %ld ms", cp->name,
-             cp->servers[s].stats_name, n, (long)cp->server_retry_timeout);
+    uint64_t sup;
+    if (server_log_allowed(&h->state_log, &sup))
+        log_warn("pool '%s': server %s ejected after %u consecutive failures, for %ld ms%s", cp->name,
+                 cp->servers[s].stats_name, n, (long)cp->server_retry_timeout, NC_RATELIMIT_NOTE(sup));
     pool_publish(p);
     return true;
 }
@@ -125,8 +132,10 @@ void pool_server_readmit(struct pool_shared *p, uint32_t s)
     struct server_health *h = &p->health[s];
     atomic_store(&h->failures, 0);
     atomic_store(&h->ejected_until, 0);
-    log_notice("pool '%s': server %s answers again: back in the distribution", p->cp->name,
-               p->cp->servers[s].stats_name);
+    uint64_t sup;
+    if (server_log_allowed(&h->state_log, &sup))
+        log_notice("pool '%s': server %s answers again: back in the distribution%s", p->cp->name,
+                   p->cp->servers[s].stats_name, NC_RATELIMIT_NOTE(sup));
     pool_publish(p);
 }
 

@@ -20,6 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/ratelimit.h"
 #include "core/runtime.h"
 #include "hash/dist.h"
 
@@ -36,7 +37,16 @@ struct server_health {
     _Atomic uint64_t ejected_until;  /* monotonic usec; 0 = in the distribution */
     _Atomic uint64_t ejected_at;     /* wall-clock usec of the last ejection (stats) */
     atomic_bool probing;             /* the master's prober is trying it */
+    struct nc_ratelimit fail_log;    /* its notice lines on failures: connect, timeout, lost */
+    struct nc_ratelimit state_log;   /* its lines on ejections and returns */
 };
+
+/* How many ejection and return lines of one server a log interval may hold. */
+#define SERVER_STATE_LOG_BURST 10
+
+/* Whether a notice line about a server's failures or state (limiter rl of its health) may be
+ * written now; then *suppressed is the number of lines left out before it. */
+bool server_log_allowed(struct nc_ratelimit *rl, uint64_t *suppressed);
 
 /* Builds the first table of p (before p is shared). NULL when out of memory. */
 struct route *route_build_first(struct pool_shared *p);

@@ -52,6 +52,9 @@ static void runtime_inherit_health(struct pool_shared *p, const struct runtime *
             atomic_store(&p->health[i].failures, atomic_load(&oh->failures));
             atomic_store(&p->health[i].ejected_until, atomic_load(&oh->ejected_until));
             atomic_store(&p->health[i].ejected_at, atomic_load(&oh->ejected_at));
+            /* its log windows too: a reload does not let a dead backend's lines through again */
+            atomic_store(&p->health[i].fail_log.state, atomic_load(&oh->fail_log.state));
+            atomic_store(&p->health[i].state_log.state, atomic_load(&oh->state_log.state));
             break;
         }
     }
@@ -80,7 +83,14 @@ struct runtime *runtime_create(struct conf *conf, const struct runtime *prev, si
         p->health = calloc(ns, sizeof(*p->health));
         p->wstats = calloc(nworkers ? nworkers : 1, sizeof(*p->wstats));
         p->wservers = calloc((nworkers ? nworkers : 1) * ns, sizeof(*p->wservers));
-        if (p->health == NULL || p->wstats == NULL || p->wservers == NULL) goto fail;
+        p->refused_log = calloc(p->proto->nrefused + 1, sizeof(*p->refused_log));
+        if (p->health == NULL || p->wstats == NULL || p->wservers == NULL || p->refused_log == NULL)
+            goto fail;
+        for (size_t b = 0; b <= p->proto->nrefused; b++) nc_ratelimit_init(&p->refused_log[b], 0, 1);
+        for (size_t s = 0; s < ns; s++) {
+            nc_ratelimit_init(&p->health[s].fail_log, 0, 1);
+            nc_ratelimit_init(&p->health[s].state_log, 0, SERVER_STATE_LOG_BURST);
+        }
         const struct pool_shared *same = prev != NULL ? runtime_pool_find(prev, p->cp->name) : NULL;
         if (same != NULL) {
             p->clients = same->clients;
@@ -119,6 +129,7 @@ void runtime_put(struct runtime *rt)
         route_put(p->route);
         if (p->clients != NULL && atomic_fetch_sub(&p->clients->refs, 1) == 1) free(p->clients);
         free(p->health);
+        free(p->refused_log);
         free(p->wstats);
         free(p->wservers);
         pthread_mutex_destroy(&p->lock);

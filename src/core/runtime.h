@@ -30,6 +30,7 @@ struct stats_pool_block;
 struct stats_server_block;
 struct route;
 struct server_health;
+struct nc_ratelimit;
 
 /* The client count of a pool name: shared by the generations in which the pool has that name, so
  * that client_connections counts the clients still on an older generation too. */
@@ -45,6 +46,7 @@ struct pool_shared {
     struct pool_clients *clients;    /* client connections of this pool name, all workers and
                                       * generations (a reference) */
     struct server_health *health;    /* cp->nservers */
+    struct nc_ratelimit *refused_log; /* log lines of refused commands: proto->nrefused + 1 */
     _Atomic uint64_t version;        /* bumped with every new route */
     pthread_mutex_t lock;            /* guards route (publication and pick-up) */
     struct route *route;             /* current routing table */

@@ -66,6 +66,30 @@ static void server_count_failure(struct conn *c)
     }
 }
 
+/*
+ * A failure of the server, at notice level, rate-limited per server (its health's fail_log, shared
+ * by every worker): a dead backend under load writes one line per log interval, which says how
+ * many were left out. connecting: the connection was not up yet; lost: the clients' requests it
+ * fails (0: not said; a connect that fails at once fails the request being queued, not counted).
+ */
+static void server_log_failure(const struct conn *c, bool connecting, int err, enum server_end how,
+                               uint32_t lost)
+{
+    struct server_health *h = &c->pool->shared->health[c->server->idx];
+    uint64_t sup;
+    if (!server_log_allowed(&h->fail_log, &sup)) return;
+    const struct conf_server *cs = c->server->cs;
+    const char *what = connecting ? (how == SERVER_END_TIMEOUT ? "connect timed out" : "connect failed")
+                       : how == SERVER_END_TIMEOUT ? "request timed out"
+                       : how == SERVER_END_EOF    ? "connection closed by the server"
+                                                  : "connection failed";
+    bool say_err = how == SERVER_END_ERR;
+    char nlost[40] = "";
+    if (lost > 0) snprintf(nlost, sizeof(nlost), ", %u request%s failed", lost, lost == 1 ? "" : "s");
+    log_notice("pool '%s': server %s (%s): %s%s%s%s%s", c->pool->cp->name, cs->stats_name, cs->addr.text,
+               what, say_err ? ": " : "", say_err ? strerror(err) : "", nlost, NC_RATELIMIT_NOTE(sup));
+}
+
 /* Fails every request the connection holds and closes its socket (it reconnects on demand). */
 static void server_fail(struct conn *c, int err, enum server_end how)
 {
@@ -74,6 +98,13 @@ static void server_fail(struct conn *c, int err, enum server_end how)
     bool outstanding = c->nto_send + c->nsent > 0;
     bool was_open = c->fd >= 0;
     if (c->ops->on_close != NULL) c->ops->on_close(c, err);
+    /* the requests of the clients (not the proxy's own set-up) that this failure fails */
+    uint32_t lost = 0;
+    if (how != SERVER_END_SHUTDOWN && (outstanding || c->connecting)) {
+        TAILQ_FOREACH(m, &c->sent, server_link) lost += !m->swallow;
+        TAILQ_FOREACH(m, &c->to_send, server_link) lost += !m->swallow;
+        server_log_failure(c, c->connecting, err, how, lost);
+    }
     if (was_open) {
         log_debug(LOG_INFO, "server %s: connection closed: %s", c->server->cs->stats_name, strerror(err));
         SSTAT(c, server_connections, -1);
@@ -141,7 +172,7 @@ static int server_connect(struct conn *c)
     int fd = cs->addr.is_unix ? sock_connect_unix(cs->addr.host, &in_progress)
                               : sock_connect_tcp(cs->addr.host, cs->addr.port, &in_progress);
     if (fd < 0) {
-        log_debug(LOG_INFO, "server %s: connect failed: %s", cs->stats_name, strerror(-fd));
+        server_log_failure(c, true, -fd, SERVER_END_ERR, 0);
         SSTAT(c, server_err, 1);
         server_count_failure(c);
         return fd;
@@ -259,14 +290,12 @@ static void server_on_timeout(int fd, short what, void *arg)
      * timeout (server_arm_timer and this are the only callers of server_deadline) */
     if (c->pool->cp->timeout <= 0) return;
     if (c->connecting) {
-        log_debug(LOG_INFO, "server %s: connect timed out", c->server->cs->stats_name);
         server_fail(c, ETIMEDOUT, SERVER_END_TIMEOUT);
         return;
     }
     uint64_t deadline = server_deadline(c);
     if (deadline == 0) return;
     if (nc_usec_now() >= deadline) {
-        log_debug(LOG_INFO, "server %s: request timed out", c->server->cs->stats_name);
         server_fail(c, ETIMEDOUT, SERVER_END_TIMEOUT); /* later replies could not be matched */
         return;
     }

@@ -118,6 +118,19 @@ static void stats_json_open(struct stats_buf *b, bool comma, const char *name)
     stats_buf_adds(b, ":{");
 }
 
+/* The pool's refused commands that are not zero: ,"refused_cmd_<name>":N (flat: see stats_desc.h) */
+static void stats_json_refused(struct stats_buf *b, const struct stats_snapshot *s, size_t p)
+{
+    const char *name;
+    for (size_t r = 0; (name = stats_snapshot_refused_name(s, p, r)) != NULL; r++) {
+        if (s->pools[p].refused[r] == 0) continue;
+        stats_buf_adds(b, ",\"" STATS_REFUSED_PREFIX);
+        stats_buf_adds(b, name); /* the protocol's names: lowercase letters, '_' and '-' */
+        stats_buf_adds(b, "\":");
+        stats_buf_add_u64(b, s->pools[p].refused[r]);
+    }
+}
+
 void stats_json_render(struct stats_buf *b, const struct stats_snapshot *s)
 {
     const struct runtime *rt = s->src->rt;
@@ -127,6 +140,7 @@ void stats_json_render(struct stats_buf *b, const struct stats_snapshot *s)
         const struct stats_pool_snap *ps = &s->pools[p];
         stats_json_open(b, true, cp->name);
         stats_json_fields(b, ps->f, stats_pool_desc, STATS_POOL_NFIELD);
+        stats_json_refused(b, s, p);
         for (size_t k = 0; k < ps->nservers; k++) {
             stats_json_open(b, true, cp->servers[k].stats_name);
             stats_json_fields(b, ps->servers[k].f, stats_server_desc, STATS_SERVER_NFIELD);

@@ -182,6 +182,28 @@ static void stats_prom_hist(struct stats_buf *b, const char *name, const struct 
     stats_buf_addc(b, '\n');
 }
 
+/* nutcrackers_refused_commands_total{pool,command}: the pool's refused commands that are not zero */
+static void stats_prom_refused(struct stats_buf *b, const struct stats_snapshot *s)
+{
+    const struct runtime *rt = s->src->rt;
+    stats_buf_adds(b, "# HELP nutcrackers_refused_commands_total # requests refused: a command the proxy does "
+                      "not serve, by name (" STATS_REFUSED_OTHER ": a name no command has)\n"
+                      "# TYPE nutcrackers_refused_commands_total counter\n");
+    for (size_t p = 0; p < s->npools; p++) {
+        const char *name;
+        for (size_t r = 0; (name = stats_snapshot_refused_name(s, p, r)) != NULL; r++) {
+            if (s->pools[p].refused[r] == 0) continue;
+            char label[64];
+            snprintf(label, sizeof(label), "command=\"%s\"", name);
+            stats_buf_adds(b, "nutcrackers_refused_commands_total");
+            stats_prom_labels(b, rt->pools[p].cp, NULL, label);
+            stats_buf_addc(b, ' ');
+            stats_buf_add_u64(b, s->pools[p].refused[r]);
+            stats_buf_addc(b, '\n');
+        }
+    }
+}
+
 void stats_prom_render(struct stats_buf *b, const struct stats_snapshot *s)
 {
     const struct runtime *rt = s->src->rt;
@@ -197,6 +219,7 @@ void stats_prom_render(struct stats_buf *b, const struct stats_snapshot *s)
             stats_prom_value(b, d->type, s->pools[p].f[i]);
         }
     }
+    stats_prom_refused(b, s);
     for (size_t i = 0; i < STATS_SERVER_NFIELD; i++) {
         const struct stats_field_desc *d = &stats_server_desc[i];
         stats_prom_name(name, sizeof(name), PROM_SERVER, d);

@@ -42,6 +42,14 @@ void stats_snapshot_destroy(struct stats_snapshot *s)
     free(s);
 }
 
+const char *stats_snapshot_refused_name(const struct stats_snapshot *s, size_t p, size_t b)
+{
+    const struct proto_ops *proto = s->src->rt->pools[p].proto;
+    size_t other = stats_refused_other(proto->nrefused);
+    if (b < other) return proto->refused_names[b];
+    return b == other ? STATS_REFUSED_OTHER : NULL;
+}
+
 int64_t stats_snapshot_signed(uint64_t v)
 {
     return v <= (uint64_t)INT64_MAX ? (int64_t)v : -(int64_t)(UINT64_MAX - v) - 1;
@@ -77,6 +85,7 @@ static void stats_snapshot_add_block(struct stats_snapshot *s, size_t i)
         const struct stats_pool_block *pb = sh->wstats[i];
         if (pb == NULL) continue;
         stats_fold(ps->f, pb->f, stats_pool_desc, STATS_POOL_NFIELD);
+        for (size_t r = 0; r < STATS_REFUSED_MAX; r++) ps->refused[r] += stats_ctr_get(&pb->refused[r]);
         stats_hist_sum_add(&ps->latency[STATS_POOL_HIST_request_latency], &pb->request_latency);
         for (size_t k = 0; k < ps->nservers; k++) {
             struct stats_server_snap *ss = &ps->servers[k];
@@ -96,6 +105,7 @@ void stats_snapshot_take(struct stats_snapshot *s, long worker)
     for (size_t p = 0; p < s->npools; p++) {
         struct stats_pool_snap *ps = &s->pools[p];
         memset(ps->f, 0, sizeof(ps->f));
+        memset(ps->refused, 0, sizeof(ps->refused));
         memset(ps->latency, 0, sizeof(ps->latency));
         memset(ps->servers, 0, ps->nservers * sizeof(*ps->servers));
     }

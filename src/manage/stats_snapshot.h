@@ -34,6 +34,7 @@ struct stats_server_snap {
 
 struct stats_pool_snap {
     uint64_t f[STATS_POOL_NFIELD];
+    uint64_t refused[STATS_REFUSED_MAX]; /* per bucket of the pool's protocol (refused_names, other) */
     struct stats_hist_sum latency[STATS_POOL_NHIST];
     struct stats_server_snap *servers;   /* the pool's nservers */
     size_t nservers;
@@ -56,6 +57,10 @@ void stats_snapshot_destroy(struct stats_snapshot *s);
 
 /* Fills s from the blocks now: all of them summed (worker < 0) or one worker's. */
 void stats_snapshot_take(struct stats_snapshot *s, long worker);
+
+/* The name of refused-command bucket b of pool p (its protocol's name, or "other"), or NULL past
+ * the last bucket. */
+const char *stats_snapshot_refused_name(const struct stats_snapshot *s, size_t p, size_t b);
 
 /* The value of a field as rendered: gauges are signed (a sum of per-worker deltas). */
 int64_t stats_snapshot_signed(uint64_t v);

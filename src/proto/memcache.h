@@ -84,6 +84,12 @@ struct mc_cmd {
 
 extern const struct mc_cmd mc_cmds[MC_CMD_COUNT];
 
+/* Every command's name, in the table's order: the unsupported ones, which come last (from
+ * MC_CMD_FLUSH_ALL on), are the names refused requests are counted under. */
+#define MC_REFUSED_FIRST MC_CMD_FLUSH_ALL
+#define MC_NREFUSED (MC_CMD_COUNT - MC_REFUSED_FIRST)
+extern const char *const mc_cmd_names[MC_CMD_COUNT];
+
 /* The command named by verb[0..len) (case-sensitive, as memcached), or MC_CMD_UNKNOWN. */
 enum mc_cmd_id mc_cmd_lookup(const uint8_t *verb, size_t len);
 

@@ -16,6 +16,12 @@ const struct mc_cmd mc_cmds[MC_CMD_COUNT] = {
 #undef MC_CMD_ENTRY
 };
 
+const char *const mc_cmd_names[MC_CMD_COUNT] = {
+#define MC_CMD_NAME(id, n, a, f, u) [MC_CMD_##id] = n,
+    MC_CMD_TABLE(MC_CMD_NAME)
+#undef MC_CMD_NAME
+};
+
 enum mc_cmd_id mc_cmd_lookup(const uint8_t *verb, size_t len)
 {
     for (int i = MC_CMD_UNKNOWN + 1; i < MC_CMD_COUNT; i++) {

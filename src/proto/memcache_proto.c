@@ -98,6 +98,16 @@ static int mc_local(struct proto_session *s, const struct conf_pool *cp, const s
     return PROTO_FORWARD;
 }
 
+/* Unknown verbs and binary-protocol requests are "other"; a served command badly formed is not a
+ * refused command. */
+static int mc_refused_bucket(const struct msg *req)
+{
+    if (req->reject == REJECT_NONE) return -1;
+    if (req->cmd == MC_CMD_UNKNOWN || req->cmd == MC_CMD_BINARY) return MC_NREFUSED;
+    if (req->cmd >= MC_CMD_COUNT || !mc_cmds[req->cmd].unsupported) return -1;
+    return req->cmd - MC_REFUSED_FIRST;
+}
+
 static void mc_session_free(struct proto_session *s)
 {
     (void)s;
@@ -127,6 +137,9 @@ const struct proto_ops memcache_proto = {
     .fragment = mc_fragment,
     .coalesce = mc_coalesce,
     .reject_reply = mc_reject_reply,
+    .refused_names = mc_cmd_names + MC_REFUSED_FIRST,
+    .nrefused = MC_NREFUSED,
+    .refused_bucket = mc_refused_bucket,
     .error_reply = mc_error_reply,
     .protocol_error_reply = mc_protocol_error_reply,
     .session_init = mc_session_init,

@@ -187,6 +187,17 @@ struct proto_ops {
 
     /* Writes the reply text for a rejected request (msg->reject) into buf; returns its length. */
     size_t (*reject_reply)(const struct msg *req, char *buf, size_t size);
+
+    /*
+     * Refused commands, counted and logged by the core (core/refused.c): a known command the
+     * proxy does not serve is counted under its name, refused_names[0..nrefused); any other name
+     * in bucket nrefused, "other", so a client cannot add names. refused_bucket: the bucket of a
+     * rejected request, or -1 when it is not a refused command (a served command with a wrong
+     * arity or a bad argument).
+     */
+    const char *const *refused_names;
+    uint32_t nrefused;
+    int (*refused_bucket)(const struct msg *req);
     /* Writes the error reply for a failed request (errno err): "-ERR <strerror>\r\n" or
      * "SERVER_ERROR <strerror>\r\n". Returns its length. */
     size_t (*error_reply)(int err, char *buf, size_t size);

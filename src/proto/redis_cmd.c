@@ -8,12 +8,15 @@
  * EXEC, DISCARD, WATCH, UNWATCH), which the core runs on a dedicated server connection; the
  * connection handshake the proxy answers itself (HELLO, CLIENT, ECHO, SELECT, RESET; HELLO and
  * INFO from every server's INFO, notes/resp3-and-handshake.md); TIME, sent to any server.
+ * Beside it, the names of redis's commands that are not in it: what a refused request is counted
+ * under (notes/refused-commands.md).
  *
  * Threads: const data; any thread.
  */
 #include "config.h"
 #include "proto/redis_cmd.h"
 
+#include <stddef.h>
 #include <string.h>
 
 #include "proto/proto.h"
@@ -184,6 +187,25 @@ const struct redis_cmd redis_cmds[] = {
 
 const size_t redis_ncmds = sizeof(redis_cmds) / sizeof(redis_cmds[0]);
 
+/* redis's commands (7.0's, and the hash field expiry ones of 7.4 and 8) that are not in the table:
+ * sorted, lowercase. A refused request is counted under its name when it is one of these. */
+const char *const redis_refused_names[REDIS_NREFUSED] = {
+    "acl", "asking", "bgrewriteaof", "bgsave", "bitfield_ro", "bitop", "blmove", "blmpop", "blpop",
+    "brpop", "brpoplpush", "bzmpop", "bzpopmax", "bzpopmin", "cluster", "config", "dbsize", "debug",
+    "eval_ro", "evalsha_ro", "expiretime", "failover", "fcall", "fcall_ro", "flushall", "flushdb",
+    "function", "georadius_ro", "georadiusbymember_ro", "hexpire", "hexpireat", "hexpiretime",
+    "hgetdel", "hgetex", "hpersist", "hpexpire", "hpexpireat", "hpexpiretime", "hpttl", "hsetex",
+    "httl", "keys", "lastsave", "latency", "lcs", "lmpop", "memory", "migrate", "module", "monitor",
+    "msetnx", "object", "pexpiretime", "pfdebug", "pfselftest", "psubscribe", "psync", "publish",
+    "pubsub", "punsubscribe", "randomkey", "readonly", "readwrite", "rename", "renamenx",
+    "replconf", "replicaof", "restore-asking", "role", "save", "scan", "script", "shutdown",
+    "sintercard", "slaveof", "slowlog", "sort_ro", "spublish", "ssubscribe", "subscribe", "substr",
+    "sunsubscribe", "swapdb", "sync", "unsubscribe", "wait", "waitaof", "xack", "xadd",
+    "xautoclaim", "xclaim", "xdel", "xgroup", "xinfo", "xlen", "xpending", "xrange", "xread",
+    "xreadgroup", "xrevrange", "xsetid", "xtrim", "zintercard", "zmpop",
+};
+/* (a unit test checks that the table is sorted and that no entry is left empty) */
+
 /* strcmp for short names, inlined: most probes of the search differ at the first byte */
 static inline int cmd_name_cmp(const char *a, const char *b)
 {
@@ -194,24 +216,46 @@ static inline int cmd_name_cmp(const char *a, const char *b)
     return (int)(unsigned char)*a - (int)(unsigned char)*b;
 }
 
-int redis_cmd_lookup(const uint8_t *name, size_t len)
+/* name[0..len) lowercased into low (REDIS_CMD_NAME_MAX bytes); false when it cannot be a name of
+ * either table (empty, too long, a NUL in it: "get\0x" must not match "get"). */
+static bool cmd_name_lower(const uint8_t *name, size_t len, char *low)
 {
-    char low[REDIS_CMD_NAME_MAX];
-    if (len == 0 || len >= sizeof(low)) return -1;
+    if (len == 0 || len >= REDIS_CMD_NAME_MAX) return false;
     for (size_t i = 0; i < len; i++) {
         uint8_t c = name[i];
-        if (c == '\0') return -1; /* "get\0x" must not match "get" */
+        if (c == '\0') return false;
         low[i] = (char)(c >= 'A' && c <= 'Z' ? c + ('a' - 'A') : c);
     }
     low[len] = '\0';
+    return true;
+}
 
-    size_t lo = 0, hi = redis_ncmds;
+/* The index of low among n sorted entries of stride bytes from base, each starting with its name
+ * (struct redis_cmd, or a bare name), or -1. */
+_Static_assert(offsetof(struct redis_cmd, name) == 0, "a command's name comes first");
+static inline int cmd_name_search(const char *low, const void *base, size_t n, size_t stride)
+{
+    size_t lo = 0, hi = n;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        int c = cmd_name_cmp(low, redis_cmds[mid].name);
+        int c = cmd_name_cmp(low, *(const char *const *)(const void *)((const char *)base + mid * stride));
         if (c == 0) return (int)mid;
         if (c < 0) hi = mid;
         else lo = mid + 1;
     }
     return -1;
+}
+
+int redis_refused_lookup(const uint8_t *name, size_t len)
+{
+    char low[REDIS_CMD_NAME_MAX];
+    if (!cmd_name_lower(name, len, low)) return -1;
+    return cmd_name_search(low, redis_refused_names, REDIS_NREFUSED, sizeof(redis_refused_names[0]));
+}
+
+int redis_cmd_lookup(const uint8_t *name, size_t len)
+{
+    char low[REDIS_CMD_NAME_MAX];
+    if (!cmd_name_lower(name, len, low)) return -1;
+    return cmd_name_search(low, redis_cmds, redis_ncmds, sizeof(redis_cmds[0]));
 }

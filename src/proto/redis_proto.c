@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "proto/redis.h"
+#include "proto/redis_cmd.h"
 
 long redis_line(const uint8_t *buf, size_t len, size_t max)
 {
@@ -90,6 +91,13 @@ size_t redis_reject_reply(const struct msg *req, char *buf, size_t size)
         return redis_reply_line(buf, size, "-ERR wrong number of arguments for '", req->name, n,
                                 "' command\r\n", true);
     return redis_reply_line(buf, size, "-ERR unsupported command '", req->name, n, "'\r\n", true);
+}
+
+static int redis_refused_bucket(const struct msg *req)
+{
+    if (req->reject != REJECT_UNSUPPORTED) return -1;
+    int i = req->name != NULL ? redis_refused_lookup(req->name, req->name_len) : -1;
+    return i >= 0 ? i : REDIS_NREFUSED;
 }
 
 static size_t redis_error_reply(int err, char *buf, size_t size)
@@ -204,6 +212,9 @@ const struct proto_ops redis_proto = {
     .fragment = redis_fragment,
     .coalesce = redis_coalesce,
     .reject_reply = redis_reject_reply,
+    .refused_names = redis_refused_names,
+    .nrefused = REDIS_NREFUSED,
+    .refused_bucket = redis_refused_bucket,
     .error_reply = redis_error_reply,
     .protocol_error_reply = redis_protocol_error_reply,
     .session_init = redis_session_init,

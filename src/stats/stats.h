@@ -38,8 +38,18 @@ struct stats_server_block {
     char *name;                        /* registry: the server's stats name */
 };
 
+/* Buckets of refused commands a pool block holds: more than any protocol's names + "other". */
+#define STATS_REFUSED_MAX 128
+
+/* The "other" bucket of a protocol with nrefused names (names past the blocks' room count there). */
+static inline size_t stats_refused_other(size_t nrefused)
+{
+    return nrefused < STATS_REFUSED_MAX - 1 ? nrefused : STATS_REFUSED_MAX - 1;
+}
+
 struct stats_pool_block {
     stats_ctr f[STATS_POOL_NFIELD];
+    stats_ctr refused[STATS_REFUSED_MAX]; /* per name of proto_ops.refused_names, then "other" */
     struct stats_hist request_latency; /* request read -> reply written to the client */
     struct stats_pool_block *next;     /* registry: the worker's next pool block */
     char *name;                        /* registry: the pool's name */

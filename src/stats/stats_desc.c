@@ -53,6 +53,11 @@ void stats_describe(FILE *f)
 {
     fputs("pool stats:\n", f);
     stats_describe_rows(f, stats_pool_desc, STATS_POOL_NFIELD);
+    static const struct stats_field_desc refused = {
+        STATS_REFUSED_PREFIX "<name>", STATS_COUNTER,
+        "# requests refused per command name, once not zero (" STATS_REFUSED_OTHER ": any name no command has)",
+    };
+    stats_describe_rows(f, &refused, 1);
     fputs("\nserver stats:\n", f);
     stats_describe_rows(f, stats_server_desc, STATS_SERVER_NFIELD);
     fputs("\ntop-level fields:\n", f);

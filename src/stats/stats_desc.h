@@ -33,6 +33,15 @@ enum stats_type {
     ACTION(total_connections, STATS_COUNTER, "# connections accepted since the start")       \
     ACTION(curr_connections, STATS_GAUGE, "# connections open now")
 
+/*
+ * The refused commands per name are flat members of the pool's object, after its fields and only
+ * once non-zero: "refused_cmd_subscribe":3, "refused_cmd_other":1 (any object inside a pool is a
+ * server for twemproxy's readers, so no nested object). The names are the protocol's
+ * (proto_ops.refused_names) and "other".
+ */
+#define STATS_REFUSED_PREFIX "refused_cmd_"
+#define STATS_REFUSED_OTHER "other"
+
 /* ACTION(name, type, description): one object per pool. */
 #define STATS_POOL_FIELDS(ACTION)                                                            \
     ACTION(client_eof, STATS_COUNTER, "# eof on client connections")                         \
@@ -40,7 +49,10 @@ enum stats_type {
     ACTION(client_connections, STATS_GAUGE, "# active client connections")                   \
     ACTION(server_ejects, STATS_COUNTER, "# times backend server was ejected")               \
     ACTION(forward_error, STATS_COUNTER, "# times we encountered a forwarding error")        \
-    ACTION(fragments, STATS_COUNTER, "# fragments created from a multi-vector request")
+    ACTION(fragments, STATS_COUNTER, "# fragments created from a multi-vector request")        \
+    ACTION(refused_commands, STATS_COUNTER,                                                  \
+           "# requests refused: a command the proxy does not serve (per name: "               \
+           STATS_REFUSED_PREFIX "<name>)")
 
 /* ACTION(name, type, description): one object per server, nested in its pool's. */
 #define STATS_SERVER_FIELDS(ACTION)                                                          \

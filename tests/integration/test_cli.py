@@ -27,10 +27,11 @@ FLAGS = [
     ("-S", "--slowlog=N", "(default: 10000 usec)"),
     ("-N", "--manage-trust=S", "(default: 127.0.0.0/8,::1)"),
     ("-K", "--manage-auth-file=S", "(default: off)"),
+    ("-L", "--log-interval=N", "(default: 10000 msec)"),
 ]
 
 POOL_METRICS = ["client_eof", "client_err", "client_connections", "server_ejects",
-                "forward_error", "fragments"]
+                "forward_error", "fragments", "refused_commands"]
 SERVER_METRICS = ["server_eof", "server_err", "server_timedout", "server_connections",
                   "server_ejected_at", "requests", "request_bytes", "responses", "response_bytes",
                   "in_queue", "in_queue_bytes", "out_queue", "out_queue_bytes",

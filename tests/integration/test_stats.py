@@ -19,7 +19,7 @@ HEADER = ["service", "source", "version", "uptime", "timestamp", "generation", "
           "total_connections",
           "curr_connections"]
 POOL_FIELDS = ["client_eof", "client_err", "client_connections", "server_ejects", "forward_error",
-               "fragments"]
+               "fragments", "refused_commands"]
 SERVER_FIELDS = ["server_eof", "server_err", "server_timedout", "server_connections",
                  "server_ejected_at", "requests", "request_bytes", "responses", "response_bytes",
                  "in_queue", "in_queue_bytes", "out_queue", "out_queue_bytes",
@@ -295,11 +295,16 @@ def test_agents_written_for_twemproxy_read_every_document(cluster):
         for i in range(20):
             assert conn.call("SET", f"agent:{i}", "v") == "OK"
             conn.call("MGET", f"agent:{i}", f"agent:{i + 1}", f"agent:{i + 2}")
+        # refused commands: counted in flat members of the pool, never in an object
+        assert conn.call("SUBSCRIBE", "ch").startswith("ERR unsupported command")
+        assert conn.call("NOSUCHCOMMAND").startswith("ERR unsupported command")
     with Conn(c["beta"]) as conn:
         for i in range(10):
             conn.exchange(b"set agent:%d 0 0 1\r\nx\r\n" % i, b"STORED\r\n")
+        conn.exchange(b"stats\r\n", b"CLIENT_ERROR unsupported command\r\n")
     manage.wait_status(c["manage"], lambda d: d["alpha"]["client_connections"] == 0
                        and d["beta"]["client_connections"] == 0)
+    refused = {"alpha": ["refused_cmd_subscribe", "refused_cmd_other"], "beta": ["refused_cmd_stats"]}
     _, headers, body = manage.http_get(c["manage"], "/")
     docs = {"status": manage.status(c["manage"]),
             "silent client": json.loads(manage.silent(c["manage"], half_close=True)),
@@ -312,7 +317,12 @@ def test_agents_written_for_twemproxy_read_every_document(cluster):
         assert sorted(pools) == ["alpha", "beta"], (what, sorted(pools))
         for pool, seen in pools.items():
             assert sorted(seen["servers"]) == names[pool], (what, pool, sorted(seen["servers"]))
-            assert list(seen["counters"]) == POOL_FIELDS, (what, pool, list(seen["counters"]))
+            # after the fields, the refused commands the document counts (a worker's: those it
+            # saw; the silent client's and GET /'s: those of the last aggregation)
+            want = [f for f in list(seen["counters"])[len(POOL_FIELDS):] if f in refused[pool]]
+            assert list(seen["counters"]) == POOL_FIELDS + want, (what, pool, list(seen["counters"]))
+            if what == "status":
+                assert want == refused[pool], (what, pool, want)
             for name, server in seen["servers"].items():
                 assert list(server) == SERVER_FIELDS, (what, pool, name, list(server))
     totals = agent_read(docs["status"])
@@ -412,6 +422,9 @@ def _check_hist(samples, name, labels, hist):
 
 def test_describe_stats_agrees_with_json(cluster):
     c = cluster()
+    with Conn(c["alpha"]) as conn:  # a refused command: its count is in the document
+        assert conn.call("SUBSCRIBE", "ch").startswith("ERR unsupported command")
+    manage.wait_status(c["manage"], lambda d: d["alpha"]["refused_commands"] == 1)
     r = procs.run(["-D"])
     assert r.returncode == 0
     described = {}
@@ -432,6 +445,8 @@ def test_describe_stats_agrees_with_json(cluster):
     seen = set()
 
     def check(key, value):
+        if key.startswith("refused_cmd_"):  # one per name: described once, by its pattern
+            key = "refused_cmd_<name>"
         assert key in described, f"-D does not describe '{key}'"
         t = json_type(key, value)
         if t is not None:

@@ -4,3 +4,9 @@ TESTS += tests/unit/test_mem_trim
 tests_unit_test_mem_trim_SOURCES = tests/unit/test_mem_trim.c
 tests_unit_test_mem_trim_CFLAGS = $(NC_UNIT_CFLAGS)
 tests_unit_test_mem_trim_LDADD = $(NC_UNIT_LIBS)
+
+check_PROGRAMS += tests/unit/test_ratelimit
+TESTS += tests/unit/test_ratelimit
+tests_unit_test_ratelimit_SOURCES = tests/unit/test_ratelimit.c
+tests_unit_test_ratelimit_CFLAGS = $(NC_UNIT_CFLAGS)
+tests_unit_test_ratelimit_LDADD = $(NC_UNIT_LIBS)

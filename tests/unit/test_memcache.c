@@ -37,6 +37,24 @@ static const char *const rsp_names[] = {
 };
 
 /* "get k=a,b noreply quit REJ=..." */
+/* Every parsed request: a refused command counts under its name (the unsupported commands), an
+ * unknown verb or a binary request as "other"; nothing else is a refused command. */
+static void check_refused_bucket(const struct msg *m)
+{
+    int b = memcache_proto.refused_bucket(m);
+    uint32_t n = memcache_proto.nrefused;
+    if (m->reject == REJECT_NONE) {
+        assert_int_equal(b, -1);
+    } else if (m->cmd == MC_CMD_UNKNOWN || m->cmd == MC_CMD_BINARY) {
+        assert_int_equal(b, (int)n);
+    } else if (mc_cmds[m->cmd].unsupported) {
+        assert_true(b >= 0 && (uint32_t)b < n);
+        assert_string_equal(memcache_proto.refused_names[b], mc_cmds[m->cmd].name);
+    } else {
+        assert_int_equal(b, -1);
+    }
+}
+
 static char *describe_req(const struct msg *m)
 {
     char *s = NULL;
@@ -62,6 +80,7 @@ static char *describe_req(const struct msg *m)
     if (m->reject == REJECT_ERROR) fputs(" REJ=ERROR", out);
     if (m->reject == REJECT_CLIENT_ERROR) fprintf(out, " REJ=CE:%s", m->reject_reason);
     fclose(out);
+    check_refused_bucket(m);
     return s;
 }
 

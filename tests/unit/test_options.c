@@ -279,10 +279,19 @@ static void test_range_slowlog(void **state)
     check_bounds(b, sizeof(b) / sizeof(b[0]), "-S/--slowlog");
 }
 
+static void test_range_log_interval(void **state)
+{
+    (void)state;
+    static const struct bound b[] = {
+        { "-L", "1", true }, { "-L", "86400000", true }, { "-L", "0", false }, { "-L", "86400001", false },
+    };
+    check_bounds(b, sizeof(b) / sizeof(b[0]), "-L/--log-interval");
+}
+
 static void test_malformed_numbers(void **state)
 {
     (void)state;
-    static const char *const flags[] = { "-v", "-s", "-i", "-m", "-T", "-S" };
+    static const char *const flags[] = { "-v", "-s", "-i", "-m", "-T", "-S", "-L" };
     static const char *const bad[] = { "12x", "", "x", " 5", "+5", "0x10", "1.5", "-", "5 " };
     for (size_t f = 0; f < sizeof(flags) / sizeof(flags[0]); f++) {
         for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -440,7 +449,7 @@ static void test_help_exact(void **state)
         "                   [-c conf file] [-s stats port] [-a stats addr]\n"
         "                   [-i stats interval] [-p pid file] [-m mbuf size]\n"
         "                   [-T thread num] [-S slowlog threshold] [-N trusted nets]\n"
-        "                   [-K auth file]\n"
+        "                   [-K auth file] [-L log interval]\n"
         "\n"
         "Options:\n"
         "  -h, --help               : this help\n"
@@ -459,7 +468,9 @@ static void test_help_exact(void **state)
         "  -T, --thread_num=N       : set number of worker threads (default: 8, min: 1, max: 1024)\n"
         "  -S, --slowlog=N          : set slowlog threshold in usec (default: 10000 usec)\n"
         "  -N, --manage-trust=S     : networks trusted with reload and slowlog get/reset (default: 127.0.0.0/8,::1)\n"
-        "  -K, --manage-auth-file=S : read the manage port's auth password from this file (default: off)\n";
+        "  -K, --manage-auth-file=S : read the manage port's auth password from this file (default: off)\n"
+        "  -L, --log-interval=N     : log one line per interval per refused command name or failing server "
+        "(default: 10000 msec)\n";
     char *buf = help_text();
     assert_string_equal(buf, want);
     free(buf);
@@ -539,6 +550,7 @@ int main(void)
         cmocka_unit_test(test_range_mbuf),
         cmocka_unit_test(test_range_threads),
         cmocka_unit_test(test_range_slowlog),
+        cmocka_unit_test(test_range_log_interval),
         cmocka_unit_test(test_malformed_numbers),
         cmocka_unit_test(test_overflow),
         cmocka_unit_test(test_missing_value),

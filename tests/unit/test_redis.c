@@ -23,6 +23,7 @@
 #include "proto/proto.h"
 #include "proto/redis.h"
 #include "proto/redis_cmd.h"
+#include "stats/stats.h"
 #include "proto_drv.h"
 
 #define BIG_MBUF 16384
@@ -65,6 +66,34 @@ static void test_table_sorted_and_lookup(void **state)
     char longname[200];
     memset(longname, 'a', sizeof(longname));
     assert_int_equal(redis_cmd_lookup((const uint8_t *)longname, sizeof(longname)), -1);
+}
+
+/* The names refused requests count under: sorted, lowercase, none of them served, each found in
+ * any case; the protocol exports them with their count. */
+static void test_refused_names(void **state)
+{
+    (void)state;
+    assert_ptr_equal(redis_proto.refused_names, redis_refused_names);
+    assert_int_equal(redis_proto.nrefused, REDIS_NREFUSED);
+    /* every name and "other" have a counter of their own in the stats blocks */
+    assert_true(redis_proto.nrefused < STATS_REFUSED_MAX && memcache_proto.nrefused < STATS_REFUSED_MAX);
+    for (size_t i = 0; i < REDIS_NREFUSED; i++) {
+        const char *n = redis_refused_names[i];
+        assert_non_null(n);
+        size_t len = strlen(n);
+        assert_true(len > 0 && len < REDIS_CMD_NAME_MAX);
+        if (i > 0) assert_true(strcmp(redis_refused_names[i - 1], n) < 0);
+        for (size_t j = 0; j < len; j++) assert_false(n[j] >= 'A' && n[j] <= 'Z');
+        assert_int_equal(redis_cmd_lookup((const uint8_t *)n, len), -1);
+        assert_int_equal(redis_refused_lookup((const uint8_t *)n, len), (int)i);
+        char up[REDIS_CMD_NAME_MAX];
+        for (size_t j = 0; j <= len; j++) up[j] = (char)(n[j] >= 'a' && n[j] <= 'z' ? n[j] - 32 : n[j]);
+        assert_int_equal(redis_refused_lookup((const uint8_t *)up, len), (int)i);
+    }
+    static const char *const other[] = { "get", "", "subscrib", "subscribex", "zzzz", "sub\0scribe" };
+    for (size_t i = 0; i < NC_ARRAY_LEN(other); i++)
+        assert_int_equal(redis_refused_lookup((const uint8_t *)other[i], strlen(other[i])), -1);
+    assert_int_equal(redis_refused_lookup((const uint8_t *)"subscribe\0", 10), -1);
 }
 
 static uint32_t flags_of(const char *name)
@@ -589,6 +618,12 @@ static void check_reject(const char *line, uint8_t why)
             size_t n = redis_proto.reject_reply(m, reply, sizeof(reply));
             assert_int_equal(n, strlen(want));
             assert_memory_equal(reply, want, n);
+            /* counted under its name when redis has that command, else as "other"; a wrong
+             * arity is not a refused command */
+            int known = redis_refused_lookup((const uint8_t *)argv[0], strlen(argv[0]));
+            int bucket = why == REJECT_ARITY ? -1 : known >= 0 ? known : REDIS_NREFUSED;
+            assert_int_equal(redis_proto.refused_bucket(m), bucket);
+            assert_int_equal(redis_proto.refused_bucket(d.out[1]), -1);
             assert_int_equal(d.out[1]->reject, REJECT_NONE);
             assert_int_equal(d.out[1]->nkeys, 1);
             drv_close(&d);
@@ -1261,6 +1296,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_table_sorted_and_lookup),
+        cmocka_unit_test(test_refused_names),
         cmocka_unit_test(test_table_flags),
         cmocka_unit_test(test_keys_every_command),
         cmocka_unit_test(test_pipeline_whole),

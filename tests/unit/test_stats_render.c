@@ -21,6 +21,7 @@
 #include "json_check.h"
 #include "manage/stats_json.h"
 #include "manage/stats_prom.h"
+#include "proto/redis_cmd.h"
 #include "stats_fixture.h"
 
 #define WEIRD_POOL "we\"ird\\pool\tname \xc3\xa9"
@@ -39,6 +40,14 @@ static void fill(struct sfix *f)
     STATS_POOL_ADD(a1, client_eof, 4);
     STATS_POOL_ADD(a0, fragments, 6);
     STATS_POOL_ADD(a1, client_connections, 1);
+    /* refused commands (alpha is redis): SUBSCRIBE on both workers, a garbage name on one */
+    int sub = redis_refused_lookup((const uint8_t *)"subscribe", 9);
+    assert_true(sub >= 0);
+    stats_ctr_add(&a0->refused[sub], 2);
+    stats_ctr_add(&a1->refused[sub], 3);
+    stats_ctr_add(&a0->refused[REDIS_NREFUSED], 1);
+    STATS_POOL_ADD(a0, refused_commands, 3);
+    STATS_POOL_ADD(a1, refused_commands, 3);
     STATS_SERVER_ADD(s0, requests, 10);
     STATS_SERVER_ADD(s1, requests, 32);
     STATS_SERVER_ADD(s0, request_bytes, 1000);
@@ -117,10 +126,16 @@ static void test_json_shape_and_sums(void **state)
 
     const struct jv *alpha = jv_get(v, "alpha");
     check_keys(alpha, 0, stats_pool_desc, STATS_POOL_NFIELD);
-    assert_string_equal(alpha->keys[STATS_POOL_NFIELD], "s1");
-    assert_string_equal(alpha->keys[STATS_POOL_NFIELD + 1], "s2");
-    assert_string_equal(alpha->keys[STATS_POOL_NFIELD + 2], "s3");
-    assert_int_equal(alpha->n, STATS_POOL_NFIELD + 3); /* nothing after the servers */
+    /* the refused commands that are not zero: flat numbers after the fields, "other" last */
+    assert_string_equal(alpha->keys[STATS_POOL_NFIELD], "refused_cmd_subscribe");
+    assert_string_equal(alpha->keys[STATS_POOL_NFIELD + 1], "refused_cmd_other");
+    assert_int_equal(num(jv_get(alpha, "refused_cmd_subscribe")), 5);
+    assert_int_equal(num(jv_get(alpha, "refused_cmd_other")), 1);
+    assert_int_equal(num(jv_get(alpha, "refused_commands")), 6);
+    assert_string_equal(alpha->keys[STATS_POOL_NFIELD + 2], "s1");
+    assert_string_equal(alpha->keys[STATS_POOL_NFIELD + 3], "s2");
+    assert_string_equal(alpha->keys[STATS_POOL_NFIELD + 4], "s3");
+    assert_int_equal(alpha->n, STATS_POOL_NFIELD + 5); /* nothing after the servers */
     assert_int_equal(num(jv_get(alpha, "client_eof")), 7);
     assert_int_equal(num(jv_get(alpha, "fragments")), 6);
     assert_int_equal(num(jv_get(alpha, "client_connections")), 1);
@@ -167,6 +182,10 @@ static void check_agent_view(const struct jv *doc, size_t npools)
             const struct jv *m = pool->vals[k];
             if (m->type != JV_OBJECT) {
                 assert_int_equal(m->type, JV_NUMBER);
+                if (counters == STATS_POOL_NFIELD) { /* past the fields: a refused command's count */
+                    assert_true(strncmp(pool->keys[k], STATS_REFUSED_PREFIX, strlen(STATS_REFUSED_PREFIX)) == 0);
+                    continue;
+                }
                 assert_string_equal(pool->keys[k], stats_pool_desc[counters].name);
                 counters++;
                 continue;
@@ -429,6 +448,10 @@ static void test_prometheus(void **state)
     assert_null(strstr(text, "nutcrackers_uptime_total"));
     assert_true(prom_value(text, "nutcrackers_pool_client_eof_total{pool=\"alpha\"}") == 7);
     assert_true(prom_value(text, "nutcrackers_server_requests_total{pool=\"alpha\",server=\"s2\"}") == 42);
+    assert_non_null(strstr(text, "# TYPE nutcrackers_refused_commands_total counter\n"));
+    assert_true(prom_value(text, "nutcrackers_refused_commands_total{pool=\"alpha\",command=\"subscribe\"}") == 5);
+    assert_true(prom_value(text, "nutcrackers_refused_commands_total{pool=\"alpha\",command=\"other\"}") == 1);
+    assert_null(strstr(text, "command=\"blpop\"")); /* zero: no sample */
     assert_true(prom_value(text, "nutcrackers_server_in_queue{pool=\"alpha\",server=\"s2\"}") == -1);
     assert_true(prom_value(text, "nutcrackers_server_ejected_at_seconds{pool=\"alpha\",server=\"s2\"}") ==
                 1700000000.5);
@@ -479,7 +502,8 @@ static void test_describe_covers_the_json(void **state)
     stats_describe(mf);
     fclose(mf);
     struct sfix f;
-    sfix_init(&f, sfix_yaml, 1);
+    sfix_init(&f, sfix_yaml, 2);
+    fill(&f);
     struct jv *v = render_json(&f, -1);
     size_t checked = 0;
     for (size_t i = 0; i < v->n; i++) {
@@ -491,8 +515,9 @@ static void test_describe_covers_the_json(void **state)
         }
         for (size_t k = 0; k < pool->n; k++) {
             const struct jv *m = pool->vals[k];
-            if (m->type != JV_OBJECT) { /* a pool field */
-                check_described(out, pool->keys[k], false);
+            if (m->type != JV_OBJECT) { /* a pool field, or a refused command's count */
+                bool refused = strncmp(pool->keys[k], STATS_REFUSED_PREFIX, strlen(STATS_REFUSED_PREFIX)) == 0;
+                check_described(out, refused ? STATS_REFUSED_PREFIX "<name>" : pool->keys[k], false);
                 checked++;
                 continue;
             }
