@@ -182,17 +182,23 @@ static void stats_prom_hist(struct stats_buf *b, const char *name, const struct 
     stats_buf_addc(b, '\n');
 }
 
-/* nutcrackers_refused_commands_total{pool,command}: the pool's refused commands that are not zero */
+/* nutcrackers_refused_commands_total{pool,command}: the pool's refused commands that are not zero
+ * (no family at all while every count is zero) */
 static void stats_prom_refused(struct stats_buf *b, const struct stats_snapshot *s)
 {
     const struct runtime *rt = s->src->rt;
-    stats_buf_adds(b, "# HELP nutcrackers_refused_commands_total # requests refused: a command the proxy does "
-                      "not serve, by name (" STATS_REFUSED_OTHER ": a name no command has)\n"
-                      "# TYPE nutcrackers_refused_commands_total counter\n");
+    bool family = false; /* the family is written with its first sample: none, no family */
     for (size_t p = 0; p < s->npools; p++) {
         const char *name;
         for (size_t r = 0; (name = stats_snapshot_refused_name(s, p, r)) != NULL; r++) {
             if (s->pools[p].refused[r] == 0) continue;
+            if (!family) {
+                stats_buf_adds(b, "# HELP nutcrackers_refused_commands_total # requests refused: a command "
+                                  "the proxy does not serve, by name (" STATS_REFUSED_OTHER
+                                  ": a name no command has)\n"
+                                  "# TYPE nutcrackers_refused_commands_total counter\n");
+                family = true;
+            }
             char label[64];
             snprintf(label, sizeof(label), "command=\"%s\"", name);
             stats_buf_adds(b, "nutcrackers_refused_commands_total");
