@@ -61,7 +61,7 @@ summary() {
 trap summary EXIT
 
 deps() {
-    nc_install_debs
+    nc_install_debs test
     nc_install_pyreqs tests/integration/requirements.txt
 }
 
