@@ -248,3 +248,28 @@ def test_proxy_listens_on_manage_port(nutcrackers, write_conf, redis_server, mem
     proxy = nutcrackers(conf, "-T", "2", wait="listen", wait_manage=True, timeout=3)
     doc = manage.status(proxy.manage_port)
     assert doc["service"] == "nutcrackers" and {"r", "m"} <= set(doc), doc
+
+
+def _workers(pid):
+    return sorted(n for n in procfs.tasks(pid).values() if n.startswith("nc-worker-"))
+
+
+def test_threads_default_to_the_cpus_it_may_run_on(nutcrackers, good_conf, monkeypatch):
+    """Without -T the proxy starts one worker per CPU of its affinity mask (taskset -c 0: one),
+    and says so in the log."""
+    monkeypatch.delenv("NC_TEST_THREADS", raising=False)
+    cpu = min(os.sched_getaffinity(0))
+    with procfs.affinity_of_children({cpu}):
+        proxy = nutcrackers(good_conf, wait="log")
+    assert "1 worker threads: -T not given, the 1 CPUs this process may run on" in proxy.log()
+    wait.wait_value(lambda: _workers(proxy.pid), lambda w: w == ["nc-worker-0"], 10,
+                    "one worker thread")
+    assert "started on pid" in proxy.log() and "with 1 worker threads" in proxy.log()
+
+
+def test_more_threads_than_cpus_warns(nutcrackers, good_conf):
+    cpus = len(os.sched_getaffinity(0))
+    proxy = nutcrackers(good_conf, "-T", str(cpus + 1), wait="log")
+    assert f"-T {cpus + 1} is more worker threads than the {cpus} CPUs" in proxy.log()
+    wait.wait_value(lambda: len(_workers(proxy.pid)), lambda n: n == cpus + 1, 10,
+                    f"{cpus + 1} worker threads")
