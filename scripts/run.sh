@@ -16,7 +16,7 @@ cd "$ROOT"
 # shellcheck source=scripts/lib/deps.sh
 . scripts/lib/deps.sh
 
-if [ "${NC_SKIP_DEPS:-0}" != 1 ]; then nc_install_debs; fi
+if [ "${NC_SKIP_DEPS:-0}" != 1 ]; then nc_install_debs run; fi  # no test tools (cmocka, clang ...)
 
 if [ ! -f Makefile ]; then
     nc_log "configuring"

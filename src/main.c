@@ -22,6 +22,7 @@
 #include "conf/conf.h"
 #include "stats/stats_desc.h"
 #include "thread/master.h"
+#include "nc_commit.h" /* NC_GIT_COMMIT, when built from a git checkout (Makefile.am) */
 
 /* Config errors during a normal start: to the log, and to stderr too when the log is a file. */
 static void main_conf_error(void *ctx, const char *line)
@@ -31,16 +32,41 @@ static void main_conf_error(void *ctx, const char *line)
     if (opts->output != NULL) fprintf(stderr, "nutcrackers: %s\n", line);
 }
 
-/* -t: load the file (the loader prints each error), then one verdict line. */
-static int main_test_conf(const struct nc_options *opts)
+/* -t's list, one line per pool and server: the connections each backend will receive from this
+ * proxy. Every worker opens its own server_connections to each server, and redis pools open up to
+ * dedicated_connections more per worker, on demand, for transactions. */
+static void main_print_connections(FILE *f, const struct conf *conf, int threads)
+{
+    for (size_t i = 0; i < conf->npools; i++) {
+        const struct conf_pool *cp = &conf->pools[i];
+        long shared = (long)threads * cp->server_connections;
+        long dedicated = cp->redis ? (long)threads * cp->dedicated_connections : 0;
+        for (size_t j = 0; j < cp->nservers; j++) {
+            fprintf(f, "pool '%s': server '%s': connections: %ld (-T %d x server_connections %d)",
+                    cp->name, cp->servers[j].stats_name, shared, threads, cp->server_connections);
+            if (dedicated > 0) {
+                fprintf(f, ", up to %ld with transactions (+ -T %d x dedicated_connections %d)",
+                        shared + dedicated, threads, cp->dedicated_connections);
+            }
+            fprintf(f, "\n");
+        }
+    }
+}
+
+/* -t: load the file (the loader prints each error), then one verdict line (stderr) and the
+ * connections each backend will receive (stdout). */
+static int main_test_conf(struct nc_options *opts)
 {
     struct conf *conf = conf_load(opts->conf_file, NULL, NULL);
     if (conf == NULL) {
         fprintf(stderr, "nutcrackers: configuration file '%s' syntax is invalid\n", opts->conf_file);
         return 1;
     }
-    conf_unref(conf);
+    char why[256];
+    if (options_resolve_threads(opts, why, sizeof(why)) > 0) fprintf(stderr, "nutcrackers: %s\n", why);
     fprintf(stderr, "nutcrackers: configuration file '%s' syntax is ok\n", opts->conf_file);
+    main_print_connections(stdout, conf, opts->threads);
+    conf_unref(conf);
     return 0;
 }
 
@@ -88,6 +114,9 @@ static int main_run(struct nc_options *opts)
         fprintf(stderr, "nutcrackers: cannot open log file '%s': %s\n", opts->output, strerror(-err));
         goto out;
     }
+    char why[256];
+    if (options_resolve_threads(opts, why, sizeof(why)) > 0) log_warn("%s", why);
+    else log_notice("%s", why);
     conf = conf_load(opts->conf_file, main_conf_error, opts);
     if (conf == NULL) {
         log_error("configuration file '%s' is invalid", opts->conf_file);
@@ -138,7 +167,11 @@ int main(int argc, char **argv)
         return 1;
     }
     if (opts.show_help || opts.show_version || opts.describe_stats) {
+#ifdef NC_GIT_COMMIT
+        printf("This is nutcrackers-%s (git %s)\n", PACKAGE_VERSION, NC_GIT_COMMIT);
+#else
         printf("This is nutcrackers-%s\n", PACKAGE_VERSION);
+#endif
         if (opts.show_help) {
             printf("\n");
             options_print_help(stdout);

@@ -2,9 +2,13 @@
 # scripts/lib/deps.sh - installs what nutcrackers needs to build, test and run on Debian 12, and
 # only what is missing. Sourced by scripts/test.sh and scripts/run.sh; defines functions only.
 #
-#   nc_install_debs      Debian packages (build tools, libraries, redis, memcached, nc, python3,
-#                        clang and its sanitizer/libFuzzer runtimes for `make fuzz`, jemalloc
-#                        for a unit test that runs the proxy's code under another malloc)
+#   nc_install_debs [run|test]
+#                        Debian packages. `run` (scripts/run.sh): what building the daemon and
+#                        running it beside local backends need: build tools, libyaml, libevent,
+#                        redis, memcached, nc, python3. `test` (the default; scripts/test.sh): those
+#                        and what only the tests need: cmocka (unit tests), pip, clang and its
+#                        sanitizer/libFuzzer runtimes for `make fuzz`, jemalloc for a unit test
+#                        that runs the proxy's code under another malloc
 #   nc_install_pyreqs    the pinned Python test requirements (tests/integration/requirements.txt)
 #   nc_build_go_client   the go-redis test program (tests/clients/go), built once per source
 #   nc_build_java_client the Jedis test program (tests/clients/java), built once per source
@@ -14,10 +18,13 @@
 # only when something is missing. Services that Debian's packages would start at install time
 # (redis-server, memcached) are kept from starting, so nothing is left running on their ports.
 
-NC_DEB_PACKAGES=(
+NC_DEB_RUN_PACKAGES=(
     build-essential autoconf automake libtool pkg-config
-    libyaml-dev libevent-dev libcmocka-dev
+    libyaml-dev libevent-dev
     redis-server redis-tools memcached netcat-openbsd
+)
+NC_DEB_TEST_PACKAGES=(
+    libcmocka-dev
     libjemalloc2
     clang libclang-rt-14-dev
     libsystemd-dev debhelper  # sd_notify (a Type=notify unit); the Debian package stage
@@ -40,32 +47,44 @@ nc_deb_installed() {
     dpkg -s "$1" 2>/dev/null | grep -q '^Status: install ok installed'
 }
 
-# Prints the packages of the list that are not installed, plus python3 / python3-pip when no
-# usable python3 (with pip) is on PATH: a python3 from elsewhere (pyenv, a venv) is fine.
+# The packages of a set (run or test), one a line.
+nc_deb_set() {
+    printf '%s\n' "${NC_DEB_RUN_PACKAGES[@]}"
+    if [ "$1" = test ]; then printf '%s\n' "${NC_DEB_TEST_PACKAGES[@]}"; fi
+}
+
+# Prints the packages of set $1 that are not installed, plus python3 (and, for test, python3-pip)
+# when no usable python3 (with pip) is on PATH: a python3 from elsewhere (pyenv, a venv) is fine.
 nc_missing_debs() {
     local p
-    for p in "${NC_DEB_PACKAGES[@]}"; do
+    while read -r p; do
         nc_deb_installed "$p" || printf '%s\n' "$p"
-    done
+    done < <(nc_deb_set "$1")
     if ! command -v python3 >/dev/null 2>&1; then
-        printf '%s\n' python3 python3-pip
-    elif ! python3 -m pip --version >/dev/null 2>&1; then
+        printf '%s\n' python3
+        if [ "$1" = test ]; then printf '%s\n' python3-pip; fi
+    elif [ "$1" = test ] && ! python3 -m pip --version >/dev/null 2>&1; then
         printf '%s\n' python3-pip
     fi
 }
 
 nc_install_debs() {
+    local set="${1:-test}"
+    case "$set" in
+    run | test) ;;
+    *) nc_log "nc_install_debs: unknown set '$set' (run or test)"; return 1 ;;
+    esac
     if ! command -v dpkg >/dev/null 2>&1 || ! command -v apt-get >/dev/null 2>&1; then
-        nc_log "not a Debian system: install by hand: ${NC_DEB_PACKAGES[*]} python3 python3-pip"
+        nc_log "not a Debian system: install by hand: $(nc_deb_set "$set" | tr '\n' ' ')python3"
         return 0
     fi
     local missing
-    mapfile -t missing < <(nc_missing_debs)
+    mapfile -t missing < <(nc_missing_debs "$set")
     if [ "${#missing[@]}" -eq 0 ]; then
-        nc_log "Debian packages: all present"
+        nc_log "Debian packages ($set): all present"
         return 0
     fi
-    nc_log "installing Debian packages: ${missing[*]}"
+    nc_log "installing Debian packages ($set): ${missing[*]}"
     # policy-rc.d exit 101 = "do not start services from maintainer scripts" (Debian's own switch)
     local policy=/usr/sbin/policy-rc.d added_policy=0 rc=0
     if [ ! -e "$policy" ]; then

@@ -10,6 +10,7 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <sched.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdlib.h>
@@ -38,6 +39,8 @@ struct opt_desc {
     size_t offset;           /* the field in struct nc_options */
     enum opt_type type;
     int64_t def;             /* numbers: the default */
+    const char *def_text;    /* numbers: a default found at run time, as the help calls it (the
+                              * field is 0 until options_resolve_threads), or NULL */
     const char *def_str;     /* strings: the default, or NULL for none */
     const char *none;        /* strings without a default: how the help calls that ("off") */
     int64_t min, max;        /* numbers: accepted range; max INT64_MAX means unbounded */
@@ -47,7 +50,9 @@ struct opt_desc {
     const char *help;        /* the text after ':' in the help, before the default */
 };
 
-/* One row per option, in the help's order (twemproxy's). */
+#define OPT_THREADS_MAX 1024
+
+/* One row per option, in the help's order (twemproxy's, then ours). */
 static const struct opt_desc opt_table[] = {
     { .short_name = 'h', .long_name = "help", OPT_FIELD(show_help), .help = "this help" },
     { .short_name = 'V', .long_name = "version", OPT_FIELD(show_version),
@@ -77,8 +82,8 @@ static const struct opt_desc opt_table[] = {
       .min = MBUF_MIN_SIZE, .max = MBUF_MAX_SIZE, .help_range = true, .unit = "bytes",
       .usage = "mbuf size", .help = "set size of mbuf chunk in bytes" },
     { .short_name = 'T', .long_name = "thread_num", .alias = "thread-num", OPT_FIELD(threads),
-      .def = 8, .min = 1, .max = 1024, .help_range = true, .usage = "thread num",
-      .help = "set number of worker threads" },
+      .def_text = "the CPUs it may run on", .min = 1, .max = OPT_THREADS_MAX, .help_range = true,
+      .usage = "thread num", .help = "set number of worker threads" },
     { .short_name = 'S', .long_name = "slowlog", OPT_FIELD(slowlog_usec), .def = 10000, .min = 0,
       .max = INT64_MAX, .unit = "usec", .usage = "slowlog threshold",
       .help = "set slowlog threshold in usec" },
@@ -92,6 +97,9 @@ static const struct opt_desc opt_table[] = {
       .def = NC_RATELIMIT_DEFAULT_MS, .min = 1, .max = 86400000, .unit = "msec",
       .usage = "log interval",
       .help = "log one line per interval per refused command name or failing server" },
+    { .short_name = 'G', .long_name = "stop-grace", OPT_FIELD(stop_grace_msec), .def = 5000,
+      .min = 0, .max = 3600000, .unit = "msec", .usage = "stop grace",
+      .help = "set how long SIGTERM lets requests in flight finish in msec" },
 };
 
 /* The usage line's group of flags, in twemproxy's order ("-?" is help too); the test checks that
@@ -136,6 +144,8 @@ void options_init(struct nc_options *o)
         const struct opt_desc *d = &opt_table[i];
         if (d->type == OPT_T_STR) {
             opt_store_str(o, d, d->def_str);
+        } else if (d->type != OPT_T_BOOL && d->def_text != NULL) {
+            opt_store_int(o, d, 0); /* found at run time */
         } else if (d->type != OPT_T_BOOL) {
             NC_ASSERT(d->def >= d->min && d->def <= d->max);
             opt_store_int(o, d, d->def);
@@ -323,8 +333,11 @@ static void opt_help_text(const struct opt_desc *d, char *buf, size_t len)
         if (d->help_range) {
             snprintf(range, sizeof(range), ", min: %" PRId64 ", max: %" PRId64, d->min, d->max);
         }
-        snprintf(buf, len, "%s (default: %" PRId64 "%s%s%s)", d->help, d->def,
-                 d->unit != NULL ? " " : "", d->unit != NULL ? d->unit : "", range);
+        char def[64];
+        if (d->def_text != NULL) snprintf(def, sizeof(def), "%s", d->def_text);
+        else snprintf(def, sizeof(def), "%" PRId64, d->def);
+        snprintf(buf, len, "%s (default: %s%s%s%s)", d->help, def, d->unit != NULL ? " " : "",
+                 d->unit != NULL ? d->unit : "", range);
         break;
     }
     }
@@ -343,4 +356,41 @@ void options_print_help(FILE *f)
         opt_help_text(d, help, sizeof(help));
         fprintf(f, "  -%c, %-20s : %s\n", d->short_name, name, help);
     }
+}
+
+int options_cpus_allowed(void)
+{
+    /* the mask may be larger than cpu_set_t on a machine with many CPUs: grow until it fits */
+    for (size_t ncpus = CPU_SETSIZE; ncpus <= (1u << 16); ncpus *= 2) {
+        cpu_set_t *set = CPU_ALLOC(ncpus);
+        if (set == NULL) return 1;
+        size_t size = CPU_ALLOC_SIZE(ncpus);
+        CPU_ZERO_S(size, set);
+        int rc = sched_getaffinity(0, size, set);
+        int n = rc == 0 ? CPU_COUNT_S(size, set) : 0;
+        int err = errno;
+        CPU_FREE(set);
+        if (rc == 0) return n > 0 ? n : 1;
+        if (err != EINVAL) return 1;
+    }
+    return 1;
+}
+
+int options_resolve_threads(struct nc_options *o, char *why, size_t whylen)
+{
+    int cpus = options_cpus_allowed();
+    if (o->threads == 0) {
+        o->threads = cpus < OPT_THREADS_MAX ? cpus : OPT_THREADS_MAX;
+        snprintf(why, whylen, "%d worker threads: -T not given, the %d CPUs this process may run on",
+                 o->threads, cpus);
+        return 0;
+    }
+    if (o->threads > cpus) {
+        snprintf(why, whylen, "-T %d is more worker threads than the %d CPUs this process may run "
+                 "on: they will share cores, which costs CPU per request and adds no throughput",
+                 o->threads, cpus);
+        return 1;
+    }
+    snprintf(why, whylen, "%d worker threads (-T), on %d CPUs this process may run on", o->threads, cpus);
+    return 0;
 }

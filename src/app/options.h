@@ -26,11 +26,14 @@ struct nc_options {
     int64_t stats_interval;  /* -i / --interval, ms */
     const char *pid_file;    /* -p / --pid-file, NULL = none */
     size_t mbuf_size;        /* -m / --mbuf-size, bytes */
-    int threads;             /* -T / --thread_num / --thread-num */
+    int threads;             /* -T / --thread_num / --thread-num; 0 = not given: the CPUs the
+                              * process may run on (options_resolve_threads) */
     int64_t slowlog_usec;    /* -S / --slowlog, usec: a request this slow goes to the slowlog */
     const char *manage_trust;          /* -N / --manage-trust: networks trusted on the manage port */
     const char *manage_auth_file;  /* -K / --manage-auth-file, NULL = no password */
     int64_t log_interval_ms; /* -L / --log-interval, ms: repeated notice lines, one per subject */
+    int64_t stop_grace_msec; /* -G / --stop-grace, ms: SIGTERM lets requests in flight finish
+                              * this long (0: it stops at once, as SIGINT does) */
 };
 
 /* Fills the defaults. */
@@ -41,6 +44,17 @@ void options_init(struct nc_options *o);
  * flag to err (size errlen) and returns -EINVAL; otherwise 0.
  */
 int options_parse(struct nc_options *o, int argc, char **argv, char *err, size_t errlen);
+
+/* The CPUs this process may run on: the count of its affinity mask (sched_getaffinity; taskset
+ * and cgroup cpusets narrow it), 1 when it cannot be read. */
+int options_cpus_allowed(void);
+
+/*
+ * Gives o->threads its value when -T was not given (the CPUs the process may run on, at most
+ * -T's maximum) and writes to why (size whylen) one line for the log: the choice, or a warning
+ * when -T asks for more threads than those CPUs. Returns 1 for a warning, else 0.
+ */
+int options_resolve_threads(struct nc_options *o, char *why, size_t whylen);
 
 /* Writes the help text (usage and every flag with its default) to f. */
 void options_print_help(FILE *f);

@@ -94,6 +94,7 @@ void client_close(struct conn *c)
     }
     TAILQ_REMOVE(&l->clients, c, link);
     l->nclients--;
+    if (l->draining && l->nclients == 0) atomic_store_explicit(&l->drained, true, memory_order_release);
     struct pool_rt *p = c->pool;
     stats_ctr_add(&l->stats->curr_connections, -1);
     STATS_POOL_ADD(p->st, client_connections, -1);
@@ -138,6 +139,16 @@ void client_on_reload(struct conn *c)
         conn_want_read(c, false);
     }
     /* else it follows once its queue is empty (client_write, request_dispatch) */
+}
+
+void client_drain(struct conn *c)
+{
+    if (c->nreqs == 0) {
+        client_close(c);
+        return;
+    }
+    c->closing = true; /* closed by client_flush once its queue is empty */
+    conn_want_read(c, false);
 }
 
 /* Whether reading from c must pause (see CLIENT_MAX_PENDING). */

@@ -34,6 +34,10 @@ void client_reply_ready(struct conn *c, struct msg *req);
 /* c has a transaction state (on) or no longer has one (core/txn.h): its ops follow. */
 void client_txn_ops(struct conn *c, bool on);
 
+/* The process stops (loop_drain): an idle client is closed now; a busy one stops reading and is
+ * closed once the replies to what it already sent are written. */
+void client_drain(struct conn *c);
+
 /* A reload happened (the loop has a new current generation): an idle client moves to it now (or
  * is closed, its pool gone); a busy one follows once its queue is empty, or, its pool gone, stops
  * reading and is closed once answered. */

@@ -3,7 +3,7 @@
  * queue's event, reloads and the reaping of old generations, and the hand-over of new clients.
  *
  * Threads: loop_init/loop_deinit run on the master (before the loop's thread starts, after it
- * stopped); everything else on the loop's own thread.
+ * stopped), loop_drained on any thread; everything else on the loop's own thread.
  */
 #include "config.h"
 #include "core/loop.h"
@@ -104,6 +104,23 @@ void loop_reload(struct loop *l, struct runtime *rt)
     loop_reap_later(l);
 }
 
+void loop_drain(struct loop *l)
+{
+    l->draining = true;
+    struct conn *c = TAILQ_FIRST(&l->clients);
+    while (c != NULL) {
+        struct conn *next = TAILQ_NEXT(c, link);
+        client_drain(c);
+        c = next;
+    }
+    if (l->nclients == 0) atomic_store_explicit(&l->drained, true, memory_order_release);
+}
+
+bool loop_drained(struct loop *l)
+{
+    return atomic_load_explicit(&l->drained, memory_order_acquire);
+}
+
 int loop_take_client(struct loop *l, uint64_t generation, uint32_t pool, int fd)
 {
     struct gen *g = l->gen;
@@ -129,6 +146,7 @@ int loop_init(struct loop *l, uint32_t id, struct event_base *base, struct runti
               struct stats_worker *stats, size_t mbuf_size)
 {
     memset(l, 0, sizeof(*l));
+    atomic_init(&l->drained, false);
     l->id = id;
     l->base = base;
     l->stats = stats;

@@ -16,6 +16,8 @@
 #ifndef NC_LOOP_H
 #define NC_LOOP_H
 
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/queue.h>
@@ -50,6 +52,9 @@ struct loop {
     uint64_t read_usec;           /* when the last read returned data (conn_recv): the time
                                    * stamp of the requests and replies parsed from it */
     struct stats_worker *stats;   /* this loop's counters (it is their only writer) */
+    bool draining;                /* loop_drain was called: no client stays once answered */
+    atomic_bool drained;          /* draining and no client left: the one field another thread
+                                   * (the master, waiting to stop) reads */
 };
 
 /* Prepares l on base: pools, events, and the first generation over rt (takes over the caller's
@@ -64,6 +69,12 @@ void loop_deinit(struct loop *l);
 /* Takes over fd, a client the master accepted for pool index `pool` of config generation
  * `generation`. Returns 0, or -errno when it was closed instead. */
 int loop_take_client(struct loop *l, uint64_t generation, uint32_t pool, int fd);
+/* The process stops gracefully: from now on no client stays once the replies to what it already
+ * sent are written (idle ones are closed now, busy ones stop reading). l->drained turns true
+ * when the last one is gone. */
+void loop_drain(struct loop *l);
+/* Whether loop_drain was called and every client is gone (any thread). */
+bool loop_drained(struct loop *l);
 /* A new config generation (takes over the caller's reference on rt). */
 void loop_reload(struct loop *l, struct runtime *rt);
 /* An old generation may have no user left: check (outside the current callback). */

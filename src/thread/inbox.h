@@ -23,6 +23,7 @@ enum inbox_type {
                          * in the generation numbered generation */
     INBOX_RELOAD,       /* rt: a new config generation (the taker gets the reference) */
     INBOX_RELOAD_REQ,   /* to the master: req asks for a reload and waits for its answer */
+    INBOX_DRAIN,        /* the process stops: serve what clients already sent, then close them */
     INBOX_STOP,         /* leave the event loop */
 };
 

@@ -11,7 +11,11 @@
  * their inboxes before the next accept: a client handed over later always finds it there.
  *
  * The service manager hears of it all (app/notify.h): READY=1 once every listener is bound,
- * RELOADING=1 ... READY=1 around each reload, STOPPING=1 when the loop ends.
+ * RELOADING=1 ... READY=1 around each reload, STOPPING=1 when a stop begins (a graceful one's
+ * drain included).
+ * SIGTERM stops gracefully: the listeners close (a new client is refused), every worker closes
+ * its idle clients and, once answered, the busy ones; the master polls until no worker has a
+ * client left, or the grace (-G) is over, and exits 0. SIGINT stops at once.
  *
  * Threads: everything here runs on the master thread. Workers are reached only through their
  * inboxes (thread/inbox.h); the runtimes they share are immutable (but for their atomics).
@@ -31,6 +35,7 @@
 #include "app/daemon.h"
 #include "app/notify.h"
 #include "common/accept_pause.h"
+#include "common/clock.h"
 #include "common/mem_trim.h"
 #include "common/log.h"
 #include "common/sock.h"
@@ -44,6 +49,7 @@
 #include "thread/worker.h"
 
 #define MASTER_ACCEPTS_PER_EVENT 64
+#define MASTER_DRAIN_POLL_USEC 10000 /* how often a graceful stop looks at the workers */
 
 struct listener {
     struct master *m;
@@ -84,9 +90,50 @@ struct master {
     bool inbox_ok;
     struct event *inbox_ev;
     atomic_bool stopping;    /* the manage port stops waiting for a reload answer */
+    struct event *drain_ev;  /* a graceful stop is under way: polls the workers */
+    uint64_t drain_deadline; /* usec (nc_usec_now) when the grace is over */
 };
 
 static int master_reload(struct master *m, char *answer, size_t cap);
+static void master_unlisten(struct master *m);
+
+/* While stopping gracefully: leaves the loop once every worker has served its last client, or
+ * when the grace is over (the workers' stop then closes who is left). */
+static void master_on_drain_tick(evutil_socket_t fd, short what, void *arg)
+{
+    struct master *m = arg;
+    (void)fd;
+    (void)what;
+    uint32_t busy = 0;
+    for (uint32_t i = 0; i < m->nstarted; i++) busy += !loop_drained(&m->workers[i].loop);
+    if (busy == 0) {
+        log_notice("graceful stop: every client served and closed");
+    } else if (nc_usec_now() >= m->drain_deadline) {
+        log_warn("graceful stop: the grace of %ld ms is over: closing the clients still waiting "
+                 "for replies (on %u of %u workers)", (long)m->opts->stop_grace_msec, busy, m->nstarted);
+    } else {
+        return;
+    }
+    event_base_loopbreak(m->base);
+}
+
+/* SIGTERM: no new client, the workers finish what their clients sent (see the top). Returns -1
+ * when that cannot be set up (the caller stops at once). */
+static int master_drain(struct master *m)
+{
+    atomic_store(&m->stopping, true); /* a reload asked for now is refused */
+    notify_stopping(); /* the service manager hears of the stop when it begins */
+    master_unlisten(m);
+    m->drain_deadline = nc_usec_now() + (uint64_t)m->opts->stop_grace_msec * 1000;
+    for (uint32_t i = 0; i < m->nstarted; i++) {
+        struct inbox_item it = { .type = INBOX_DRAIN, .fd = -1 };
+        if (inbox_push(&m->workers[i].inbox, &it) < 0) return -1;
+    }
+    struct timeval every = { .tv_sec = 0, .tv_usec = MASTER_DRAIN_POLL_USEC };
+    m->drain_ev = event_new(m->base, -1, EV_PERSIST, master_on_drain_tick, m);
+    if (m->drain_ev == NULL || event_add(m->drain_ev, &every) < 0) return -1;
+    return 0;
+}
 
 /* The name of a signal the master handles, for its log lines. */
 static const char *master_signal_name(int signo)
@@ -124,7 +171,9 @@ static void master_on_signal(evutil_socket_t fd, short what, void *arg)
         log_notice("signal %d (%s): reopening the log file%s", signo, name,
                    signo == SIGHUP ? ", then reloading the configuration" : "");
         if (log_reopen() < 0) log_error("signal %d (%s): reopening the log file failed", signo, name);
-        if (signo == SIGHUP) {
+        if (signo == SIGHUP && atomic_load(&m->stopping)) {
+            log_notice("signal %d (%s): stopping: the configuration is not reloaded", signo, name);
+        } else if (signo == SIGHUP) {
             char answer[RELOAD_ANSWER_MAX];
             if (master_reload(m, answer, sizeof(answer)) == 0) {
                 log_notice("signal %d (%s): configuration reloaded: generation %lu", signo, name,
@@ -135,8 +184,22 @@ static void master_on_signal(evutil_socket_t fd, short what, void *arg)
             }
         }
         break;
-    case SIGINT:
     case SIGTERM:
+        if (m->drain_ev != NULL) {
+            log_notice("signal %d (%s): already stopping (SIGINT stops at once)", signo, name);
+            break;
+        }
+        if (m->opts->stop_grace_msec > 0) {
+            log_notice("signal %d (%s): stopping: no new clients; requests in flight have %ld ms to "
+                       "finish", signo, name, (long)m->opts->stop_grace_msec);
+            if (master_drain(m) == 0) break;
+            log_error("signal %d (%s): cannot stop gracefully: out of memory: exiting now", signo, name);
+        } else {
+            log_notice("signal %d (%s): exiting", signo, name);
+        }
+        event_base_loopbreak(m->base);
+        break;
+    case SIGINT:
         log_notice("signal %d (%s): exiting", signo, name);
         event_base_loopbreak(m->base);
         break;
@@ -539,7 +602,7 @@ int master_run(const struct nc_options *opts, struct conf *conf)
     daemon_started(); /* a -d launcher waits for this (app/daemon.h) */
     notify_ready((unsigned long)m.rt->generation, m.rt->npools); /* every listener is bound */
     event_base_dispatch(m.base);
-    notify_stopping();
+    if (m.drain_ev == NULL) notify_stopping(); /* a graceful stop said it at its start */
     rc = 0;
     log_notice("nutcrackers-%s stopping", PACKAGE_VERSION);
 out:
@@ -552,6 +615,7 @@ out:
     runtime_put(m.rt);
     for (size_t i = 0; m.blocks != NULL && i < (size_t)opts->threads; i++) stats_worker_destroy(m.blocks[i]);
     free(m.blocks);
+    if (m.drain_ev) event_free(m.drain_ev);
     if (m.inbox_ev) event_free(m.inbox_ev);
     if (m.inbox_ok) inbox_deinit(&m.inbox);
     for (size_t i = 0; i < m.nsig; i++) event_free(m.sig_ev[i]);

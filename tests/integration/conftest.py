@@ -62,6 +62,7 @@ def pytest_sessionstart(session):
                                 "NUTCRACKERS_BIN")
 
 
+STOP_GRACE_MS = 1000  # the proxies' -G unless a test sets it (see _proxy_factory)
 BACKEND_LOG_TAIL = 2000  # a backend's log rarely says more than that it started
 
 
@@ -289,7 +290,8 @@ def _proxy_factory(tmp_path, reaper, request):
     Adds `-c conf_path -o <tmp>/<log_name>`, and `-s <free port> -a 127.0.0.1` unless the flags
     set them; the proxy runs in the test's tmp dir. wait="listen": until every pool's TCP listen
     port accepts (and the manage port too with wait_manage=True); "log": until the master logs that it started and has its signal
-    handlers; "signals": only the latter (for quiet -v levels); None: return at once. With -d, the launcher's exit is
+    handlers; "signals": only the latter (for quiet -v levels); None: return at once. Adds
+    `-G STOP_GRACE_MS` unless the flags set it. With -d, the launcher's exit is
     awaited and the daemon's pid is read from -p (added if absent). $NC_TEST_THREADS, when set,
     is the -T of every proxy whose test sets none."""
 
@@ -304,6 +306,10 @@ def _proxy_factory(tmp_path, reaper, request):
             args += ["-s", str(manage_port)]
         if not {"-a", "--addr"} & set(flags):
             args += ["-a", HOST]
+        if not {"-G", "--stop-grace"} & {str(f).split("=")[0] for f in flags}:
+            # a stop (SIGTERM) that waits for requests a test left in flight (to a backend it
+            # stopped) ends well within procs.STOP_TIMEOUT, after which the proxy is killed
+            args += ["-G", str(STOP_GRACE_MS)]
         threads = os.environ.get("NC_TEST_THREADS")
         if threads and not {"-T", "--thread_num", "--thread-num"} & {str(f).split("=")[0] for f in flags}:
             args += ["-T", threads]  # the test did not choose: use the run's worker count
@@ -341,8 +347,11 @@ def _proxy_factory(tmp_path, reaper, request):
         if wait == "listen":
             ports = proxy.listen_ports + ([manage_port] if wait_manage and manage_port else [])
             for port in ports:
-                wait_for(lambda p=port: procs.port_accepts(p) or not _running(proxy),
-                              timeout, f"nutcrackers to listen on port {port}")
+                # its own listener (not another's on that port), and a connection it accepts
+                # (some tests count this start-up probe among the pool's clients)
+                wait_for(lambda p=port: (procs.listens(proxy.pid, p) and procs.port_accepts(p))
+                         or not _running(proxy),
+                         timeout, f"nutcrackers to listen on port {port}")
                 assert _running(proxy), "nutcrackers exited while starting"
         elif wait in ("log", "signals"):
             def up():

@@ -1,5 +1,8 @@
 """The command line: -V, -h, -D, bad flags and values, -t on good and bad configuration files."""
+import os
 import re
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -23,11 +26,12 @@ FLAGS = [
     ("-i", "--interval=N", "(default: 30000 msec)"),
     ("-p", "--pid-file=S", "(default: off)"),
     ("-m", "--mbuf-size=N", "(default: 16384 bytes"),
-    ("-T", "--thread_num=N", "(default: 8"),
+    ("-T", "--thread_num=N", "(default: the CPUs it may run on"),
     ("-S", "--slowlog=N", "(default: 10000 usec)"),
     ("-N", "--manage-trust=S", "(default: 127.0.0.0/8,::1)"),
     ("-K", "--manage-auth-file=S", "(default: off)"),
     ("-L", "--log-interval=N", "(default: 10000 msec)"),
+    ("-G", "--stop-grace=N", "(default: 5000 msec)"),
 ]
 
 POOL_METRICS = ["client_eof", "client_err", "client_connections", "server_ejects",
@@ -43,9 +47,18 @@ HEADER_FIELDS = ["service", "source", "version", "uptime", "timestamp", "generat
 
 @pytest.mark.parametrize("flag", ["-V", "--version"])
 def test_version(flag):
+    """The version, and when the binary was built from a git checkout (this one, with git
+    installed), the commit (`git describe`); a build from a tarball prints only the version."""
     r = procs.run([flag])
     assert r.returncode == 0
-    assert re.fullmatch(r"This is nutcrackers-\d+\.\d+\.\d+\S*\n", r.stdout), r.stdout
+    m = re.fullmatch(r"This is nutcrackers-\d+\.\d+\.\d+( \(git (?:\S+-g)?([0-9a-f]{7,40})(?:-dirty)?\))?\n",
+                     r.stdout)
+    assert m, r.stdout
+    if (REPO / ".git").exists() and shutil.which("git"):
+        assert m.group(2), f"built from a git checkout, and -V names no commit: {r.stdout}"
+        known = subprocess.run(["git", "-C", str(REPO), "cat-file", "-e", m.group(2) + "^{commit}"],
+                               capture_output=True)
+        assert known.returncode == 0, f"-V names {m.group(2)}, not a commit of {REPO}"
 
 
 @pytest.mark.parametrize("flag", ["-h", "--help", "-?"])
@@ -93,6 +106,7 @@ def test_describe_stats_lists_every_metric(flag):
     (["-m", "16777217"], "-m/--mbuf-size"),
     (["-i", "0"], "-i/--interval"),
     (["-S", "-1"], "-S/--slowlog"),
+    (["-G", "-1"], "-G/--stop-grace"),
     (["-T", "12x"], "-T/--thread_num: '12x' is not a number"),
     (["-m", ""], "-m/--mbuf-size"),
     (["-s", "99999999999999999999999"], "-s/--port"),
@@ -129,6 +143,33 @@ def test_test_conf_ok(path, flag):
     r = procs.run([flag, "-c", str(path)])
     assert r.returncode == 0, r.stderr
     assert r.stderr.splitlines()[-1] == _ok_line(path)
+
+
+def test_test_conf_prints_the_connections_each_backend_receives(write_conf):
+    """-t: one line per pool and server, -T x server_connections (and, in a redis pool, the
+    dedicated connections transactions may add), on stdout; the verdict stays last on stderr."""
+    path = write_conf({
+        "rd": {"listen": "127.0.0.1:1", "redis": True, "server_connections": 3,
+               "dedicated_connections": 2, "servers": ["127.0.0.1:2:1 one", "127.0.0.1:3:1 two"]},
+        "mc": {"listen": "127.0.0.1:4", "server_connections": 2, "servers": ["127.0.0.1:5:1"]},
+    })
+    r = procs.run(["-t", "-T", "1", "-c", str(path)])
+    assert r.returncode == 0, r.stderr
+    assert r.stderr.splitlines()[-1] == _ok_line(path)
+    assert r.stdout.splitlines() == [
+        "pool 'rd': server 'one': connections: 3 (-T 1 x server_connections 3), "
+        "up to 5 with transactions (+ -T 1 x dedicated_connections 2)",
+        "pool 'rd': server 'two': connections: 3 (-T 1 x server_connections 3), "
+        "up to 5 with transactions (+ -T 1 x dedicated_connections 2)",
+        "pool 'mc': server '127.0.0.1:5:1': connections: 2 (-T 1 x server_connections 2)",
+    ]
+    cpus = len(os.sched_getaffinity(0))
+    r = procs.run(["-t", "-T", str(cpus + 1), "-c", str(path)])
+    assert r.returncode == 0, r.stderr
+    assert f"-T {cpus + 1} is more worker threads than the {cpus} CPUs" in r.stderr
+    n = cpus + 1
+    assert f"pool 'mc': server '127.0.0.1:5:1': connections: {2 * n} (-T {n} x server_connections 2)" \
+        in r.stdout.splitlines()
 
 
 def test_test_conf_default_path_is_conf_nutcrackers_yml():

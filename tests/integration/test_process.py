@@ -3,6 +3,8 @@ SIGTTIN/SIGTTOU log levels, SIGPIPE ignored, and the backend fixtures themselves
 import os
 import signal
 import socket
+import subprocess
+import sys
 
 import pytest
 
@@ -248,3 +250,52 @@ def test_proxy_listens_on_manage_port(nutcrackers, write_conf, redis_server, mem
     proxy = nutcrackers(conf, "-T", "2", wait="listen", wait_manage=True, timeout=3)
     doc = manage.status(proxy.manage_port)
     assert doc["service"] == "nutcrackers" and {"r", "m"} <= set(doc), doc
+
+
+def _workers(pid):
+    return sorted(n for n in procfs.tasks(pid).values() if n.startswith("nc-worker-"))
+
+
+def test_threads_default_to_the_cpus_it_may_run_on(nutcrackers, good_conf, monkeypatch):
+    """Without -T the proxy starts one worker per CPU of its affinity mask (taskset -c 0: one),
+    and says so in the log."""
+    monkeypatch.delenv("NC_TEST_THREADS", raising=False)
+    cpu = min(os.sched_getaffinity(0))
+    with procfs.affinity_of_children({cpu}):
+        proxy = nutcrackers(good_conf, wait="log")
+    assert "1 worker threads: -T not given, the 1 CPUs this process may run on" in proxy.log()
+    wait.wait_value(lambda: _workers(proxy.pid), lambda w: w == ["nc-worker-0"], 10,
+                    "one worker thread")
+    assert "started on pid" in proxy.log() and "with 1 worker threads" in proxy.log()
+
+
+def test_more_threads_than_cpus_warns(nutcrackers, good_conf):
+    cpus = len(os.sched_getaffinity(0))
+    proxy = nutcrackers(good_conf, "-T", str(cpus + 1), wait="log")
+    assert f"-T {cpus + 1} is more worker threads than the {cpus} CPUs" in proxy.log()
+    wait.wait_value(lambda: len(_workers(proxy.pid)), lambda n: n == cpus + 1, 10,
+                    f"{cpus + 1} worker threads")
+
+
+def test_backend_start_is_not_fooled_by_another_listener():
+    """A backend whose port another process took (and listens on) between the pick and its bind
+    exits at once; its start must say so, not take the other listener for it (the test would then
+    talk to somebody else's server, and find its backend gone)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as squatter:
+        squatter.bind((HOST, procs.free_port()))
+        squatter.listen(8)
+        port = squatter.getsockname()[1]
+        assert procs.start_backend("redis", port) is None
+
+
+def test_free_ports_are_outside_the_ephemeral_range_and_reserved_across_runs():
+    """free_port() never picks what the kernel may hand to another run's bind(0) or outgoing
+    connection, and another process (a test run beside this one) cannot pick it too."""
+    low, high = (int(x) for x in open("/proc/sys/net/ipv4/ip_local_port_range").read().split())
+    ports = procs.free_ports(20)
+    assert len(set(ports)) == 20
+    assert not [p for p in ports if low <= p <= high], (low, high, ports)
+    code = (f"import sys; sys.path.insert(0, {str(procs.REPO / 'tests')!r}); "
+            f"from nctest import procs; print([procs._reserve(p) for p in {ports!r}])")
+    other = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)
+    assert other.stdout.strip() == str([False] * 20), other.stderr

@@ -1,5 +1,5 @@
 """Fake backends: a raw-socket server on 127.0.0.1 whose behaviour a test chooses (close at once,
-read then close, answer garbage, read slowly), counting the connections it accepts and those its
+read then close, answer garbage, read slowly, answer when the test says so), counting the connections it accepts and those its
 peer closes; and Unanswered, an address whose connects hang (SYN never answered).
 
 Threads: a FakeBackend runs one accept thread plus one per connection; all stop on stop(), which
@@ -139,6 +139,25 @@ def serve_paced(rate, unit, reply):
             if done > answered:
                 s.sendall(reply * (done - answered))
                 answered = done
+
+    return serve
+
+
+def serve_on_release(release, reply):
+    """Answers `reply` to each read, but only once the threading.Event `release` is set: a
+    backend as slow as the test wants, with no clock in it. Serves until the peer closes."""
+
+    def serve(s, fake):
+        while not fake.stopping.is_set():
+            data = fake.recv(s)
+            if data == b"":
+                return
+            if not data:
+                continue
+            while not release.wait(0.05):
+                if fake.stopping.is_set():
+                    return
+            s.sendall(reply)
 
     return serve
 

@@ -4,6 +4,7 @@ not read yet); and a copy of another process's socket, to read its options. Linu
 
 Threads: plain functions, any thread (each call reads /proc afresh).
 """
+import contextlib
 import ctypes
 import os
 import socket
@@ -84,6 +85,18 @@ def signals_caught(pid, signos):
     except (OSError, KeyError):
         return False
     return all(mask & (1 << (signo - 1)) for signo in signos)
+
+
+@contextlib.contextmanager
+def affinity_of_children(cpus):
+    """Within the block, processes this thread starts may run only on cpus (they inherit the
+    calling thread's mask, as under `taskset`); the mask is restored after."""
+    before = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, cpus)
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, before)
 
 
 def set_affinity(pid, cpus):

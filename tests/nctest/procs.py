@@ -10,6 +10,7 @@ import collections
 import ctypes
 import functools
 import os
+import random
 import shutil
 import signal
 import socket
@@ -61,20 +62,87 @@ def tsan_binary(path=None):
     return "tsan" in _sanitizers_of(path or nutcrackers_bin())
 
 
+# Ports are picked below the kernel's ephemeral range (ip_local_port_range), from PORT_FLOOR up:
+# the kernel hands ephemeral ports to anyone's bind(0) and to every outgoing connection, so a port
+# it picked for us and that we closed again may be taken, before our server binds it, by another
+# test run on the machine (its own pick, or a client's local port). Below the range only another
+# picker like this one could take it, and pickers reserve what they pick (see _reserve).
+PORT_FLOOR = 23000        # above the fixed ports the tests and examples use (6379, 11211, 22121 ...)
+PORT_MIN_SPAN = 1000      # fewer free numbers than this below the range: pick above it instead
+PORT_LOCK_DIR = Path(os.environ.get("NC_TEST_PORT_DIR") or "/tmp/nctest-ports")
+PORT_LOCKS_HELD = 128     # reservations this process keeps, the most recent ones
+_PORT_LOCKS = collections.deque()
+
+
+def _port_span():
+    """(first, last) of the ports free_port picks from: below the ephemeral range if there is room,
+    else above it; None when neither has room (then the kernel picks)."""
+    try:
+        low, high = (int(x) for x in Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split())
+    except (OSError, ValueError):
+        low, high = 32768, 60999  # Linux's default
+    if low - PORT_FLOOR >= PORT_MIN_SPAN:
+        return PORT_FLOOR, low - 1
+    if 65535 - high >= PORT_MIN_SPAN:
+        return high + 1, 65535
+    return None
+
+
+def _reserve(port):
+    """Reserves port among the test runs of this machine: an exclusive flock on
+    PORT_LOCK_DIR/<port>, held by this process (released at its exit, or after PORT_LOCKS_HELD
+    newer reservations, by when a server listens on the port or it was given up). False when
+    another process holds it."""
+    import fcntl
+
+    try:
+        if not PORT_LOCK_DIR.is_dir():
+            PORT_LOCK_DIR.mkdir(exist_ok=True)
+            os.chmod(PORT_LOCK_DIR, 0o1777)  # every user's runs share it (umask aside)
+        fd = os.open(PORT_LOCK_DIR / str(port), os.O_RDONLY | os.O_CREAT, 0o666)
+    except OSError:
+        return False  # another user's file we cannot open: take another port
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        return False
+    _PORT_LOCKS.append(fd)
+    while len(_PORT_LOCKS) > PORT_LOCKS_HELD:
+        os.close(_PORT_LOCKS.popleft())
+    return True
+
+
+def _bindable(port):
+    """Nobody holds 127.0.0.1:port (or the wildcard) now, not even in TIME_WAIT."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        try:
+            s.bind((HOST, port))
+        except OSError:
+            return False
+    return True
+
+
+def _kernel_port():
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((HOST, 0))
+        return s.getsockname()[1]
+
+
 def free_port():
-    """A TCP port on 127.0.0.1 that nobody listens on right now (the kernel picks it), and not one
-    this process was given lately: the kernel may hand out a port again as soon as it is closed,
-    and a caller that asks for two (a pool's and the manage port) before it starts its proxy would
-    get the same one twice."""
-    for _ in range(100):
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-            s.bind((HOST, 0))
-            port = s.getsockname()[1]
+    """A TCP port on 127.0.0.1 that nobody listens on right now, outside the kernel's ephemeral
+    range and reserved against the other test runs of the machine (see PORT_FLOOR), and not one
+    this process was given lately (a caller that asks for two, a pool's and the manage port,
+    before it starts its proxy must get two)."""
+    span = _port_span()
+    for _ in range(200):
+        port = random.randint(*span) if span else _kernel_port()
         with _PORTS_LOCK:
-            if port not in _RECENT_PORTS:
-                _RECENT_PORTS.append(port)
-                return port
-    raise RuntimeError("no fresh free port in 100 tries")
+            if port in _RECENT_PORTS or not _bindable(port) or (span and not _reserve(port)):
+                continue
+            _RECENT_PORTS.append(port)
+            return port
+    raise RuntimeError("no fresh free port in 200 tries")
 
 
 def free_ports(n):
@@ -145,7 +213,7 @@ def start_backend(kind, port, args=(), cwd=None, log=None, path=None, **popen):
     until it accepts. With path, on that unix socket alone instead (port unused; redis-server
     --port 0 --unixsocket, memcached -s: no TCP at all). Returns the Popen, or None when it exited
     or did not listen in time (the port may have been taken between its pick and the bind: try
-    another). Its output goes to the open file log (default: discarded)."""
+    another; whoever took it may be listening there, so what counts is that proc listens). Its output goes to the open file log (default: discarded)."""
     from . import wait  # (wait needs procs for its sanitizer scale)
 
     if path is not None:
@@ -154,7 +222,9 @@ def start_backend(kind, port, args=(), cwd=None, log=None, path=None, **popen):
     proc = subprocess.Popen(BACKEND_ARGV[kind](port, *args), cwd=cwd, stdin=subprocess.DEVNULL,
                             stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
                             preexec_fn=die_with_parent, **popen)
-    ready = (lambda: unix_accepts(path)) if path is not None else (lambda: port_accepts(port))
+    # ready when it listens itself: the port accepting is not enough, another process may listen
+    # there (then this one's bind failed and it is about to exit)
+    ready = (lambda: unix_accepts(path)) if path is not None else (lambda: listens(proc.pid, port))
     try:
         wait.wait_for(lambda: proc.poll() is not None or ready(), START_TIMEOUT,
                       f"{kind} on {path or f'port {port}'}")
@@ -164,11 +234,19 @@ def start_backend(kind, port, args=(), cwd=None, log=None, path=None, **popen):
     return proc if proc.poll() is None else None
 
 
+def listens(pid, port):
+    """True when process pid itself has a listening TCP socket on port (False when it is gone)."""
+    try:
+        return any(state == "LISTEN" and local == port for state, local, _, _ in procfs.tcp_of(pid))
+    except OSError:
+        return False
+
+
 def wait_listening(port, proc, timeout=START_TIMEOUT, what=None):
-    """Waits (bounded) until port accepts; raises if proc exits first."""
+    """Waits (bounded) until proc listens on port; raises if proc exits first."""
     from . import wait
 
-    wait.wait_for(lambda: proc.poll() is not None or port_accepts(port), timeout,
+    wait.wait_for(lambda: proc.poll() is not None or listens(proc.pid, port), timeout,
                   what or f"port {port} to accept")
     if proc.poll() is not None:
         raise RuntimeError(f"{proc.args[0]} exited with {proc.returncode} before listening on {port}")

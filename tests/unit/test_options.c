@@ -85,8 +85,9 @@ static void test_defaults(void **state)
     assert_int_equal(p.o.stats_interval, 30000);
     assert_null(p.o.pid_file);
     assert_int_equal(p.o.mbuf_size, 16384);
-    assert_int_equal(p.o.threads, 8);
+    assert_int_equal(p.o.threads, 0); /* not given: options_resolve_threads finds it */
     assert_int_equal(p.o.slowlog_usec, 10000);
+    assert_int_equal(p.o.stop_grace_msec, 5000);
 }
 
 static void test_bool_flags_short(void **state)
@@ -288,10 +289,50 @@ static void test_range_log_interval(void **state)
     check_bounds(b, sizeof(b) / sizeof(b[0]), "-L/--log-interval");
 }
 
+static void test_range_stop_grace(void **state)
+{
+    (void)state;
+    static const struct bound b[] = {
+        { "-G", "0", true }, { "-G", "3600000", true }, { "-G", "-1", false },
+        { "-G", "3600001", false }, { "--stop-grace", "-1", false },
+    };
+    check_bounds(b, sizeof(b) / sizeof(b[0]), "-G/--stop-grace");
+    struct parsed p;
+    PARSE(&p, "--stop-grace=250");
+    expect_ok(&p);
+    assert_int_equal(p.o.stop_grace_msec, 250);
+}
+
+/* -T not given: the CPUs of the affinity mask, said in the log line; more than those: a warning. */
+static void test_resolve_threads(void **state)
+{
+    (void)state;
+    int cpus = options_cpus_allowed();
+    assert_true(cpus >= 1);
+    char why[256];
+    struct parsed p;
+    PARSE(&p, "-v", "5");
+    assert_int_equal(options_resolve_threads(&p.o, why, sizeof(why)), 0);
+    assert_int_equal(p.o.threads, cpus < 1024 ? cpus : 1024);
+    if (strstr(why, "-T not given") == NULL) fail_msg("'%s'", why);
+    PARSE(&p, "-T", "1");
+    assert_int_equal(options_resolve_threads(&p.o, why, sizeof(why)), 0);
+    assert_int_equal(p.o.threads, 1);
+    if (cpus < 1024) {
+        char more[16];
+        snprintf(more, sizeof(more), "%d", cpus + 1);
+        const char *args[] = { "-T", more, NULL };
+        parse_list(&p, args);
+        assert_int_equal(options_resolve_threads(&p.o, why, sizeof(why)), 1);
+        assert_int_equal(p.o.threads, cpus + 1);
+        if (strstr(why, "more worker threads than") == NULL) fail_msg("'%s'", why);
+    }
+}
+
 static void test_malformed_numbers(void **state)
 {
     (void)state;
-    static const char *const flags[] = { "-v", "-s", "-i", "-m", "-T", "-S", "-L" };
+    static const char *const flags[] = { "-v", "-s", "-i", "-m", "-T", "-S", "-L", "-G" };
     static const char *const bad[] = { "12x", "", "x", " 5", "+5", "0x10", "1.5", "-", "5 " };
     for (size_t f = 0; f < sizeof(flags) / sizeof(flags[0]); f++) {
         for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -426,12 +467,14 @@ static void test_help_lists_every_flag(void **state)
         "-m, --mbuf-size=N",
         "(default: 16384 bytes",
         "-T, --thread_num=N",
-        "(default: 8",
+        "(default: the CPUs it may run on",
         "-S, --slowlog=N",
         "(default: 10000 usec)",
         "-N, --manage-trust=S",
         "(default: 127.0.0.0/8,::1)",
         "-K, --manage-auth-file=S",
+        "-G, --stop-grace=N",
+        "(default: 5000 msec)",
     };
     for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
         if (strstr(buf, want[i]) == NULL) fail_msg("help lacks '%s'", want[i]);
@@ -449,7 +492,7 @@ static void test_help_exact(void **state)
         "                   [-c conf file] [-s stats port] [-a stats addr]\n"
         "                   [-i stats interval] [-p pid file] [-m mbuf size]\n"
         "                   [-T thread num] [-S slowlog threshold] [-N trusted nets]\n"
-        "                   [-K auth file] [-L log interval]\n"
+        "                   [-K auth file] [-L log interval] [-G stop grace]\n"
         "\n"
         "Options:\n"
         "  -h, --help               : this help\n"
@@ -464,13 +507,18 @@ static void test_help_exact(void **state)
         "  -a, --addr=S             : set manage (stats) ip (default: 0.0.0.0)\n"
         "  -i, --interval=N         : set stats aggregation interval in msec (default: 30000 msec)\n"
         "  -p, --pid-file=S         : set pid file (default: off)\n"
-        "  -m, --mbuf-size=N        : set size of mbuf chunk in bytes (default: 16384 bytes, min: 512, max: 16777216)\n"
-        "  -T, --thread_num=N       : set number of worker threads (default: 8, min: 1, max: 1024)\n"
+        "  -m, --mbuf-size=N        : set size of mbuf chunk in bytes "
+        "(default: 16384 bytes, min: 512, max: 16777216)\n"
+        "  -T, --thread_num=N       : set number of worker threads "
+        "(default: the CPUs it may run on, min: 1, max: 1024)\n"
         "  -S, --slowlog=N          : set slowlog threshold in usec (default: 10000 usec)\n"
-        "  -N, --manage-trust=S     : networks trusted with reload and slowlog get/reset (default: 127.0.0.0/8,::1)\n"
+        "  -N, --manage-trust=S     : networks trusted with reload and slowlog get/reset "
+        "(default: 127.0.0.0/8,::1)\n"
         "  -K, --manage-auth-file=S : read the manage port's auth password from this file (default: off)\n"
         "  -L, --log-interval=N     : log one line per interval per refused command name or failing server "
-        "(default: 10000 msec)\n";
+        "(default: 10000 msec)\n"
+        "  -G, --stop-grace=N       : set how long SIGTERM lets requests in flight finish in msec "
+        "(default: 5000 msec)\n";
     char *buf = help_text();
     assert_string_equal(buf, want);
     free(buf);
@@ -549,6 +597,8 @@ int main(void)
         cmocka_unit_test(test_range_interval),
         cmocka_unit_test(test_range_mbuf),
         cmocka_unit_test(test_range_threads),
+        cmocka_unit_test(test_range_stop_grace),
+        cmocka_unit_test(test_resolve_threads),
         cmocka_unit_test(test_range_slowlog),
         cmocka_unit_test(test_range_log_interval),
         cmocka_unit_test(test_malformed_numbers),
