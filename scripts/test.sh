@@ -10,6 +10,8 @@
 #   CONFIGURE_FLAGS   extra ./configure flags of the main build, e.g. "--enable-debug=full"
 #   PYTEST_ARGS       extra pytest arguments (every pytest stage), e.g. "-k daemon"
 #   NC_SKIP_DEPS=1    do not install anything
+#   NC_REQUIRE_NODE_CLIENTS=0  let the Node client tests skip when Node.js (>= 20) is missing (by
+#                     default they fail then: the pinned clients are installed with the deps)
 #   NC_DISTCHECK=1    also run `make distcheck`
 #   NC_SANITIZERS=0   skip the ASan and TSan stages (NC_ASAN=0 / NC_TSAN=0: one of them)
 #   NC_SAN_PARALLEL=0 run the two sanitizers' integration stages one after the other (by default
@@ -61,8 +63,11 @@ summary() {
 trap summary EXIT
 
 deps() {
-    nc_install_debs
-    nc_install_pyreqs tests/integration/requirements.txt
+    local rc=0
+    nc_install_debs || rc=$?
+    nc_install_pyreqs tests/integration/requirements.txt || rc=$?
+    nc_install_node_clients || rc=$?
+    return "$rc"
 }
 
 BUILD="$ROOT/build"
@@ -103,7 +108,7 @@ pytest_run() {
     shift
     # timeout sends SIGTERM first: the fixtures then stop every process they started
     # shellcheck disable=SC2086  # PYTEST_ARGS is a list of words
-    NUTCRACKERS_BIN="$bin" timeout --kill-after=30 1800 \
+    NUTCRACKERS_BIN="$bin" NC_REQUIRE_NODE_CLIENTS="${NC_REQUIRE_NODE_CLIENTS:-1}" timeout --kill-after=30 1800 \
         python3 -m pytest -q -p no:cacheprovider tests/integration "$@" ${PYTEST_ARGS:-}
 }
 
