@@ -3,7 +3,8 @@
 node-redis 5 (RESP2, CLIENT SETINFO) and 6 (HELLO 3, CLIENT SETINFO and CLIENT
 MAINT_NOTIFICATIONS in its first write). A proxy at -T 4 serves two redis pools of two
 redis-servers each; each client runs tests/clients/node/lib.js on both pools: connect, every data
-type, pipelines, multi-key commands over both servers, a transaction on hash-tagged keys, a WATCH
+type (odd and large values too), pipelines (up to 2000 commands), multi-key commands over both
+servers, INFO (the servers' version), a transaction on hash-tagged keys, a WATCH
 that aborts one, a transaction whose keys cross servers (refused, EXECABORT) and the connection
 serving afterwards, checking every value it gets. The test then asks the redis-servers directly:
 the multi-key keys are on both servers with their values, the transactions' keys on one, the
@@ -197,7 +198,11 @@ def test_node_client_defaults(node, pools, alias, script, protocol, lib_name):
     result, text = run_client(node, alias, script, plan)
     version = pinned_versions()[alias]
     assert result["version"] == version
+    with redis_client(spec["alpha"][1][0]) as r:
+        server_version = r.info("server")["redis_version"]
     for got in result["pools"]:
+        assert got["redis_version"] == server_version  # INFO's version is the servers'
+
         assert got["steps"] == STEPS
         assert got["resp"] == protocol  # HELLO 3 took for the RESP3 clients
         assert got["lib_name"] == lib_name and got["lib_ver"] == version  # CLIENT SETINFO

@@ -21,6 +21,7 @@ function adapter(alias, errors) {
         });
         return {
             raw: (args) => r.call(...args),
+            info: (section) => r.info(section),
             ping: () => r.ping(),
             set: (k, v) => r.set(k, v),
             get: (k) => r.get(k),
@@ -64,7 +65,7 @@ function adapter(alias, errors) {
             mGet: (keys) => r.mget(...keys),
             pipeline: async (cmds) => ok(await r.pipeline(lower(cmds)).exec()),
             multi: async (cmds) => ok(await r.multi(lower(cmds)).exec()),
-            watch: (k) => r.watch(k),
+            watch: (keys) => r.watch(...keys),
             // EXEC of a transaction a WATCH aborted: ioredis resolves it with null
             multiWatched: (cmds) => r.multi(lower(cmds)).exec(),
             multiError: async (cmds) => {

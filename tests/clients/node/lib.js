@@ -1,8 +1,8 @@
 // lib.js - the sequence every Node redis client runs against the proxy (the test is
 // tests/integration/test_clients_node.py): the client connects with its default options, then
 // every data type, pipelines, multi-key commands over several servers, a transaction on
-// hash-tagged keys, a WATCH that aborts one, a transaction whose keys cross servers (it must
-// abort and leave no trace), and the connection still serving afterwards. Each step checks the
+// hash-tagged keys, a WATCH that aborts one, a transaction and a WATCH whose keys cross servers
+// (refused: nothing may run), and the connection still serving afterwards. Each step checks the
 // values it gets; a client's own API is in its adapter (ioredis.js, node_redis.js), which turns
 // its replies into plain values (strings, numbers, arrays, objects) before they are compared.
 //
@@ -64,6 +64,10 @@ async function runPool(make, pool, errors) {
         out.lib_name = info['lib-name'];
         out.lib_ver = info['lib-ver'];
         assert.equal(await c.ping(), 'PONG');
+        // INFO as the library reads it: the test compares the version with the servers'
+        const serverInfo = await c.info('server');
+        out.redis_version = (/^redis_version:(\S+)/m.exec(serverInfo) || [])[1];
+        assert.ok(out.redis_version, serverInfo);
     });
     done('handshake');
 
@@ -80,7 +84,13 @@ async function runPool(make, pool, errors) {
         const ttl = await c.ttl(`${p}:ttl`);
         assert.ok(ttl > 900 && ttl <= 1000, `ttl ${ttl}`);
         assert.equal(await c.get(`${p}:missing`), null);
-        assert.equal(await c.del([k, `${p}:n`, `${p}:ttl`]), 3);
+        const odd = 'line\r\nbreak, ünïcødé ✓, $3\r\nfoo *1\r\n';
+        assert.equal(await c.set(`${p}:odd`, odd), 'OK');
+        assert.equal(await c.get(`${p}:odd`), odd);
+        const big = 'x'.repeat(100000) + 'end';
+        assert.equal(await c.set(`${p}:big`, big), 'OK');
+        assert.equal(await c.get(`${p}:big`), big);
+        assert.equal(await c.del([k, `${p}:n`, `${p}:ttl`, `${p}:odd`, `${p}:big`]), 5);
     });
     done('string');
 
@@ -149,6 +159,15 @@ async function runPool(make, pool, errors) {
         assert.deepEqual(many, Array.from({ length: 20 }, (_, i) => `v${i}`));
         const keys = [...Array.from({ length: 20 }, (_, i) => `${p}:pl:${i}`), `${p}:pl:n`];
         assert.equal(await c.del(keys), 21);
+        // a long one: 1000 SETs then 1000 GETs over keys on every server
+        const n = 1000;
+        const long = [];
+        for (let i = 0; i < n; i++) long.push(['SET', `${p}:lp:${i}`, `w${i}`]);
+        for (let i = 0; i < n; i++) long.push(['GET', `${p}:lp:${i}`]);
+        const replies = await c.pipeline(long);
+        assert.deepEqual(replies.slice(0, n), Array(n).fill('OK'));
+        assert.deepEqual(replies.slice(n), Array.from({ length: n }, (_, i) => `w${i}`));
+        assert.equal(await c.del(Array.from({ length: n }, (_, i) => `${p}:lp:${i}`)), n);
     });
     done('pipeline');
 
@@ -164,6 +183,11 @@ async function runPool(make, pool, errors) {
         assert.equal(await c.del([...half, missing]), half.length);
         assert.deepEqual(await c.mGet(keys), keys.map((_, i) => (i % 2 === 0 ? null : `m${i}`)));
         // the odd ones stay: the test reads them from the servers
+        // many keys in one command, split over the servers and merged back in order
+        const many = Array.from({ length: 300 }, (_, i) => `${p}:mk:many:${i}`);
+        assert.equal(await c.mSet(Object.fromEntries(many.map((k, i) => [k, `${i}`]))), 'OK');
+        assert.deepEqual(await c.mGet(many), many.map((_, i) => `${i}`));
+        assert.equal(await c.del(many), many.length);
     });
     done('multikey');
 
@@ -186,7 +210,7 @@ async function runPool(make, pool, errors) {
         // WATCH, another connection changes the key, EXEC runs nothing
         const k = tagged('w');
         assert.equal(await c.set(k, 'before'), 'OK');
-        assert.equal(await c.watch(k), 'OK');
+        assert.equal(await c.watch([k]), 'OK');
         const other = await make.connect(pool.port);
         assert.equal(await other.set(k, 'other'), 'OK');
         await other.quit();
@@ -203,6 +227,8 @@ async function runPool(make, pool, errors) {
         out.cross_error = err;
         assert.match(err, /EXECABORT|keys of one transaction on two servers/, err);
         assert.match(err + (c.previousErrors || ''), /two servers/);
+        // a WATCH whose keys cross servers is refused the same way, and holds nothing
+        await assert.rejects(c.watch([a, b]), /keys of one transaction on two servers/);
         if (c.rawTransaction) {
             // the replies one by one, as the library passes them on: the refusal, then EXECABORT
             const replies = await c.rawTransaction([['SET', a, 'never'], ['INCR', b]]);

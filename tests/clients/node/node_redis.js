@@ -13,6 +13,7 @@ function adapter(alias, errors) {
         const multi = (cmds) => cmds.reduce((m, cmd) => m.addCommand(cmd), c.multi());
         return {
             raw: (args) => c.sendCommand(args),
+            info: (section) => c.info(section),
             ping: () => c.ping(),
             set: (k, v) => c.set(k, v),
             get: (k) => c.get(k),
@@ -52,7 +53,7 @@ function adapter(alias, errors) {
             mGet: (keys) => c.mGet(keys),
             pipeline: (cmds) => multi(cmds).execAsPipeline(),
             multi: (cmds) => multi(cmds).exec(),
-            watch: (k) => c.watch(k),
+            watch: (keys) => c.watch(keys),
             // EXEC of a transaction a WATCH aborted: node-redis rejects it with a WatchError
             multiWatched: async (cmds) => {
                 try {
