@@ -4,11 +4,12 @@ node-redis 5 (RESP2, CLIENT SETINFO) and 6 (HELLO 3, CLIENT SETINFO and CLIENT
 MAINT_NOTIFICATIONS in its first write). A proxy at -T 4 serves two redis pools of two
 redis-servers each; each client runs tests/clients/node/lib.js on both pools: connect, every data
 type (odd and large values too), pipelines (up to 2000 commands), multi-key commands over both
-servers, INFO (the servers' version), a transaction on hash-tagged keys, a WATCH
-that aborts one, a transaction whose keys cross servers (refused, EXECABORT) and the connection
-serving afterwards, checking every value it gets. The test then asks the redis-servers directly:
-the multi-key keys are on both servers with their values, the transactions' keys on one, the
-crossing transaction's keys nowhere, and exactly the transactions that ran reached a server.
+servers, INFO (the servers' version), a transaction on hash-tagged keys, a WATCH that aborts one,
+8 connections incrementing one key in transactions at once, a transaction whose keys cross
+servers (refused, EXECABORT) and the connection serving afterwards, checking every value it gets.
+The test then asks the redis-servers directly: the multi-key keys are on both servers with their
+values, the transactions' keys on one, the crossing transaction's keys nowhere, and exactly the
+transactions that ran reached a server.
 
 The packages are installed by scripts/lib/deps.sh (nc_install_node_clients: `npm ci` when
 node_modules is missing or out of date), which this module calls too. Without Node >= 20 and npm
@@ -43,8 +44,11 @@ CLIENTS = [
     ("redis6", "node_redis.js", 3, "node-redis"),
 ]
 STEPS = ["connect", "handshake", "string", "list", "hash", "set", "zset", "pipeline", "multikey",
-         "transaction", "watch", "cross-server transaction", "usable afterwards", "quit"]
-TRANSACTIONS = 3  # lib.js's transactions that reach a server: the tagged one, the watched one, the last
+         "transaction", "watch", "concurrent transactions", "cross-server transaction",
+         "usable afterwards", "quit"]
+# lib.js's transactions that reach a server: the tagged one, the watched one, 8 connections x 20
+# at once, the last
+TRANSACTIONS = 3 + 8 * 20
 
 
 def pinned_versions():
@@ -173,6 +177,7 @@ def check_backends(spec, plan, result):
             assert d.lrange(f"{tag}:l", 0, -1) == [b"x", b"y"]
             assert d.hgetall(f"{tag}:h") == {b"f": b"v"}
             assert d.get(f"{tag}:w") == b"other"  # the watched transaction did not run
+            assert d.get(f"{tag}:ctr") == b"160"  # the concurrent ones ran each once
             # the crossing transaction: nothing on any server of any pool
             for key in [*pool["cross"], f"{tag}:x"]:
                 assert not [p for p in all_ports if exists(p, key)], key

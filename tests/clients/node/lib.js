@@ -1,10 +1,11 @@
 // lib.js - the sequence every Node redis client runs against the proxy (the test is
 // tests/integration/test_clients_node.py): the client connects with its default options, then
 // every data type, pipelines, multi-key commands over several servers, a transaction on
-// hash-tagged keys, a WATCH that aborts one, a transaction and a WATCH whose keys cross servers
-// (refused: nothing may run), and the connection still serving afterwards. Each step checks the
-// values it gets; a client's own API is in its adapter (ioredis.js, node_redis.js), which turns
-// its replies into plain values (strings, numbers, arrays, objects) before they are compared.
+// hash-tagged keys, a WATCH that aborts one, concurrent transactions on one key, a transaction and
+// a WATCH whose keys cross servers (refused: nothing may run), and the connection still serving
+// afterwards. Each step checks the values it gets; a client's own API is in its adapter
+// (ioredis.js, node_redis.js), which turns its replies into plain values (strings, numbers,
+// arrays, objects) before they are compared.
 //
 // Usage: node <adapter>.js <package alias> '<plan JSON>'; the plan is
 //   {"pools": [{"port": N, "prefix": "p", "spread": [keys on every server], "cross": [a, b]}]}
@@ -16,6 +17,8 @@ const fs = require('node:fs');
 const path = require('node:path');
 
 const STEP_TIMEOUT_MS = 30000;
+const CONCURRENT = 8; // connections running transactions at once
+const ROUNDS = 20;    // transactions each
 
 let current = 'start';
 
@@ -219,6 +222,28 @@ async function runPool(make, pool, errors) {
         assert.equal(await c.get(k), 'other');
     });
     done('watch');
+
+    await step('concurrent transactions', async () => {
+        // several connections (workers of -T 4 among them) increment one key in transactions at
+        // once: each EXEC's result is one of the increments, none lost or repeated
+        const k = tagged('ctr');
+        const conns = await Promise.all(Array.from({ length: CONCURRENT }, () => make.connect(pool.port)));
+        const results = await Promise.all(conns.map(async (cc) => {
+            const mine = [];
+            for (let i = 0; i < ROUNDS; i++) {
+                const [n, v] = await cc.multi([['INCR', k], ['GET', k]]);
+                assert.equal(String(n), v);
+                mine.push(n);
+            }
+            return mine;
+        }));
+        await Promise.all(conns.map((cc) => cc.quit()));
+        out.transactions += CONCURRENT * ROUNDS;
+        const all = results.flat().sort((x, y) => x - y);
+        assert.deepEqual(all, Array.from({ length: CONCURRENT * ROUNDS }, (_, i) => i + 1));
+        assert.equal(await c.get(k), String(CONCURRENT * ROUNDS));
+    });
+    done('concurrent transactions');
 
     await step('cross-server transaction', async () => {
         // two keys on two servers: the crossing command is refused, EXEC aborts, nothing runs
