@@ -87,14 +87,16 @@ def node():
 @pytest.fixture
 def pools(redis_server, write_conf, nutcrackers):
     """A proxy at -T 4 with two pools (alpha, beta) of two redis-servers each (hash_tag "{}"):
-    (proxy, {pool name: (listen port, [server ports])})."""
-    spec = {}
+    (proxy, {pool name: (listen port, [server ports])}, {pool name: [server Popens]})."""
+    spec, procs = {}, {}
     for name in ("alpha", "beta"):
-        spec[name] = (free_port(), [redis_server()[0] for _ in range(2)])
+        started = [redis_server() for _ in range(2)]
+        spec[name] = (free_port(), [port for port, _ in started])
+        procs[name] = [proc for _, proc in started]
     conf = write_conf({name: {"listen": f"{HOST}:{port}", "redis": True, "hash_tag": "{}",
                               "servers": [f"{HOST}:{p}:1" for p in ports]}
                        for name, (port, ports) in spec.items()})
-    return nutcrackers(conf, "-T", "4"), spec
+    return nutcrackers(conf, "-T", "4"), spec, procs
 
 
 def by_server(proxy, pool, ports, prefix, n):
@@ -198,7 +200,7 @@ def check_backends(spec, plan, result):
 
 @pytest.mark.parametrize("alias,script,protocol,lib_name", CLIENTS, ids=[c[0] for c in CLIENTS])
 def test_node_client_defaults(node, pools, alias, script, protocol, lib_name):
-    proxy, spec = pools
+    proxy, spec, _ = pools
     plan = plan_of(proxy, spec, alias)
     result, text = run_client(node, alias, script, plan)
     version = pinned_versions()[alias]
@@ -219,3 +221,17 @@ def test_node_client_defaults(node, pools, alias, script, protocol, lib_name):
         # node-redis's default ("auto") takes as "no maintenance notifications here"
         assert "handshake failed: SimpleError: ERR unknown subcommand 'MAINT_NOTIFICATIONS'" in text, text
     check_backends(spec, plan, result)
+
+
+@pytest.mark.parametrize("alias,script", [c[:2] for c in CLIENTS], ids=[c[0] for c in CLIENTS])
+def test_node_client_with_a_server_down(node, pools, alias, script):
+    """One server of the pool is down: the client still connects with its defaults (ioredis's INFO
+    ready check and the HELLO of the RESP3 clients are answered by the server that is up), the
+    live server's keys work, the dead one's get the proxy's error, and the connection serves on."""
+    proxy, spec, procs = pools
+    port, ports = spec["beta"]
+    procs["beta"][1].kill()
+    procs["beta"][1].wait(timeout=10)
+    (up,), (down,) = by_server(proxy, "beta", ports, f"{alias}-down-{uuid.uuid4().hex[:8]}", 1)
+    result, _ = run_client(node, alias, script, {"pools": [{"port": port, "down": {"up": up, "down": down}}]})
+    assert result["pools"][0]["steps"] == ["connect", "degraded", "quit"]

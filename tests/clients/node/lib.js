@@ -9,7 +9,8 @@
 //
 // Usage: node <adapter>.js <package alias> '<plan JSON>'; the plan is
 //   {"pools": [{"port": N, "prefix": "p", "spread": [keys on every server], "cross": [a, b]}]}
-// (cross: two keys the proxy maps to two servers). Prints one JSON line and exits 0 when every
+// (cross: two keys the proxy maps to two servers), or {"port": N, "down": {"up": key, "down": key}}
+// for a pool with a server down (runDegraded). Prints one JSON line and exits 0 when every
 // step passed; prints {"error", "step"} and exits 1 otherwise (2: a step that never finished).
 'use strict';
 const assert = require('node:assert/strict');
@@ -286,6 +287,29 @@ async function runPool(make, pool, errors) {
     return out;
 }
 
+// A pool one of whose servers is down (plan: "down": {"up": key, "down": key}): the client still
+// connects with its defaults (INFO ready check, HELLO: answered by the servers that are up), the
+// keys of the live server work, those of the dead one get the proxy's error, and the connection
+// stays usable.
+async function runDegraded(make, pool, errors) {
+    const { up, down } = pool.down;
+    const out = { port: pool.port, steps: [] };
+    const c = await step('connect', () => make.connect(pool.port));
+    out.steps.push('connect');
+    await step('degraded', async () => {
+        assert.equal(await c.set(up, 'alive'), 'OK');
+        assert.equal(await c.get(up), 'alive');
+        await assert.rejects(c.get(down), /ERR Connection refused/);
+        assert.equal(await c.ping(), 'PONG');
+        assert.equal(await c.del([up]), 1);
+    });
+    out.steps.push('degraded');
+    await step('quit', () => c.quit());
+    out.steps.push('quit');
+    assert.deepEqual(errors, [], 'error events');
+    return out;
+}
+
 // main(adapterFactory): adapterFactory(alias, errors) -> { name, version, connect(port) }
 function main(adapterFactory) {
     const [alias, planText] = process.argv.slice(2);
@@ -294,7 +318,7 @@ function main(adapterFactory) {
         const plan = JSON.parse(planText);
         const make = adapterFactory(alias, errors);
         const pools = [];
-        for (const pool of plan.pools) pools.push(await runPool(make, pool, errors));
+        for (const pool of plan.pools) pools.push(await (pool.down ? runDegraded : runPool)(make, pool, errors));
         console.log(JSON.stringify({ client: alias, version: make.version, pools }));
         process.exit(0);
     })().catch((e) => {
