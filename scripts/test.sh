@@ -13,6 +13,8 @@
 #   NC_SKIP_DEPS=1    do not install anything
 #   NC_CLIENTS=0      do not build the go-redis and Jedis client programs (their tests then skip);
 #                     by default a missing go, mvn or java fails that step
+#   NC_REQUIRE_NODE_CLIENTS=0  let the Node client tests skip when Node.js (>= 20) is missing (by
+#                     default they fail then: the pinned clients are installed with the deps)
 #   NC_DISTCHECK=1    also run `make distcheck`
 #   NC_DEB=0          skip the Debian package stage (it installs and purges the package
 #                     nutcrackers as root; skipped by itself where one is already installed)
@@ -66,8 +68,11 @@ summary() {
 trap summary EXIT
 
 deps() {
-    nc_install_debs test
-    nc_install_pyreqs tests/integration/requirements.txt
+    local rc=0
+    nc_install_debs test || rc=$?
+    nc_install_pyreqs tests/integration/requirements.txt || rc=$?
+    nc_install_node_clients || rc=$?
+    return "$rc"
 }
 
 BUILD="$ROOT/build"
@@ -109,7 +114,7 @@ pytest_run() {
     shift
     # timeout sends SIGTERM first: the fixtures then stop every process they started
     # shellcheck disable=SC2086  # PYTEST_ARGS is a list of words
-    NUTCRACKERS_BIN="$bin" timeout --kill-after=30 1800 \
+    NUTCRACKERS_BIN="$bin" NC_REQUIRE_NODE_CLIENTS="${NC_REQUIRE_NODE_CLIENTS:-1}" timeout --kill-after=30 1800 \
         python3 -m pytest -q -p no:cacheprovider tests/integration "$@" ${PYTEST_ARGS:-}
 }
 

@@ -13,6 +13,8 @@
 #   nc_build_go_client   the go-redis test program (tests/clients/go), built once per source
 #   nc_build_java_client the Jedis test program (tests/clients/java), built once per source
 #   nc_build_clients     both (what scripts/test.sh runs)
+#   nc_install_node_clients  the pinned Node redis clients of tests/clients/node (npm ci), when
+#                        node_modules is missing or out of date; needs Node.js >= 20 and npm
 #
 # Runs apt-get as root, through sudo when not root and sudo exists. `apt-get update` runs once, and
 # only when something is missing. Services that Debian's packages would start at install time
@@ -192,5 +194,34 @@ nc_build_clients() {
     local rc=0
     nc_build_go_client >/dev/null || rc=$?
     nc_build_java_client >/dev/null || rc=$?
+    return "$rc"
+}
+
+# Installs tests/clients/node's pinned packages with `npm ci` (exactly its package-lock.json, no
+# install scripts), only when node_modules is missing or was installed from another lock file or
+# Node.js major version (a stamp file records which). Fails (with a line saying why) without
+# Node.js >= 20 and npm. A lock on the folder keeps two test runs from installing at once.
+nc_install_node_clients() {
+    local dir="${1:-tests/clients/node}" major want rc=0
+    if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+        nc_log "Node.js and npm are not installed: the Node client tests need Node.js >= 20 and npm"
+        return 1
+    fi
+    major=$(node -p 'process.versions.node.split(".")[0]')
+    if [ "$major" -lt 20 ]; then
+        nc_log "Node.js $(node --version) is too old: the Node client tests need Node.js >= 20"
+        return 1
+    fi
+    want="node $major $(cat "$dir/package.json" "$dir/package-lock.json" | sha256sum | cut -d' ' -f1)"
+    (
+        flock -w 900 9 || { nc_log "another install holds $dir/.install.lock"; exit 1; }
+        if [ "$(cat "$dir/node_modules/.nutcrackers-stamp" 2>/dev/null)" = "$want" ]; then
+            nc_log "Node test clients: up to date"
+            exit 0
+        fi
+        nc_log "Node test clients: npm ci in $dir (Node.js $(node --version))"
+        (cd "$dir" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error) || exit 1
+        printf '%s\n' "$want" >"$dir/node_modules/.nutcrackers-stamp"
+    ) 9>"$dir/.install.lock" || rc=$?
     return "$rc"
 }

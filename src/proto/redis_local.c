@@ -9,7 +9,7 @@
  *   - HELLO is checked here and changes the session (redis_info.c: its reply comes from every
  *     server's INFO); INFO is sent to every server the same way;
  *   - CLIENT SETNAME / GETNAME / ID / INFO / SETINFO / NO-EVICT / NO-TOUCH are answered from the
- *     session; SELECT of the pool's redis_db is +OK; RESET gives the session back its start;
+ *     session, a subcommand redis does not have (MAINT_NOTIFICATIONS) gets redis's error; SELECT of the pool's redis_db is +OK; RESET gives the session back its start;
  *   - every new server connection starts with HELLO 3 (connections for RESP3 clients, with AUTH
  *     inside when redis_auth is set), AUTH (redis_auth) and SELECT (redis_db), their replies
  *     dropped by the core;
@@ -295,8 +295,26 @@ static int redis_client_setinfo(struct proto_session *s, const struct msg *req, 
     return redis_sess_set(s, which, val) < 0 ? -ENOMEM : redis_answer(rsp, "+OK\r\n", PROTO_ANSWERED);
 }
 
-/* The CLIENT subcommands a client's own connection has; the others (LIST, KILL, ...) concern the
- * connections of a server, which the proxy's clients do not see: refused as before. */
+/* CLIENT subcommands redis has that concern the connections of a server (LIST, KILL, ...), which
+ * the proxy's clients do not see: refused as before. */
+static const char *const redis_client_refused[] = {
+    "caching", "getredir", "help", "kill", "list", "pause", "reply", "tracking", "trackinginfo", "unblock",
+    "unpause",
+};
+
+#define REDIS_SUBCMD_SHOWN 128 /* redis quotes at most this much of an unknown subcommand */
+
+/* A subcommand redis does not have either, such as MAINT_NOTIFICATIONS (the maintenance
+ * notifications of Redis Cloud / Enterprise, which node-redis 6 asks for at connect): redis's
+ * own error, so that a client detects "not supported" exactly as it does with a redis-server. */
+static int redis_client_unknown(const struct msg_key *sub, struct msg *rsp)
+{
+    struct msg_key shown = *sub;
+    if (shown.len > REDIS_SUBCMD_SHOWN) shown.len = REDIS_SUBCMD_SHOWN;
+    return redis_answer_named(rsp, "-ERR unknown subcommand '", &shown, "'. Try CLIENT HELP.\r\n", false);
+}
+
+/* The CLIENT subcommands a client's own connection has, answered from the session. */
 static int redis_client(struct proto_session *s, const struct conf_pool *cp, const struct msg *req,
                         struct msg *rsp)
 {
@@ -311,8 +329,12 @@ static int redis_client(struct proto_session *s, const struct conf_pool *cp, con
     uint32_t argc = req->nkeys + 1;
     size_t i = 0;
     while (i < sizeof(subs) / sizeof(subs[0]) && !redis_key_is(sub, subs[i].name)) i++;
-    if (i == sizeof(subs) / sizeof(subs[0]))
-        return redis_answer(rsp, "-ERR unsupported command 'client'\r\n", PROTO_ANSWERED);
+    if (i == sizeof(subs) / sizeof(subs[0])) {
+        for (size_t j = 0; j < sizeof(redis_client_refused) / sizeof(redis_client_refused[0]); j++)
+            if (redis_key_is(sub, redis_client_refused[j]))
+                return redis_answer(rsp, "-ERR unsupported command 'client'\r\n", PROTO_ANSWERED);
+        return redis_client_unknown(sub, rsp);
+    }
     if (argc != subs[i].argc)
         return redis_answer_named(rsp, "-ERR wrong number of arguments for 'client|", sub, "' command\r\n", true);
     switch (i) {

@@ -174,6 +174,15 @@ def sequences():
                                        resp("CLIENT", "SETNAME", "a", "b"), resp("CLIENT", "GETNAME", "x"),
                                        resp("CLIENT", "ID", "x"), resp("CLIENT", "INFO", "x"),
                                        resp("CLIENT", "NO-EVICT")], 7),
+        # a subcommand redis does not have: redis's own error (node-redis 6 reads it as "no
+        # maintenance notifications here"), after HELLO 3 in one write as node-redis 6 sends it
+        # (its CLIENT SETINFO in between is newer than the oracle, redis 7.0)
+        "client-unknown-subcommand": (lambda a, b: [resp("HELLO", "3"),
+                                                    resp("CLIENT", "MAINT_NOTIFICATIONS", "ON",
+                                                         "moving-endpoint-type", "external-ip"),
+                                                    resp("client", "Maint_Notifications"),
+                                                    resp("CLIENT", "a\nb", "c"), resp("CLIENT", "x" * 300),
+                                                    resp("GET", a)], 6),
         "echo": (lambda a, b: [resp("ECHO", "hi"), resp("ECHO", ""), resp("ECHO"), resp("ECHO", "a", "b"),
                                b"ECHO inline\r\n"], 5),
         "select": (lambda a, b: [resp("SELECT", "0"), resp("SELECT", "x"), resp("SELECT"),
