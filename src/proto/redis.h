@@ -93,6 +93,23 @@ int redis_fragment_all(struct msg *req, const uint32_t *where, uint32_t n, struc
 /* coalesce() of a CMD_F_FRAG_ALL request: HELLO's reply, or the merged INFO. */
 int redis_coalesce_all(const struct proto_view *v, struct msg *req, struct msg *rsp);
 
+/* The pieces of a fragment (redis_frag.c): "*<nargs>\r\n$<len>\r\n<name>\r\n", then an argument
+ * group of req (k: its bytes as a RESP bulk, with its value after it when with_value), recorded as
+ * a key of frag. Return 0 or -ENOMEM. */
+int redis_frag_header(struct msg *frag, const char *name, uint64_t nargs);
+int redis_frag_add_group(struct msg *frag, const struct msg *req, const struct msg_key *k, bool with_value);
+/* The reply of req: the sum of its fragments' integers (-EINVAL when one is not an integer). */
+int redis_coalesce_sum(struct msg *req, struct msg *rsp);
+/* Whether r is "+OK" (after an attribute, in RESP3). */
+bool redis_reply_is_ok(const struct msg *r);
+
+/* The commands sent to every server other than HELLO and INFO, and keys of XREAD on several
+ * servers (redis_fanout.c). */
+/* local()'s part of SCAN (the cursor), SCRIPT (its subcommand), FLUSHDB/FLUSHALL (redis_flush). */
+int redis_fan_local(const struct conf_pool *cp, const struct msg *req, struct msg *rsp);
+int redis_fragment_fan(struct msg *req, const uint32_t *where, uint32_t n, struct msg_pool *pool);
+int redis_coalesce_fan(const struct proto_view *v, struct msg *req, struct msg *rsp);
+
 /* A growable reply text (redis_proto.c). On allocation failure it stops growing and remembers it;
  * rtext_put then fails. */
 struct rtext {

@@ -7,7 +7,9 @@
  * binary search on the lowercased name. Beyond twemproxy's set: the transaction commands (MULTI,
  * EXEC, DISCARD, WATCH, UNWATCH), which the core runs on a dedicated server connection; the
  * connection handshake the proxy answers itself (HELLO, CLIENT, ECHO, SELECT, RESET; HELLO and
- * INFO from every server's INFO, notes/resp3-and-handshake.md); TIME, sent to any server.
+ * INFO from every server's INFO, notes/resp3-and-handshake.md); TIME, sent to any server; the
+ * streams (XREAD and XREADGROUP: keys after STREAMS, on one server); the commands sent to every
+ * server (KEYS, DBSIZE, RANDOMKEY, SCAN, SCRIPT, FLUSHDB, FLUSHALL: notes/fan-out.md).
  *
  * Threads: const data; any thread.
  */
@@ -21,14 +23,20 @@
 #define W CMD_F_WRITE
 
 /* name, arity, first key, last key, key step, numkeys position, flags */
-#define NOKEY(n, ar, fl)   { n, ar, 0, 0, 0, 0, fl, 0 }
-#define KEY1(n, ar, fl)    { n, ar, 1, 1, 1, 0, fl, 0 }    /* one key, at arg 1 */
-#define KEY12(n, ar, fl)   { n, ar, 1, 2, 1, 0, fl, 0 }    /* keys at args 1 and 2 */
-#define KEYALL(n, ar, fl)  { n, ar, 1, -1, 1, 0, fl, 0 }   /* every arg after the name is a key */
-#define NUMK(n, ar, pos, fl) { n, ar, 0, 0, 0, pos, fl, 0 } /* numkeys at pos, keys after it */
-#define DESTNUMK(n, ar, fl) { n, ar, 1, 1, 1, 2, fl, 0 }  /* dest key, numkeys, keys */
+#define NOKEY(n, ar, fl)   { n, ar, 0, 0, 0, 0, fl, 0, 0 }
+#define KEY1(n, ar, fl)    { n, ar, 1, 1, 1, 0, fl, 0, 0 }    /* one key, at arg 1 */
+#define KEY2(n, ar, fl)    { n, ar, 2, 2, 1, 0, fl, 0, 0 }    /* one key, at arg 2 (after a subcommand) */
+#define KEY12(n, ar, fl)   { n, ar, 1, 2, 1, 0, fl, 0, 0 }    /* keys at args 1 and 2 */
+#define KEYALL(n, ar, fl)  { n, ar, 1, -1, 1, 0, fl, 0, 0 }   /* every arg after the name is a key */
+#define NUMK(n, ar, pos, fl) { n, ar, 0, 0, 0, pos, fl, 0, 0 } /* numkeys at pos, keys after it */
+#define DESTNUMK(n, ar, fl) { n, ar, 1, 1, 1, 2, fl, 0, 0 }  /* dest key, numkeys, keys */
+/* keys after STREAMS, on one server (XREAD, XREADGROUP) */
+#define STREAMS(n, ar, fl) { n, ar, 0, 0, 0, REDIS_KEYS_STREAMS, CMD_F_FRAG_ONE | (fl), 0, 0 }
 /* answered (or checked) by the proxy: every argument a "key", for local() to read */
-#define LOCAL(n, ar, fl, which) { n, ar, 1, -1, 1, 0, CMD_F_LOCAL | (fl), which }
+#define LOCAL(n, ar, fl, which) { n, ar, 1, -1, 1, 0, CMD_F_LOCAL | (fl), which, 0 }
+/* sent to every server, the replies merged as fan says */
+#define ALL(n, ar, fl, fan) { n, ar, 0, 0, 0, 0, CMD_F_FRAG_ALL | (fl), 0, fan }
+#define LOCALALL(n, ar, fl, which, fan) { n, ar, 1, -1, 1, 0, CMD_F_LOCAL | CMD_F_FRAG_ALL | (fl), which, fan }
 
 const struct redis_cmd redis_cmds[] = {
     KEY1("append", 3, W),
@@ -39,6 +47,7 @@ const struct redis_cmd redis_cmds[] = {
     LOCAL("client", -2, 0, REDIS_LOCAL_CLIENT),
     NOKEY("command", -1, CMD_F_ANY_SERVER),
     KEY12("copy", -3, W),
+    ALL("dbsize", 1, 0, REDIS_FAN_SUM),
     KEY1("decr", 2, W),
     KEY1("decrby", 3, W),
     KEYALL("del", -2, W | CMD_F_FRAG_SUM),
@@ -51,6 +60,8 @@ const struct redis_cmd redis_cmds[] = {
     KEYALL("exists", -2, CMD_F_FRAG_SUM),
     KEY1("expire", -3, W),
     KEY1("expireat", -3, W),
+    LOCALALL("flushall", -1, W, REDIS_LOCAL_FLUSH, REDIS_FAN_OK),
+    LOCALALL("flushdb", -1, W, REDIS_LOCAL_FLUSH, REDIS_FAN_OK),
     KEY1("geoadd", -5, W),
     KEY1("geodist", -4, 0),
     KEY1("geohash", -2, 0),
@@ -66,7 +77,7 @@ const struct redis_cmd redis_cmds[] = {
     KEY1("getrange", 4, 0),
     KEY1("getset", 3, W),
     KEY1("hdel", -3, W),
-    LOCAL("hello", -1, CMD_F_FRAG_ALL | CMD_F_FRAG_PARTIAL | CMD_F_SWITCH, REDIS_LOCAL_HELLO),
+    LOCALALL("hello", -1, CMD_F_FRAG_PARTIAL | CMD_F_SWITCH, REDIS_LOCAL_HELLO, REDIS_FAN_INFO),
     KEY1("hexists", 3, 0),
     KEY1("hget", 3, 0),
     KEY1("hgetall", 2, 0),
@@ -85,7 +96,8 @@ const struct redis_cmd redis_cmds[] = {
     KEY1("incr", 2, W),
     KEY1("incrby", 3, W),
     KEY1("incrbyfloat", 3, W),
-    LOCAL("info", -1, CMD_F_FRAG_ALL | CMD_F_FRAG_PARTIAL, REDIS_LOCAL_INFO),
+    LOCALALL("info", -1, CMD_F_FRAG_PARTIAL, REDIS_LOCAL_INFO, REDIS_FAN_INFO),
+    ALL("keys", 2, 0, REDIS_FAN_KEYS),
     KEY1("lindex", 3, 0),
     KEY1("linsert", 5, W),
     KEY1("llen", 2, 0),
@@ -101,7 +113,7 @@ const struct redis_cmd redis_cmds[] = {
     KEY1("ltrim", 4, W),
     KEYALL("mget", -2, CMD_F_FRAG_MGET),
     KEY1("move", 3, W),
-    { "mset", -3, 1, -1, 2, 0, W | CMD_F_FRAG_MSET, 0 },
+    { "mset", -3, 1, -1, 2, 0, W | CMD_F_FRAG_MSET, 0, 0 },
     NOKEY("multi", 1, CMD_F_MULTI),
     KEY1("persist", 2, W),
     KEY1("pexpire", -3, W),
@@ -113,6 +125,7 @@ const struct redis_cmd redis_cmds[] = {
     KEY1("psetex", 4, W),
     KEY1("pttl", 2, 0),
     NOKEY("quit", -1, CMD_F_QUIT),
+    ALL("randomkey", 1, CMD_F_FRAG_PARTIAL, REDIS_FAN_RANDOMKEY),
     LOCAL("reset", 1, CMD_F_SWITCH | CMD_F_RESET, REDIS_LOCAL_RESET),
     KEY1("restore", -4, W),
     KEY1("rpop", -2, W),
@@ -120,7 +133,9 @@ const struct redis_cmd redis_cmds[] = {
     KEY1("rpush", -3, W),
     KEY1("rpushx", -3, W),
     KEY1("sadd", -3, W),
+    LOCALALL("scan", -2, 0, REDIS_LOCAL_SCAN, REDIS_FAN_SCAN),
     KEY1("scard", 2, 0),
+    LOCALALL("script", -2, 0, REDIS_LOCAL_SCRIPT, REDIS_FAN_SCRIPT),
     KEYALL("sdiff", -2, 0),
     KEYALL("sdiffstore", -3, W),
     LOCAL("select", 2, 0, REDIS_LOCAL_SELECT),
@@ -150,6 +165,21 @@ const struct redis_cmd redis_cmds[] = {
     KEYALL("unlink", -2, W | CMD_F_FRAG_SUM),
     NOKEY("unwatch", 1, CMD_F_UNWATCH),
     KEYALL("watch", -2, CMD_F_WATCH),
+    KEY1("xack", -4, W),
+    KEY1("xadd", -5, W),
+    KEY1("xautoclaim", -6, W),
+    KEY1("xclaim", -6, W),
+    KEY1("xdel", -3, W),
+    KEY2("xgroup", -2, W),      /* XGROUP CREATE|SETID|DESTROY|CREATECONSUMER|DELCONSUMER key ... */
+    KEY2("xinfo", -2, 0),       /* XINFO STREAM|GROUPS|CONSUMERS key ... */
+    KEY1("xlen", 2, 0),
+    KEY1("xpending", -3, 0),
+    KEY1("xrange", -4, 0),
+    STREAMS("xread", -4, 0),
+    STREAMS("xreadgroup", -7, W),
+    KEY1("xrevrange", -4, 0),
+    KEY1("xsetid", -3, W),
+    KEY1("xtrim", -4, W),
     KEY1("zadd", -4, W),
     KEY1("zcard", 2, 0),
     KEY1("zcount", 4, 0),

@@ -89,7 +89,15 @@ size_t redis_reject_reply(const struct msg *req, char *buf, size_t size)
     if (req->reject == REJECT_ARITY)
         return redis_reply_line(buf, size, "-ERR wrong number of arguments for '", req->name, n,
                                 "' command\r\n", true);
-    return redis_reply_line(buf, size, "-ERR unsupported command '", req->name, n, "'\r\n", true);
+    size_t len = redis_reply_line(buf, size, "-ERR unsupported command '", req->name, n, "'\r\n", true);
+    if (req->reject_reason == NULL || len < 2) return len;
+    /* "... 'xread' <reason>\r\n": the reason is the proxy's own static text */
+    size_t r = strlen(req->reject_reason);
+    if (len + 1 + r > size) return len;
+    buf[len - 2] = ' ';
+    memcpy(buf + len - 1, req->reject_reason, r);
+    memcpy(buf + len - 1 + r, "\r\n", 2);
+    return len + 1 + r;
 }
 
 static size_t redis_error_reply(int err, char *buf, size_t size)
