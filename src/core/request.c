@@ -114,7 +114,12 @@ static void request_finish_fragments(struct loop *l, struct msg *owner)
         msg_put(&l->msgs, f);
         owner->frags[i] = NULL;
     }
-    if (owner->err != 0 && c != NULL) request_reply_error(l, owner, owner->err);
+    if (owner->noreply) { /* memcached flush_all noreply: the client reads nothing */
+        if (owner->peer != NULL) msg_put(&l->msgs, owner->peer);
+        owner->peer = NULL;
+    } else if (owner->err != 0 && c != NULL) {
+        request_reply_error(l, owner, owner->err);
+    }
     request_done(l, owner);
 }
 

@@ -110,16 +110,7 @@ int redis_fan_local(const struct conf_pool *cp, const struct msg *req, struct ms
 int redis_fragment_fan(struct msg *req, const uint32_t *where, uint32_t n, struct msg_pool *pool);
 int redis_coalesce_fan(const struct proto_view *v, struct msg *req, struct msg *rsp);
 
-/* A growable reply text (redis_proto.c). On allocation failure it stops growing and remembers it;
- * rtext_put then fails. */
-struct rtext {
-    char *p;
-    size_t len, cap;
-    bool oom;
-};
-void rtext_add(struct rtext *t, const void *data, size_t n);
-void rtext_str(struct rtext *t, const char *str);
-void rtext_printf(struct rtext *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The RESP pieces of a reply text (struct rtext, proto.h). */
 /* "$<n>\r\n<data>\r\n" */
 void rtext_bulk(struct rtext *t, const void *data, size_t n);
 /* A text reply the way redis sends INFO and CLIENT INFO: a bulk string in RESP2, a verbatim
@@ -127,9 +118,6 @@ void rtext_bulk(struct rtext *t, const void *data, size_t n);
 void rtext_text(struct rtext *t, uint8_t variant, const void *data, size_t n);
 /* The null reply: "$-1" in RESP2, "_" in RESP3. */
 void rtext_null(struct rtext *t, uint8_t variant);
-/* Appends t's bytes to rsp and frees t. Returns 0 or -ENOMEM. */
-int rtext_put(struct rtext *t, struct msg *rsp);
-void rtext_free(struct rtext *t);
 size_t redis_reject_reply(const struct msg *req, char *buf, size_t size);
 size_t redis_txn_reply(enum proto_txn_reply what, const char *a, const char *b, char *buf, size_t size);
 /* Writes pre + mid + post into buf (no NUL), cutting mid so it fits; control bytes of mid become

@@ -91,20 +91,6 @@ int redis_fan_local(const struct conf_pool *cp, const struct msg *req, struct ms
                       " is disabled on this pool (set redis_flush: true to send it to every server)");
 }
 
-static struct msg *fan_frag(struct msg *req, uint32_t server, struct msg_pool *pool)
-{
-    struct msg *fr = msg_get(pool);
-    if (fr == NULL) return NULL;
-    fr->cmd = req->cmd;
-    fr->cmd_flags = req->cmd_flags;
-    fr->name = req->name;
-    fr->name_len = req->name_len;
-    fr->nargs = req->nargs;
-    fr->frag_owner = req;
-    fr->server_idx = server;
-    return fr;
-}
-
 /* SCAN's one fragment: the first live server from the cursor's (its cursor, or 0 when the
  * cursor's server is out), none past the last. */
 static int fan_fragment_scan(struct msg *req, const uint32_t *where, uint32_t n, struct msg_pool *pool,
@@ -117,7 +103,7 @@ static int fan_fragment_scan(struct msg *req, const uint32_t *where, uint32_t n,
     while (i < n && where[i] < s) i++;
     if (i == n) return 0;
     if (where[i] != s) sc = 0;
-    struct msg *fr = fan_frag(req, where[i], pool);
+    struct msg *fr = proto_frag_new(req, where[i], pool);
     if (fr == NULL) return -ENOMEM;
     char num[24];
     int len = snprintf(num, sizeof(num), "%" PRIu64, sc);
@@ -147,7 +133,7 @@ int redis_fragment_fan(struct msg *req, const uint32_t *where, uint32_t n, struc
         made = fan_fragment_scan(req, where, n, pool, frags);
     } else {
         for (uint32_t i = 0; i < n; i++, made++) {
-            struct msg *fr = fan_frag(req, where[i], pool);
+            struct msg *fr = proto_frag_new(req, where[i], pool);
             if (fr == NULL || msg_append_slice(fr, req, 0, req->len) < 0) {
                 if (fr != NULL) msg_put(pool, fr);
                 made = -ENOMEM;
