@@ -38,7 +38,6 @@ struct mc_rsp_word {
 
 static const struct mc_rsp_word mc_rsp_words[] = {
     { "VALUE", RSP_MC_END, RS_VALUE },
-    { "STAT", RSP_MC_END, RS_STAT },
     { "END", RSP_MC_END, RS_EOL },
     { "STORED", RSP_MC_STORED, RS_EOL },
     { "NOT_STORED", RSP_MC_NOT_STORED, RS_EOL },
@@ -51,6 +50,7 @@ static const struct mc_rsp_word mc_rsp_words[] = {
     { "ERROR", RSP_MC_ERROR, RS_TEXT },
     { "CLIENT_ERROR", RSP_MC_CLIENT_ERROR, RS_TEXT },
     { "SERVER_ERROR", RSP_MC_SERVER_ERROR, RS_TEXT },
+    { "STAT", RSP_MC_END, RS_STAT }, /* last: only stats, which is rare, looks this far */
 };
 
 static int on_word(struct parse_state *ps, struct msg *m, const uint8_t *tok, size_t len,

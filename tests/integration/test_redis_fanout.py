@@ -8,7 +8,7 @@ import uuid
 import pytest
 import redis
 
-from nctest import cluster
+from nctest import cluster, manage, procs
 from nctest.codec import resp
 
 THREADED = True  # the TSan stage runs these too (conftest.py)
@@ -165,6 +165,14 @@ def test_scan_iter_with_match_and_count(fan, prefix):
     assert sorted(r.scan_iter(match=f"{prefix}*", count=7)) == everything
     assert sorted(r.scan_iter(match=f"{prefix}*", count=1000, _type="string")) == everything
     assert list(r.scan_iter(match=f"{prefix}*", _type="hash")) == []
+    r3 = fan.client(protocol=3, decode_responses=True)  # RESP3: the same arrays
+    assert sorted(r3.scan_iter(match=f"{prefix}*", count=5)) == everything
+    assert sorted(r3.keys(f"{prefix}*")) == everything
+    last = sorted(k.decode() for k in fan.direct(SERVERS - 1).keys(f"{prefix}*"))
+    with fan.raw() as c:  # inline: the options are passed on as RESP
+        c.send(b"SCAN %d MATCH %s* COUNT 100000\r\n" % ((SERVERS - 1) << 48, prefix.encode()))
+        cur, keys = c.read()
+        assert cur == b"0" and sorted(k.decode() for k in keys) == last
     with fan.raw() as c:
         for bad in ("x", "-1", "18446744073709551616", str(SERVERS << 48), "1.5"):
             c.exchange(resp("SCAN", bad), b"-ERR invalid cursor\r\n")
@@ -196,4 +204,22 @@ def test_scan_of_100000_keys_over_4_servers_returns_each_once(redis_server, writ
     assert cursor == 0
     assert len(seen) == n
     assert set(seen) == {f"k{i}".encode() for i in range(n)}
+    assert c.stop() == 0
+
+
+def test_scan_passes_over_an_ejected_server(redis_server, write_conf, nutcrackers):
+    c = start((redis_server, write_conf, nutcrackers), auto_eject_hosts=True,
+              server_failure_limit=1, server_retry_timeout=600000)
+    by_server = c.place_keys("ej", 5)
+    held = [sorted(k.decode() for k in c.direct(i).keys("ej*")) for i in range(SERVERS)]
+    victim = 1
+    procs.kill_popen(c.procs[victim])
+    r = c.client(decode_responses=True)
+    with pytest.raises(redis.RedisError):  # that failure ejects it (server_failure_limit 1)
+        r.get(by_server[victim][0])
+    manage.wait_pool_stat(c.proxy.manage_port, c.name, "server_ejects", lambda v: v >= 1)
+    assert sorted(r.scan_iter(match="ej*", count=1000)) == sorted(held[0] + held[2] + held[3])
+    # a cursor naming the ejected server goes on with the next one, from its start
+    cur, keys = r.scan(1 << 48, match="ej*", count=1000)
+    assert (cur, sorted(keys)) == (3 << 48, held[2])
     assert c.stop() == 0
