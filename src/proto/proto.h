@@ -63,6 +63,8 @@ enum parse_status { PARSE_ERROR = -1, PARSE_AGAIN = 0, PARSE_DONE = 1 };
 #define CMD_F_FRAG_ONE     (1u << 13) /* its keys must be on one server (redis XREAD): on several,
                                        * fragment() builds no fragment and coalesce() writes the
                                        * protocol's error */
+#define CMD_F_FRAG_ELEMS   (1u << 14) /* sent to every server: the fragments' replies have their
+                                       * top-level elements recorded (redis SCAN, SCRIPT) */
 #define CMD_F_FRAG_MASK    (CMD_F_FRAG_MGET | CMD_F_FRAG_SUM | CMD_F_FRAG_MSET | CMD_F_FRAG_MCGET | \
                             CMD_F_FRAG_ONE)
 #define CMD_F_WRITE        (1u << 8)  /* informational: modifies data */

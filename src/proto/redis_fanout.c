@@ -196,22 +196,39 @@ static bool fan_elem_u64(const struct msg *r, const struct msg_elem *e, uint64_t
     return fan_parse_u64(buf + eol + 2, (size_t)n, out);
 }
 
+/* KEYS: the arrays joined. Their elements are not recorded (a reply of millions of keys would
+ * cost an element each): each array's count is read from its header, its elements sliced whole. */
 static int fan_coalesce_keys(struct msg *req, struct msg *rsp)
 {
     uint64_t total = 0;
-    for (uint32_t f = 0; f < req->nfrags; f++) {
-        const struct msg *r = req->frags[f]->peer;
-        if (r->rsp_type != RSP_ARRAY && r->rsp_type != RSP_SET) return -EINVAL;
-        total += r->nelems;
-    }
-    struct rtext t = { 0 };
-    rtext_printf(&t, "*%" PRIu64 "\r\n", total);
-    rsp->rsp_type = RSP_ARRAY;
-    int rc = rtext_put(&t, rsp);
+    uint64_t stack_skip[16], *skip = req->nfrags <= 16 ? stack_skip : malloc(req->nfrags * sizeof(*skip));
+    if (skip == NULL) return -ENOMEM;
+    int rc = 0;
     for (uint32_t f = 0; rc == 0 && f < req->nfrags; f++) {
         const struct msg *r = req->frags[f]->peer;
-        if (r->nelems > 0) rc = msg_append_slice(rsp, r, r->elems[0].start, r->elems[r->nelems - 1].end);
+        uint8_t head[REDIS_MAX_HDR];
+        size_t got = msg_copy_out(r, 0, head, sizeof(head));
+        long eol = redis_line(head, got, sizeof(head));
+        int64_t n;
+        if ((r->rsp_type != RSP_ARRAY && r->rsp_type != RSP_SET) || eol < 2 || (head[0] != '*' && head[0] != '~') ||
+            !redis_parse_int(head + 1, (size_t)eol - 1, &n) || n < 0)
+            rc = -EINVAL;
+        else {
+            total += (uint64_t)n;
+            skip[f] = (uint64_t)eol + 2;
+        }
     }
+    if (rc == 0) {
+        struct rtext t = { 0 };
+        rtext_printf(&t, "*%" PRIu64 "\r\n", total);
+        rsp->rsp_type = RSP_ARRAY;
+        rc = rtext_put(&t, rsp);
+    }
+    for (uint32_t f = 0; rc == 0 && f < req->nfrags; f++) {
+        const struct msg *r = req->frags[f]->peer;
+        if (skip[f] < r->len) rc = msg_append_slice(rsp, r, skip[f], r->len);
+    }
+    if (skip != stack_skip) free(skip);
     return rc;
 }
 

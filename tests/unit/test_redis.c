@@ -119,8 +119,8 @@ static void test_table_flags(void **state)
     assert_int_equal(flags_of("keys"), CMD_F_FRAG_ALL);
     assert_int_equal(flags_of("dbsize"), CMD_F_FRAG_ALL);
     assert_int_equal(flags_of("randomkey"), CMD_F_FRAG_ALL | CMD_F_FRAG_PARTIAL);
-    assert_int_equal(flags_of("scan"), CMD_F_LOCAL | CMD_F_FRAG_ALL);
-    assert_int_equal(flags_of("script"), CMD_F_LOCAL | CMD_F_FRAG_ALL);
+    assert_int_equal(flags_of("scan"), CMD_F_LOCAL | CMD_F_FRAG_ALL | CMD_F_FRAG_ELEMS);
+    assert_int_equal(flags_of("script"), CMD_F_LOCAL | CMD_F_FRAG_ALL | CMD_F_FRAG_ELEMS);
     assert_int_equal(flags_of("flushall"), CMD_F_LOCAL | CMD_F_FRAG_ALL | CMD_F_WRITE);
     assert_int_equal(flags_of("flushdb"), CMD_F_LOCAL | CMD_F_FRAG_ALL | CMD_F_WRITE);
 }
