@@ -71,6 +71,7 @@ struct conf_pool {
     int redis_db;
     bool preconnect;
     bool auto_eject_hosts;
+    bool redis_flush;             /* redis FLUSHDB/FLUSHALL are sent to every server; else refused */
     int server_connections;
     int dedicated_connections;    /* per server and worker: clients in MULTI/EXEC or WATCH */
     int64_t server_retry_timeout; /* ms */

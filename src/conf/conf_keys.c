@@ -100,7 +100,7 @@ static const char *conf_dist_name(int value)
 static const struct conf_enum conf_hash_names = { hash_type_from_name, conf_hash_name, HASH_COUNT };
 static const struct conf_enum conf_dist_names = { dist_type_from_name, conf_dist_name, DIST_COUNT };
 
-/* The pool keys, in twemproxy's order (tcpkeepidle/cnt/intvl and dedicated_connections are ours). */
+/* The pool keys, in twemproxy's order (tcpkeepidle/cnt/intvl, dedicated_connections and redis_flush are ours). */
 static const struct conf_key conf_keys[] = {
     { .name = "listen", .parse = conf_key_listen, .required = true },
     { .name = "hash", .parse = conf_key_enum, .field = CONF_FIELD_HASH,
@@ -123,6 +123,7 @@ static const struct conf_key conf_keys[] = {
     { .name = "redis_auth", .parse = conf_key_string, .field = CONF_FIELD_STR,
       .offset = CONF_OFFSET(redis_auth, char *), .max = CONF_REDIS_AUTH_MAX - 1 },
     CONF_KEY_INT("redis_db", redis_db, 0, CONF_INT_MAX, CONF_DEFAULT_REDIS_DB),
+    CONF_KEY_BOOL("redis_flush", redis_flush),
     CONF_KEY_BOOL("preconnect", preconnect),
     CONF_KEY_BOOL("auto_eject_hosts", auto_eject_hosts),
     CONF_KEY_INT("server_connections", server_connections, 1, CONF_INT_MAX,

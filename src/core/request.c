@@ -78,6 +78,7 @@ void request_free(struct loop *l, struct msg *req)
  * the error of its first fragment). */
 static int request_frags_none_answered(const struct msg *owner)
 {
+    if (owner->nfrags == 0) return 0; /* the protocol answers without a server */
     for (uint32_t i = 0; i < owner->nfrags; i++) {
         const struct msg *f = owner->frags[i];
         if (f->err == 0 && f->peer != NULL) return 0;
@@ -114,7 +115,12 @@ static void request_finish_fragments(struct loop *l, struct msg *owner)
         msg_put(&l->msgs, f);
         owner->frags[i] = NULL;
     }
-    if (owner->err != 0 && c != NULL) request_reply_error(l, owner, owner->err);
+    if (owner->noreply) { /* memcached flush_all noreply: the client reads nothing */
+        if (owner->peer != NULL) msg_put(&l->msgs, owner->peer);
+        owner->peer = NULL;
+    } else if (owner->err != 0 && c != NULL) {
+        request_reply_error(l, owner, owner->err);
+    }
     request_done(l, owner);
 }
 
@@ -182,6 +188,11 @@ static void request_send_fragments(struct loop *l, struct conn *c, struct msg *r
         return;
     }
     uint32_t nf = req->nfrags;
+    if (nf == 0) { /* the protocol's coalesce() answers from nothing (redis SCAN past the last
+                    * server, keys of XREAD on several servers) */
+        request_finish_fragments(l, req);
+        return;
+    }
     STATS_POOL_ADD(p->st, fragments, nf);
     for (uint32_t i = 0; i < nf; i++) {
         struct msg *f = req->frags[i];
@@ -219,8 +230,9 @@ void request_forward(struct loop *l, struct conn *c, struct msg *req)
         else request_fan_out(l, c, req);
         return;
     }
-    if (req->nkeys == 0) { /* the command table requires a key; be safe */
-        request_fail(l, req, EINVAL);
+    if (req->nkeys == 0) { /* a command of keys that names none (redis XINFO HELP, XREAD without
+                            * STREAMS): any server answers it, with its help or its error */
+        request_forward_one(l, c, req, l->rr++ % p->nservers);
         return;
     }
     uint32_t first = pool_rt_route(p, req->keys[0].ptr, req->keys[0].len);

@@ -403,13 +403,13 @@ static int server_on_msg(struct conn *c, struct msg *rsp)
     return 0;
 }
 
-/* conn_ops.msg_begin: the reply of a fragment of a multi-key read has its top-level elements
- * recorded, for the coalescing. */
+/* conn_ops.msg_begin: the reply of a fragment of a multi-key read (or of a request sent to every
+ * server whose merge reads elements) has its top-level elements recorded, for the coalescing. */
 void server_msg_begin(struct conn *c)
 {
     const struct msg *req = TAILQ_FIRST(&c->sent);
     bool want = req != NULL && req->frag_owner != NULL &&
-                (req->cmd_flags & (CMD_F_FRAG_MGET | CMD_F_FRAG_MCGET)) != 0;
+                (req->cmd_flags & (CMD_F_FRAG_MGET | CMD_F_FRAG_MCGET | CMD_F_FRAG_ELEMS)) != 0;
     parse_state_reset(&c->ps);
     c->ps.want_elems = want;
 }

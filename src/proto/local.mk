@@ -8,6 +8,7 @@ src_libnutcrackers_la_SOURCES += \
 	src/proto/memcache_req.c \
 	src/proto/memcache_rsp.c \
 	src/proto/memcache_frag.c \
+	src/proto/memcache_fanout.c \
 	src/proto/memcache_proto.c
 # redis: command table, request and response parsers, fragments, local answers, the ops struct
 src_libnutcrackers_la_SOURCES += \
@@ -18,4 +19,5 @@ src_libnutcrackers_la_SOURCES += \
 	src/proto/redis_frag.c \
 	src/proto/redis_local.c \
 	src/proto/redis_info.c \
+	src/proto/redis_fanout.c \
 	src/proto/redis_proto.c

@@ -56,9 +56,10 @@
     X(TOUCH,     "touch",     "kEn",    CMD_F_WRITE, false)                         \
     X(VERSION,   "version",   "",       CMD_F_ANY_SERVER, false)                    \
     X(QUIT,      "quit",      "*",      CMD_F_QUIT, false) /* memcached ignores args */\
+    /* to every server (memcache_fanout.c): [delay] [noreply]; stats without arguments */ \
+    X(FLUSH_ALL, "flush_all", "on",     CMD_F_FRAG_ALL | CMD_F_WRITE, false)         \
+    X(STATS,     "stats",     "",       CMD_F_FRAG_ALL | CMD_F_FRAG_PARTIAL, false)  \
     /* known but not supported: answered "CLIENT_ERROR unsupported command" */      \
-    X(FLUSH_ALL, "flush_all", "on",     0, true) /* [delay] [noreply] */             \
-    X(STATS,     "stats",     "*",      0, true)                                    \
     X(VERBOSITY, "verbosity", "xn",     0, true) /* <level> [noreply] */             \
     X(MG,        "mg",        "*",      0, true)                                    \
     X(MS,        "ms",        "xb*",    0, true) /* has a data block: skipped */    \
@@ -85,8 +86,8 @@ struct mc_cmd {
 extern const struct mc_cmd mc_cmds[MC_CMD_COUNT];
 
 /* Every command's name, in the table's order: the unsupported ones, which come last (from
- * MC_CMD_FLUSH_ALL on), are the names refused requests are counted under. */
-#define MC_REFUSED_FIRST MC_CMD_FLUSH_ALL
+ * MC_CMD_VERBOSITY on), are the names refused requests are counted under. */
+#define MC_REFUSED_FIRST MC_CMD_VERBOSITY
 #define MC_NREFUSED (MC_CMD_COUNT - MC_REFUSED_FIRST)
 extern const char *const mc_cmd_names[MC_CMD_COUNT];
 
@@ -171,5 +172,8 @@ int mc_parse_rsp(struct parse_state *ps, struct msg *m, const uint8_t *buf, size
                  size_t *consumed);
 int mc_fragment(struct msg *req, const uint32_t *server_of_key, uint32_t nwhere, struct msg_pool *pool);
 int mc_coalesce(const struct proto_view *v, struct msg *req, struct msg *rsp);
+/* flush_all and stats, sent to every server (memcache_fanout.c). */
+int mc_fragment_all(struct msg *req, const uint32_t *where, uint32_t n, struct msg_pool *pool);
+int mc_coalesce_all(const struct proto_view *v, struct msg *req, struct msg *rsp);
 
 #endif

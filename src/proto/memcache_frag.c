@@ -78,8 +78,9 @@ static int frag_add_key(struct msg *f, const struct msg *req, uint32_t i, uint32
 
 int mc_fragment(struct msg *req, const uint32_t *server_of_key, uint32_t nwhere, struct msg_pool *pool)
 {
+    if (req->cmd_flags & CMD_F_FRAG_ALL) return mc_fragment_all(req, server_of_key, nwhere, pool);
     uint32_t n = req->nkeys;
-    (void)nwhere; /* == nkeys: memcached has no CMD_F_FRAG_ALL command */
+    (void)nwhere; /* == nkeys */
     uint32_t *key_frag = malloc((size_t)n * sizeof(*key_frag));
     uint32_t *scratch = malloc((size_t)n * sizeof(*scratch)); /* servers, then last keys */
     struct mbuf *sep = mbuf_literal(" \r\n", 3);
@@ -129,7 +130,7 @@ static bool elem_is_key(const struct msg_elem *e, const struct msg_key *k)
 
 int mc_coalesce(const struct proto_view *v, struct msg *req, struct msg *rsp)
 {
-    (void)v;
+    if (req->cmd_flags & CMD_F_FRAG_ALL) return mc_coalesce_all(v, req, rsp);
     for (uint32_t j = 0; j < req->nfrags; j++) {
         const struct msg *r = req->frags[j]->peer;
         if (r == NULL || r->rsp_type != RSP_MC_END) return -EINVAL;

@@ -12,14 +12,14 @@
  *   - a bad request after which the stream is still in sync: PARSE_DONE with m->reject set, after
  *     consuming the whole line and, when <bytes> was readable, the data block too (unknown verb:
  *     REJECT_ERROR; key over 250 bytes, bad or missing or extra fields: REJECT_CLIENT_ERROR with
- *     memcached's own texts; flush_all, stats, verbosity and the meta commands: REJECT_CLIENT_ERROR
- *     "unsupported command"). A command with a noreply slot (storage, cas, incr, decr, delete,
+ *     memcached's own texts; stats with an argument: REJECT_CLIENT_ERROR saying so; verbosity and
+ *     the meta commands: REJECT_CLIENT_ERROR "unsupported command"). A command with a noreply slot (storage, cas, incr, decr, delete,
  *     touch, flush_all, verbosity) first has its argument tokens counted, as memcached does: a
  *     wrong count is REJECT_ERROR ("ERROR"), whatever the tokens, and no data block is read (the
  *     next line is the next request, as for memcached). A rejected request has no keys. It has
  *     noreply set exactly when memcached would send nothing for it: a REJECT_CLIENT_ERROR of a
  *     command with a noreply slot whose last token is "noreply"; the core then answers nothing
- *     (notes/memcache.md has the measured table). An unsupported command (flush_all, verbosity)
+ *     (notes/memcache.md has the measured table). An unsupported command (verbosity)
  *     rejected with noreply also has quit set: the core closes the connection after the earlier
  *     replies, without a reply;
  *   - a binary-protocol request (first byte 0x80): PARSE_DONE after its 24-byte header, as
@@ -66,6 +66,7 @@ enum { RQ_VERB = 0, RQ_ARGS, RQ_DATA = MC_STATE_DATA };
 
 static const char BAD_FORMAT[] = "bad command line format";
 static const char DELETE_USAGE[] = "bad command line format.  Usage: delete <key> [noreply]";
+static const char STATS_ARGS[] = "stats with arguments is not supported by the proxy (only stats)";
 
 static void reject(struct msg *m, uint8_t kind, const char *reason)
 {
@@ -118,6 +119,7 @@ static int on_arg(struct parse_state *ps, struct msg *m, const uint8_t *tok, siz
     switch (slot) {
     case '\0': /* one token too many (delete: after "noreply" in the place of its "0") */
         if (m->cmd == MC_CMD_DELETE) why = DELETE_USAGE;
+        if (m->cmd == MC_CMD_STATS) why = STATS_ARGS;
         ok = false;
         break;
     case '*':
@@ -170,14 +172,17 @@ static int on_arg(struct parse_state *ps, struct msg *m, const uint8_t *tok, siz
     case 'n':
         ok = true; /* memcached ignores a last token that is not "noreply" */
         if (token_is(tok, len, "noreply")) ps->d |= RQF_NOREPLY;
+        else ps->d &= ~(uint64_t)RQF_NOREPLY; /* only the last token counts (flush_all noreply 5) */
         break;
     case 'N':
         why = DELETE_USAGE;
         ok = token_is(tok, len, "noreply");
         if (ok) ps->d |= RQF_NOREPLY;
         break;
+    case 'o': /* flush_all noreply: the last token may be the optional one */
+        if (token_is(tok, len, "noreply")) ps->d |= RQF_NOREPLY;
+        break;
     case 'x':
-    case 'o':
         break;
     default:
         NC_NOT_REACHED();
@@ -224,7 +229,7 @@ static int finish(struct parse_state *ps, struct msg *m)
 {
     bool ok = m->reject == REJECT_NONE;
     m->noreply = ok ? (ps->d & RQF_NOREPLY) != 0 : reject_is_silent(ps, m);
-    /* flush_all/verbosity ... noreply: memcached would carry it out and say nothing. Doing nothing
+    /* verbosity ... noreply: memcached would carry it out and say nothing. Doing nothing
      * silently would let the client believe it was done, and an error it will not read would be
      * taken for its next reply: its connection is closed instead (as twemproxy does). */
     m->quit = ok ? (m->cmd_flags & CMD_F_QUIT) != 0 : m->noreply && mc_cmds[m->cmd].unsupported;

@@ -3,6 +3,7 @@
  *
  * Replies: "VALUE <key> <flags> <bytes> [<cas>]\r\n<data>\r\n" blocks then "END\r\n" (RSP_MC_END;
  * the data is consumed in pieces, each block is recorded as an element when ps->want_elems),
+ * "STAT <name> <value>\r\n" lines then "END\r\n" (stats: RSP_MC_END, the lines as text),
  * STORED, NOT_STORED, EXISTS, NOT_FOUND, DELETED, TOUCHED, OK, a number (incr/decr), and the lines
  * with free text: VERSION, ERROR, CLIENT_ERROR, SERVER_ERROR. Anything else, a status word with
  * extra tokens, a line over MC_LINE_MAX bytes or a data block not followed by "\r\n" is a
@@ -23,14 +24,16 @@
 
 #include "common/util.h"
 
-enum { RS_WORD = 0, RS_VALUE, RS_EOL, RS_TEXT, RS_DATA = MC_STATE_DATA };
+enum { RS_WORD = 0, RS_VALUE, RS_EOL, RS_TEXT, RS_STAT, RS_DATA = MC_STATE_DATA };
 
 #define RSF_IN_VALUES (1u << 0)  /* after a VALUE block: only VALUE or END may follow */
+#define RSF_IN_STATS  (1u << 1)  /* after a STAT line: only STAT or END may follow */
 
 struct mc_rsp_word {
     const char *word;
     uint8_t type;    /* enum msg_rsp_type */
-    uint8_t next;    /* RS_EOL (nothing after the word), RS_TEXT (free text) or RS_VALUE */
+    uint8_t next;    /* RS_EOL (nothing after the word), RS_TEXT (free text), RS_VALUE or RS_STAT
+                      * (free text, then more lines) */
 };
 
 static const struct mc_rsp_word mc_rsp_words[] = {
@@ -47,6 +50,7 @@ static const struct mc_rsp_word mc_rsp_words[] = {
     { "ERROR", RSP_MC_ERROR, RS_TEXT },
     { "CLIENT_ERROR", RSP_MC_CLIENT_ERROR, RS_TEXT },
     { "SERVER_ERROR", RSP_MC_SERVER_ERROR, RS_TEXT },
+    { "STAT", RSP_MC_END, RS_STAT }, /* last: only stats, which is rare, looks this far */
 };
 
 static int on_word(struct parse_state *ps, struct msg *m, const uint8_t *tok, size_t len,
@@ -59,8 +63,10 @@ static int on_word(struct parse_state *ps, struct msg *m, const uint8_t *tok, si
             break;
         }
     }
-    if ((ps->d & RSF_IN_VALUES) && (w == NULL || w->type != RSP_MC_END))
+    if ((ps->d & RSF_IN_VALUES) && (w == NULL || w->type != RSP_MC_END || w->next == RS_STAT))
         return mc_fail(ps, "bad reply after VALUE");
+    if ((ps->d & RSF_IN_STATS) && (w == NULL || w->type != RSP_MC_END || w->next == RS_VALUE))
+        return mc_fail(ps, "bad reply after STAT");
     if (w == NULL) {
         uint64_t v;
         if (!mc_parse_u64(tok, len, &v)) return mc_fail(ps, "unknown reply");
@@ -118,13 +124,18 @@ static int step_line(struct parse_state *ps, struct msg *m, const uint8_t *buf, 
     size_t p = *pos;
     struct mc_tok t;
 
-    if (ps->state == RS_TEXT) {
+    if (ps->state == RS_TEXT || ps->state == RS_STAT) {
         const uint8_t *nl = memchr(buf + p, '\n', len - p);
         size_t end = nl == NULL ? len : (size_t)(nl - buf);
         if (ps->c + (end - p) > MC_LINE_MAX) return mc_fail(ps, "line too long");
         ps->c += end - p;
         *pos = nl == NULL ? len : end + 1;
-        return nl == NULL ? PARSE_AGAIN : PARSE_DONE;
+        if (nl == NULL) return PARSE_AGAIN;
+        if (ps->state == RS_TEXT) return PARSE_DONE;
+        ps->state = RS_WORD; /* a STAT line: more follow, then END */
+        ps->d |= RSF_IN_STATS;
+        ps->c = 0;
+        return MC_STEP_CONT;
     }
 
     switch (mc_line_next(ps, buf, len, pos, true, &t)) {

@@ -60,13 +60,22 @@ enum parse_status { PARSE_ERROR = -1, PARSE_AGAIN = 0, PARSE_DONE = 1 };
 #define CMD_F_FRAG_SUM     (1u << 5)  /* split per server, reply is the sum of integers (DEL, EXISTS, ...) */
 #define CMD_F_FRAG_MSET    (1u << 6)  /* split per server, reply is one +OK */
 #define CMD_F_FRAG_MCGET   (1u << 7)  /* memcached get/gets/gat/gats: VALUE blocks in key order, one END */
-#define CMD_F_FRAG_MASK    (CMD_F_FRAG_MGET | CMD_F_FRAG_SUM | CMD_F_FRAG_MSET | CMD_F_FRAG_MCGET)
+#define CMD_F_FRAG_ONE     (1u << 13) /* its keys must be on one server (redis XREAD): on several,
+                                       * fragment() builds no fragment and coalesce() writes the
+                                       * protocol's error */
+#define CMD_F_FRAG_ELEMS   (1u << 14) /* sent to every server: the fragments' replies have their
+                                       * top-level elements recorded (redis SCAN, SCRIPT) */
+#define CMD_F_FRAG_MASK    (CMD_F_FRAG_MGET | CMD_F_FRAG_SUM | CMD_F_FRAG_MSET | CMD_F_FRAG_MCGET | \
+                            CMD_F_FRAG_ONE)
 #define CMD_F_WRITE        (1u << 8)  /* informational: modifies data */
 #define CMD_F_LOCAL        (1u << 9)  /* local() answers it, or checks it and says PROTO_FORWARD
                                        * (redis HELLO, CLIENT, ECHO, SELECT, RESET, INFO) */
 #define CMD_F_FRAG_ALL     (1u << 10) /* keyless, sent to every server of the pool (one fragment
                                        * each, fragment() with every live server's index); its
-                                       * coalesce builds the reply (redis HELLO, INFO) */
+                                       * coalesce builds the reply (redis HELLO, INFO, KEYS,
+                                       * SCAN, ...; memcached stats, flush_all). fragment() may
+                                       * build fewer fragments than servers (redis SCAN: one), or
+                                       * none: coalesce() then answers from nothing */
 #define CMD_F_FRAG_PARTIAL (1u << 11) /* a fragment that fails does not fail the request: coalesce
                                        * takes those that answered; it fails when none did */
 #define CMD_F_TXN_SERVER   (1u << 12) /* answered by the proxy, but inside MULTI it is queued for
@@ -240,6 +249,24 @@ struct proto_ops {
      * watched keys (redis: UNWATCH); its reply is dropped. */
     const char *txn_clean_request;
 };
+
+/* A fragment of req for server (proto.c): a msg of its command (cmd, flags, name, nargs) owned
+ * by req, with no bytes yet; NULL when out of memory. */
+struct msg *proto_frag_new(struct msg *req, uint32_t server, struct msg_pool *pool);
+
+/* A growable reply text (proto.c), for the replies a protocol builds itself. On allocation failure
+ * it stops growing and remembers it; rtext_put then fails. */
+struct rtext {
+    char *p;
+    size_t len, cap;
+    bool oom;
+};
+void rtext_add(struct rtext *t, const void *data, size_t n);
+void rtext_str(struct rtext *t, const char *str);
+void rtext_printf(struct rtext *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Appends t's bytes to rsp and frees t. Returns 0 or -ENOMEM. */
+int rtext_put(struct rtext *t, struct msg *rsp);
+void rtext_free(struct rtext *t);
 
 /* How many requests server_setup may build at most. */
 #define PROTO_SETUP_MAX 4

@@ -93,16 +93,24 @@ int redis_fragment_all(struct msg *req, const uint32_t *where, uint32_t n, struc
 /* coalesce() of a CMD_F_FRAG_ALL request: HELLO's reply, or the merged INFO. */
 int redis_coalesce_all(const struct proto_view *v, struct msg *req, struct msg *rsp);
 
-/* A growable reply text (redis_proto.c). On allocation failure it stops growing and remembers it;
- * rtext_put then fails. */
-struct rtext {
-    char *p;
-    size_t len, cap;
-    bool oom;
-};
-void rtext_add(struct rtext *t, const void *data, size_t n);
-void rtext_str(struct rtext *t, const char *str);
-void rtext_printf(struct rtext *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The pieces of a fragment (redis_frag.c): "*<nargs>\r\n$<len>\r\n<name>\r\n", then an argument
+ * group of req (k: its bytes as a RESP bulk, with its value after it when with_value), recorded as
+ * a key of frag. Return 0 or -ENOMEM. */
+int redis_frag_header(struct msg *frag, const char *name, uint64_t nargs);
+int redis_frag_add_group(struct msg *frag, const struct msg *req, const struct msg_key *k, bool with_value);
+/* The reply of req: the sum of its fragments' integers (-EINVAL when one is not an integer). */
+int redis_coalesce_sum(struct msg *req, struct msg *rsp);
+/* Whether r is "+OK" (after an attribute, in RESP3). */
+bool redis_reply_is_ok(const struct msg *r);
+
+/* The commands sent to every server other than HELLO and INFO, and keys of XREAD on several
+ * servers (redis_fanout.c). */
+/* local()'s part of SCAN (the cursor), SCRIPT (its subcommand), FLUSHDB/FLUSHALL (redis_flush). */
+int redis_fan_local(const struct conf_pool *cp, const struct msg *req, struct msg *rsp);
+int redis_fragment_fan(struct msg *req, const uint32_t *where, uint32_t n, struct msg_pool *pool);
+int redis_coalesce_fan(const struct proto_view *v, struct msg *req, struct msg *rsp);
+
+/* The RESP pieces of a reply text (struct rtext, proto.h). */
 /* "$<n>\r\n<data>\r\n" */
 void rtext_bulk(struct rtext *t, const void *data, size_t n);
 /* A text reply the way redis sends INFO and CLIENT INFO: a bulk string in RESP2, a verbatim
@@ -110,9 +118,6 @@ void rtext_bulk(struct rtext *t, const void *data, size_t n);
 void rtext_text(struct rtext *t, uint8_t variant, const void *data, size_t n);
 /* The null reply: "$-1" in RESP2, "_" in RESP3. */
 void rtext_null(struct rtext *t, uint8_t variant);
-/* Appends t's bytes to rsp and frees t. Returns 0 or -ENOMEM. */
-int rtext_put(struct rtext *t, struct msg *rsp);
-void rtext_free(struct rtext *t);
 size_t redis_reject_reply(const struct msg *req, char *buf, size_t size);
 size_t redis_txn_reply(enum proto_txn_reply what, const char *a, const char *b, char *buf, size_t size);
 /* Writes pre + mid + post into buf (no NUL), cutting mid so it fits; control bytes of mid become

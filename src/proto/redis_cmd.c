@@ -4,10 +4,12 @@
  * The set of commands is twemproxy 0.5.0's (twemproxy-behaviour.md 1.5, including what its code
  * parses beyond its notes: COPY, TOUCH, UNLINK, MOVE, HRANDFIELD, HSTRLEN, ...); arities and key
  * positions are redis 7's. The table is sorted by name (a unit test checks it) and searched by
- * binary search on the lowercased name. Beyond twemproxy's set: the transaction commands (MULTI,
+ * binary search on the lowercased name, among the names of its first letter (redis_cmd_first). Beyond twemproxy's set: the transaction commands (MULTI,
  * EXEC, DISCARD, WATCH, UNWATCH), which the core runs on a dedicated server connection; the
  * connection handshake the proxy answers itself (HELLO, CLIENT, ECHO, SELECT, RESET; HELLO and
- * INFO from every server's INFO, notes/resp3-and-handshake.md); TIME, sent to any server.
+ * INFO from every server's INFO, notes/resp3-and-handshake.md); TIME, sent to any server; the
+ * streams (XREAD and XREADGROUP: keys after STREAMS, on one server); the commands sent to every
+ * server (KEYS, DBSIZE, RANDOMKEY, SCAN, SCRIPT, FLUSHDB, FLUSHALL: notes/fan-out.md).
  * Beside it, the names of redis's commands that are not in it: what a refused request is counted
  * under (notes/refused-commands.md).
  *
@@ -24,14 +26,20 @@
 #define W CMD_F_WRITE
 
 /* name, arity, first key, last key, key step, numkeys position, flags */
-#define NOKEY(n, ar, fl)   { n, ar, 0, 0, 0, 0, fl, 0 }
-#define KEY1(n, ar, fl)    { n, ar, 1, 1, 1, 0, fl, 0 }    /* one key, at arg 1 */
-#define KEY12(n, ar, fl)   { n, ar, 1, 2, 1, 0, fl, 0 }    /* keys at args 1 and 2 */
-#define KEYALL(n, ar, fl)  { n, ar, 1, -1, 1, 0, fl, 0 }   /* every arg after the name is a key */
-#define NUMK(n, ar, pos, fl) { n, ar, 0, 0, 0, pos, fl, 0 } /* numkeys at pos, keys after it */
-#define DESTNUMK(n, ar, fl) { n, ar, 1, 1, 1, 2, fl, 0 }  /* dest key, numkeys, keys */
+#define NOKEY(n, ar, fl)   { n, ar, 0, 0, 0, 0, fl, 0, 0 }
+#define KEY1(n, ar, fl)    { n, ar, 1, 1, 1, 0, fl, 0, 0 }    /* one key, at arg 1 */
+#define KEY2(n, ar, fl)    { n, ar, 2, 2, 1, 0, fl, 0, 0 }    /* one key, at arg 2 (after a subcommand) */
+#define KEY12(n, ar, fl)   { n, ar, 1, 2, 1, 0, fl, 0, 0 }    /* keys at args 1 and 2 */
+#define KEYALL(n, ar, fl)  { n, ar, 1, -1, 1, 0, fl, 0, 0 }   /* every arg after the name is a key */
+#define NUMK(n, ar, pos, fl) { n, ar, 0, 0, 0, pos, fl, 0, 0 } /* numkeys at pos, keys after it */
+#define DESTNUMK(n, ar, fl) { n, ar, 1, 1, 1, 2, fl, 0, 0 }  /* dest key, numkeys, keys */
+/* keys after STREAMS, on one server (XREAD, XREADGROUP) */
+#define STREAMS(n, ar, fl) { n, ar, 0, 0, 0, REDIS_KEYS_STREAMS, CMD_F_FRAG_ONE | (fl), 0, 0 }
 /* answered (or checked) by the proxy: every argument a "key", for local() to read */
-#define LOCAL(n, ar, fl, which) { n, ar, 1, -1, 1, 0, CMD_F_LOCAL | (fl), which }
+#define LOCAL(n, ar, fl, which) { n, ar, 1, -1, 1, 0, CMD_F_LOCAL | (fl), which, 0 }
+/* sent to every server, the replies merged as fan says */
+#define ALL(n, ar, fl, fan) { n, ar, 0, 0, 0, 0, CMD_F_FRAG_ALL | (fl), 0, fan }
+#define LOCALALL(n, ar, fl, which, fan) { n, ar, 1, -1, 1, 0, CMD_F_LOCAL | CMD_F_FRAG_ALL | (fl), which, fan }
 
 const struct redis_cmd redis_cmds[] = {
     KEY1("append", 3, W),
@@ -42,6 +50,7 @@ const struct redis_cmd redis_cmds[] = {
     LOCAL("client", -2, 0, REDIS_LOCAL_CLIENT),
     NOKEY("command", -1, CMD_F_ANY_SERVER),
     KEY12("copy", -3, W),
+    ALL("dbsize", 1, 0, REDIS_FAN_SUM),
     KEY1("decr", 2, W),
     KEY1("decrby", 3, W),
     KEYALL("del", -2, W | CMD_F_FRAG_SUM),
@@ -54,6 +63,8 @@ const struct redis_cmd redis_cmds[] = {
     KEYALL("exists", -2, CMD_F_FRAG_SUM),
     KEY1("expire", -3, W),
     KEY1("expireat", -3, W),
+    LOCALALL("flushall", -1, W, REDIS_LOCAL_FLUSH, REDIS_FAN_OK),
+    LOCALALL("flushdb", -1, W, REDIS_LOCAL_FLUSH, REDIS_FAN_OK),
     KEY1("geoadd", -5, W),
     KEY1("geodist", -4, 0),
     KEY1("geohash", -2, 0),
@@ -69,7 +80,7 @@ const struct redis_cmd redis_cmds[] = {
     KEY1("getrange", 4, 0),
     KEY1("getset", 3, W),
     KEY1("hdel", -3, W),
-    LOCAL("hello", -1, CMD_F_FRAG_ALL | CMD_F_FRAG_PARTIAL | CMD_F_SWITCH, REDIS_LOCAL_HELLO),
+    LOCALALL("hello", -1, CMD_F_FRAG_PARTIAL | CMD_F_SWITCH, REDIS_LOCAL_HELLO, REDIS_FAN_INFO),
     KEY1("hexists", 3, 0),
     KEY1("hget", 3, 0),
     KEY1("hgetall", 2, 0),
@@ -88,7 +99,8 @@ const struct redis_cmd redis_cmds[] = {
     KEY1("incr", 2, W),
     KEY1("incrby", 3, W),
     KEY1("incrbyfloat", 3, W),
-    LOCAL("info", -1, CMD_F_FRAG_ALL | CMD_F_FRAG_PARTIAL, REDIS_LOCAL_INFO),
+    LOCALALL("info", -1, CMD_F_FRAG_PARTIAL, REDIS_LOCAL_INFO, REDIS_FAN_INFO),
+    ALL("keys", 2, 0, REDIS_FAN_KEYS),
     KEY1("lindex", 3, 0),
     KEY1("linsert", 5, W),
     KEY1("llen", 2, 0),
@@ -104,7 +116,7 @@ const struct redis_cmd redis_cmds[] = {
     KEY1("ltrim", 4, W),
     KEYALL("mget", -2, CMD_F_FRAG_MGET),
     KEY1("move", 3, W),
-    { "mset", -3, 1, -1, 2, 0, W | CMD_F_FRAG_MSET, 0 },
+    { "mset", -3, 1, -1, 2, 0, W | CMD_F_FRAG_MSET, 0, 0 },
     NOKEY("multi", 1, CMD_F_MULTI),
     KEY1("persist", 2, W),
     KEY1("pexpire", -3, W),
@@ -116,6 +128,7 @@ const struct redis_cmd redis_cmds[] = {
     KEY1("psetex", 4, W),
     KEY1("pttl", 2, 0),
     NOKEY("quit", -1, CMD_F_QUIT),
+    ALL("randomkey", 1, CMD_F_FRAG_PARTIAL, REDIS_FAN_RANDOMKEY),
     LOCAL("reset", 1, CMD_F_SWITCH | CMD_F_RESET, REDIS_LOCAL_RESET),
     KEY1("restore", -4, W),
     KEY1("rpop", -2, W),
@@ -123,7 +136,9 @@ const struct redis_cmd redis_cmds[] = {
     KEY1("rpush", -3, W),
     KEY1("rpushx", -3, W),
     KEY1("sadd", -3, W),
+    LOCALALL("scan", -2, CMD_F_FRAG_ELEMS, REDIS_LOCAL_SCAN, REDIS_FAN_SCAN),
     KEY1("scard", 2, 0),
+    LOCALALL("script", -2, CMD_F_FRAG_ELEMS, REDIS_LOCAL_SCRIPT, REDIS_FAN_SCRIPT),
     KEYALL("sdiff", -2, 0),
     KEYALL("sdiffstore", -3, W),
     LOCAL("select", 2, 0, REDIS_LOCAL_SELECT),
@@ -153,6 +168,21 @@ const struct redis_cmd redis_cmds[] = {
     KEYALL("unlink", -2, W | CMD_F_FRAG_SUM),
     NOKEY("unwatch", 1, CMD_F_UNWATCH),
     KEYALL("watch", -2, CMD_F_WATCH),
+    KEY1("xack", -4, W),
+    KEY1("xadd", -5, W),
+    KEY1("xautoclaim", -6, W),
+    KEY1("xclaim", -6, W),
+    KEY1("xdel", -3, W),
+    KEY2("xgroup", -2, W),      /* XGROUP CREATE|SETID|DESTROY|CREATECONSUMER|DELCONSUMER key ... */
+    KEY2("xinfo", -2, 0),       /* XINFO STREAM|GROUPS|CONSUMERS key ... */
+    KEY1("xlen", 2, 0),
+    KEY1("xpending", -3, 0),
+    KEY1("xrange", -4, 0),
+    STREAMS("xread", -4, 0),
+    STREAMS("xreadgroup", -7, W),
+    KEY1("xrevrange", -4, 0),
+    KEY1("xsetid", -3, W),
+    KEY1("xtrim", -4, W),
     KEY1("zadd", -4, W),
     KEY1("zcard", 2, 0),
     KEY1("zcount", 4, 0),
@@ -187,22 +217,29 @@ const struct redis_cmd redis_cmds[] = {
 
 const size_t redis_ncmds = sizeof(redis_cmds) / sizeof(redis_cmds[0]);
 
+_Static_assert(sizeof(redis_cmds) / sizeof(redis_cmds[0]) < 256, "redis_cmd_first holds uint8_t indexes");
+
+/* Where each first letter's names start in redis_cmds[] (a unit test checks it against the table:
+ * a command added or removed shifts it; the test prints the right values). */
+const uint8_t redis_cmd_first[27] = {
+    0, 2, 5, 8, 14, 21, 23, 37, 54, 58, 58, 59, 72, 76, 76, 76, 85, 86, 93, 119, 123, 125, 125,
+    126, 141, 141, 171,
+};
+
 /* redis's commands (7.0's, and the hash field expiry ones of 7.4 and 8) that are not in the table:
  * sorted, lowercase. A refused request is counted under its name when it is one of these. */
 const char *const redis_refused_names[REDIS_NREFUSED] = {
     "acl", "asking", "bgrewriteaof", "bgsave", "bitfield_ro", "bitop", "blmove", "blmpop", "blpop",
-    "brpop", "brpoplpush", "bzmpop", "bzpopmax", "bzpopmin", "cluster", "config", "dbsize", "debug",
-    "eval_ro", "evalsha_ro", "expiretime", "failover", "fcall", "fcall_ro", "flushall", "flushdb",
-    "function", "georadius_ro", "georadiusbymember_ro", "hexpire", "hexpireat", "hexpiretime",
-    "hgetdel", "hgetex", "hpersist", "hpexpire", "hpexpireat", "hpexpiretime", "hpttl", "hsetex",
-    "httl", "keys", "lastsave", "latency", "lcs", "lmpop", "memory", "migrate", "module", "monitor",
-    "msetnx", "object", "pexpiretime", "pfdebug", "pfselftest", "psubscribe", "psync", "publish",
-    "pubsub", "punsubscribe", "randomkey", "readonly", "readwrite", "rename", "renamenx",
-    "replconf", "replicaof", "restore-asking", "role", "save", "scan", "script", "shutdown",
-    "sintercard", "slaveof", "slowlog", "sort_ro", "spublish", "ssubscribe", "subscribe", "substr",
-    "sunsubscribe", "swapdb", "sync", "unsubscribe", "wait", "waitaof", "xack", "xadd",
-    "xautoclaim", "xclaim", "xdel", "xgroup", "xinfo", "xlen", "xpending", "xrange", "xread",
-    "xreadgroup", "xrevrange", "xsetid", "xtrim", "zintercard", "zmpop",
+    "brpop", "brpoplpush", "bzmpop", "bzpopmax", "bzpopmin", "cluster", "config", "debug",
+    "eval_ro", "evalsha_ro", "expiretime", "failover", "fcall", "fcall_ro", "function",
+    "georadius_ro", "georadiusbymember_ro", "hexpire", "hexpireat", "hexpiretime", "hgetdel",
+    "hgetex", "hpersist", "hpexpire", "hpexpireat", "hpexpiretime", "hpttl", "hsetex", "httl",
+    "lastsave", "latency", "lcs", "lmpop", "memory", "migrate", "module", "monitor", "msetnx",
+    "object", "pexpiretime", "pfdebug", "pfselftest", "psubscribe", "psync", "publish", "pubsub",
+    "punsubscribe", "readonly", "readwrite", "rename", "renamenx", "replconf", "replicaof",
+    "restore-asking", "role", "save", "shutdown", "sintercard", "slaveof", "slowlog", "sort_ro",
+    "spublish", "ssubscribe", "subscribe", "substr", "sunsubscribe", "swapdb", "sync",
+    "unsubscribe", "wait", "waitaof", "zintercard", "zmpop",
 };
 /* (a unit test checks that the table is sorted and that no entry is left empty) */
 
@@ -231,11 +268,10 @@ static bool cmd_name_lower(const uint8_t *name, size_t len, char *low)
 }
 
 /* The index of low among n sorted entries of stride bytes from base, each starting with its name
- * (struct redis_cmd, or a bare name), or -1. */
+ * (struct redis_cmd, or a bare name) from index lo to hi, or -1. */
 _Static_assert(offsetof(struct redis_cmd, name) == 0, "a command's name comes first");
-static inline int cmd_name_search(const char *low, const void *base, size_t n, size_t stride)
+static inline int cmd_name_search(const char *low, const void *base, size_t lo, size_t hi, size_t stride)
 {
-    size_t lo = 0, hi = n;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
         int c = cmd_name_cmp(low, *(const char *const *)(const void *)((const char *)base + mid * stride));
@@ -250,12 +286,15 @@ int redis_refused_lookup(const uint8_t *name, size_t len)
 {
     char low[REDIS_CMD_NAME_MAX];
     if (!cmd_name_lower(name, len, low)) return -1;
-    return cmd_name_search(low, redis_refused_names, REDIS_NREFUSED, sizeof(redis_refused_names[0]));
+    return cmd_name_search(low, redis_refused_names, 0, REDIS_NREFUSED, sizeof(redis_refused_names[0]));
 }
 
 int redis_cmd_lookup(const uint8_t *name, size_t len)
 {
     char low[REDIS_CMD_NAME_MAX];
     if (!cmd_name_lower(name, len, low)) return -1;
-    return cmd_name_search(low, redis_cmds, redis_ncmds, sizeof(redis_cmds[0]));
+    if (low[0] < 'a' || low[0] > 'z') return -1; /* every command's name starts with a letter */
+    /* within the names of its first letter (the search stays as short as the table grows) */
+    return cmd_name_search(low, redis_cmds, redis_cmd_first[low[0] - 'a'], redis_cmd_first[low[0] - 'a' + 1],
+                           sizeof(redis_cmds[0]));
 }

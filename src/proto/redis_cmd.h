@@ -27,7 +27,26 @@ enum redis_local_cmd {
     REDIS_LOCAL_INFO,
     REDIS_LOCAL_RESET,
     REDIS_LOCAL_SELECT,
+    REDIS_LOCAL_SCAN,     /* checks the cursor, then every server's (redis_fanout.c) */
+    REDIS_LOCAL_SCRIPT,   /* LOAD, EXISTS, FLUSH go to every server; the rest is refused */
+    REDIS_LOCAL_FLUSH,    /* FLUSHDB, FLUSHALL: to every server when the pool's redis_flush allows */
 };
+
+/* How the reply of a CMD_F_FRAG_ALL command (sent to every server) is built from theirs. */
+enum redis_fan {
+    REDIS_FAN_NONE = 0,
+    REDIS_FAN_INFO,       /* HELLO, INFO (redis_info.c) */
+    REDIS_FAN_SUM,        /* DBSIZE: the integers summed */
+    REDIS_FAN_KEYS,       /* KEYS: the arrays joined */
+    REDIS_FAN_RANDOMKEY,  /* RANDOMKEY: one of the keys the servers sent */
+    REDIS_FAN_SCRIPT,     /* SCRIPT LOAD (the sha), EXISTS (1 where every server has it), FLUSH */
+    REDIS_FAN_OK,         /* FLUSHDB, FLUSHALL: +OK when every server said it */
+    REDIS_FAN_SCAN,       /* SCAN: one server, the one its cursor names (notes/fan-out.md) */
+};
+
+/* numkeys_pos of XREAD and XREADGROUP: the keys are the first half of the arguments after the
+ * STREAMS keyword (the options before it are read whole). */
+#define REDIS_KEYS_STREAMS (-1)
 
 struct redis_cmd {
     const char *name;     /* lowercase */
@@ -35,20 +54,25 @@ struct redis_cmd {
     int8_t first_key;     /* arg index of the first fixed key; 0: none */
     int8_t last_key;      /* arg index of the last fixed key; < 0: counted from the end (-1 = last) */
     int8_t key_step;      /* distance between fixed keys (MSET: 2, the value is part of the group) */
-    int8_t numkeys_pos;   /* > 0: this arg counts the keys that follow it (EVAL, ZUNION, ...) */
+    int8_t numkeys_pos;   /* > 0: this arg counts the keys that follow it (EVAL, ZUNION, ...);
+                           * REDIS_KEYS_STREAMS: the keys follow STREAMS (XREAD, XREADGROUP) */
     uint32_t flags;       /* CMD_F_* (proto.h) */
     uint8_t local;        /* enum redis_local_cmd: with CMD_F_LOCAL, which of the proxy's own */
+    uint8_t fan;          /* enum redis_fan: with CMD_F_FRAG_ALL, how the replies merge */
 };
 
 extern const struct redis_cmd redis_cmds[];
 extern const size_t redis_ncmds;
+/* redis_cmd_first[l]: the index of the first command whose name starts with letter 'a' + l or a
+ * later one ([26]: redis_ncmds). */
+extern const uint8_t redis_cmd_first[27];
 
 /* The index of the command named name[0..len) (any case), or -1 when there is none. */
 int redis_cmd_lookup(const uint8_t *name, size_t len);
 
 /* redis's own commands the proxy does not serve (sorted, lowercase): the names refused requests
  * are counted under (proto_ops.refused_names). */
-#define REDIS_NREFUSED 104
+#define REDIS_NREFUSED 82
 extern const char *const redis_refused_names[REDIS_NREFUSED];
 /* The index of name[0..len) (any case) in redis_refused_names, or -1. */
 int redis_refused_lookup(const uint8_t *name, size_t len);

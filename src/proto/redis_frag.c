@@ -22,7 +22,9 @@
  * not twemproxy's "-ERR Invalid argument": the client still gets one error and no partial result,
  * as in twemproxy, but with redis' own words, the reply a single redis would have given.
  *
- * HELLO and INFO (CMD_F_FRAG_ALL: one fragment per server, not per key) are redis_info.c's.
+ * HELLO and INFO (CMD_F_FRAG_ALL: one fragment per server, not per key) are redis_info.c's; the
+ * other commands sent to every server (KEYS, SCAN, SCRIPT, ...) and XREAD's keys on several
+ * servers (CMD_F_FRAG_ONE) are redis_fanout.c's.
  *
  * Threads: the worker that owns the request, its fragments and their replies.
  */
@@ -123,7 +125,7 @@ static int frag_inline_group(struct msg *frag, const struct msg *req, const stru
     return rc;
 }
 
-static int frag_add_group(struct msg *frag, const struct msg *req, const struct msg_key *k,
+int redis_frag_add_group(struct msg *frag, const struct msg *req, const struct msg_key *k,
                           bool with_value)
 {
     uint64_t start = frag->len;
@@ -134,7 +136,7 @@ static int frag_add_group(struct msg *frag, const struct msg *req, const struct 
 }
 
 /* "*<nargs>\r\n$<len>\r\n<name>\r\n" */
-static int frag_header(struct msg *frag, const char *name, uint64_t nargs)
+int redis_frag_header(struct msg *frag, const char *name, uint64_t nargs)
 {
     char hdr[64];
     size_t len = strlen(name), n = 0;
@@ -155,7 +157,10 @@ static int frag_header(struct msg *frag, const char *name, uint64_t nargs)
 
 int redis_fragment(struct msg *req, const uint32_t *server_of_key, uint32_t n, struct msg_pool *pool)
 {
-    if (req->cmd_flags & CMD_F_FRAG_ALL) return redis_fragment_all(req, server_of_key, n, pool);
+    if (req->cmd_flags & (CMD_F_FRAG_ALL | CMD_F_FRAG_ONE)) {
+        if (redis_cmds[req->cmd].fan == REDIS_FAN_INFO) return redis_fragment_all(req, server_of_key, n, pool);
+        return redis_fragment_fan(req, server_of_key, n, pool);
+    }
     NC_ASSERT(req->nkeys >= 2 && n == req->nkeys && req->cmd < redis_ncmds && (req->cmd_flags & CMD_F_FRAG_MASK));
     uint32_t nkeys = req->nkeys, nfrags = 0;
     bool mset = (req->cmd_flags & CMD_F_FRAG_MSET) != 0;
@@ -186,13 +191,13 @@ int redis_fragment(struct msg *req, const uint32_t *server_of_key, uint32_t n, s
         fr->name_len = req->name_len;
         fr->nargs = 1 + (uint64_t)count[f] * (mset ? 2 : 1);
         fr->frag_owner = req;
-        rc = frag_header(fr, name, fr->nargs);
+        rc = redis_frag_header(fr, name, fr->nargs);
         if (rc < 0) goto fail;
     }
     for (uint32_t i = 0; i < nkeys; i++) {
         struct msg *fr = frags[key_frag[i]];
         fr->server_idx = server_of_key[i];
-        rc = frag_add_group(fr, req, &req->keys[i], mset);
+        rc = redis_frag_add_group(fr, req, &req->keys[i], mset);
         if (rc < 0) goto fail;
     }
 
@@ -245,7 +250,7 @@ static int coalesce_mget(struct msg *req, struct msg *rsp)
     return rc;
 }
 
-static int coalesce_sum(struct msg *req, struct msg *rsp)
+int redis_coalesce_sum(struct msg *req, struct msg *rsp)
 {
     int64_t sum = 0;
     for (uint32_t f = 0; f < req->nfrags; f++) {
@@ -261,7 +266,7 @@ static int coalesce_sum(struct msg *req, struct msg *rsp)
 
 /* r is "+OK\r\n", maybe after an attribute (RESP3): then the status is the reply's last line,
  * right after the LF that ends the attribute (a status line holds no LF). */
-static bool coalesce_is_ok(const struct msg *r)
+bool redis_reply_is_ok(const struct msg *r)
 {
     static const char ok[] = "+OK\r\n";
     char got[sizeof(ok)];
@@ -275,13 +280,16 @@ static bool coalesce_is_ok(const struct msg *r)
 static int coalesce_mset(struct msg *req, struct msg *rsp)
 {
     for (uint32_t f = 0; f < req->nfrags; f++)
-        if (!coalesce_is_ok(req->frags[f]->peer)) return -EINVAL;
+        if (!redis_reply_is_ok(req->frags[f]->peer)) return -EINVAL;
     return coalesce_literal(rsp, RSP_STATUS, "+OK\r\n", 5);
 }
 
 int redis_coalesce(const struct proto_view *v, struct msg *req, struct msg *rsp)
 {
-    if (req->cmd_flags & CMD_F_FRAG_ALL) return redis_coalesce_all(v, req, rsp);
+    if (req->cmd_flags & (CMD_F_FRAG_ALL | CMD_F_FRAG_ONE)) {
+        if (redis_cmds[req->cmd].fan == REDIS_FAN_INFO) return redis_coalesce_all(v, req, rsp);
+        return redis_coalesce_fan(v, req, rsp);
+    }
     const struct msg *err = NULL;
     for (uint32_t f = 0; f < req->nfrags; f++) {
         const struct msg *r = req->frags[f]->peer;
@@ -294,7 +302,7 @@ int redis_coalesce(const struct proto_view *v, struct msg *req, struct msg *rsp)
     }
     switch (req->cmd_flags & (CMD_F_FRAG_MGET | CMD_F_FRAG_SUM | CMD_F_FRAG_MSET)) {
     case CMD_F_FRAG_MGET: return coalesce_mget(req, rsp);
-    case CMD_F_FRAG_SUM:  return coalesce_sum(req, rsp);
+    case CMD_F_FRAG_SUM:  return redis_coalesce_sum(req, rsp);
     case CMD_F_FRAG_MSET: return coalesce_mset(req, rsp);
     default:              return -EINVAL;
     }

@@ -81,20 +81,14 @@ int redis_fragment_all(struct msg *req, const uint32_t *where, uint32_t n, struc
     struct msg **frags = calloc(n ? n : 1, sizeof(*frags));
     if (frags == NULL) return -ENOMEM;
     for (uint32_t i = 0; i < n; i++) {
-        struct msg *fr = msg_get(pool);
+        struct msg *fr = proto_frag_new(req, where[i], pool);
         if (fr == NULL || msg_append_literal(fr, text, strlen(text)) < 0) {
             if (fr != NULL) msg_put(pool, fr);
             while (i > 0) msg_put(pool, frags[--i]);
             free(frags);
             return -ENOMEM;
         }
-        fr->cmd = req->cmd;
-        fr->cmd_flags = req->cmd_flags;
-        fr->name = req->name;
-        fr->name_len = req->name_len;
         fr->nargs = hello ? 2 : 1;
-        fr->frag_owner = req;
-        fr->server_idx = where[i];
         frags[i] = fr;
     }
     req->frags = frags;

@@ -382,6 +382,9 @@ int redis_local(struct proto_session *s, const struct conf_pool *cp, const struc
     case REDIS_LOCAL_HELLO: return redis_hello(s, cp, req, rsp);
     case REDIS_LOCAL_RESET: return redis_reset(s, cp, rsp);
     case REDIS_LOCAL_SELECT: return redis_select(cp, req, rsp);
+    case REDIS_LOCAL_SCAN:
+    case REDIS_LOCAL_SCRIPT:
+    case REDIS_LOCAL_FLUSH: return redis_fan_local(cp, req, rsp);
     default: return PROTO_FORWARD; /* INFO: every server's (redis_coalesce_all); the rest: routed */
     }
 }

@@ -1,7 +1,7 @@
 /*
  * redis_proto.c - redis_proto, the redis protocol's proto_ops (proto.h): parser state reset/free,
  * the proxy's own error replies, the health probe, the token helpers the parsers share, and the
- * growable text the proxy builds its longer replies in (rtext).
+ * RESP pieces of the replies the proxy builds in an rtext (proto.h).
  *
  * Threads: const ops and pure functions; any worker, on its own parse_state and msgs.
  */
@@ -90,7 +90,15 @@ size_t redis_reject_reply(const struct msg *req, char *buf, size_t size)
     if (req->reject == REJECT_ARITY)
         return redis_reply_line(buf, size, "-ERR wrong number of arguments for '", req->name, n,
                                 "' command\r\n", true);
-    return redis_reply_line(buf, size, "-ERR unsupported command '", req->name, n, "'\r\n", true);
+    size_t len = redis_reply_line(buf, size, "-ERR unsupported command '", req->name, n, "'\r\n", true);
+    if (req->reject_reason == NULL || len < 2) return len;
+    /* "... 'xread' <reason>\r\n": the reason is the proxy's own static text */
+    size_t r = strlen(req->reject_reason);
+    if (len + 1 + r > size) return len;
+    buf[len - 2] = ' ';
+    memcpy(buf + len - 1, req->reject_reason, r);
+    memcpy(buf + len - 1 + r, "\r\n", 2);
+    return len + 1 + r;
 }
 
 static int redis_refused_bucket(const struct msg *req)
@@ -117,58 +125,6 @@ static size_t redis_protocol_error_reply(const char *why, char *buf, size_t size
     return redis_reply_line(buf, size, "-ERR Protocol error: ", (const uint8_t *)why, strlen(why), "\r\n", false);
 }
 
-/* Makes room for n more bytes (and a NUL). */
-static bool rtext_room(struct rtext *t, size_t n)
-{
-    if (t->oom) return false;
-    if (t->cap - t->len > n) return true;
-    size_t cap = t->cap ? t->cap : 256;
-    while (cap - t->len <= n) {
-        if (cap > SIZE_MAX / 2) {
-            t->oom = true;
-            return false;
-        }
-        cap *= 2;
-    }
-    char *p = realloc(t->p, cap);
-    if (p == NULL) {
-        t->oom = true;
-        return false;
-    }
-    t->p = p;
-    t->cap = cap;
-    return true;
-}
-
-void rtext_add(struct rtext *t, const void *data, size_t n)
-{
-    if (n == 0 || !rtext_room(t, n)) return;
-    memcpy(t->p + t->len, data, n);
-    t->len += n;
-}
-
-void rtext_str(struct rtext *t, const char *str)
-{
-    rtext_add(t, str, strlen(str));
-}
-
-void rtext_printf(struct rtext *t, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(NULL, 0, fmt, ap);
-    va_end(ap);
-    if (n < 0) {
-        t->oom = true;
-        return;
-    }
-    if (!rtext_room(t, (size_t)n)) return;
-    va_start(ap, fmt);
-    vsnprintf(t->p + t->len, (size_t)n + 1, fmt, ap);
-    va_end(ap);
-    t->len += (size_t)n;
-}
-
 void rtext_bulk(struct rtext *t, const void *data, size_t n)
 {
     rtext_printf(t, "$%zu\r\n", n);
@@ -190,19 +146,6 @@ void rtext_text(struct rtext *t, uint8_t variant, const void *data, size_t n)
 void rtext_null(struct rtext *t, uint8_t variant)
 {
     rtext_str(t, variant == REDIS_RESP3 ? "_\r\n" : "$-1\r\n");
-}
-
-void rtext_free(struct rtext *t)
-{
-    free(t->p);
-    memset(t, 0, sizeof(*t));
-}
-
-int rtext_put(struct rtext *t, struct msg *rsp)
-{
-    int rc = t->oom ? -ENOMEM : msg_append_literal(rsp, t->p, t->len);
-    rtext_free(t);
-    return rc < 0 ? -ENOMEM : 0;
 }
 
 const struct proto_ops redis_proto = {

@@ -42,10 +42,16 @@
  * (redis would unquote or cut them: keys would hash differently here); more than MSG_KEYS_MAX keys
  * ("too many keys"); out of memory for keys.
  *
+ * XREAD and XREADGROUP (REDIS_KEYS_STREAMS): their options before STREAMS are read whole (so they
+ * must fit one mbuf, as keys); the keys are the first half of the arguments after STREAMS. With
+ * BLOCK they are rejected (REJECT_UNSUPPORTED, reject_reason says why); without a STREAMS list of
+ * keys and ids they have no key, and redis answers their error.
+ *
  * ps use: state (enum rq_state); a = number of arguments; b = index of the argument being parsed;
  * c = bytes of its data still to consume; d = numkeys commands: index of the last key numkeys
- * counts (0 until known); off = RQ_START: empty-request bytes so far, then the offset of the
- * current argument's "$" in the msg.
+ * counts (0 until known), XREAD: of the last key after STREAMS; off = RQ_START: empty-request
+ * bytes so far, then the offset of the current argument's "$" in the msg; elem_start = XREAD:
+ * option arguments to skip before the next option (RQ_OPT_STOP: no keys to find).
  *
  * Threads: no state of its own; a worker calls it on its connections' parse_state.
  */
@@ -66,7 +72,11 @@ enum rq_state {
     RQ_ARG_CRLF,     /* the CRLF after data consumed in pieces */
 };
 
-enum rq_kind { ARG_NAME, ARG_KEY, ARG_NUMKEYS, ARG_VALUE };
+enum rq_kind { ARG_NAME, ARG_KEY, ARG_NUMKEYS, ARG_OPTION, ARG_VALUE };
+
+/* ps->elem_start of XREAD/XREADGROUP before STREAMS: option arguments still to skip, or this when
+ * the keys will not be found (an unknown option: redis answers its own error) */
+#define RQ_OPT_STOP UINT64_MAX
 
 static int rq_error(struct parse_state *ps, const char *why)
 {
@@ -118,6 +128,10 @@ static enum rq_kind rq_kind(const struct parse_state *ps, const struct msg *m, u
         if (idx <= last && (idx - (uint64_t)c->first_key) % (uint64_t)c->key_step == 0)
             return ARG_KEY;
     }
+    if (c->numkeys_pos == REDIS_KEYS_STREAMS) {
+        if (ps->d != 0) return idx <= ps->d ? ARG_KEY : ARG_VALUE;
+        return ps->elem_start == RQ_OPT_STOP ? ARG_VALUE : ARG_OPTION;
+    }
     if (c->numkeys_pos > 0) {
         if (idx == (uint64_t)c->numkeys_pos) return ARG_NUMKEYS;
         if (idx > (uint64_t)c->numkeys_pos && idx <= ps->d) return ARG_KEY;
@@ -135,6 +149,43 @@ static void rq_on_numkeys(struct parse_state *ps, struct msg *m, const uint8_t *
         return;
     }
     ps->d = (uint64_t)c->numkeys_pos + (uint64_t)n;
+}
+
+/*
+ * An option of XREAD/XREADGROUP before STREAMS (argument ps->b), read as redis reads them: COUNT
+ * and BLOCK take one argument, GROUP two, NOACK none; STREAMS is followed by the keys, then as
+ * many ids. BLOCK is refused (a blocked client needs a server connection of its own). Without
+ * STREAMS, with an odd count after it or an unknown option, the request has no key: it goes to
+ * any server, whose reply is redis's error.
+ */
+static void rq_on_option(struct parse_state *ps, struct msg *m, const uint8_t *p, size_t len)
+{
+    static const struct { const char *word; uint8_t skip; } opts[] = {
+        { "count", 1 }, { "group", 2 }, { "noack", 0 },
+    };
+    if (ps->elem_start > 0) {
+        ps->elem_start--;
+        return;
+    }
+    struct msg_key k = { .ptr = p, .len = (uint32_t)len };
+    if (redis_key_is(&k, "streams")) {
+        uint64_t after = ps->a - 1 - ps->b;
+        if (after == 0 || after % 2 != 0) ps->elem_start = RQ_OPT_STOP;
+        else ps->d = ps->b + after / 2;
+        return;
+    }
+    if (redis_key_is(&k, "block")) {
+        rq_reject(m, REJECT_UNSUPPORTED);
+        m->reject_reason = "with BLOCK (blocking commands are not supported yet)";
+        return;
+    }
+    for (size_t i = 0; i < sizeof(opts) / sizeof(opts[0]); i++) {
+        if (redis_key_is(&k, opts[i].word)) {
+            ps->elem_start = opts[i].skip;
+            return;
+        }
+    }
+    ps->elem_start = RQ_OPT_STOP;
 }
 
 /* The number of keys the request has at fixed positions (redis_cmd.h), from its argument count. */
@@ -244,6 +295,9 @@ static int rq_inline(struct parse_state *ps, struct msg *m, const uint8_t *buf, 
         case ARG_NUMKEYS:
             rq_on_numkeys(ps, m, buf + s, i - s);
             break;
+        case ARG_OPTION:
+            rq_on_option(ps, m, buf + s, i - s);
+            break;
         case ARG_VALUE:
             rq_on_value(m, ps->b, base + i);
             break;
@@ -299,6 +353,7 @@ static int rq_arg_hdr(struct parse_state *ps, struct msg *m, const uint8_t *buf,
         ps->state = blen > REDIS_NAME_PREFIX ? RQ_NAME_PREFIX : RQ_ARG_WHOLE;
         break;
     case ARG_KEY:
+    case ARG_OPTION:
         ps->state = RQ_ARG_WHOLE;
         break;
     case ARG_NUMKEYS:
@@ -351,6 +406,9 @@ static int rq_arg_whole(struct parse_state *ps, struct msg *m, const uint8_t *bu
     case ARG_NUMKEYS:
         rq_on_numkeys(ps, m, data, (size_t)dlen);
         check = true;
+        break;
+    case ARG_OPTION:
+        rq_on_option(ps, m, data, (size_t)dlen);
         break;
     case ARG_VALUE: /* not consumed whole */
         break;

@@ -183,6 +183,7 @@ static void check_defaults(const struct conf_pool *p)
     assert_int_equal(p->backlog, 512);
     assert_int_equal(p->client_connections, 0);
     assert_false(p->redis);
+    assert_false(p->redis_flush);
     assert_false(p->tcpkeepalive);
     assert_int_equal(p->tcpkeepidle, -1);
     assert_int_equal(p->tcpkeepcnt, -1);
@@ -249,8 +250,9 @@ static void test_good_all_keys(void **state)
     assert_int_equal(p->server_retry_timeout, 2000);
     assert_int_equal(p->server_failure_limit, 5);
     assert_int_equal(p->nservers, 2);
-    check_server(&p->servers[0], "127.0.0.1:6380:2", 2, NULL, "127.0.0.1:6380", 25);
-    check_server(&p->servers[1], "127.0.0.1:6381:3", 3, NULL, "127.0.0.1:6381", 26);
+    assert_true(p->redis_flush);
+    check_server(&p->servers[0], "127.0.0.1:6380:2", 2, NULL, "127.0.0.1:6380", 26);
+    check_server(&p->servers[1], "127.0.0.1:6381:3", 3, NULL, "127.0.0.1:6381", 27);
     conf_unref(c);
 }
 
@@ -547,7 +549,8 @@ static const struct bad_case bad_cases[] = {
         "3: pool 'alpha': key 'timeout': expected an integer, got a sequence",
         "4: pool 'alpha': key 'redis': expected true or false, got a mapping",
         "6: pool 'alpha': key 'hash': expected a name, got a sequence",
-        "7: pool 'alpha': key 'redis_auth': expected a string, got a mapping" } },
+        "7: pool 'alpha': key 'redis_auth': expected a string, got a mapping",
+        "8: pool 'alpha': key 'redis_flush': expected true or false, got 'always'" } },
     { "not_integer.yml",
       { "3: pool 'alpha': key 'backlog': expected an integer, got 'abc'",
         "4: pool 'alpha': key 'timeout': expected an integer, got '1.5'",

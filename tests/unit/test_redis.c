@@ -50,13 +50,22 @@ static void test_table_sorted_and_lookup(void **state)
         /* key spec sanity: keyed commands have a step, keyless ones are local or any-server */
         if (c->first_key > 0) assert_true(c->key_step > 0);
         if (c->first_key == 0 && c->numkeys_pos == 0)
-            assert_true(c->flags & (CMD_F_LOCAL_MASK | CMD_F_ANY_SERVER | CMD_F_TXN_MASK));
+            assert_true(c->flags & (CMD_F_LOCAL_MASK | CMD_F_ANY_SERVER | CMD_F_TXN_MASK | CMD_F_FRAG_ALL));
+        /* a command sent to every server says how its replies merge */
+        assert_true((c->fan != REDIS_FAN_NONE) == ((c->flags & CMD_F_FRAG_ALL) != 0));
         /* the proxy's own commands say which they are, and only they */
         assert_true((c->local != REDIS_LOCAL_NONE) == ((c->flags & CMD_F_LOCAL) != 0));
     }
+    /* the first-letter index the lookup starts from */
+    for (int l = 0; l <= 26; l++) {
+        size_t want = 0;
+        while (want < redis_ncmds && (l == 26 || redis_cmds[want].name[0] < 'a' + l)) want++;
+        if (redis_cmd_first[l] != want) print_error("redis_cmd_first[%d] must be %zu\n", l, want);
+        assert_int_equal(redis_cmd_first[l], want);
+    }
     static const char *const absent[] = {
-        "keys", "subscribe", "scan", "blpop", "brpop", "bitop",
-        "msetnx", "rename", "config", "flushall", "xadd", "script", "", "g",
+        "subscribe", "blpop", "brpop", "bitop",
+        "msetnx", "rename", "config", "", "g",
         "getx", "zzzz", "aaaa", "georadiusbymemberx",
     };
     for (size_t i = 0; i < NC_ARRAY_LEN(absent); i++)
@@ -133,7 +142,16 @@ static void test_table_flags(void **state)
     size_t nfrag = 0;
     for (size_t i = 0; i < redis_ncmds; i++)
         if (redis_cmds[i].flags & CMD_F_FRAG_MASK) nfrag++;
-    assert_int_equal(nfrag, 6);
+    assert_int_equal(nfrag, 8);
+    assert_int_equal(flags_of("xread") & CMD_F_FRAG_MASK, CMD_F_FRAG_ONE);
+    assert_int_equal(flags_of("xreadgroup") & CMD_F_FRAG_MASK, CMD_F_FRAG_ONE);
+    assert_int_equal(flags_of("keys"), CMD_F_FRAG_ALL);
+    assert_int_equal(flags_of("dbsize"), CMD_F_FRAG_ALL);
+    assert_int_equal(flags_of("randomkey"), CMD_F_FRAG_ALL | CMD_F_FRAG_PARTIAL);
+    assert_int_equal(flags_of("scan"), CMD_F_LOCAL | CMD_F_FRAG_ALL | CMD_F_FRAG_ELEMS);
+    assert_int_equal(flags_of("script"), CMD_F_LOCAL | CMD_F_FRAG_ALL | CMD_F_FRAG_ELEMS);
+    assert_int_equal(flags_of("flushall"), CMD_F_LOCAL | CMD_F_FRAG_ALL | CMD_F_WRITE);
+    assert_int_equal(flags_of("flushdb"), CMD_F_LOCAL | CMD_F_FRAG_ALL | CMD_F_WRITE);
 }
 
 /* ---------------------------------------------------------------- keys of every command */
@@ -155,6 +173,7 @@ static const struct key_vector key_vectors[] = {
     { "COMMAND", "" },
     { "COMMAND INFO get", "" },
     { "COPY src dst REPLACE", "src dst" },
+    { "DBSIZE", "" },
     { "DECR k", "k" },
     { "DECRBY k 2", "k" },
     { "DEL a b c", "a b c" },
@@ -168,6 +187,8 @@ static const struct key_vector key_vectors[] = {
     { "EXISTS a b", "a b" },
     { "EXPIRE k 10 NX", "k" },
     { "EXPIREAT k 100", "k" },
+    { "FLUSHALL ASYNC", "ASYNC" },  /* arguments for the proxy to read, then every server's */
+    { "FLUSHDB", "" },
     { "GEOADD k 13.3 38.1 m", "k" },
     { "GEODIST k m1 m2 km", "k" },
     { "GEOHASH k m1 m2", "k" },
@@ -205,6 +226,7 @@ static const struct key_vector key_vectors[] = {
     { "INCRBYFLOAT k 0.5", "k" },
     { "INFO", "" },
     { "INFO server keyspace", "server keyspace" },
+    { "KEYS user:*", "" },
     { "LINDEX l 0", "l" },
     { "LINSERT l BEFORE p v", "l" },
     { "LLEN l", "l" },
@@ -235,6 +257,7 @@ static const struct key_vector key_vectors[] = {
     { "PSETEX k 100 v", "k" },
     { "PTTL k", "k" },
     { "QUIT", "" },
+    { "RANDOMKEY", "" },
     { "RESET", "" },
     { "RESTORE k 0 payload REPLACE", "k" },
     { "RPOP l", "l" },
@@ -242,7 +265,9 @@ static const struct key_vector key_vectors[] = {
     { "RPUSH l a", "l" },
     { "RPUSHX l a", "l" },
     { "SADD s a b", "s" },
+    { "SCAN 0 MATCH a* COUNT 10 TYPE string", "0 MATCH a* COUNT 10 TYPE string" },
     { "SCARD s", "s" },
+    { "SCRIPT LOAD body", "LOAD body" },
     { "SDIFF s1 s2", "s1 s2" },
     { "SDIFFSTORE d s1 s2", "d s1 s2" },
     { "SELECT 0", "0" },
@@ -272,6 +297,26 @@ static const struct key_vector key_vectors[] = {
     { "UNLINK a b", "a b" },
     { "UNWATCH", "" },
     { "WATCH a b", "a b" },
+    { "XACK s g 1-0 2-0", "s" },
+    { "XADD s MAXLEN ~ 10 * f v", "s" },
+    { "XAUTOCLAIM s g c 10 0-0 COUNT 5", "s" },
+    { "XCLAIM s g c 10 1-0", "s" },
+    { "XDEL s 1-0", "s" },
+    { "XGROUP CREATE s g $ MKSTREAM", "s" },
+    { "XGROUP HELP", "" },           /* no key: any server answers */
+    { "XINFO STREAM s FULL", "s" },
+    { "XLEN s", "s" },
+    { "XPENDING s g - + 10", "s" },
+    { "XRANGE s - + COUNT 2", "s" },
+    { "XREAD COUNT 2 STREAMS s1 s2 0-0 $", "s1 s2" },
+    { "XREAD STREAMS streams 0", "streams" },
+    { "XREAD COUNT 1 NOACK", "" },   /* no STREAMS: redis answers its error */
+    { "XREAD STREAMS s1 s2 0", "" }, /* unbalanced: likewise */
+    { "XREAD COUNT 1 NOSUCH STREAMS s1 0", "" },
+    { "XREADGROUP GROUP streams c COUNT 1 NOACK STREAMS s1 >", "s1" },
+    { "XREVRANGE s + - COUNT 2", "s" },
+    { "XSETID s 5-0", "s" },
+    { "XTRIM s MINID 0", "s" },
     { "ZADD z NX 1 a 2 b", "z" },
     { "ZCARD z", "z" },
     { "ZCOUNT z -inf +inf", "z" },
@@ -435,7 +480,7 @@ static const char pipeline[] =
     "GET key\r\n"
     "\r\n"
     "*4\r\n$4\r\nMGET\r\n$1\r\na\r\n$2\r\nbb\r\n$3\r\nccc\r\n"
-    "*2\r\n$4\r\nKEYS\r\n$1\r\n*\r\n"
+    "*2\r\n$4\r\nSAVE\r\n$1\r\n*\r\n"
     "*1\r\n$3\r\nGET\r\n"
     "mset a 1  b 2\n"
     "*-1\r\n"
@@ -635,10 +680,10 @@ static void test_reject_unsupported_then_valid(void **state)
 {
     (void)state;
     static const char *const lines[] = {
-        "KEYS *", "SUBSCRIBE ch", "PSUBSCRIBE c*", "SCAN 0",
+        "SUBSCRIBE ch", "PSUBSCRIBE c*",
         "BLPOP l 0", "BRPOP l 0", "BLMOVE a b LEFT LEFT 0", "BZPOPMIN z 0", "RENAME a b",
-        "MSETNX a 1 b 2", "BITOP AND d a b", "RANDOMKEY", "OBJECT ENCODING k",
-        "CONFIG GET *", "FLUSHALL", "SCRIPT LOAD x", "XADD s * f v",
+        "MSETNX a 1 b 2", "BITOP AND d a b", "OBJECT ENCODING k",
+        "CONFIG GET *",
         "MIGRATE h p k 0 1", "NOSUCHCOMMAND a b c",
     };
     for (size_t i = 0; i < NC_ARRAY_LEN(lines); i++) check_reject(lines[i], REJECT_UNSUPPORTED);

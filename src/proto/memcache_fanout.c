@@ -1,0 +1,220 @@
+/*
+ * memcache_fanout.c - the memcached commands sent to every server of a pool (CMD_F_FRAG_ALL,
+ * notes/fan-out.md): flush_all and stats.
+ *
+ * flush_all [delay] [noreply]: "flush_all [delay]" to every server (never with noreply: the proxy
+ * needs each answer); the reply is OK when every server said OK, else the first other reply (a
+ * CLIENT_ERROR for a bad delay, ...). With noreply the client gets nothing, as from memcached.
+ *
+ * stats: "stats" to every server that is in the distribution; the reply is the proxy's own lines
+ * (pid, uptime, time, version: the lowest of the servers', pointer_size, curr_connections: the
+ * pool's clients, threads... see below), then the servers' counters that add up, summed, then END.
+ * A server that does not answer is left out (CMD_F_FRAG_PARTIAL); with none, the usual error.
+ * `stats <arg>` is refused by the parser (its sub-stats are per server and do not add up).
+ *
+ * Threads: no state; the worker that owns the request, its fragments and their replies.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/clock.h"
+#include "common/util.h"
+#include "proto/memcache.h"
+
+/* A server's stats reply is taken up to this size (about 3 KB in practice). */
+#define MC_STATS_TEXT_MAX (1u << 20)
+
+/* The counters of `stats` whose sum over the servers means something for the pool. */
+static const char *const mc_stats_summed[] = {
+    "curr_items", "total_items", "bytes", "limit_maxbytes", "evictions", "reclaimed",
+    "expired_unfetched", "evicted_unfetched", "evicted_active",
+    "cmd_get", "cmd_set", "cmd_flush", "cmd_touch", "get_hits", "get_misses", "get_expired",
+    "get_flushed", "delete_misses", "delete_hits", "incr_misses", "incr_hits", "decr_misses",
+    "decr_hits", "cas_misses", "cas_hits", "cas_badval", "touch_hits", "touch_misses",
+    "bytes_read", "bytes_written",
+};
+#define MC_NSUMMED (sizeof(mc_stats_summed) / sizeof(mc_stats_summed[0]))
+
+static struct msg *mc_frag(struct msg *req, uint32_t server, struct msg_pool *pool, const char *text,
+                           size_t len)
+{
+    struct msg *fr = proto_frag_new(req, server, pool);
+    if (fr != NULL && msg_append_literal(fr, text, len) < 0) {
+        msg_put(pool, fr);
+        return NULL;
+    }
+    return fr;
+}
+
+/* The line the servers get: the client's tokens without a last "noreply", joined by one space.
+ * Returns its length (the line fits: the parser limits it to MC_LINE_MAX bytes). */
+static size_t mc_fanout_line(const struct msg *req, char *out, size_t size)
+{
+    char line[MC_LINE_MAX + 2];
+    size_t n = msg_copy_out(req, 0, line, sizeof(line) - 1), len = 0, ntok = 0;
+    line[n] = '\0';
+    const char *tok[8];
+    size_t tlen[8];
+    for (char *p = line; *p != '\0' && ntok < 8;) {
+        while (*p == ' ') p++;
+        size_t t = strcspn(p, " \r\n");
+        if (t == 0) break;
+        tok[ntok] = p;
+        tlen[ntok++] = t;
+        p += t;
+    }
+    if (req->noreply && ntok > 1) ntok--;
+    for (size_t i = 0; i < ntok && len + tlen[i] + 3 < size; i++) {
+        if (i > 0) out[len++] = ' ';
+        memcpy(out + len, tok[i], tlen[i]);
+        len += tlen[i];
+    }
+    memcpy(out + len, "\r\n", 2);
+    return len + 2;
+}
+
+int mc_fragment_all(struct msg *req, const uint32_t *where, uint32_t n, struct msg_pool *pool)
+{
+    char text[MC_LINE_MAX + 4];
+    size_t len = req->cmd == MC_CMD_STATS ? (size_t)snprintf(text, sizeof(text), "stats\r\n")
+                                          : mc_fanout_line(req, text, sizeof(text));
+    struct msg **frags = calloc(n ? n : 1, sizeof(*frags));
+    if (frags == NULL) return -ENOMEM;
+    for (uint32_t i = 0; i < n; i++) {
+        frags[i] = mc_frag(req, where[i], pool, text, len);
+        if (frags[i] == NULL) {
+            while (i > 0) msg_put(pool, frags[--i]);
+            free(frags);
+            return -ENOMEM;
+        }
+    }
+    req->frags = frags;
+    req->nfrags = n;
+    req->nfrags_done = 0;
+    req->key_frag = NULL;
+    return 0;
+}
+
+static int mc_slice(struct msg *rsp, const struct msg *r)
+{
+    rsp->rsp_type = r->rsp_type;
+    return msg_append_slice(rsp, r, 0, r->len);
+}
+
+static int mc_coalesce_flush(struct msg *req, struct msg *rsp)
+{
+    for (uint32_t f = 0; f < req->nfrags; f++) {
+        const struct msg *r = req->frags[f]->peer;
+        if (r == NULL) return -EINVAL;
+        if (r->rsp_type != RSP_MC_OK) return mc_slice(rsp, r);
+    }
+    rsp->rsp_type = RSP_MC_OK;
+    return msg_append_literal(rsp, "OK\r\n", 4);
+}
+
+/* What the servers' stats add up to. */
+struct mc_stats_sum {
+    uint64_t v[MC_NSUMMED];
+    bool seen[MC_NSUMMED];
+    char version[64];       /* the lowest ("" until one is seen) */
+    uint32_t nservers;      /* that answered */
+};
+
+/* -1, 0, 1 as version a is older, the same, newer than b ("1.6.21" < "1.6.3" is false). */
+static int mc_version_cmp(const char *a, const char *b)
+{
+    while (*a != '\0' || *b != '\0') {
+        char *ea, *eb;
+        unsigned long x = strtoul(a, &ea, 10), y = strtoul(b, &eb, 10);
+        if (x != y) return x < y ? -1 : 1;
+        if (ea == a || eb == b) return strcmp(a, b) < 0 ? -1 : strcmp(a, b) > 0;
+        a = *ea == '.' ? ea + 1 : ea;
+        b = *eb == '.' ? eb + 1 : eb;
+        if (*ea != '.' || *eb != '.') return strcmp(a, b) < 0 ? -1 : strcmp(a, b) > 0;
+    }
+    return 0;
+}
+
+static void mc_stats_line(struct mc_stats_sum *sum, const char *name, size_t nlen, const char *val, size_t vlen)
+{
+    if (nlen == 7 && memcmp(name, "version", 7) == 0) {
+        char v[sizeof(sum->version)];
+        size_t n = vlen < sizeof(v) - 1 ? vlen : sizeof(v) - 1;
+        memcpy(v, val, n);
+        v[n] = '\0';
+        if (sum->version[0] == '\0' || mc_version_cmp(v, sum->version) < 0) memcpy(sum->version, v, n + 1);
+        return;
+    }
+    for (size_t i = 0; i < MC_NSUMMED; i++) {
+        uint64_t x;
+        if (strlen(mc_stats_summed[i]) == nlen && memcmp(mc_stats_summed[i], name, nlen) == 0 &&
+            mc_parse_u64((const uint8_t *)val, vlen, &x)) {
+            if (__builtin_add_overflow(sum->v[i], x, &sum->v[i])) sum->v[i] = UINT64_MAX;
+            sum->seen[i] = true;
+            return;
+        }
+    }
+}
+
+/* Adds one server's "STAT name value" lines. */
+static int mc_stats_add(struct mc_stats_sum *sum, const struct msg *r)
+{
+    if (r->len > MC_STATS_TEXT_MAX) return 0;
+    char *text = malloc(r->len + 1);
+    if (text == NULL) return -ENOMEM;
+    size_t n = msg_copy_out(r, 0, text, r->len);
+    text[n] = '\0';
+    for (char *line = text; *line != '\0';) {
+        char *end = strchr(line, '\n');
+        size_t len = end != NULL ? (size_t)(end - line) : strlen(line);
+        if (len > 0 && line[len - 1] == '\r') len--;
+        if (len > 5 && memcmp(line, "STAT ", 5) == 0) {
+            const char *name = line + 5, *sp = memchr(name, ' ', len - 5);
+            if (sp != NULL)
+                mc_stats_line(sum, name, (size_t)(sp - name), sp + 1, (size_t)(line + len - sp - 1));
+        }
+        line = end != NULL ? end + 1 : line + len;
+    }
+    free(text);
+    sum->nservers++;
+    return 0;
+}
+
+static int mc_coalesce_stats(const struct proto_view *v, struct msg *req, struct msg *rsp)
+{
+    struct mc_stats_sum sum = { 0 };
+    for (uint32_t f = 0; f < req->nfrags; f++) {
+        const struct msg *r = req->frags[f]->peer;
+        if (r == NULL || r->rsp_type != RSP_MC_END) continue; /* down, or an error */
+        if (mc_stats_add(&sum, r) < 0) return -ENOMEM;
+    }
+    if (sum.nservers == 0) { /* every server answered with an error: the first one's */
+        for (uint32_t f = 0; f < req->nfrags; f++)
+            if (req->frags[f]->peer != NULL) return mc_slice(rsp, req->frags[f]->peer);
+        return -EINVAL;
+    }
+    uint64_t up = nc_uptime_usec() / 1000000u;
+    struct rtext t = { 0 };
+    rtext_printf(&t, "STAT pid %ld\r\nSTAT uptime %" PRIu64 "\r\nSTAT time %lld\r\nSTAT version %s\r\n"
+                       "STAT pointer_size %u\r\nSTAT curr_connections %ld\r\nSTAT servers %" PRIu32
+                       "\r\nSTAT servers_answered %" PRIu32 "\r\n",
+                   (long)getpid(), up, (long long)time(NULL), sum.version, (unsigned)(sizeof(void *) * 8),
+                   v->pool_clients, req->nfrags, sum.nservers);
+    for (size_t i = 0; i < MC_NSUMMED; i++)
+        if (sum.seen[i]) rtext_printf(&t, "STAT %s %" PRIu64 "\r\n", mc_stats_summed[i], sum.v[i]);
+    rtext_str(&t, "END\r\n");
+    rsp->rsp_type = RSP_MC_END;
+    return rtext_put(&t, rsp);
+}
+
+int mc_coalesce_all(const struct proto_view *v, struct msg *req, struct msg *rsp)
+{
+    return req->cmd == MC_CMD_STATS ? mc_coalesce_stats(v, req, rsp) : mc_coalesce_flush(req, rsp);
+}
