@@ -46,13 +46,13 @@ def test_refused_commands_counted_per_name_and_logged_once(nutcrackers, write_co
     garbage = [f"nosuch{i}" for i in range(50)] + ["x" * 300, "sub\x01scribe"]
     reqs = [resp("SUBSCRIBE", "ch")] * 1000 + [resp("blpop", "k", "0")] * 7 + [resp(g) for g in garbage]
     _pipeline(alpha, reqs, b"\r\n", len(reqs))
-    _pipeline(beta, [b"stats\r\n", b"flush_all\r\n", b"bogus 1 2\r\n"], b"\r\n", 3)
+    _pipeline(beta, [b"verbosity 1\r\n", b"mn\r\n", b"bogus 1 2\r\n"], b"\r\n", 3)
     want = {"refused_cmd_subscribe": 1000, "refused_cmd_blpop": 7, "refused_cmd_other": len(garbage)}
     doc = manage.wait_status(proxy.manage_port, lambda d: d["alpha"]["refused_commands"] == len(reqs)
                              and d["beta"]["refused_commands"] == 3, what="refused commands counted")
     assert {k: v for k, v in doc["alpha"].items() if k.startswith("refused_cmd_")} == want
     assert {k: v for k, v in doc["beta"].items() if k.startswith("refused_cmd_")} == {
-        "refused_cmd_stats": 1, "refused_cmd_flush_all": 1, "refused_cmd_other": 1}
+        "refused_cmd_verbosity": 1, "refused_cmd_mn": 1, "refused_cmd_other": 1}
     # per worker, summed by the stats thread: the documents of `status workers` add up
     workers = manage.status(proxy.manage_port, "workers")["workers"]
     assert sum(w["alpha"].get("refused_cmd_subscribe", 0) for w in workers) == 1000
@@ -62,7 +62,7 @@ def test_refused_commands_counted_per_name_and_logged_once(nutcrackers, write_co
     text = body.decode()
     assert "# TYPE nutcrackers_refused_commands_total counter\n" in text
     for pool, name, n in (("alpha", "subscribe", 1000), ("alpha", "blpop", 7), ("alpha", "other", 52),
-                          ("beta", "stats", 1), ("beta", "other", 1)):
+                          ("beta", "verbosity", 1), ("beta", "other", 1)):
         assert f'nutcrackers_refused_commands_total{{pool="{pool}",command="{name}"}} {n}\n' in text
     assert 'command="nosuch' not in text  # garbage never becomes a label
 

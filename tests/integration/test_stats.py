@@ -301,10 +301,10 @@ def test_agents_written_for_twemproxy_read_every_document(cluster):
     with Conn(c["beta"]) as conn:
         for i in range(10):
             conn.exchange(b"set agent:%d 0 0 1\r\nx\r\n" % i, b"STORED\r\n")
-        conn.exchange(b"stats\r\n", b"CLIENT_ERROR unsupported command\r\n")
+        conn.exchange(b"verbosity 1\r\n", b"CLIENT_ERROR unsupported command\r\n")
     manage.wait_status(c["manage"], lambda d: d["alpha"]["client_connections"] == 0
                        and d["beta"]["client_connections"] == 0)
-    refused = {"alpha": ["refused_cmd_subscribe", "refused_cmd_other"], "beta": ["refused_cmd_stats"]}
+    refused = {"alpha": ["refused_cmd_subscribe", "refused_cmd_other"], "beta": ["refused_cmd_verbosity"]}
     _, headers, body = manage.http_get(c["manage"], "/")
     docs = {"status": manage.status(c["manage"]),
             "silent client": json.loads(manage.silent(c["manage"], half_close=True)),
