@@ -3,9 +3,10 @@
  *
  * The set of commands is twemproxy 0.5.0's (twemproxy-behaviour.md 1.5, including what its code
  * parses beyond its notes: COPY, TOUCH, UNLINK, MOVE, HRANDFIELD, HSTRLEN, ...); arities and key
- * positions are redis 7's. The table is sorted by name (a unit test checks it) and searched by
- * binary search on the lowercased name, among the names of its first letter (redis_cmd_first). Beyond twemproxy's set: the transaction commands (MULTI,
- * EXEC, DISCARD, WATCH, UNWATCH), which the core runs on a dedicated server connection; the
+ * positions are redis 7's. The table is sorted by name (a unit test checks it); a request's name
+ * is found through a hash index built once at load (one pass over the name lowercases and hashes
+ * it, then usually one slot and one compare). Beyond twemproxy's set: the transaction commands
+ * (MULTI, EXEC, DISCARD, WATCH, UNWATCH), which the core runs on a dedicated server connection; the
  * connection handshake the proxy answers itself (HELLO, CLIENT, ECHO, SELECT, RESET; HELLO and
  * INFO from every server's INFO, notes/resp3-and-handshake.md); TIME, sent to any server; the
  * streams (XREAD and XREADGROUP: keys after STREAMS, on one server); the commands sent to every
@@ -13,7 +14,7 @@
  * Beside it, the names of redis's commands that are not in it: what a refused request is counted
  * under (notes/refused-commands.md).
  *
- * Threads: const data; any thread.
+ * Threads: const data (the index is written once, before main() runs); any thread.
  */
 #include "config.h"
 #include "proto/redis_cmd.h"
@@ -217,14 +218,31 @@ const struct redis_cmd redis_cmds[] = {
 
 const size_t redis_ncmds = sizeof(redis_cmds) / sizeof(redis_cmds[0]);
 
-_Static_assert(sizeof(redis_cmds) / sizeof(redis_cmds[0]) < 256, "redis_cmd_first holds uint8_t indexes");
+/* The hash index: REDIS_CMD_SLOTS slots (over twice the commands: short probe runs), each 0 or
+ * 1 + the index of a command; open addressing, the next slot on a collision. */
+#define REDIS_CMD_SLOTS 512
+_Static_assert(sizeof(redis_cmds) / sizeof(redis_cmds[0]) < REDIS_CMD_SLOTS / 2, "the index stays sparse");
+_Static_assert(sizeof(redis_cmds) / sizeof(redis_cmds[0]) < 256, "a slot holds a uint8_t");
+static uint8_t cmd_slot[REDIS_CMD_SLOTS];
+static uint8_t cmd_len[sizeof(redis_cmds) / sizeof(redis_cmds[0])];
 
-/* Where each first letter's names start in redis_cmds[] (a unit test checks it against the table:
- * a command added or removed shifts it; the test prints the right values). */
-const uint8_t redis_cmd_first[27] = {
-    0, 2, 5, 8, 14, 21, 23, 37, 54, 58, 58, 59, 72, 76, 76, 76, 85, 86, 93, 119, 123, 125, 125,
-    126, 141, 141, 171,
-};
+/* One step of the name hash (a multiplicative hash of the lowercase bytes), and its slot. */
+static inline uint32_t cmd_hash_step(uint32_t h, uint8_t c) { return h * 33u + c; }
+static inline uint32_t cmd_hash_slot(uint32_t h) { return (h ^ (h >> 9)) & (REDIS_CMD_SLOTS - 1); }
+
+__attribute__((constructor)) static void cmd_index_build(void)
+{
+    for (size_t i = 0; i < redis_ncmds; i++) {
+        const char *n = redis_cmds[i].name;
+        uint32_t h = 0;
+        size_t len = 0;
+        for (; n[len] != '\0'; len++) h = cmd_hash_step(h, (uint8_t)n[len]);
+        cmd_len[i] = (uint8_t)len;
+        uint32_t s = cmd_hash_slot(h);
+        while (cmd_slot[s] != 0) s = (s + 1) & (REDIS_CMD_SLOTS - 1);
+        cmd_slot[s] = (uint8_t)(i + 1);
+    }
+}
 
 /* redis's commands (7.0's, and the hash field expiry ones of 7.4 and 8) that are not in the table:
  * sorted, lowercase. A refused request is counted under its name when it is one of these. */
@@ -253,8 +271,8 @@ static inline int cmd_name_cmp(const char *a, const char *b)
     return (int)(unsigned char)*a - (int)(unsigned char)*b;
 }
 
-/* name[0..len) lowercased into low (REDIS_CMD_NAME_MAX bytes); false when it cannot be a name of
- * either table (empty, too long, a NUL in it: "get\0x" must not match "get"). */
+/* name[0..len) lowercased into low (REDIS_CMD_NAME_MAX bytes); false when it cannot be a refused
+ * name (empty, too long, a NUL in it: "get\0x" must not match "get"). */
 static bool cmd_name_lower(const uint8_t *name, size_t len, char *low)
 {
     if (len == 0 || len >= REDIS_CMD_NAME_MAX) return false;
@@ -267,14 +285,13 @@ static bool cmd_name_lower(const uint8_t *name, size_t len, char *low)
     return true;
 }
 
-/* The index of low among n sorted entries of stride bytes from base, each starting with its name
- * (struct redis_cmd, or a bare name) from index lo to hi, or -1. */
-_Static_assert(offsetof(struct redis_cmd, name) == 0, "a command's name comes first");
-static inline int cmd_name_search(const char *low, const void *base, size_t lo, size_t hi, size_t stride)
+/* The index of low among the n sorted names, or -1. */
+static int cmd_name_search(const char *low, const char *const *names, size_t n)
 {
+    size_t lo = 0, hi = n;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        int c = cmd_name_cmp(low, *(const char *const *)(const void *)((const char *)base + mid * stride));
+        int c = cmd_name_cmp(low, names[mid]);
         if (c == 0) return (int)mid;
         if (c < 0) hi = mid;
         else lo = mid + 1;
@@ -286,15 +303,24 @@ int redis_refused_lookup(const uint8_t *name, size_t len)
 {
     char low[REDIS_CMD_NAME_MAX];
     if (!cmd_name_lower(name, len, low)) return -1;
-    return cmd_name_search(low, redis_refused_names, 0, REDIS_NREFUSED, sizeof(redis_refused_names[0]));
+    return cmd_name_search(low, redis_refused_names, REDIS_NREFUSED);
 }
 
 int redis_cmd_lookup(const uint8_t *name, size_t len)
 {
     char low[REDIS_CMD_NAME_MAX];
-    if (!cmd_name_lower(name, len, low)) return -1;
-    if (low[0] < 'a' || low[0] > 'z') return -1; /* every command's name starts with a letter */
-    /* within the names of its first letter (the search stays as short as the table grows) */
-    return cmd_name_search(low, redis_cmds, redis_cmd_first[low[0] - 'a'], redis_cmd_first[low[0] - 'a' + 1],
-                           sizeof(redis_cmds[0]));
+    if (len == 0 || len >= REDIS_CMD_NAME_MAX) return -1;
+    uint32_t h = 0;
+    for (size_t i = 0; i < len; i++) {
+        uint8_t c = name[i];
+        c = (uint8_t)(c >= 'A' && c <= 'Z' ? c + ('a' - 'A') : c);
+        low[i] = (char)c;
+        h = cmd_hash_step(h, c);
+    }
+    for (uint32_t s = cmd_hash_slot(h); cmd_slot[s] != 0; s = (s + 1) & (REDIS_CMD_SLOTS - 1)) {
+        unsigned i = cmd_slot[s] - 1u;
+        /* equal bytes over the same length: "get\0x" has length 5, so it is never "get" */
+        if (cmd_len[i] == len && memcmp(low, redis_cmds[i].name, len) == 0) return (int)i;
+    }
+    return -1;
 }

@@ -63,9 +63,6 @@ struct redis_cmd {
 
 extern const struct redis_cmd redis_cmds[];
 extern const size_t redis_ncmds;
-/* redis_cmd_first[l]: the index of the first command whose name starts with letter 'a' + l or a
- * later one ([26]: redis_ncmds). */
-extern const uint8_t redis_cmd_first[27];
 
 /* The index of the command named name[0..len) (any case), or -1 when there is none. */
 int redis_cmd_lookup(const uint8_t *name, size_t len);

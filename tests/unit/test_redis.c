@@ -56,13 +56,6 @@ static void test_table_sorted_and_lookup(void **state)
         /* the proxy's own commands say which they are, and only they */
         assert_true((c->local != REDIS_LOCAL_NONE) == ((c->flags & CMD_F_LOCAL) != 0));
     }
-    /* the first-letter index the lookup starts from */
-    for (int l = 0; l <= 26; l++) {
-        size_t want = 0;
-        while (want < redis_ncmds && (l == 26 || redis_cmds[want].name[0] < 'a' + l)) want++;
-        if (redis_cmd_first[l] != want) print_error("redis_cmd_first[%d] must be %zu\n", l, want);
-        assert_int_equal(redis_cmd_first[l], want);
-    }
     static const char *const absent[] = {
         "subscribe", "blpop", "brpop", "bitop",
         "msetnx", "rename", "config", "", "g",
