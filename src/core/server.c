@@ -426,9 +426,12 @@ void server_on_readable(struct conn *c)
     int rc = conn_recv(c, &eof, server_on_msg);
     if (rc < 0) {
         int err = (rc == -EPROTO || rc == -E2BIG) ? EINVAL : -rc;
-        if (rc == -EPROTO)
-            log_warn("server %s: unparseable reply (%s): closing the connection",
-                     c->server->cs->stats_name, c->ps.error ? c->ps.error : "unexpected data");
+        uint64_t sup;
+        /* one line per interval (the server's failure lines' limiter: a backend that answers
+         * garbage under load cannot flood the log) */
+        if (rc == -EPROTO && server_log_allowed(&c->pool->shared->health[c->server->idx].fail_log, &sup))
+            log_warn("server %s: unparseable reply (%s): closing the connection%s", c->server->cs->stats_name,
+                     c->ps.error ? c->ps.error : "unexpected data", NC_RATELIMIT_NOTE(sup));
         server_fail(c, err, SERVER_END_ERR);
         return;
     }
