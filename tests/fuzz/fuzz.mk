@@ -18,9 +18,9 @@ FUZZ_BINS = $(FUZZ_BIN)/fuzz_redis_req $(FUZZ_BIN)/fuzz_redis_rsp \
 # the sources under test (file names are unique: the objects share one directory)
 FUZZ_PROTO_SRCS = src/common/log.c src/common/clock.c src/common/sock.c src/msg/mbuf.c src/msg/msg.c \
 	src/proto/memcache_cmd.c src/proto/memcache_token.c src/proto/memcache_req.c \
-	src/proto/memcache_rsp.c src/proto/memcache_frag.c src/proto/memcache_proto.c \
+	src/proto/memcache_rsp.c src/proto/memcache_frag.c src/proto/memcache_fanout.c src/proto/memcache_proto.c \
 	src/proto/redis_cmd.c src/proto/redis_req.c src/proto/redis_rsp.c \
-	src/proto/redis_frag.c src/proto/redis_local.c src/proto/redis_info.c src/proto/redis_proto.c \
+	src/proto/redis_frag.c src/proto/redis_local.c src/proto/redis_info.c src/proto/redis_fanout.c src/proto/redis_proto.c \
 	src/proto/proto.c
 FUZZ_CONF_SRCS = src/conf/conf.c src/conf/conf_yaml.c src/conf/conf_keys.c src/conf/conf_addr.c \
 	src/hash/hash.c src/hash/md5.c src/hash/crc.c src/hash/fnv.c src/hash/jenkins.c \
@@ -36,9 +36,9 @@ FUZZ_HDRS = tests/fuzz/fuzz_check.h tests/fuzz/fuzz_feed.h \
 # their objects (kept in step with the lists above)
 FUZZ_PROTO_OBJS = $(FUZZ_OBJ)/log.o $(FUZZ_OBJ)/clock.o $(FUZZ_OBJ)/sock.o $(FUZZ_OBJ)/mbuf.o $(FUZZ_OBJ)/msg.o \
 	$(FUZZ_OBJ)/memcache_cmd.o $(FUZZ_OBJ)/memcache_token.o $(FUZZ_OBJ)/memcache_req.o \
-	$(FUZZ_OBJ)/memcache_rsp.o $(FUZZ_OBJ)/memcache_frag.o $(FUZZ_OBJ)/memcache_proto.o \
+	$(FUZZ_OBJ)/memcache_rsp.o $(FUZZ_OBJ)/memcache_frag.o $(FUZZ_OBJ)/memcache_fanout.o $(FUZZ_OBJ)/memcache_proto.o \
 	$(FUZZ_OBJ)/redis_cmd.o $(FUZZ_OBJ)/redis_req.o $(FUZZ_OBJ)/redis_rsp.o \
-	$(FUZZ_OBJ)/redis_frag.o $(FUZZ_OBJ)/redis_local.o $(FUZZ_OBJ)/redis_info.o \
+	$(FUZZ_OBJ)/redis_frag.o $(FUZZ_OBJ)/redis_local.o $(FUZZ_OBJ)/redis_info.o $(FUZZ_OBJ)/redis_fanout.o \
 	$(FUZZ_OBJ)/redis_proto.o $(FUZZ_OBJ)/proto.o $(FUZZ_OBJ)/fuzz_feed.o $(FUZZ_OBJ)/fuzz_proto.o
 FUZZ_CONF_OBJS = $(FUZZ_OBJ)/log.o \
 	$(FUZZ_OBJ)/conf.o $(FUZZ_OBJ)/conf_yaml.o $(FUZZ_OBJ)/conf_keys.o $(FUZZ_OBJ)/conf_addr.o \
