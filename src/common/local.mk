@@ -5,4 +5,5 @@ src_libnutcrackers_la_SOURCES += \
 	src/common/sock.c src/common/sock.h \
 	src/common/accept_pause.c src/common/accept_pause.h \
 	src/common/mem_trim.c src/common/mem_trim.h \
-	src/common/ratelimit.c src/common/ratelimit.h
+	src/common/ratelimit.c src/common/ratelimit.h \
+	src/common/textbuf.c src/common/textbuf.h

@@ -3,7 +3,7 @@
 # aggregation over the workers, the output buffer, rendering (JSON, Prometheus)
 src_libnutcrackers_la_SOURCES += \
 	src/manage/stats_snapshot.c src/manage/stats_snapshot.h \
-	src/manage/stats_buf.c src/manage/stats_buf.h \
+	src/manage/text_escape.c src/manage/text_escape.h \
 	src/manage/stats_json.c src/manage/stats_json.h \
 	src/manage/stats_prom.c src/manage/stats_prom.h
 # the port: commands, HTTP, connections

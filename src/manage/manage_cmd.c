@@ -31,7 +31,7 @@ struct manage_cmd {
     size_t min_args;      /* arguments after name (and sub) */
     size_t max_args;
     enum manage_rc (*run)(struct manage_ctx *ctx, const struct manage_arg *args, size_t nargs,
-                          struct stats_buf *out);
+                          struct textbuf *out);
     const char *usage;
     const char *help;
     bool restricted;      /* changes state or shows key names: trusted or authenticated only */
@@ -84,62 +84,62 @@ void manage_ctx_refresh(struct manage_ctx *ctx)
     stats_snapshot_take(ctx->cached, -1);
 }
 
-void manage_render_status(struct manage_ctx *ctx, struct stats_buf *out, bool fresh)
+void manage_render_status(struct manage_ctx *ctx, struct textbuf *out, bool fresh)
 {
     if (fresh) stats_snapshot_take(ctx->fresh, -1);
     stats_json_render(out, fresh ? ctx->fresh : ctx->cached);
 }
 
-void manage_render_latency(struct manage_ctx *ctx, struct stats_buf *out)
+void manage_render_latency(struct manage_ctx *ctx, struct textbuf *out)
 {
     stats_snapshot_take(ctx->fresh, -1);
     stats_json_render_latency(out, ctx->fresh);
 }
 
-void manage_render_metrics(struct manage_ctx *ctx, struct stats_buf *out)
+void manage_render_metrics(struct manage_ctx *ctx, struct textbuf *out)
 {
     stats_snapshot_take(ctx->fresh, -1);
     stats_prom_render(out, ctx->fresh);
 }
 
-static enum manage_rc manage_error(struct stats_buf *out, const char *msg)
+static enum manage_rc manage_error(struct textbuf *out, const char *msg)
 {
-    stats_buf_addf(out, "ERR: %s\r\n", msg);
+    textbuf_addf(out, "ERR: %s\r\n", msg);
     return MANAGE_ERROR;
 }
 
 static enum manage_rc manage_status(struct manage_ctx *ctx, const struct manage_arg *args, size_t nargs,
-                                    struct stats_buf *out)
+                                    struct textbuf *out)
 {
     (void)args;
     (void)nargs;
     manage_render_status(ctx, out, true);
-    stats_buf_adds(out, "\r\n");
+    textbuf_adds(out, "\r\n");
     return MANAGE_OK;
 }
 
 static enum manage_rc manage_status_workers(struct manage_ctx *ctx, const struct manage_arg *args,
-                                            size_t nargs, struct stats_buf *out)
+                                            size_t nargs, struct textbuf *out)
 {
     (void)args;
     (void)nargs;
-    stats_buf_adds(out, "{\"workers\":[");
+    textbuf_adds(out, "{\"workers\":[");
     for (size_t i = 0; i < ctx->src->nblocks; i++) {
-        if (i > 0) stats_buf_addc(out, ',');
+        if (i > 0) textbuf_addc(out, ',');
         stats_snapshot_take(ctx->fresh, (long)i);
         stats_json_render(out, ctx->fresh);
     }
-    stats_buf_adds(out, "]}\r\n");
+    textbuf_adds(out, "]}\r\n");
     return MANAGE_OK;
 }
 
 static enum manage_rc manage_status_latency(struct manage_ctx *ctx, const struct manage_arg *args,
-                                            size_t nargs, struct stats_buf *out)
+                                            size_t nargs, struct textbuf *out)
 {
     (void)args;
     (void)nargs;
     manage_render_latency(ctx, out);
-    stats_buf_adds(out, "\r\n");
+    textbuf_adds(out, "\r\n");
     return MANAGE_OK;
 }
 
@@ -154,28 +154,28 @@ static struct pool_shared *manage_find_pool(const struct manage_ctx *ctx, const 
 }
 
 static enum manage_rc manage_find_keys(struct manage_ctx *ctx, const struct manage_arg *args, size_t nargs,
-                                       struct stats_buf *out)
+                                       struct textbuf *out)
 {
     struct pool_shared *p = manage_find_pool(ctx, &args[0]);
     if (p == NULL) {
-        stats_buf_adds(out, "ERR: pool doesn't exist!\r\n");
+        textbuf_adds(out, "ERR: pool doesn't exist!\r\n");
         return MANAGE_ERROR;
     }
     for (size_t i = 1; i < nargs; i++) {
         uint32_t s = pool_route(p, (const uint8_t *)args[i].p, args[i].len);
         if (s == DIST_NONE || s >= p->cp->nservers) {
-            stats_buf_adds(out, "ERR: no live server for the key\r\n");
+            textbuf_adds(out, "ERR: no live server for the key\r\n");
             continue;
         }
         const struct conf_server *cs = &p->cp->servers[s];
-        stats_buf_addf(out, "%s %s\r\n", cs->pname, cs->stats_name);
+        textbuf_addf(out, "%s %s\r\n", cs->pname, cs->stats_name);
     }
     return MANAGE_OK;
 }
 
 /* "slowlog get [n]": n > 0, at most every entry the rings can hold */
 static enum manage_rc manage_slowlog_get(struct manage_ctx *ctx, const struct manage_arg *args, size_t nargs,
-                                         struct stats_buf *out)
+                                         struct textbuf *out)
 {
     size_t cap = ctx->nlogs * STATS_SLOWLOG_CAP;
     size_t want = MANAGE_SLOWLOG_GET_DEFAULT;
@@ -197,52 +197,52 @@ static enum manage_rc manage_slowlog_get(struct manage_ctx *ctx, const struct ma
     for (size_t i = 0; i < n; i++) {
         const char *server = e[i].server != NULL ? e[i].server : "?";
         const char *pool = e[i].pool != NULL ? e[i].pool : "?";
-        stats_buf_addf(out, "%zu) id=%lu worker=%u time=%lu.%06lu duration_us=%lu pool=\"", i + 1,
+        textbuf_addf(out, "%zu) id=%lu worker=%u time=%lu.%06lu duration_us=%lu pool=\"", i + 1,
                        (unsigned long)e[i].id, e[i].worker, (unsigned long)(e[i].start_usec / 1000000u),
                        (unsigned long)(e[i].start_usec % 1000000u), (unsigned long)e[i].duration_usec);
-        stats_buf_add_quoted(out, (const uint8_t *)pool, strlen(pool));
-        stats_buf_adds(out, "\" server=\"");
-        stats_buf_add_quoted(out, (const uint8_t *)server, strlen(server));
-        stats_buf_adds(out, "\" command=\"");
-        stats_buf_add_quoted(out, (const uint8_t *)e[i].cmd, e[i].cmd_len);
-        stats_buf_addc(out, '"');
+        textbuf_add_quoted(out, (const uint8_t *)pool, strlen(pool));
+        textbuf_adds(out, "\" server=\"");
+        textbuf_add_quoted(out, (const uint8_t *)server, strlen(server));
+        textbuf_adds(out, "\" command=\"");
+        textbuf_add_quoted(out, (const uint8_t *)e[i].cmd, e[i].cmd_len);
+        textbuf_addc(out, '"');
         if (e[i].has_key) {
             size_t kl = e[i].key_len < STATS_SLOWLOG_KEY_MAX ? e[i].key_len : STATS_SLOWLOG_KEY_MAX;
-            stats_buf_adds(out, " key=\"");
-            stats_buf_add_quoted(out, e[i].key, kl);
-            stats_buf_addf(out, "\" key_len=%u", e[i].key_len);
+            textbuf_adds(out, " key=\"");
+            textbuf_add_quoted(out, e[i].key, kl);
+            textbuf_addf(out, "\" key_len=%u", e[i].key_len);
         }
-        stats_buf_adds(out, "\r\n");
+        textbuf_adds(out, "\r\n");
     }
     free(e);
-    stats_buf_adds(out, "END\r\n");
+    textbuf_adds(out, "END\r\n");
     return MANAGE_OK;
 }
 
 static enum manage_rc manage_slowlog_len(struct manage_ctx *ctx, const struct manage_arg *args, size_t nargs,
-                                         struct stats_buf *out)
+                                         struct textbuf *out)
 {
     (void)args;
     (void)nargs;
-    stats_buf_addf(out, "%zu\r\n", stats_slowlog_len(ctx->logs, ctx->nlogs));
+    textbuf_addf(out, "%zu\r\n", stats_slowlog_len(ctx->logs, ctx->nlogs));
     return MANAGE_OK;
 }
 
 static enum manage_rc manage_slowlog_reset(struct manage_ctx *ctx, const struct manage_arg *args,
-                                           size_t nargs, struct stats_buf *out)
+                                           size_t nargs, struct textbuf *out)
 {
     (void)args;
     (void)nargs;
     stats_slowlog_reset(ctx->logs, ctx->nlogs);
-    stats_buf_adds(out, "OK\r\n");
+    textbuf_adds(out, "OK\r\n");
     return MANAGE_OK;
 }
 
 static enum manage_rc manage_help(struct manage_ctx *ctx, const struct manage_arg *args, size_t nargs,
-                                  struct stats_buf *out);
+                                  struct textbuf *out);
 
 static enum manage_rc manage_reload(struct manage_ctx *ctx, const struct manage_arg *args, size_t nargs,
-                                    struct stats_buf *out)
+                                    struct textbuf *out)
 {
     (void)args;
     (void)nargs;
@@ -253,7 +253,7 @@ static enum manage_rc manage_reload(struct manage_ctx *ctx, const struct manage_
 }
 
 static enum manage_rc manage_auth_cmd(struct manage_ctx *ctx, const struct manage_arg *args, size_t nargs,
-                                      struct stats_buf *out)
+                                      struct textbuf *out)
 {
     (void)nargs;
     struct manage_session *sess = ctx->session;
@@ -265,23 +265,23 @@ static enum manage_rc manage_auth_cmd(struct manage_ctx *ctx, const struct manag
         return manage_error(out, "invalid password");
     }
     sess->authed = true;
-    stats_buf_adds(out, "OK\r\n");
+    textbuf_adds(out, "OK\r\n");
     return MANAGE_OK;
 }
 
 /* A restricted command from a session that may not run it: say why and what would do. */
-static enum manage_rc manage_refuse(struct manage_ctx *ctx, const struct manage_cmd *c, struct stats_buf *out)
+static enum manage_rc manage_refuse(struct manage_ctx *ctx, const struct manage_cmd *c, struct textbuf *out)
 {
     const char *trust = ctx->auth != NULL ? ctx->auth->trust_text : "none";
-    stats_buf_addf(out, "ERR: '%s%s%s' is refused: it needs a trusted client (a unix socket, or an address in "
+    textbuf_addf(out, "ERR: '%s%s%s' is refused: it needs a trusted client (a unix socket, or an address in "
                         "--manage-trust: %s)", c->name, c->sub != NULL ? " " : "", c->sub != NULL ? c->sub : "", trust);
-    if (ctx->auth != NULL && ctx->auth->password_len > 0) stats_buf_adds(out, " or 'auth <password>' first\r\n");
-    else stats_buf_adds(out, ", and no manage password is set (--manage-auth-file)\r\n");
+    if (ctx->auth != NULL && ctx->auth->password_len > 0) textbuf_adds(out, " or 'auth <password>' first\r\n");
+    else textbuf_adds(out, ", and no manage password is set (--manage-auth-file)\r\n");
     return MANAGE_ERROR;
 }
 
 static enum manage_rc manage_quit(struct manage_ctx *ctx, const struct manage_arg *args, size_t nargs,
-                                  struct stats_buf *out)
+                                  struct textbuf *out)
 {
     (void)ctx;
     (void)args;
@@ -315,23 +315,23 @@ static const struct manage_cmd manage_cmds[] = {
 };
 
 static enum manage_rc manage_help(struct manage_ctx *ctx, const struct manage_arg *args, size_t nargs,
-                                  struct stats_buf *out)
+                                  struct textbuf *out)
 {
     (void)ctx;
     (void)args;
     (void)nargs;
-    stats_buf_adds(out, "*****\r\n");
+    textbuf_adds(out, "*****\r\n");
     for (size_t i = 0; i < sizeof(manage_cmds) / sizeof(manage_cmds[0]); i++)
-        stats_buf_addf(out, "%-26s %s%s\r\n", manage_cmds[i].usage, manage_cmds[i].restricted ? "* " : "",
+        textbuf_addf(out, "%-26s %s%s\r\n", manage_cmds[i].usage, manage_cmds[i].restricted ? "* " : "",
                        manage_cmds[i].help);
-    stats_buf_addf(out, "%-26s %s\r\n", "GET /metrics HTTP/1.1", "Prometheus text format");
-    stats_buf_addf(out, "%-26s %s\r\n", "GET / HTTP/1.1", "the status JSON over HTTP");
-    stats_buf_addf(out, "%-26s %s\r\n", "GET /latency HTTP/1.1", "the status latency JSON over HTTP");
-    stats_buf_addf(out, "%-26s %s\r\n", "GET /healthz HTTP/1.1", "200 when every pool has a live server, else 503");
-    stats_buf_adds(out, "(a client that sends nothing gets the JSON of the last -i interval)\r\n");
-    stats_buf_adds(out, "(* changes state or shows keys: only from a unix socket or a --manage-trust address\r\n"
+    textbuf_addf(out, "%-26s %s\r\n", "GET /metrics HTTP/1.1", "Prometheus text format");
+    textbuf_addf(out, "%-26s %s\r\n", "GET / HTTP/1.1", "the status JSON over HTTP");
+    textbuf_addf(out, "%-26s %s\r\n", "GET /latency HTTP/1.1", "the status latency JSON over HTTP");
+    textbuf_addf(out, "%-26s %s\r\n", "GET /healthz HTTP/1.1", "200 when every pool has a live server, else 503");
+    textbuf_adds(out, "(a client that sends nothing gets the JSON of the last -i interval)\r\n");
+    textbuf_adds(out, "(* changes state or shows keys: only from a unix socket or a --manage-trust address\r\n"
                         " (loopback by default), or after 'auth <password>' (--manage-auth-file))\r\n");
-    stats_buf_adds(out, "*****\r\n");
+    textbuf_adds(out, "*****\r\n");
     return MANAGE_OK;
 }
 
@@ -357,7 +357,7 @@ static size_t manage_split(const char *line, size_t len, struct manage_arg *args
 }
 
 enum manage_rc manage_exec(struct manage_ctx *ctx, struct manage_session *sess, const char *line, size_t len,
-                           struct stats_buf *out)
+                           struct textbuf *out)
 {
     struct manage_arg args[MANAGE_MAX_ARGS + 2];
     size_t n = manage_split(line, len, args, MANAGE_MAX_ARGS + 2);
@@ -383,7 +383,7 @@ enum manage_rc manage_exec(struct manage_ctx *ctx, struct manage_session *sess, 
         size_t nargs = n - skip;
         if (nargs < c->min_args || nargs > c->max_args) {
             if (c->sub == NULL && c->max_args == 0 && nargs > 0) continue; /* "status foo" */
-            stats_buf_addf(out, "ERR: usage: %s\r\n", c->usage);
+            textbuf_addf(out, "ERR: usage: %s\r\n", c->usage);
             rc = MANAGE_ERROR;
             goto out;
         }
@@ -398,11 +398,11 @@ enum manage_rc manage_exec(struct manage_ctx *ctx, struct manage_session *sess, 
     }
     if (known != NULL) {
         /* a known word with a bad subcommand: show the forms of that command */
-        stats_buf_adds(out, "ERR: usage:");
+        textbuf_adds(out, "ERR: usage:");
         for (size_t i = 0; i < sizeof(manage_cmds) / sizeof(manage_cmds[0]); i++) {
-            if (manage_word_is(&args[0], manage_cmds[i].name)) stats_buf_addf(out, " '%s'", manage_cmds[i].usage);
+            if (manage_word_is(&args[0], manage_cmds[i].name)) textbuf_addf(out, " '%s'", manage_cmds[i].usage);
         }
-        stats_buf_adds(out, "\r\n");
+        textbuf_adds(out, "\r\n");
         rc = MANAGE_ERROR;
         goto out;
     }

@@ -28,7 +28,7 @@
 #include <stddef.h>
 
 #include "manage/manage_auth.h"
-#include "manage/stats_buf.h"
+#include "manage/text_escape.h"
 #include "manage/stats_snapshot.h"
 #include "stats/stats_slowlog.h"
 
@@ -48,7 +48,7 @@ struct manage_ctx {
     struct stats_snapshot *fresh;    /* taken for each status / metrics request */
     struct stats_snapshot *cached;   /* taken every -i ms (what a silent client gets) */
     /* `reload`: asks the master and appends its answer line (NULL: not available) */
-    void (*reload)(void *arg, struct stats_buf *out);
+    void (*reload)(void *arg, struct textbuf *out);
     void *reload_arg;
     const struct manage_auth *auth;  /* trusted networks and password (NULL: none set) */
     struct manage_session *session;  /* the session of the command running (manage_exec) */
@@ -72,11 +72,11 @@ void manage_ctx_refresh(struct manage_ctx *ctx);
 
 /* Runs one command line (its line end already removed) for sess and appends the reply. */
 enum manage_rc manage_exec(struct manage_ctx *ctx, struct manage_session *sess, const char *line, size_t len,
-                           struct stats_buf *out);
+                           struct textbuf *out);
 
 /* Body renderers shared with the HTTP side (no line end appended). */
-void manage_render_status(struct manage_ctx *ctx, struct stats_buf *out, bool fresh);
-void manage_render_latency(struct manage_ctx *ctx, struct stats_buf *out);
-void manage_render_metrics(struct manage_ctx *ctx, struct stats_buf *out);
+void manage_render_status(struct manage_ctx *ctx, struct textbuf *out, bool fresh);
+void manage_render_latency(struct manage_ctx *ctx, struct textbuf *out);
+void manage_render_metrics(struct manage_ctx *ctx, struct textbuf *out);
 
 #endif

@@ -46,7 +46,7 @@ struct manage_client {
     unsigned errors;
     struct manage_session sess;
     char peer[96];          /* its address, for the log */
-    struct stats_buf out;
+    struct textbuf out;
     size_t out_off;
     size_t drained;
 };
@@ -71,7 +71,7 @@ static void manage_client_close(struct manage_client *c)
     if (c->tev) event_free(c->tev);
     if (c->pev) event_free(c->pev);
     close(c->fd);
-    stats_buf_deinit(&c->out);
+    textbuf_deinit(&c->out);
     free(c);
 }
 
@@ -112,10 +112,10 @@ static bool manage_flush(struct manage_client *c)
         return false;
     }
     if (c->out.cap > MANAGE_KEEP_BUF) { /* a big reply went out: give its memory back */
-        stats_buf_deinit(&c->out);
-        stats_buf_init(&c->out, MANAGE_OUT_MAX);
+        textbuf_deinit(&c->out);
+        textbuf_init(&c->out, MANAGE_OUT_MAX);
     } else {
-        stats_buf_reset(&c->out);
+        textbuf_reset(&c->out);
     }
     c->out_off = 0;
     event_del(c->wev);
@@ -132,9 +132,9 @@ static bool manage_flush(struct manage_client *c)
  * when the client was closed. */
 static bool manage_reply(struct manage_client *c)
 {
-    if (stats_buf_failed(&c->out)) {
-        stats_buf_reset(&c->out);
-        stats_buf_adds(&c->out, "ERR: the reply is too large or out of memory\r\n");
+    if (textbuf_failed(&c->out)) {
+        textbuf_reset(&c->out);
+        textbuf_adds(&c->out, "ERR: the reply is too large or out of memory\r\n");
         c->close_after = true;
     }
     if (c->out.len == 0 && !c->close_after) return true;
@@ -144,7 +144,7 @@ static bool manage_reply(struct manage_client *c)
 static void manage_silent_json(struct manage_client *c)
 {
     manage_render_status(c->ms->ctx, &c->out, false);
-    stats_buf_adds(&c->out, "\r\n");
+    textbuf_adds(&c->out, "\r\n");
     c->close_after = true;
 }
 
@@ -169,7 +169,7 @@ static void manage_line(struct manage_client *c, const char *line, size_t len)
     if (rc == MANAGE_QUIT) {
         c->close_after = true;
     } else if (rc == MANAGE_ERROR && ++c->errors >= MANAGE_MAX_ERRORS) {
-        stats_buf_adds(&c->out, "ERR: too many errors, closing\r\n");
+        textbuf_adds(&c->out, "ERR: too many errors, closing\r\n");
         c->close_after = true;
     }
 }
@@ -183,7 +183,7 @@ static void manage_process(struct manage_client *c)
         if (nl == NULL) {
             if (c->inlen < sizeof(c->in)) return;
             if (c->http) manage_http_error(&c->out, 431, "Request Header Fields Too Large");
-            else stats_buf_addf(&c->out, "ERR: line too long (the limit is %d bytes)\r\n", MANAGE_LINE_MAX);
+            else textbuf_addf(&c->out, "ERR: line too long (the limit is %d bytes)\r\n", MANAGE_LINE_MAX);
             c->inlen = 0;
             c->close_after = true;
             manage_reply(c);
@@ -312,7 +312,7 @@ static void manage_accept_one(struct manage_server *ms, int fd, const struct soc
     /* a small send buffer: a client that does not read holds little of our work */
     int sndbuf = MANAGE_SNDBUF;
     setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf));
-    stats_buf_init(&c->out, MANAGE_OUT_MAX);
+    textbuf_init(&c->out, MANAGE_OUT_MAX);
     TAILQ_INSERT_TAIL(&ms->clients, c, link);
     ms->nclients++;
     c->rev = event_new(ms->base, fd, EV_READ | EV_PERSIST, manage_on_read, c);

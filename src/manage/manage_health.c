@@ -18,7 +18,7 @@ static bool manage_health_server_live(const struct pool_shared *p, uint32_t s, b
     return !*ejected && failures < (unsigned)limit;
 }
 
-bool manage_health_render(const struct runtime *rt, struct stats_buf *body)
+bool manage_health_render(const struct runtime *rt, struct textbuf *body)
 {
     bool healthy = true;
     for (size_t i = 0; i < rt->npools; i++) {
@@ -31,9 +31,9 @@ bool manage_health_render(const struct runtime *rt, struct stats_buf *body)
         }
         if (live > 0) continue;
         healthy = false;
-        stats_buf_addf(body, "pool %s: no live server (%zu server%s: %zu ejected, %zu failing)\n", p->cp->name,
+        textbuf_addf(body, "pool %s: no live server (%zu server%s: %zu ejected, %zu failing)\n", p->cp->name,
                        nservers, nservers == 1 ? "" : "s", ejected, nservers - ejected);
     }
-    if (healthy) stats_buf_addf(body, "ok: every pool (%zu) has a live server\n", rt->npools);
+    if (healthy) textbuf_addf(body, "ok: every pool (%zu) has a live server\n", rt->npools);
     return healthy;
 }

@@ -18,12 +18,12 @@
 
 #include <stdbool.h>
 
-#include "manage/stats_buf.h"
+#include "manage/text_escape.h"
 
 struct runtime;
 
 /* Appends the body (one line "ok ..." or one line per pool without a live server) and returns
  * whether every pool has a live server. */
-bool manage_health_render(const struct runtime *rt, struct stats_buf *body);
+bool manage_health_render(const struct runtime *rt, struct textbuf *body);
 
 #endif

@@ -43,43 +43,43 @@ bool manage_http_request_line(const char *line, size_t len, struct manage_http_r
     return true;
 }
 
-static void manage_http_head(struct stats_buf *out, int status, const char *reason, const char *type,
+static void manage_http_head(struct textbuf *out, int status, const char *reason, const char *type,
                              size_t length, const char *extra)
 {
-    stats_buf_addf(out, "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n%s"
+    textbuf_addf(out, "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n%s"
                         "Cache-Control: no-cache\r\nConnection: close\r\n\r\n",
                    status, reason, type, length, extra ? extra : "");
 }
 
-static void manage_http_text(struct stats_buf *out, int status, const char *reason, const char *extra)
+static void manage_http_text(struct textbuf *out, int status, const char *reason, const char *extra)
 {
     size_t len = strlen(reason) + 1;
     manage_http_head(out, status, reason, MANAGE_HTTP_TEXT, len, extra);
-    stats_buf_addf(out, "%s\n", reason);
+    textbuf_addf(out, "%s\n", reason);
 }
 
-void manage_http_error(struct stats_buf *out, int status, const char *reason)
+void manage_http_error(struct textbuf *out, int status, const char *reason)
 {
     manage_http_text(out, status, reason, NULL);
 }
 
 /* 200 when every pool has a live server, else 503 naming the pools that have none. */
-static void manage_http_health(struct manage_ctx *ctx, bool head, struct stats_buf *out)
+static void manage_http_health(struct manage_ctx *ctx, bool head, struct textbuf *out)
 {
-    struct stats_buf body;
-    stats_buf_init(&body, out->limit);
+    struct textbuf body;
+    textbuf_init(&body, out->limit);
     bool ok = manage_health_render(ctx->src->rt, &body);
-    if (stats_buf_failed(&body)) {
-        stats_buf_deinit(&body);
+    if (textbuf_failed(&body)) {
+        textbuf_deinit(&body);
         manage_http_text(out, 500, "Internal Server Error", NULL);
         return;
     }
     manage_http_head(out, ok ? 200 : 503, ok ? "OK" : "Service Unavailable", MANAGE_HTTP_TEXT, body.len, NULL);
-    if (!head) stats_buf_add(out, body.data, body.len);
-    stats_buf_deinit(&body);
+    if (!head) textbuf_add(out, body.data, body.len);
+    textbuf_deinit(&body);
 }
 
-void manage_http_respond(struct manage_ctx *ctx, const struct manage_http_req *req, struct stats_buf *out)
+void manage_http_respond(struct manage_ctx *ctx, const struct manage_http_req *req, struct textbuf *out)
 {
     bool head = strcmp(req->method, "HEAD") == 0;
     if (!head && strcmp(req->method, "GET") != 0) {
@@ -97,21 +97,21 @@ void manage_http_respond(struct manage_ctx *ctx, const struct manage_http_req *r
         manage_http_text(out, 404, "Not Found", NULL);
         return;
     }
-    struct stats_buf body;
-    stats_buf_init(&body, out->limit);
+    struct textbuf body;
+    textbuf_init(&body, out->limit);
     if (metrics) {
         manage_render_metrics(ctx, &body);
     } else {
         if (latency) manage_render_latency(ctx, &body);
         else manage_render_status(ctx, &body, true);
-        stats_buf_addc(&body, '\n');
+        textbuf_addc(&body, '\n');
     }
-    if (stats_buf_failed(&body)) {
-        stats_buf_deinit(&body);
+    if (textbuf_failed(&body)) {
+        textbuf_deinit(&body);
         manage_http_text(out, 500, "Internal Server Error", NULL);
         return;
     }
     manage_http_head(out, 200, "OK", metrics ? MANAGE_HTTP_PROM : MANAGE_HTTP_JSON, body.len, NULL);
-    if (!head) stats_buf_add(out, body.data, body.len);
-    stats_buf_deinit(&body);
+    if (!head) textbuf_add(out, body.data, body.len);
+    textbuf_deinit(&body);
 }

@@ -24,9 +24,9 @@ struct manage_http_req {
 bool manage_http_request_line(const char *line, size_t len, struct manage_http_req *req);
 
 /* Appends the whole response to req (status line, headers, body). */
-void manage_http_respond(struct manage_ctx *ctx, const struct manage_http_req *req, struct stats_buf *out);
+void manage_http_respond(struct manage_ctx *ctx, const struct manage_http_req *req, struct textbuf *out);
 
 /* Appends a response with the given status and a one-line text body (errors). */
-void manage_http_error(struct stats_buf *out, int status, const char *reason);
+void manage_http_error(struct textbuf *out, int status, const char *reason);
 
 #endif

@@ -13,24 +13,24 @@
 
 #include "core/runtime.h"
 
-static void stats_json_key(struct stats_buf *b, const char *name)
+static void stats_json_key(struct textbuf *b, const char *name)
 {
-    stats_buf_add_json_str(b, name, strlen(name));
-    stats_buf_addc(b, ':');
+    textbuf_add_json_str(b, name, strlen(name));
+    textbuf_addc(b, ':');
 }
 
 /* A counter or timestamp as unsigned, a gauge as signed. */
-static void stats_json_number(struct stats_buf *b, enum stats_type type, uint64_t v)
+static void stats_json_number(struct textbuf *b, enum stats_type type, uint64_t v)
 {
-    if (type == STATS_GAUGE) stats_buf_add_i64(b, stats_snapshot_signed(v));
-    else stats_buf_add_u64(b, v);
+    if (type == STATS_GAUGE) textbuf_add_i64(b, stats_snapshot_signed(v));
+    else textbuf_add_u64(b, v);
 }
 
-static void stats_json_fields(struct stats_buf *b, const uint64_t *f, const struct stats_field_desc *d,
+static void stats_json_fields(struct textbuf *b, const uint64_t *f, const struct stats_field_desc *d,
                               size_t n)
 {
     for (size_t i = 0; i < n; i++) {
-        if (i > 0) stats_buf_addc(b, ',');
+        if (i > 0) textbuf_addc(b, ',');
         stats_json_key(b, d[i].name);
         stats_json_number(b, d[i].type, f[i]);
     }
@@ -38,100 +38,100 @@ static void stats_json_fields(struct stats_buf *b, const uint64_t *f, const stru
 
 /* The histograms of one level as members of the object being written, each after a comma unless
  * it is the object's first member. */
-static void stats_json_hists(struct stats_buf *b, const struct stats_hist_sum *h,
+static void stats_json_hists(struct textbuf *b, const struct stats_hist_sum *h,
                              const struct stats_field_desc *d, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
-        if (i > 0) stats_buf_addc(b, ',');
+        if (i > 0) textbuf_addc(b, ',');
         stats_json_key(b, d[i].name);
         stats_json_render_hist(b, &h[i]);
     }
 }
 
-void stats_json_render_hist(struct stats_buf *b, const struct stats_hist_sum *h)
+void stats_json_render_hist(struct textbuf *b, const struct stats_hist_sum *h)
 {
-    stats_buf_addc(b, '{');
+    textbuf_addc(b, '{');
     for (size_t i = 0; i < STATS_HIST_NFIELD; i++) {
-        if (i > 0) stats_buf_addc(b, ',');
+        if (i > 0) textbuf_addc(b, ',');
         stats_json_key(b, stats_hist_field_desc[i].name);
         switch ((enum stats_hist_field)i) {
-        case STATS_HIST_count: stats_buf_add_u64(b, h->count); break;
-        case STATS_HIST_sum: stats_buf_add_u64(b, h->sum_usec); break;
-        case STATS_HIST_max: stats_buf_add_u64(b, h->max_usec); break;
-        case STATS_HIST_p50: stats_buf_add_u64(b, stats_hist_quantile(h, 50, 100)); break;
-        case STATS_HIST_p99: stats_buf_add_u64(b, stats_hist_quantile(h, 99, 100)); break;
-        case STATS_HIST_p999: stats_buf_add_u64(b, stats_hist_quantile(h, 999, 1000)); break;
+        case STATS_HIST_count: textbuf_add_u64(b, h->count); break;
+        case STATS_HIST_sum: textbuf_add_u64(b, h->sum_usec); break;
+        case STATS_HIST_max: textbuf_add_u64(b, h->max_usec); break;
+        case STATS_HIST_p50: textbuf_add_u64(b, stats_hist_quantile(h, 50, 100)); break;
+        case STATS_HIST_p99: textbuf_add_u64(b, stats_hist_quantile(h, 99, 100)); break;
+        case STATS_HIST_p999: textbuf_add_u64(b, stats_hist_quantile(h, 999, 1000)); break;
         case STATS_HIST_buckets: {
             uint64_t json[STATS_LAT_JSON_NBUCKETS];
             stats_hist_json_buckets(h, json);
-            stats_buf_addc(b, '{');
+            textbuf_addc(b, '{');
             for (unsigned k = 0; k < STATS_LAT_JSON_NBUCKETS; k++) {
-                if (k > 0) stats_buf_addc(b, ',');
-                if (k < STATS_LAT_JSON_NBOUNDS) stats_buf_addf(b, "\"%u\":", stats_lat_json_bound_msec[k]);
-                else stats_buf_adds(b, "\"+inf\":");
-                stats_buf_add_u64(b, json[k]);
+                if (k > 0) textbuf_addc(b, ',');
+                if (k < STATS_LAT_JSON_NBOUNDS) textbuf_addf(b, "\"%u\":", stats_lat_json_bound_msec[k]);
+                else textbuf_adds(b, "\"+inf\":");
+                textbuf_add_u64(b, json[k]);
             }
-            stats_buf_addc(b, '}');
+            textbuf_addc(b, '}');
             break;
         }
         case STATS_HIST_NFIELD: break;
         }
     }
-    stats_buf_addc(b, '}');
+    textbuf_addc(b, '}');
 }
 
-static void stats_json_header(struct stats_buf *b, const struct stats_snapshot *s)
+static void stats_json_header(struct textbuf *b, const struct stats_snapshot *s)
 {
     for (size_t i = 0; i < STATS_HEADER_NFIELD; i++) {
-        if (i > 0) stats_buf_addc(b, ',');
+        if (i > 0) textbuf_addc(b, ',');
         stats_json_key(b, stats_header_desc[i].name);
         switch ((enum stats_header_field)i) {
-        case STATS_HEADER_service: stats_buf_adds(b, "\"nutcrackers\""); break;
+        case STATS_HEADER_service: textbuf_adds(b, "\"nutcrackers\""); break;
         case STATS_HEADER_source:
-            stats_buf_add_json_str(b, s->src->host, strlen(s->src->host));
+            textbuf_add_json_str(b, s->src->host, strlen(s->src->host));
             break;
-        case STATS_HEADER_version: stats_buf_adds(b, "\"" PACKAGE_VERSION "\""); break;
-        case STATS_HEADER_uptime: stats_buf_add_u64(b, s->uptime_sec); break;
-        case STATS_HEADER_timestamp: stats_buf_add_u64(b, s->timestamp_sec); break;
-        case STATS_HEADER_generation: stats_buf_add_u64(b, s->src->rt->generation); break;
-        case STATS_HEADER_loaded_at: stats_buf_add_u64(b, s->src->rt->loaded_at_usec / 1000000u); break;
-        case STATS_HEADER_total_connections: stats_buf_add_u64(b, s->total_connections); break;
-        case STATS_HEADER_curr_connections: stats_buf_add_i64(b, s->curr_connections); break;
+        case STATS_HEADER_version: textbuf_adds(b, "\"" PACKAGE_VERSION "\""); break;
+        case STATS_HEADER_uptime: textbuf_add_u64(b, s->uptime_sec); break;
+        case STATS_HEADER_timestamp: textbuf_add_u64(b, s->timestamp_sec); break;
+        case STATS_HEADER_generation: textbuf_add_u64(b, s->src->rt->generation); break;
+        case STATS_HEADER_loaded_at: textbuf_add_u64(b, s->src->rt->loaded_at_usec / 1000000u); break;
+        case STATS_HEADER_total_connections: textbuf_add_u64(b, s->total_connections); break;
+        case STATS_HEADER_curr_connections: textbuf_add_i64(b, s->curr_connections); break;
         case STATS_HEADER_NFIELD: break;
         }
     }
 }
 
 /* Opens a document: '{', "worker":<id> for a single-worker snapshot, the top-level fields. */
-static void stats_json_begin(struct stats_buf *b, const struct stats_snapshot *s)
+static void stats_json_begin(struct textbuf *b, const struct stats_snapshot *s)
 {
-    stats_buf_addc(b, '{');
-    if (s->worker >= 0) stats_buf_addf(b, "\"worker\":%ld,", s->worker);
+    textbuf_addc(b, '{');
+    if (s->worker >= 0) textbuf_addf(b, "\"worker\":%ld,", s->worker);
     stats_json_header(b, s);
 }
 
 /* Opens an object-valued member: [,]"<name>":{ */
-static void stats_json_open(struct stats_buf *b, bool comma, const char *name)
+static void stats_json_open(struct textbuf *b, bool comma, const char *name)
 {
-    if (comma) stats_buf_addc(b, ',');
-    stats_buf_add_json_str(b, name, strlen(name));
-    stats_buf_adds(b, ":{");
+    if (comma) textbuf_addc(b, ',');
+    textbuf_add_json_str(b, name, strlen(name));
+    textbuf_adds(b, ":{");
 }
 
 /* The pool's refused commands that are not zero: ,"refused_cmd_<name>":N (flat: see stats_desc.h) */
-static void stats_json_refused(struct stats_buf *b, const struct stats_snapshot *s, size_t p)
+static void stats_json_refused(struct textbuf *b, const struct stats_snapshot *s, size_t p)
 {
     const char *name;
     for (size_t r = 0; (name = stats_snapshot_refused_name(s, p, r)) != NULL; r++) {
         if (s->pools[p].refused[r] == 0) continue;
-        stats_buf_adds(b, ",\"" STATS_REFUSED_PREFIX);
-        stats_buf_adds(b, name); /* the protocol's names: lowercase letters, '_' and '-' */
-        stats_buf_adds(b, "\":");
-        stats_buf_add_u64(b, s->pools[p].refused[r]);
+        textbuf_adds(b, ",\"" STATS_REFUSED_PREFIX);
+        textbuf_adds(b, name); /* the protocol's names: lowercase letters, '_' and '-' */
+        textbuf_adds(b, "\":");
+        textbuf_add_u64(b, s->pools[p].refused[r]);
     }
 }
 
-void stats_json_render(struct stats_buf *b, const struct stats_snapshot *s)
+void stats_json_render(struct textbuf *b, const struct stats_snapshot *s)
 {
     const struct runtime *rt = s->src->rt;
     stats_json_begin(b, s);
@@ -144,14 +144,14 @@ void stats_json_render(struct stats_buf *b, const struct stats_snapshot *s)
         for (size_t k = 0; k < ps->nservers; k++) {
             stats_json_open(b, true, cp->servers[k].stats_name);
             stats_json_fields(b, ps->servers[k].f, stats_server_desc, STATS_SERVER_NFIELD);
-            stats_buf_addc(b, '}');
+            textbuf_addc(b, '}');
         }
-        stats_buf_addc(b, '}');
+        textbuf_addc(b, '}');
     }
-    stats_buf_addc(b, '}');
+    textbuf_addc(b, '}');
 }
 
-void stats_json_render_latency(struct stats_buf *b, const struct stats_snapshot *s)
+void stats_json_render_latency(struct textbuf *b, const struct stats_snapshot *s)
 {
     const struct runtime *rt = s->src->rt;
     stats_json_begin(b, s);
@@ -165,9 +165,9 @@ void stats_json_render_latency(struct stats_buf *b, const struct stats_snapshot 
         for (size_t k = 0; k < ps->nservers; k++) {
             stats_json_open(b, k > 0, cp->servers[k].stats_name);
             stats_json_hists(b, ps->servers[k].latency, stats_server_hist_desc, STATS_SERVER_NHIST);
-            stats_buf_addc(b, '}');
+            textbuf_addc(b, '}');
         }
-        stats_buf_adds(b, "}}");
+        textbuf_adds(b, "}}");
     }
-    stats_buf_adds(b, "}}");
+    textbuf_adds(b, "}}");
 }

@@ -15,17 +15,17 @@
 #ifndef NC_STATS_JSON_H
 #define NC_STATS_JSON_H
 
-#include "manage/stats_buf.h"
+#include "manage/text_escape.h"
 #include "manage/stats_snapshot.h"
 
 /* Appends the document of s (one line, no line end). A single-worker snapshot gets a leading
  * "worker":<id> member. */
-void stats_json_render(struct stats_buf *b, const struct stats_snapshot *s);
+void stats_json_render(struct textbuf *b, const struct stats_snapshot *s);
 
 /* Appends the latency document of s (one line, no line end); "worker":<id> first as above. */
-void stats_json_render_latency(struct stats_buf *b, const struct stats_snapshot *s);
+void stats_json_render_latency(struct textbuf *b, const struct stats_snapshot *s);
 
 /* Appends one histogram object: {"count":..,"sum":..,...,"buckets":{"1":..,...,"+inf":..}}. */
-void stats_json_render_hist(struct stats_buf *b, const struct stats_hist_sum *h);
+void stats_json_render_hist(struct textbuf *b, const struct stats_hist_sum *h);
 
 #endif

@@ -20,37 +20,37 @@ static const char *const stats_prom_prefix[] = {
     [PROM_SERVER] = "nutcrackers_server_",
 };
 
-void stats_prom_label_value(struct stats_buf *b, const char *s)
+void stats_prom_label_value(struct textbuf *b, const char *s)
 {
     for (; *s != '\0'; s++) {
-        if (*s == '\\') stats_buf_adds(b, "\\\\");
-        else if (*s == '"') stats_buf_adds(b, "\\\"");
-        else if (*s == '\n') stats_buf_adds(b, "\\n");
-        else stats_buf_addc(b, *s);
+        if (*s == '\\') textbuf_adds(b, "\\\\");
+        else if (*s == '"') textbuf_adds(b, "\\\"");
+        else if (*s == '\n') textbuf_adds(b, "\\n");
+        else textbuf_addc(b, *s);
     }
 }
 
-static void stats_prom_help_text(struct stats_buf *b, const char *s)
+static void stats_prom_help_text(struct textbuf *b, const char *s)
 {
     for (; *s != '\0'; s++) {
-        if (*s == '\\') stats_buf_adds(b, "\\\\");
-        else if (*s == '\n') stats_buf_adds(b, "\\n");
-        else stats_buf_addc(b, *s);
+        if (*s == '\\') textbuf_adds(b, "\\\\");
+        else if (*s == '\n') textbuf_adds(b, "\\n");
+        else textbuf_addc(b, *s);
     }
 }
 
 /* "# HELP <name> <desc><note>\n# TYPE <name> <type>\n" (note: NULL or text after desc) */
-static void stats_prom_family(struct stats_buf *b, const char *name, const char *desc, const char *note,
+static void stats_prom_family(struct textbuf *b, const char *name, const char *desc, const char *note,
                               const char *type)
 {
-    stats_buf_addf(b, "# HELP %s ", name);
+    textbuf_addf(b, "# HELP %s ", name);
     stats_prom_help_text(b, desc);
-    if (note != NULL) stats_buf_adds(b, note);
-    stats_buf_addf(b, "\n# TYPE %s %s\n", name, type);
+    if (note != NULL) textbuf_adds(b, note);
+    textbuf_addf(b, "\n# TYPE %s %s\n", name, type);
 }
 
 /* The same for a pool or server field (a timestamp's description speaks of the JSON's usec). */
-static void stats_prom_field_family(struct stats_buf *b, const char *name, const struct stats_field_desc *d,
+static void stats_prom_field_family(struct textbuf *b, const char *name, const struct stats_field_desc *d,
                                     const char *type)
 {
     stats_prom_family(b, name, d->desc, d->type == STATS_TIMESTAMP ? " (here in seconds; 0: never)" : NULL, type);
@@ -76,22 +76,22 @@ static const char *stats_prom_type(enum stats_type t)
 }
 
 /* {pool="..."} or {pool="...",server="..."}, with an extra label pair when extra is not NULL */
-static void stats_prom_labels(struct stats_buf *b, const struct conf_pool *cp, const struct conf_server *cs,
+static void stats_prom_labels(struct textbuf *b, const struct conf_pool *cp, const struct conf_server *cs,
                               const char *extra)
 {
-    stats_buf_adds(b, "{pool=\"");
+    textbuf_adds(b, "{pool=\"");
     stats_prom_label_value(b, cp->name);
-    stats_buf_addc(b, '"');
+    textbuf_addc(b, '"');
     if (cs != NULL) {
-        stats_buf_adds(b, ",server=\"");
+        textbuf_adds(b, ",server=\"");
         stats_prom_label_value(b, cs->stats_name);
-        stats_buf_addc(b, '"');
+        textbuf_addc(b, '"');
     }
     if (extra != NULL) {
-        stats_buf_addc(b, ',');
-        stats_buf_adds(b, extra);
+        textbuf_addc(b, ',');
+        textbuf_adds(b, extra);
     }
-    stats_buf_addc(b, '}');
+    textbuf_addc(b, '}');
 }
 
 /* usec as seconds, exactly and without trailing zeros ("0.001", "2", "0.012345") */
@@ -108,34 +108,34 @@ static void stats_prom_seconds_str(char *out, size_t n, uint64_t usec)
 }
 
 /* A pool or server field's value: gauges signed, timestamps (usec in the blocks) in seconds. */
-static void stats_prom_value(struct stats_buf *b, enum stats_type t, uint64_t v)
+static void stats_prom_value(struct textbuf *b, enum stats_type t, uint64_t v)
 {
-    stats_buf_addc(b, ' ');
+    textbuf_addc(b, ' ');
     if (t == STATS_GAUGE) {
-        stats_buf_add_i64(b, stats_snapshot_signed(v));
+        textbuf_add_i64(b, stats_snapshot_signed(v));
     } else if (t == STATS_TIMESTAMP) {
         char secs[32];
         stats_prom_seconds_str(secs, sizeof(secs), v);
-        stats_buf_adds(b, secs);
+        textbuf_adds(b, secs);
     } else {
-        stats_buf_add_u64(b, v);
+        textbuf_add_u64(b, v);
     }
-    stats_buf_addc(b, '\n');
+    textbuf_addc(b, '\n');
 }
 
 /* A family of one unlabelled sample. */
-static void stats_prom_single(struct stats_buf *b, const char *name, const char *desc, const char *type, uint64_t v)
+static void stats_prom_single(struct textbuf *b, const char *name, const char *desc, const char *type, uint64_t v)
 {
     stats_prom_family(b, name, desc, NULL, type);
-    stats_buf_addf(b, "%s %llu\n", name, (unsigned long long)v);
+    textbuf_addf(b, "%s %llu\n", name, (unsigned long long)v);
 }
 
-static void stats_prom_header(struct stats_buf *b, const struct stats_snapshot *s)
+static void stats_prom_header(struct textbuf *b, const struct stats_snapshot *s)
 {
-    stats_buf_adds(b, "# HELP nutcrackers_info the proxy: service name, host name (source) and version\n"
+    textbuf_adds(b, "# HELP nutcrackers_info the proxy: service name, host name (source) and version\n"
                       "# TYPE nutcrackers_info gauge\nnutcrackers_info{service=\"nutcrackers\",source=\"");
     stats_prom_label_value(b, s->src->host);
-    stats_buf_adds(b, "\",version=\"" PACKAGE_VERSION "\"} 1\n");
+    textbuf_adds(b, "\",version=\"" PACKAGE_VERSION "\"} 1\n");
     /* the numeric top-level fields, named for what they measure, in their units (the strings are
      * nutcrackers_info's labels) */
     const struct stats_field_desc *h = stats_header_desc;
@@ -149,11 +149,11 @@ static void stats_prom_header(struct stats_buf *b, const struct stats_snapshot *
     stats_prom_single(b, "nutcrackers_client_connections_accepted_total", h[STATS_HEADER_total_connections].desc,
                       "counter", s->total_connections);
     stats_prom_family(b, "nutcrackers_client_connections", h[STATS_HEADER_curr_connections].desc, NULL, "gauge");
-    stats_buf_adds(b, "nutcrackers_client_connections");
+    textbuf_adds(b, "nutcrackers_client_connections");
     stats_prom_value(b, STATS_GAUGE, (uint64_t)s->curr_connections);
 }
 
-static void stats_prom_hist(struct stats_buf *b, const char *name, const struct conf_pool *cp,
+static void stats_prom_hist(struct textbuf *b, const char *name, const struct conf_pool *cp,
                             const struct conf_server *cs, const struct stats_hist_sum *h)
 {
     char le[48], secs[32];
@@ -166,25 +166,25 @@ static void stats_prom_hist(struct stats_buf *b, const char *name, const struct 
         } else {
             snprintf(le, sizeof(le), "le=\"+Inf\"");
         }
-        stats_buf_addf(b, "%s_bucket", name);
+        textbuf_addf(b, "%s_bucket", name);
         stats_prom_labels(b, cp, cs, le);
-        stats_buf_addc(b, ' ');
-        stats_buf_add_u64(b, cum);
-        stats_buf_addc(b, '\n');
+        textbuf_addc(b, ' ');
+        textbuf_add_u64(b, cum);
+        textbuf_addc(b, '\n');
     }
     stats_prom_seconds_str(secs, sizeof(secs), h->sum_usec);
-    stats_buf_addf(b, "%s_sum", name);
+    textbuf_addf(b, "%s_sum", name);
     stats_prom_labels(b, cp, cs, NULL);
-    stats_buf_addf(b, " %s\n%s_count", secs, name);
+    textbuf_addf(b, " %s\n%s_count", secs, name);
     stats_prom_labels(b, cp, cs, NULL);
-    stats_buf_addc(b, ' ');
-    stats_buf_add_u64(b, cum);
-    stats_buf_addc(b, '\n');
+    textbuf_addc(b, ' ');
+    textbuf_add_u64(b, cum);
+    textbuf_addc(b, '\n');
 }
 
 /* nutcrackers_refused_commands_total{pool,command}: the pool's refused commands that are not zero
  * (no family at all while every count is zero) */
-static void stats_prom_refused(struct stats_buf *b, const struct stats_snapshot *s)
+static void stats_prom_refused(struct textbuf *b, const struct stats_snapshot *s)
 {
     const struct runtime *rt = s->src->rt;
     bool family = false; /* the family is written with its first sample: none, no family */
@@ -193,7 +193,7 @@ static void stats_prom_refused(struct stats_buf *b, const struct stats_snapshot 
         for (size_t r = 0; (name = stats_snapshot_refused_name(s, p, r)) != NULL; r++) {
             if (s->pools[p].refused[r] == 0) continue;
             if (!family) {
-                stats_buf_adds(b, "# HELP nutcrackers_refused_commands_total # requests refused: a command "
+                textbuf_adds(b, "# HELP nutcrackers_refused_commands_total # requests refused: a command "
                                   "the proxy does not serve, by name (" STATS_REFUSED_OTHER
                                   ": a name no command has)\n"
                                   "# TYPE nutcrackers_refused_commands_total counter\n");
@@ -201,16 +201,16 @@ static void stats_prom_refused(struct stats_buf *b, const struct stats_snapshot 
             }
             char label[64];
             snprintf(label, sizeof(label), "command=\"%s\"", name);
-            stats_buf_adds(b, "nutcrackers_refused_commands_total");
+            textbuf_adds(b, "nutcrackers_refused_commands_total");
             stats_prom_labels(b, rt->pools[p].cp, NULL, label);
-            stats_buf_addc(b, ' ');
-            stats_buf_add_u64(b, s->pools[p].refused[r]);
-            stats_buf_addc(b, '\n');
+            textbuf_addc(b, ' ');
+            textbuf_add_u64(b, s->pools[p].refused[r]);
+            textbuf_addc(b, '\n');
         }
     }
 }
 
-void stats_prom_render(struct stats_buf *b, const struct stats_snapshot *s)
+void stats_prom_render(struct textbuf *b, const struct stats_snapshot *s)
 {
     const struct runtime *rt = s->src->rt;
     char name[128];
@@ -220,7 +220,7 @@ void stats_prom_render(struct stats_buf *b, const struct stats_snapshot *s)
         stats_prom_name(name, sizeof(name), PROM_POOL, d);
         stats_prom_field_family(b, name, d, stats_prom_type(d->type));
         for (size_t p = 0; p < s->npools; p++) {
-            stats_buf_adds(b, name);
+            textbuf_adds(b, name);
             stats_prom_labels(b, rt->pools[p].cp, NULL, NULL);
             stats_prom_value(b, d->type, s->pools[p].f[i]);
         }
@@ -233,7 +233,7 @@ void stats_prom_render(struct stats_buf *b, const struct stats_snapshot *s)
         for (size_t p = 0; p < s->npools; p++) {
             const struct conf_pool *cp = rt->pools[p].cp;
             for (size_t k = 0; k < s->pools[p].nservers; k++) {
-                stats_buf_adds(b, name);
+                textbuf_adds(b, name);
                 stats_prom_labels(b, cp, &cp->servers[k], NULL);
                 stats_prom_value(b, d->type, s->pools[p].servers[k].f[i]);
             }

@@ -17,13 +17,13 @@
 #ifndef NC_STATS_PROM_H
 #define NC_STATS_PROM_H
 
-#include "manage/stats_buf.h"
+#include "manage/text_escape.h"
 #include "manage/stats_snapshot.h"
 
 /* Appends every metric family of s. */
-void stats_prom_render(struct stats_buf *b, const struct stats_snapshot *s);
+void stats_prom_render(struct textbuf *b, const struct stats_snapshot *s);
 
 /* Appends s as a label value: \, " and newline escaped. */
-void stats_prom_label_value(struct stats_buf *b, const char *s);
+void stats_prom_label_value(struct textbuf *b, const char *s);
 
 #endif

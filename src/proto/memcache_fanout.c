@@ -201,17 +201,17 @@ static int mc_coalesce_stats(const struct proto_view *v, struct msg *req, struct
         return -EINVAL;
     }
     uint64_t up = nc_uptime_usec() / 1000000u;
-    struct rtext t = { 0 };
-    rtext_printf(&t, "STAT pid %ld\r\nSTAT uptime %" PRIu64 "\r\nSTAT time %lld\r\nSTAT version %s\r\n"
+    struct textbuf t = { 0 };
+    textbuf_addf(&t, "STAT pid %ld\r\nSTAT uptime %" PRIu64 "\r\nSTAT time %lld\r\nSTAT version %s\r\n"
                        "STAT pointer_size %u\r\nSTAT curr_connections %ld\r\nSTAT servers %" PRIu32
                        "\r\nSTAT servers_answered %" PRIu32 "\r\n",
                    (long)getpid(), up, (long long)time(NULL), sum.version, (unsigned)(sizeof(void *) * 8),
                    v->pool_clients, req->nfrags, sum.nservers);
     for (size_t i = 0; i < MC_NSUMMED; i++)
-        if (sum.seen[i]) rtext_printf(&t, "STAT %s %" PRIu64 "\r\n", mc_stats_summed[i], sum.v[i]);
-    rtext_str(&t, "END\r\n");
+        if (sum.seen[i]) textbuf_addf(&t, "STAT %s %" PRIu64 "\r\n", mc_stats_summed[i], sum.v[i]);
+    textbuf_adds(&t, "END\r\n");
     rsp->rsp_type = RSP_MC_END;
-    return rtext_put(&t, rsp);
+    return proto_text_put(&t, rsp);
 }
 
 int mc_coalesce_all(const struct proto_view *v, struct msg *req, struct msg *rsp)

@@ -45,6 +45,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/textbuf.h"
 #include "msg/msg.h"
 
 struct conf_pool;
@@ -254,19 +255,9 @@ struct proto_ops {
  * by req, with no bytes yet; NULL when out of memory. */
 struct msg *proto_frag_new(struct msg *req, uint32_t server, struct msg_pool *pool);
 
-/* A growable reply text (proto.c), for the replies a protocol builds itself. On allocation failure
- * it stops growing and remembers it; rtext_put then fails. */
-struct rtext {
-    char *p;
-    size_t len, cap;
-    bool oom;
-};
-void rtext_add(struct rtext *t, const void *data, size_t n);
-void rtext_str(struct rtext *t, const char *str);
-void rtext_printf(struct rtext *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* Appends t's bytes to rsp and frees t. Returns 0 or -ENOMEM. */
-int rtext_put(struct rtext *t, struct msg *rsp);
-void rtext_free(struct rtext *t);
+/* Appends the text the protocol built for a reply (a struct textbuf, common/textbuf.h, with no
+ * limit: a zeroed one) to rsp and frees the text. Returns 0 or -ENOMEM (also when the text failed). */
+int proto_text_put(struct textbuf *t, struct msg *rsp);
 
 /* How many requests server_setup may build at most. */
 #define PROTO_SETUP_MAX 4

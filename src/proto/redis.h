@@ -110,14 +110,14 @@ int redis_fan_local(const struct conf_pool *cp, const struct msg *req, struct ms
 int redis_fragment_fan(struct msg *req, const uint32_t *where, uint32_t n, struct msg_pool *pool);
 int redis_coalesce_fan(const struct proto_view *v, struct msg *req, struct msg *rsp);
 
-/* The RESP pieces of a reply text (struct rtext, proto.h). */
+/* The RESP pieces of a reply text (struct textbuf, proto.h). */
 /* "$<n>\r\n<data>\r\n" */
-void rtext_bulk(struct rtext *t, const void *data, size_t n);
+void resp_add_bulk(struct textbuf *t, const void *data, size_t n);
 /* A text reply the way redis sends INFO and CLIENT INFO: a bulk string in RESP2, a verbatim
  * string ("=<n+4>\r\ntxt:<data>\r\n") in RESP3. */
-void rtext_text(struct rtext *t, uint8_t variant, const void *data, size_t n);
+void resp_add_text(struct textbuf *t, uint8_t variant, const void *data, size_t n);
 /* The null reply: "$-1" in RESP2, "_" in RESP3. */
-void rtext_null(struct rtext *t, uint8_t variant);
+void resp_add_null(struct textbuf *t, uint8_t variant);
 size_t redis_reject_reply(const struct msg *req, char *buf, size_t size);
 size_t redis_txn_reply(enum proto_txn_reply what, const char *a, const char *b, char *buf, size_t size);
 /* Writes pre + mid + post into buf (no NUL), cutting mid so it fits; control bytes of mid become

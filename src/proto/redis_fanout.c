@@ -57,9 +57,9 @@ static int fan_refuse(struct msg *rsp, const char *pre, const uint8_t *word, siz
     for (size_t i = 0; i < len; i++)
         if (w[i] >= 'a' && w[i] <= 'z') w[i] = (char)(w[i] - ('a' - 'A'));
     w[len] = '\0';
-    struct rtext t = { 0 };
-    rtext_printf(&t, "-ERR %s%s%s\r\n", pre, w, post);
-    return rtext_put(&t, rsp) < 0 ? -ENOMEM : PROTO_ANSWERED;
+    struct textbuf t = { 0 };
+    textbuf_addf(&t, "-ERR %s%s%s\r\n", pre, w, post);
+    return proto_text_put(&t, rsp) < 0 ? -ENOMEM : PROTO_ANSWERED;
 }
 
 static int fan_answer(struct msg *rsp, const char *text)
@@ -109,9 +109,9 @@ static int fan_fragment_scan(struct msg *req, const uint32_t *where, uint32_t n,
     int len = snprintf(num, sizeof(num), "%" PRIu64, sc);
     int rc = redis_frag_header(fr, "scan", req->nargs);
     if (rc == 0) {
-        struct rtext t = { 0 };
-        rtext_bulk(&t, num, (size_t)len);
-        rc = rtext_put(&t, fr);
+        struct textbuf t = { 0 };
+        resp_add_bulk(&t, num, (size_t)len);
+        rc = proto_text_put(&t, fr);
     }
     for (uint32_t k = 1; rc == 0 && k < req->nkeys; k++) rc = redis_frag_add_group(fr, req, &req->keys[k], false);
     if (rc < 0) {
@@ -219,10 +219,10 @@ static int fan_coalesce_keys(struct msg *req, struct msg *rsp)
         }
     }
     if (rc == 0) {
-        struct rtext t = { 0 };
-        rtext_printf(&t, "*%" PRIu64 "\r\n", total);
+        struct textbuf t = { 0 };
+        textbuf_addf(&t, "*%" PRIu64 "\r\n", total);
         rsp->rsp_type = RSP_ARRAY;
-        rc = rtext_put(&t, rsp);
+        rc = proto_text_put(&t, rsp);
     }
     for (uint32_t f = 0; rc == 0 && f < req->nfrags; f++) {
         const struct msg *r = req->frags[f]->peer;
@@ -264,22 +264,22 @@ static int fan_coalesce_exists(struct msg *req, struct msg *rsp)
         const struct msg *r = req->frags[f]->peer;
         if (r->rsp_type != RSP_ARRAY || r->nelems != n) return -EINVAL;
     }
-    struct rtext t = { 0 };
-    rtext_printf(&t, "*%" PRIu32 "\r\n", n);
+    struct textbuf t = { 0 };
+    textbuf_addf(&t, "*%" PRIu32 "\r\n", n);
     for (uint32_t i = 0; i < n; i++) {
         int64_t all = 1, v;
         for (uint32_t f = 0; f < req->nfrags; f++) {
             const struct msg *r = req->frags[f]->peer;
             if (!fan_elem_int(r, &r->elems[i], &v)) {
-                rtext_free(&t);
+                textbuf_deinit(&t);
                 return -EINVAL;
             }
             if (v == 0) all = 0;
         }
-        rtext_printf(&t, ":%" PRId64 "\r\n", all);
+        textbuf_addf(&t, ":%" PRId64 "\r\n", all);
     }
     rsp->rsp_type = RSP_ARRAY;
-    return rtext_put(&t, rsp);
+    return proto_text_put(&t, rsp);
 }
 
 static int fan_coalesce_ok(struct msg *req, struct msg *rsp)
@@ -314,25 +314,25 @@ static int fan_coalesce_scan(const struct proto_view *v, struct msg *req, struct
     else if (s + 1 < v->cp->nservers && s + 1 < SCAN_SERVERS_MAX) next = (s + 1) << SCAN_SERVER_SHIFT;
     char num[24];
     int len = snprintf(num, sizeof(num), "%" PRIu64, next);
-    struct rtext t = { 0 };
-    rtext_str(&t, "*2\r\n");
-    rtext_bulk(&t, num, (size_t)len);
+    struct textbuf t = { 0 };
+    textbuf_adds(&t, "*2\r\n");
+    resp_add_bulk(&t, num, (size_t)len);
     rsp->rsp_type = RSP_ARRAY;
-    int rc = rtext_put(&t, rsp);
+    int rc = proto_text_put(&t, rsp);
     return rc < 0 ? rc : msg_append_slice(rsp, r, r->elems[1].start, r->elems[1].end);
 }
 
 int redis_coalesce_fan(const struct proto_view *v, struct msg *req, struct msg *rsp)
 {
     if (req->cmd_flags & CMD_F_FRAG_ONE) {
-        struct rtext t = { 0 };
+        struct textbuf t = { 0 };
         char name[32];
         size_t n = redis_reply_line(name, sizeof(name) - 1, "", req->name, req->name_len, "", true);
         name[n] = '\0';
-        rtext_printf(&t, "-ERR the keys of '%s' are on more than one server (hash tags keep them on one)\r\n",
+        textbuf_addf(&t, "-ERR the keys of '%s' are on more than one server (hash tags keep them on one)\r\n",
                      name);
         rsp->rsp_type = RSP_ERROR;
-        return rtext_put(&t, rsp);
+        return proto_text_put(&t, rsp);
     }
     uint8_t fan = redis_cmds[req->cmd].fan;
     if (fan == REDIS_FAN_RANDOMKEY) return fan_coalesce_randomkey(req, rsp);

@@ -280,34 +280,34 @@ static uint16_t info_tcp_port(const struct conf_pool *cp)
 }
 
 /* The INFO text of the sections asked for. */
-static void info_render(struct rtext *t, const struct proto_view *v, const struct info_sum *sum, unsigned bits)
+static void info_render(struct textbuf *t, const struct proto_view *v, const struct info_sum *sum, unsigned bits)
 {
     bool first = true;
 #define SECTION(title)                     \
     do {                                   \
-        if (!first) rtext_str(t, "\r\n");  \
+        if (!first) textbuf_adds(t, "\r\n");  \
         first = false;                     \
-        rtext_str(t, "# " title "\r\n");   \
+        textbuf_adds(t, "# " title "\r\n");   \
     } while (0)
     if (bits & INFO_SERVER) {
         uint64_t up = nc_uptime_usec() / 1000000u;
         SECTION("Server");
-        rtext_printf(t, "redis_version:%s\r\nredis_mode:standalone\r\nprocess_id:%ld\r\ntcp_port:%u\r\n"
+        textbuf_addf(t, "redis_version:%s\r\nredis_mode:standalone\r\nprocess_id:%ld\r\ntcp_port:%u\r\n"
                      "uptime_in_seconds:%" PRIu64 "\r\nuptime_in_days:%" PRIu64 "\r\n",
                      sum->version, (long)getpid(), info_tcp_port(v->cp), up, up / 86400u);
     }
     if (bits & INFO_CLIENTS) {
         SECTION("Clients");
-        rtext_printf(t, "connected_clients:%ld\r\n", v->pool_clients);
+        textbuf_addf(t, "connected_clients:%ld\r\n", v->pool_clients);
     }
     if (bits & INFO_PERSISTENCE) {
         SECTION("Persistence");
-        rtext_printf(t, "loading:%d\r\n", sum->loading ? 1 : 0);
+        textbuf_addf(t, "loading:%d\r\n", sum->loading ? 1 : 0);
     }
     if (bits & INFO_STATS) {
         SECTION("Stats");
         for (size_t i = 0; i < INFO_NSTATS; i++) {
-            if (sum->stats_seen[i]) rtext_printf(t, "%s:%" PRId64 "\r\n", info_stats_summed[i], sum->stats[i]);
+            if (sum->stats_seen[i]) textbuf_addf(t, "%s:%" PRId64 "\r\n", info_stats_summed[i], sum->stats[i]);
         }
     }
     if (bits & INFO_KEYSPACE) {
@@ -316,7 +316,7 @@ static void info_render(struct rtext *t, const struct proto_view *v, const struc
             const struct info_db *d = &sum->dbs[db];
             if (!d->seen) continue;
             int64_t ttl = d->expires > 0 ? (int64_t)(d->ttl_weighted / (long double)d->expires) : 0;
-            rtext_printf(t, "db%u:keys=%" PRId64 ",expires=%" PRId64 ",avg_ttl=%" PRId64 "\r\n", db, d->keys,
+            textbuf_addf(t, "db%u:keys=%" PRId64 ",expires=%" PRId64 ",avg_ttl=%" PRId64 "\r\n", db, d->keys,
                          d->expires, ttl);
         }
     }
@@ -324,23 +324,23 @@ static void info_render(struct rtext *t, const struct proto_view *v, const struc
 }
 
 /* HELLO's reply, as redis': a map in RESP3, a flat array in RESP2. */
-static void hello_render(struct rtext *t, const struct proto_session *s, const char *version)
+static void hello_render(struct textbuf *t, const struct proto_session *s, const char *version)
 {
-    rtext_str(t, s->variant == REDIS_RESP3 ? "%7\r\n" : "*14\r\n");
-    rtext_bulk(t, "server", 6);
-    rtext_bulk(t, "redis", 5);
-    rtext_bulk(t, "version", 7);
-    rtext_bulk(t, version, strlen(version));
-    rtext_bulk(t, "proto", 5);
-    rtext_printf(t, ":%d\r\n", s->variant == REDIS_RESP3 ? 3 : 2);
-    rtext_bulk(t, "id", 2);
-    rtext_printf(t, ":%" PRIu64 "\r\n", s->id);
-    rtext_bulk(t, "mode", 4);
-    rtext_bulk(t, "standalone", 10);
-    rtext_bulk(t, "role", 4);
-    rtext_bulk(t, "master", 6);
-    rtext_bulk(t, "modules", 7);
-    rtext_str(t, "*0\r\n");
+    textbuf_adds(t, s->variant == REDIS_RESP3 ? "%7\r\n" : "*14\r\n");
+    resp_add_bulk(t, "server", 6);
+    resp_add_bulk(t, "redis", 5);
+    resp_add_bulk(t, "version", 7);
+    resp_add_bulk(t, version, strlen(version));
+    resp_add_bulk(t, "proto", 5);
+    textbuf_addf(t, ":%d\r\n", s->variant == REDIS_RESP3 ? 3 : 2);
+    resp_add_bulk(t, "id", 2);
+    textbuf_addf(t, ":%" PRIu64 "\r\n", s->id);
+    resp_add_bulk(t, "mode", 4);
+    resp_add_bulk(t, "standalone", 10);
+    resp_add_bulk(t, "role", 4);
+    resp_add_bulk(t, "master", 6);
+    resp_add_bulk(t, "modules", 7);
+    textbuf_adds(t, "*0\r\n");
 }
 
 int redis_coalesce_all(const struct proto_view *v, struct msg *req, struct msg *rsp)
@@ -372,19 +372,19 @@ int redis_coalesce_all(const struct proto_view *v, struct msg *req, struct msg *
     } else if (nok == 0) {
         rc = -EINVAL;
     } else {
-        struct rtext t = { 0 };
+        struct textbuf t = { 0 };
         if (redis_cmds[req->cmd].local == REDIS_LOCAL_HELLO) {
             hello_render(&t, v->sess, sum.version[0] != '\0' ? sum.version : "unknown");
             rsp->rsp_type = v->sess->variant == REDIS_RESP3 ? RSP_MAP : RSP_ARRAY;
         } else {
-            struct rtext text = { 0 };
+            struct textbuf text = { 0 };
             info_render(&text, v, &sum, info_sections(req));
-            if (text.oom) t.oom = true;
-            else rtext_text(&t, v->sess->variant, text.p != NULL ? text.p : "", text.len);
-            rtext_free(&text);
+            if (textbuf_failed(&text)) t.failed = true;
+            else resp_add_text(&t, v->sess->variant, text.data != NULL ? text.data : "", text.len);
+            textbuf_deinit(&text);
             rsp->rsp_type = v->sess->variant == REDIS_RESP3 ? RSP_VERBATIM : RSP_BULK;
         }
-        rc = rtext_put(&t, rsp);
+        rc = proto_text_put(&t, rsp);
     }
     free(sum.dbs);
     return rc;

@@ -120,9 +120,9 @@ static int redis_answer_named(struct msg *rsp, const char *pre, const struct msg
     return msg_append_literal(rsp, buf, n) < 0 ? -ENOMEM : PROTO_ANSWERED;
 }
 
-static int redis_answer_text(struct rtext *t, struct msg *rsp)
+static int redis_answer_text(struct textbuf *t, struct msg *rsp)
 {
-    return rtext_put(t, rsp) < 0 ? -ENOMEM : PROTO_ANSWERED;
+    return proto_text_put(t, rsp) < 0 ? -ENOMEM : PROTO_ANSWERED;
 }
 
 /* Whether user/password are the credentials of the pool's only user, "default": its password
@@ -228,8 +228,8 @@ static int redis_select(const struct conf_pool *cp, const struct msg *req, struc
     if (!redis_parse_int(req->keys[0].ptr, req->keys[0].len, &db) || db < INT32_MIN || db > INT32_MAX)
         return redis_answer(rsp, "-ERR value is not an integer or out of range\r\n", PROTO_ANSWERED);
     if (db == cp->redis_db) return redis_answer(rsp, "+OK\r\n", PROTO_ANSWERED);
-    struct rtext t = { 0 };
-    rtext_printf(&t, "-ERR SELECT %" PRId64 " is not possible: this pool serves db %d only (redis_db)\r\n",
+    struct textbuf t = { 0 };
+    textbuf_addf(&t, "-ERR SELECT %" PRId64 " is not possible: this pool serves db %d only (redis_db)\r\n",
                  db, cp->redis_db);
     return redis_answer_text(&t, rsp);
 }
@@ -259,17 +259,17 @@ static int redis_client_info(const struct proto_session *s, const struct conf_po
     flags[nf] = '\0';
     uint64_t now = nc_usec_now();
     uint64_t age = now > s->t_start ? (now - s->t_start) / 1000000u : 0;
-    struct rtext line = { 0 }, t = { 0 };
-    rtext_printf(&line, "id=%" PRIu64 " addr=%s laddr=%s fd=%d name=%s age=%" PRIu64 " idle=0 flags=%s db=%d "
+    struct textbuf line = { 0 }, t = { 0 };
+    textbuf_addf(&line, "id=%" PRIu64 " addr=%s laddr=%s fd=%d name=%s age=%" PRIu64 " idle=0 flags=%s db=%d "
                  "resp=%d lib-name=%s lib-ver=%s\n", s->id, addr, laddr, s->fd, redis_sess_get(s, REDIS_TEXT_NAME),
                  age, flags, cp->redis_db, s->variant + 2, redis_sess_get(s, REDIS_TEXT_LIB_NAME),
                  redis_sess_get(s, REDIS_TEXT_LIB_VER));
-    if (line.oom) {
-        rtext_free(&line);
+    if (textbuf_failed(&line)) {
+        textbuf_deinit(&line);
         return -ENOMEM;
     }
-    rtext_text(&t, s->variant, line.p, line.len);
-    rtext_free(&line);
+    resp_add_text(&t, s->variant, line.data, line.len);
+    textbuf_deinit(&line);
     return redis_answer_text(&t, rsp);
 }
 
@@ -343,15 +343,15 @@ static int redis_client(struct proto_session *s, const struct conf_pool *cp, con
         return redis_sess_set(s, REDIS_TEXT_NAME, &req->keys[1]) < 0 ? -ENOMEM
                                                                       : redis_answer(rsp, "+OK\r\n", PROTO_ANSWERED);
     case 1: {
-        struct rtext t = { 0 };
+        struct textbuf t = { 0 };
         const char *name = redis_sess_get(s, REDIS_TEXT_NAME);
-        if (*name == '\0') rtext_null(&t, s->variant);
-        else rtext_bulk(&t, name, strlen(name));
+        if (*name == '\0') resp_add_null(&t, s->variant);
+        else resp_add_bulk(&t, name, strlen(name));
         return redis_answer_text(&t, rsp);
     }
     case 2: {
-        struct rtext t = { 0 };
-        rtext_printf(&t, ":%" PRIu64 "\r\n", s->id);
+        struct textbuf t = { 0 };
+        textbuf_addf(&t, ":%" PRIu64 "\r\n", s->id);
         return redis_answer_text(&t, rsp);
     }
     case 3: return redis_client_info(s, cp, rsp);
@@ -448,15 +448,15 @@ size_t redis_txn_reply(enum proto_txn_reply what, const char *a, const char *b, 
 /* One set-up request of its arguments, its reply to be dropped. */
 static struct msg *redis_setup_msg(struct msg_pool *pool, const char *const *arg, int n)
 {
-    struct rtext t = { 0 };
-    rtext_printf(&t, "*%d\r\n", n);
-    for (int i = 0; i < n; i++) rtext_bulk(&t, arg[i], strlen(arg[i]));
+    struct textbuf t = { 0 };
+    textbuf_addf(&t, "*%d\r\n", n);
+    for (int i = 0; i < n; i++) resp_add_bulk(&t, arg[i], strlen(arg[i]));
     struct msg *m = msg_get(pool);
     if (m == NULL) {
-        rtext_free(&t);
+        textbuf_deinit(&t);
         return NULL;
     }
-    if (rtext_put(&t, m) < 0) {
+    if (proto_text_put(&t, m) < 0) {
         msg_put(pool, m);
         return NULL;
     }

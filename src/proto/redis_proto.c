@@ -1,7 +1,7 @@
 /*
  * redis_proto.c - redis_proto, the redis protocol's proto_ops (proto.h): parser state reset/free,
  * the proxy's own error replies, the health probe, the token helpers the parsers share, and the
- * RESP pieces of the replies the proxy builds in an rtext (proto.h).
+ * RESP pieces of the replies the proxy builds in a text buffer (common/textbuf.h).
  *
  * Threads: const ops and pure functions; any worker, on its own parse_state and msgs.
  */
@@ -125,27 +125,27 @@ static size_t redis_protocol_error_reply(const char *why, char *buf, size_t size
     return redis_reply_line(buf, size, "-ERR Protocol error: ", (const uint8_t *)why, strlen(why), "\r\n", false);
 }
 
-void rtext_bulk(struct rtext *t, const void *data, size_t n)
+void resp_add_bulk(struct textbuf *t, const void *data, size_t n)
 {
-    rtext_printf(t, "$%zu\r\n", n);
-    rtext_add(t, data, n);
-    rtext_add(t, "\r\n", 2);
+    textbuf_addf(t, "$%zu\r\n", n);
+    textbuf_add(t, data, n);
+    textbuf_add(t, "\r\n", 2);
 }
 
-void rtext_text(struct rtext *t, uint8_t variant, const void *data, size_t n)
+void resp_add_text(struct textbuf *t, uint8_t variant, const void *data, size_t n)
 {
     if (variant == REDIS_RESP3) {
-        rtext_printf(t, "=%zu\r\ntxt:", n + 4);
-        rtext_add(t, data, n);
-        rtext_add(t, "\r\n", 2);
+        textbuf_addf(t, "=%zu\r\ntxt:", n + 4);
+        textbuf_add(t, data, n);
+        textbuf_add(t, "\r\n", 2);
         return;
     }
-    rtext_bulk(t, data, n);
+    resp_add_bulk(t, data, n);
 }
 
-void rtext_null(struct rtext *t, uint8_t variant)
+void resp_add_null(struct textbuf *t, uint8_t variant)
 {
-    rtext_str(t, variant == REDIS_RESP3 ? "_\r\n" : "$-1\r\n");
+    textbuf_adds(t, variant == REDIS_RESP3 ? "_\r\n" : "$-1\r\n");
 }
 
 const struct proto_ops redis_proto = {

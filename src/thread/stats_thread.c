@@ -93,26 +93,26 @@ static void stats_thread_on_tick(evutil_socket_t fd, short what, void *arg)
 
 /* The manage port's `reload`: the master does it and answers; by the time the answer is written,
  * the stats thread renders the new generation (its inbox is read first). */
-static void stats_thread_do_reload(void *arg, struct stats_buf *out)
+static void stats_thread_do_reload(void *arg, struct textbuf *out)
 {
     struct stats_thread *st = arg;
     struct reload_req *r = reload_req_create();
     if (r == NULL) {
-        stats_buf_adds(out, "ERR: out of memory\r\n");
+        textbuf_adds(out, "ERR: out of memory\r\n");
         return;
     }
     struct inbox_item it = { .type = INBOX_RELOAD_REQ, .fd = -1, .req = r };
     if (inbox_push(st->master_inbox, &it) < 0) {
         reload_req_put(r);
         reload_req_put(r);
-        stats_buf_adds(out, "ERR: out of memory\r\n");
+        textbuf_adds(out, "ERR: out of memory\r\n");
         return;
     }
     char answer[RELOAD_ANSWER_MAX];
     if (reload_req_wait(r, STATS_RELOAD_WAIT_MS, st->stopping, answer, sizeof(answer)))
-        stats_buf_addf(out, "%s\r\n", answer);
+        textbuf_addf(out, "%s\r\n", answer);
     else
-        stats_buf_adds(out, "ERR: no answer from the master (shutting down?)\r\n");
+        textbuf_adds(out, "ERR: no answer from the master (shutting down?)\r\n");
     reload_req_put(r);
     stats_thread_on_inbox(-1, 0, st);
 }

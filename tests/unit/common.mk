@@ -10,3 +10,9 @@ TESTS += tests/unit/test_ratelimit
 tests_unit_test_ratelimit_SOURCES = tests/unit/test_ratelimit.c
 tests_unit_test_ratelimit_CFLAGS = $(NC_UNIT_CFLAGS)
 tests_unit_test_ratelimit_LDADD = $(NC_UNIT_LIBS)
+
+check_PROGRAMS += tests/unit/test_textbuf
+TESTS += tests/unit/test_textbuf
+tests_unit_test_textbuf_SOURCES = tests/unit/test_textbuf.c
+tests_unit_test_textbuf_CFLAGS = $(NC_UNIT_CFLAGS)
+tests_unit_test_textbuf_LDADD = $(NC_UNIT_LIBS)

@@ -79,7 +79,7 @@ struct stats_server_block *sfix_sb(const struct sfix *f, size_t w, const char *p
     return p->wservers[w * p->cp->nservers + k];
 }
 
-char *sfix_cstr(const struct stats_buf *b)
+char *sfix_cstr(const struct textbuf *b)
 {
     char *s = malloc(b->len + 1);
     assert_non_null(s);

@@ -14,7 +14,7 @@
 #include "core/route.h"
 #include "core/runtime.h"
 #include "core/runtime_stats.h"
-#include "manage/stats_buf.h"
+#include "manage/text_escape.h"
 #include "manage/stats_snapshot.h"
 #include "stats/stats.h"
 
@@ -45,6 +45,6 @@ struct stats_pool_block *sfix_pb(const struct sfix *f, size_t w, const char *poo
 struct stats_server_block *sfix_sb(const struct sfix *f, size_t w, const char *pool, size_t k);
 
 /* A NUL-terminated copy of a buffer's bytes (free() it). */
-char *sfix_cstr(const struct stats_buf *b);
+char *sfix_cstr(const struct textbuf *b);
 
 #endif

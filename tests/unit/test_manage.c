@@ -32,7 +32,7 @@ struct mfix {
     struct sfix f;
     struct manage_ctx ctx;
     struct manage_session sess;   /* trusted unless a test says otherwise */
-    struct stats_buf out;
+    struct textbuf out;
 };
 
 static int setup(void **state)
@@ -40,7 +40,7 @@ static int setup(void **state)
     struct mfix *m = calloc(1, sizeof(*m));
     sfix_init(&m->f, sfix_yaml, 3);
     assert_int_equal(manage_ctx_init(&m->ctx, &m->f.src), 0);
-    stats_buf_init(&m->out, 1 << 20);
+    textbuf_init(&m->out, 1 << 20);
     m->sess.trusted = true;
     *state = m;
     return 0;
@@ -49,7 +49,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     struct mfix *m = *state;
-    stats_buf_deinit(&m->out);
+    textbuf_deinit(&m->out);
     manage_ctx_deinit(&m->ctx);
     sfix_deinit(&m->f);
     free(m);
@@ -59,7 +59,7 @@ static int teardown(void **state)
 /* runs a line; returns the reply as a C string (free it) */
 static char *run(struct mfix *m, const char *line, enum manage_rc expect)
 {
-    stats_buf_reset(&m->out);
+    textbuf_reset(&m->out);
     enum manage_rc rc = manage_exec(&m->ctx, &m->sess, line, strlen(line), &m->out);
     char *s = sfix_cstr(&m->out);
     if (rc != expect) fail_msg("'%s': rc %d, reply '%s'", line, (int)rc, s);
@@ -104,13 +104,13 @@ static void test_status_is_fresh_json(void **state)
     free(s);
 
     /* the cached snapshot (what a silent client gets) moves only on the -i tick */
-    stats_buf_reset(&m->out);
+    textbuf_reset(&m->out);
     manage_render_status(&m->ctx, &m->out, false);
     v = jv_parse(m->out.data, m->out.len);
     assert_int_equal(jv_path(v, "alpha", "s1", "requests", NULL)->i, 0);
     jv_free(v);
     manage_ctx_refresh(&m->ctx);
-    stats_buf_reset(&m->out);
+    textbuf_reset(&m->out);
     manage_render_status(&m->ctx, &m->out, false);
     v = jv_parse(m->out.data, m->out.len);
     assert_int_equal(jv_path(v, "alpha", "s1", "requests", NULL)->i, 5);
@@ -271,9 +271,9 @@ static int http(struct mfix *m, const char *line, const char **body)
 {
     struct manage_http_req req;
     assert_true(manage_http_request_line(line, strlen(line), &req));
-    stats_buf_reset(&m->out);
+    textbuf_reset(&m->out);
     manage_http_respond(&m->ctx, &req, &m->out);
-    stats_buf_addc(&m->out, '\0');
+    textbuf_addc(&m->out, '\0');
     int status = 0;
     assert_int_equal(sscanf(m->out.data, "HTTP/1.1 %d ", &status), 1);
     const char *cl = strstr(m->out.data, "\r\nContent-Length: ");

@@ -64,18 +64,18 @@ static void fill(struct sfix *f)
 }
 
 static struct jv *render_with(struct sfix *f, long worker,
-                              void (*render)(struct stats_buf *, const struct stats_snapshot *))
+                              void (*render)(struct textbuf *, const struct stats_snapshot *))
 {
     struct stats_snapshot *s = stats_snapshot_create(&f->src);
     assert_non_null(s);
     stats_snapshot_take(s, worker);
-    struct stats_buf b;
-    stats_buf_init(&b, 1 << 20);
+    struct textbuf b;
+    textbuf_init(&b, 1 << 20);
     render(&b, s);
-    assert_false(stats_buf_failed(&b));
+    assert_false(textbuf_failed(&b));
     struct jv *v = jv_parse(b.data, b.len);
     if (v == NULL) fail_msg("not JSON: %.*s", (int)b.len, b.data);
-    stats_buf_deinit(&b);
+    textbuf_deinit(&b);
     stats_snapshot_destroy(s);
     return v;
 }
@@ -299,10 +299,10 @@ static void test_json_one_worker(void **state)
 static void test_buf_escapes_and_limit(void **state)
 {
     (void)state;
-    struct stats_buf b;
-    stats_buf_init(&b, 1 << 16);
+    struct textbuf b;
+    textbuf_init(&b, 1 << 16);
     const char in[] = "a\"b\\c\n\x01\x7f\xc3\xa9\xff\xe2\x82\xac\xed\xa0\x80z";
-    stats_buf_add_json_str(&b, in, sizeof(in) - 1);
+    textbuf_add_json_str(&b, in, sizeof(in) - 1);
     char *s = sfix_cstr(&b);
     assert_string_equal(s, "\"a\\\"b\\\\c\\u000a\\u0001\\u007f\xc3\xa9\\ufffd\xe2\x82\xac\\ufffd\\ufffd\\ufffdz\"");
     struct jv *v = jv_parse(b.data, b.len);
@@ -310,35 +310,35 @@ static void test_buf_escapes_and_limit(void **state)
     jv_free(v);
     free(s);
 
-    stats_buf_reset(&b);
+    textbuf_reset(&b);
     const uint8_t raw[] = { 'k', ' ', '"', '\\', 0, 0xff, '\r' };
-    stats_buf_add_quoted(&b, raw, sizeof(raw));
+    textbuf_add_quoted(&b, raw, sizeof(raw));
     s = sfix_cstr(&b);
     assert_string_equal(s, "k \\\"\\\\\\x00\\xff\\x0d");
     free(s);
 
-    stats_buf_reset(&b);
-    stats_buf_add_u64(&b, UINT64_MAX);
-    stats_buf_addc(&b, ' ');
-    stats_buf_add_i64(&b, INT64_MIN);
+    textbuf_reset(&b);
+    textbuf_add_u64(&b, UINT64_MAX);
+    textbuf_addc(&b, ' ');
+    textbuf_add_i64(&b, INT64_MIN);
     s = sfix_cstr(&b);
     assert_string_equal(s, "18446744073709551615 -9223372036854775808");
     free(s);
-    stats_buf_deinit(&b);
+    textbuf_deinit(&b);
 
-    stats_buf_init(&b, 10);
-    stats_buf_adds(&b, "0123456789");
-    assert_false(stats_buf_failed(&b));
-    stats_buf_addc(&b, 'x');
-    assert_true(stats_buf_failed(&b));
+    textbuf_init(&b, 10);
+    textbuf_adds(&b, "0123456789");
+    assert_false(textbuf_failed(&b));
+    textbuf_addc(&b, 'x');
+    assert_true(textbuf_failed(&b));
     assert_int_equal(b.len, 10);
-    stats_buf_addf(&b, "%d", 1);
+    textbuf_addf(&b, "%d", 1);
     assert_int_equal(b.len, 10);
-    stats_buf_reset(&b);
-    assert_false(stats_buf_failed(&b));
-    stats_buf_addf(&b, "%s", "a long string beyond the limit");
-    assert_true(stats_buf_failed(&b));
-    stats_buf_deinit(&b);
+    textbuf_reset(&b);
+    assert_false(textbuf_failed(&b));
+    textbuf_addf(&b, "%s", "a long string beyond the limit");
+    assert_true(textbuf_failed(&b));
+    textbuf_deinit(&b);
 }
 
 static char *render_prom(struct sfix *f)
@@ -346,12 +346,12 @@ static char *render_prom(struct sfix *f)
     struct stats_snapshot *s = stats_snapshot_create(&f->src);
     assert_non_null(s);
     stats_snapshot_take(s, -1);
-    struct stats_buf b;
-    stats_buf_init(&b, 1 << 20);
+    struct textbuf b;
+    textbuf_init(&b, 1 << 20);
     stats_prom_render(&b, s);
-    assert_false(stats_buf_failed(&b));
+    assert_false(textbuf_failed(&b));
     char *text = sfix_cstr(&b);
-    stats_buf_deinit(&b);
+    textbuf_deinit(&b);
     stats_snapshot_destroy(s);
     return text;
 }
