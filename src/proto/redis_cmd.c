@@ -10,7 +10,7 @@
  * connection handshake the proxy answers itself (HELLO, CLIENT, ECHO, SELECT, RESET; HELLO and
  * INFO from every server's INFO, notes/resp3-and-handshake.md); TIME, sent to any server; the
  * streams (XREAD and XREADGROUP: keys after STREAMS, on one server); the commands sent to every
- * server (KEYS, DBSIZE, RANDOMKEY, SCAN, SCRIPT, FLUSHDB, FLUSHALL: notes/fan-out.md).
+ * server (KEYS, DBSIZE, RANDOMKEY, SCAN, SCRIPT, PUBSUB, FLUSHDB, FLUSHALL: notes/fan-out.md).
  * Beside it, the names of redis's commands that are not in it: what a refused request is counted
  * under (notes/refused-commands.md).
  *
@@ -128,6 +128,7 @@ const struct redis_cmd redis_cmds[] = {
     KEYALL("ping", -1, CMD_F_LOCAL_PING | CMD_F_TXN_SERVER), /* "key": the optional message */
     KEY1("psetex", 4, W),
     KEY1("pttl", 2, 0),
+    LOCALALL("pubsub", -2, CMD_F_FRAG_ELEMS, REDIS_LOCAL_PUBSUB, REDIS_FAN_PUBSUB),
     NOKEY("quit", -1, CMD_F_QUIT),
     ALL("randomkey", 1, CMD_F_FRAG_PARTIAL, REDIS_FAN_RANDOMKEY),
     LOCAL("reset", 1, CMD_F_SWITCH | CMD_F_RESET, REDIS_LOCAL_RESET),
@@ -253,7 +254,7 @@ const char *const redis_refused_names[REDIS_NREFUSED] = {
     "georadius_ro", "georadiusbymember_ro", "hexpire", "hexpireat", "hexpiretime", "hgetdel",
     "hgetex", "hpersist", "hpexpire", "hpexpireat", "hpexpiretime", "hpttl", "hsetex", "httl",
     "lastsave", "latency", "lcs", "lmpop", "memory", "migrate", "module", "monitor", "msetnx",
-    "object", "pexpiretime", "pfdebug", "pfselftest", "psubscribe", "psync", "publish", "pubsub",
+    "object", "pexpiretime", "pfdebug", "pfselftest", "psubscribe", "psync", "publish",
     "punsubscribe", "readonly", "readwrite", "rename", "renamenx", "replconf", "replicaof",
     "restore-asking", "role", "save", "shutdown", "sintercard", "slaveof", "slowlog", "sort_ro",
     "spublish", "ssubscribe", "subscribe", "substr", "sunsubscribe", "swapdb", "sync",

@@ -30,6 +30,7 @@ enum redis_local_cmd {
     REDIS_LOCAL_SCAN,     /* checks the cursor, then every server's (redis_fanout.c) */
     REDIS_LOCAL_SCRIPT,   /* LOAD, EXISTS, FLUSH go to every server; the rest is refused */
     REDIS_LOCAL_FLUSH,    /* FLUSHDB, FLUSHALL: to every server when the pool's redis_flush allows */
+    REDIS_LOCAL_PUBSUB,   /* PUBSUB: every server's; its arguments read by the merge */
 };
 
 /* How the reply of a CMD_F_FRAG_ALL command (sent to every server) is built from theirs. */
@@ -42,6 +43,8 @@ enum redis_fan {
     REDIS_FAN_SCRIPT,     /* SCRIPT LOAD (the sha), EXISTS (1 where every server has it), FLUSH */
     REDIS_FAN_OK,         /* FLUSHDB, FLUSHALL: +OK when every server said it */
     REDIS_FAN_SCAN,       /* SCAN: one server, the one its cursor names (notes/fan-out.md) */
+    REDIS_FAN_PUBSUB,     /* PUBSUB CHANNELS, SHARDCHANNELS (joined), NUMSUB, SHARDNUMSUB (summed
+                           * per channel), NUMPAT (the largest) */
 };
 
 /* numkeys_pos of XREAD and XREADGROUP: the keys are the first half of the arguments after the
@@ -69,7 +72,7 @@ int redis_cmd_lookup(const uint8_t *name, size_t len);
 
 /* redis's own commands the proxy does not serve (sorted, lowercase): the names refused requests
  * are counted under (proto_ops.refused_names). */
-#define REDIS_NREFUSED 82
+#define REDIS_NREFUSED 81
 extern const char *const redis_refused_names[REDIS_NREFUSED];
 /* The index of name[0..len) (any case) in redis_refused_names, or -1. */
 int redis_refused_lookup(const uint8_t *name, size_t len);

@@ -14,6 +14,10 @@
  *   the server's cursor; the reply's cursor is the next one: the same server while it has more,
  *   else the next server's start, else 0. An ejected server is passed over (its keys are not
  *   served while it is out).
+ * - PUBSUB: to every server. CHANNELS and SHARDCHANNELS: the arrays joined (a channel lives on the
+ *   server its name hashes to, so no name comes twice through the proxy); NUMSUB and SHARDNUMSUB:
+ *   each channel's counts summed (the other servers say 0); NUMPAT: the largest count (a pattern
+ *   subscribed through the proxy is on every server); HELP: the first server's.
  * - local()'s part: SCAN's cursor check (redis' "-ERR invalid cursor"), SCRIPT's subcommands,
  *   FLUSHDB/FLUSHALL refused unless the pool's redis_flush allows them.
  *
@@ -300,6 +304,60 @@ static int fan_coalesce_script(struct msg *req, struct msg *rsp)
     return fan_slice(rsp, req->frags[0]->peer);
 }
 
+/* PUBSUB NUMSUB / SHARDNUMSUB: [channel, count, ...] with each count summed over the servers. */
+static int fan_coalesce_numsub(struct msg *req, struct msg *rsp)
+{
+    const struct msg *r0 = req->frags[0]->peer;
+    uint32_t n = r0->nelems;
+    for (uint32_t f = 0; f < req->nfrags; f++) {
+        const struct msg *r = req->frags[f]->peer;
+        if ((r->rsp_type != RSP_ARRAY && r->rsp_type != RSP_MAP) || r->nelems != n || n % 2 != 0) return -EINVAL;
+    }
+    struct textbuf t = { 0 };
+    textbuf_addf(&t, "*%" PRIu32 "\r\n", n);
+    int rc = 0;
+    for (uint32_t i = 0; rc == 0 && i < n; i += 2) {
+        int64_t sum = 0, v;
+        for (uint32_t f = 0; rc == 0 && f < req->nfrags; f++) {
+            const struct msg *r = req->frags[f]->peer;
+            if (!fan_elem_int(r, &r->elems[i + 1], &v) || __builtin_add_overflow(sum, v, &sum)) rc = -EINVAL;
+        }
+        if (rc < 0) break;
+        rc = proto_text_put(&t, rsp); /* the text so far, then the channel's name as the server sent it */
+        if (rc == 0) rc = msg_append_slice(rsp, r0, r0->elems[i].start, r0->elems[i].end);
+        textbuf_addf(&t, ":%" PRId64 "\r\n", sum);
+    }
+    if (rc == 0) rc = proto_text_put(&t, rsp);
+    else textbuf_deinit(&t);
+    rsp->rsp_type = RSP_ARRAY;
+    return rc;
+}
+
+/* PUBSUB NUMPAT: the largest count. */
+static int fan_coalesce_max(struct msg *req, struct msg *rsp)
+{
+    int64_t max = 0;
+    for (uint32_t f = 0; f < req->nfrags; f++) {
+        const struct msg *r = req->frags[f]->peer;
+        if (r->rsp_type != RSP_INTEGER) return -EINVAL;
+        if (f == 0 || r->integer > max) max = r->integer;
+    }
+    struct textbuf t = { 0 };
+    textbuf_addf(&t, ":%" PRId64 "\r\n", max);
+    rsp->rsp_type = RSP_INTEGER;
+    rsp->integer = max;
+    return proto_text_put(&t, rsp);
+}
+
+static int fan_coalesce_pubsub(struct msg *req, struct msg *rsp)
+{
+    const struct msg_key *sub = &req->keys[0];
+    if (redis_key_is(sub, "channels") || redis_key_is(sub, "shardchannels")) return fan_coalesce_keys(req, rsp);
+    if (redis_key_is(sub, "numsub") || redis_key_is(sub, "shardnumsub")) return fan_coalesce_numsub(req, rsp);
+    if (redis_key_is(sub, "numpat")) return fan_coalesce_max(req, rsp);
+    return fan_slice(rsp, req->frags[0]->peer); /* HELP: the same text from every server */
+}
+
 static int fan_coalesce_scan(const struct proto_view *v, struct msg *req, struct msg *rsp)
 {
     if (req->nfrags == 0) return fan_text(rsp, RSP_ARRAY, "*2\r\n$1\r\n0\r\n*0\r\n");
@@ -347,6 +405,7 @@ int redis_coalesce_fan(const struct proto_view *v, struct msg *req, struct msg *
     case REDIS_FAN_SCRIPT: return fan_coalesce_script(req, rsp);
     case REDIS_FAN_OK: return fan_coalesce_ok(req, rsp);
     case REDIS_FAN_SCAN: return fan_coalesce_scan(v, req, rsp);
+    case REDIS_FAN_PUBSUB: return fan_coalesce_pubsub(req, rsp);
     default: return -EINVAL;
     }
 }

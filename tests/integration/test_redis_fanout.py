@@ -1,7 +1,7 @@
 """Redis streams routed by their key, and the commands that concern every server of a pool (4
 real redis-servers, -T 2): KEYS merged, DBSIZE summed, RANDOMKEY, SCRIPT LOAD/EXISTS/FLUSH on
 every server (EVALSHA then works on keys of every server), FLUSHDB/FLUSHALL only with
-redis_flush, and SCAN across the servers (its cursor names the server; notes/fan-out.md): a full
+redis_flush, PUBSUB's introspection over every server, and SCAN across the servers (its cursor names the server; notes/fan-out.md): a full
 iteration of 100,000 keys returns each exactly once, redis-py's scan_iter with MATCH and COUNT."""
 import uuid
 
@@ -154,6 +154,46 @@ def test_script_load_then_evalsha_on_keys_of_every_server(fan, prefix):
         r.script_kill()
     assert r.script_flush() is True
     assert r.script_exists(sha, other) == [False, False]
+
+
+# ---------------------------------------------------------------------------------------- pubsub
+
+def test_pubsub_introspection_covers_every_server(fan, prefix):
+    """Channels subscribed straight on the server each name hashes to (where the proxy's
+    SUBSCRIBE puts them), a pattern on every server (as the proxy subscribes one): CHANNELS and
+    SHARDCHANNELS list them all, NUMSUB/SHARDNUMSUB count each once, NUMPAT is one pattern."""
+    chans = [f"{{{k}}}:ch" for k in one_on_each(fan, prefix)]  # the hash tag: on k's server
+    pattern = f"{{{prefix}*"
+    subs = []
+    try:
+        for server, ch in enumerate(chans):
+            p = fan.direct(server).pubsub()
+            p.subscribe(ch)
+            p.psubscribe(pattern)
+            p.ssubscribe(ch + ":shard")
+            for _ in range(3):
+                assert p.get_message(timeout=5) is not None  # the three confirmations
+            subs.append(p)
+        r = fan.client(decode_responses=True)
+        assert sorted(r.pubsub_channels(pattern)) == sorted(chans)
+        got = r.pubsub_numsub(*chans, f"{prefix}:none")
+        assert got == [(ch, 1) for ch in chans] + [(f"{prefix}:none", 0)]
+        assert r.pubsub_numpat() == 1
+        shard = [ch + ":shard" for ch in chans]
+        assert sorted(r.execute_command("PUBSUB", "SHARDCHANNELS", pattern)) == sorted(shard)
+        flat = r.execute_command("PUBSUB", "SHARDNUMSUB", *shard)
+        assert flat == [x for ch in shard for x in (ch, 1)]
+        assert r.execute_command("PUBSUB", "NUMSUB") == []
+        direct = fan.direct(0)
+        assert r.execute_command("PUBSUB", "HELP") == [x.decode() for x in direct.execute_command("PUBSUB", "HELP")]
+        with pytest.raises(redis.ResponseError) as proxied:
+            r.execute_command("PUBSUB", "NOSUCH")
+        with pytest.raises(redis.ResponseError) as real:
+            direct.execute_command("PUBSUB", "NOSUCH")
+        assert str(proxied.value) == str(real.value)
+    finally:
+        for p in subs:
+            p.close()
 
 
 # ----------------------------------------------------------------------------------------- scan
