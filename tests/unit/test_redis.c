@@ -57,7 +57,7 @@ static void test_table_sorted_and_lookup(void **state)
         assert_true((c->local != REDIS_LOCAL_NONE) == ((c->flags & CMD_F_LOCAL) != 0));
     }
     static const char *const absent[] = {
-        "subscribe", "blpop", "brpop", "bitop",
+        "monitor", "wait", "swapdb", "bitop",
         "msetnx", "rename", "config", "", "g",
         "getx", "zzzz", "aaaa", "georadiusbymemberx",
     };
@@ -92,10 +92,10 @@ static void test_refused_names(void **state)
         for (size_t j = 0; j <= len; j++) up[j] = (char)(n[j] >= 'a' && n[j] <= 'z' ? n[j] - 32 : n[j]);
         assert_int_equal(redis_refused_lookup((const uint8_t *)up, len), (int)i);
     }
-    static const char *const other[] = { "get", "", "subscrib", "subscribex", "zzzz", "sub\0scribe" };
+    static const char *const other[] = { "get", "", "monito", "monitorx", "zzzz", "mon\0itor" };
     for (size_t i = 0; i < NC_ARRAY_LEN(other); i++)
         assert_int_equal(redis_refused_lookup((const uint8_t *)other[i], strlen(other[i])), -1);
-    assert_int_equal(redis_refused_lookup((const uint8_t *)"subscribe\0", 10), -1);
+    assert_int_equal(redis_refused_lookup((const uint8_t *)"monitor\0", 8), -1);
 }
 
 static uint32_t flags_of(const char *name)
@@ -143,6 +143,7 @@ static void test_table_flags(void **state)
     assert_int_equal(flags_of("randomkey"), CMD_F_FRAG_ALL | CMD_F_FRAG_PARTIAL);
     assert_int_equal(flags_of("scan"), CMD_F_LOCAL | CMD_F_FRAG_ALL | CMD_F_FRAG_ELEMS);
     assert_int_equal(flags_of("script"), CMD_F_LOCAL | CMD_F_FRAG_ALL | CMD_F_FRAG_ELEMS);
+    assert_int_equal(flags_of("pubsub"), CMD_F_LOCAL | CMD_F_FRAG_ALL | CMD_F_FRAG_ELEMS);
     assert_int_equal(flags_of("flushall"), CMD_F_LOCAL | CMD_F_FRAG_ALL | CMD_F_WRITE);
     assert_int_equal(flags_of("flushdb"), CMD_F_LOCAL | CMD_F_FRAG_ALL | CMD_F_WRITE);
 }
@@ -249,6 +250,7 @@ static const struct key_vector key_vectors[] = {
     { "PING hello", "hello" },      /* the message the proxy echoes */
     { "PSETEX k 100 v", "k" },
     { "PTTL k", "k" },
+    { "PUBSUB NUMSUB a b", "NUMSUB a b" },
     { "QUIT", "" },
     { "RANDOMKEY", "" },
     { "RESET", "" },
@@ -673,8 +675,8 @@ static void test_reject_unsupported_then_valid(void **state)
 {
     (void)state;
     static const char *const lines[] = {
-        "SUBSCRIBE ch", "PSUBSCRIBE c*",
-        "BLPOP l 0", "BRPOP l 0", "BLMOVE a b LEFT LEFT 0", "BZPOPMIN z 0", "RENAME a b",
+        "MONITOR", "WAIT 0 0",
+        "SWAPDB 0 1", "LASTSAVE", "LCS a b", "ZMPOP 1 z MIN", "RENAME a b",
         "MSETNX a 1 b 2", "BITOP AND d a b", "OBJECT ENCODING k",
         "CONFIG GET *",
         "MIGRATE h p k 0 1", "NOSUCHCOMMAND a b c",
