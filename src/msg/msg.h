@@ -66,6 +66,9 @@ enum msg_reject {
     REJECT_ERROR,         /* memcached: "ERROR" (unknown command) */
 };
 
+/* msg.block_usec of a command that may block for ever (its timeout is 0, or not understood) */
+#define MSG_BLOCK_FOREVER UINT64_MAX
+
 struct msg {
     TAILQ_ENTRY(msg) client_link;  /* the client's requests, in arrival order */
     TAILQ_ENTRY(msg) server_link;  /* a server connection's send queue, then its wait queue */
@@ -90,6 +93,9 @@ struct msg {
     bool quit;                     /* close the client after the replies before this one */
     uint8_t reject;                /* enum msg_reject */
     const char *reject_reason;     /* static text for REJECT_CLIENT_ERROR */
+    uint64_t block_usec;           /* a blocking command's own timeout (CMD_F_BLOCK): the server
+                                    * deadline instead of the pool's timeout; 0: not one;
+                                    * MSG_BLOCK_FOREVER: no deadline */
 
     /* response, filled by the parser */
     uint8_t rsp_type;              /* enum msg_rsp_type */

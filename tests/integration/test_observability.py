@@ -44,10 +44,10 @@ def test_refused_commands_counted_per_name_and_logged_once(nutcrackers, write_co
     proxy = _start(nutcrackers, write_conf, redis_server, memcached_server, "-L", "600000")
     alpha, beta = proxy.listen_ports
     garbage = [f"nosuch{i}" for i in range(50)] + ["x" * 300, "sub\x01scribe"]
-    reqs = [resp("SUBSCRIBE", "ch")] * 1000 + [resp("blpop", "k", "0")] * 7 + [resp(g) for g in garbage]
+    reqs = [resp("SUBSCRIBE", "ch")] * 1000 + [resp("lastsave", "k", "0")] * 7 + [resp(g) for g in garbage]
     _pipeline(alpha, reqs, b"\r\n", len(reqs))
     _pipeline(beta, [b"verbosity 1\r\n", b"mn\r\n", b"bogus 1 2\r\n"], b"\r\n", 3)
-    want = {"refused_cmd_subscribe": 1000, "refused_cmd_blpop": 7, "refused_cmd_other": len(garbage)}
+    want = {"refused_cmd_subscribe": 1000, "refused_cmd_lastsave": 7, "refused_cmd_other": len(garbage)}
     doc = manage.wait_status(proxy.manage_port, lambda d: d["alpha"]["refused_commands"] == len(reqs)
                              and d["beta"]["refused_commands"] == 3, what="refused commands counted")
     assert {k: v for k, v in doc["alpha"].items() if k.startswith("refused_cmd_")} == want
@@ -61,15 +61,15 @@ def test_refused_commands_counted_per_name_and_logged_once(nutcrackers, write_co
     assert status == 200
     text = body.decode()
     assert "# TYPE nutcrackers_refused_commands_total counter\n" in text
-    for pool, name, n in (("alpha", "subscribe", 1000), ("alpha", "blpop", 7), ("alpha", "other", 52),
+    for pool, name, n in (("alpha", "subscribe", 1000), ("alpha", "lastsave", 7), ("alpha", "other", 52),
                           ("beta", "verbosity", 1), ("beta", "other", 1)):
         assert f'nutcrackers_refused_commands_total{{pool="{pool}",command="{name}"}} {n}\n' in text
     assert 'command="nosuch' not in text  # garbage never becomes a label
 
     # one notice line per name in the interval, whatever the workers (they share the limiter)
-    proxy.wait_log("refused command 'blpop'")
+    proxy.wait_log("refused command 'lastsave'")
     assert len(_lines(proxy, "refused command 'SUBSCRIBE'")) == 1
-    assert len(_lines(proxy, "refused command 'blpop'")) == 1
+    assert len(_lines(proxy, "refused command 'lastsave'")) == 1
     other = [x for x in _lines(proxy, "(unknown: counted as other)") if "pool 'alpha'" in x]
     assert len(other) == 1 and "refused command 'nosuch0'" in other[0], other
     line = _lines(proxy, "refused command 'SUBSCRIBE'")[0]
