@@ -386,6 +386,7 @@ static int txn_block(struct conn *c, struct msg *req)
     }
     t->bconn = d;
     t->barrier = req->id;
+    req->t_start = 0; /* how long it blocked is no latency of the proxy's (histogram, slowlog) */
     return 0;
 }
 
