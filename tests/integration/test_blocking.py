@@ -368,3 +368,24 @@ def test_reload_keeps_blocked_clients_served(redis_server, write_conf, nutcracke
             c.close()
     wait_for(lambda: gauge(cl) == [0, 0], 10, "the dedicated connections back")
     assert nblocked(cl.ports) == 0
+
+
+def test_server_failure_ends_a_block(redis_server, write_conf, nutcrackers, stopped):
+    """A block for ever ends when its connection does (the server closes it: the client gets the
+    error); a timed block on a server that stopped answering fails after its own timeout plus the
+    margin, with the usual timeout error. Either way the client goes on."""
+    cl = own_cluster(redis_server, write_conf, nutcrackers, "fail")
+    k, j = tagged("k", "j")
+    where = server_of(cl, k)
+    with cl.raw(timeout=30) as c:
+        c.send(resp("BLPOP", k, "0"))
+        wait_for(lambda: len(redis_blocked(cl.ports[where])) == 1, 10, "BLPOP blocked")
+        with RawConn(cl.ports[where]) as admin:
+            assert admin.call("CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes") >= 1
+        assert c.reply().startswith(b"-ERR ")
+        c.exchange(resp("RPUSH", k, "v") + resp("BLPOP", k, "0"), b":1\r\n" + resp(k, "v"))
+        stopped(cl.procs[where])
+        c.exchange(resp("BLPOP", j, "0.3"), b"-ERR Connection timed out\r\n")
+        stopped.resume()
+        c.exchange(resp("BLPOP", j, "0.3"), b"*-1\r\n")
+    wait_for(lambda: gauge(cl) == [0, 0], 10, "the dedicated connections back")
