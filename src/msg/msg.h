@@ -66,8 +66,8 @@ enum msg_reject {
     REJECT_ERROR,         /* memcached: "ERROR" (unknown command) */
 };
 
-/* msg.block_usec of a command that may block for ever (its timeout is 0, or not understood) */
-#define MSG_BLOCK_FOREVER UINT64_MAX
+/* msg.block_ms of a command that may block for ever (its timeout is 0, or not understood) */
+#define MSG_BLOCK_FOREVER UINT32_MAX
 
 struct msg {
     TAILQ_ENTRY(msg) client_link;  /* the client's requests, in arrival order */
@@ -86,6 +86,9 @@ struct msg {
     uint32_t cmd_flags;            /* that command's flags (proto.h CMD_F_*) */
     const uint8_t *name;           /* command name as sent (redis arg 0 / memcached verb) */
     uint32_t name_len;
+    uint32_t block_ms;             /* a blocking command's own timeout (CMD_F_BLOCK): the server
+                                    * deadline instead of the pool's timeout; 0: not one;
+                                    * MSG_BLOCK_FOREVER: no deadline */
     uint64_t nargs;                /* redis: number of arguments including the name */
     struct msg_key *keys;
     uint32_t nkeys, keys_cap;
@@ -93,9 +96,6 @@ struct msg {
     bool quit;                     /* close the client after the replies before this one */
     uint8_t reject;                /* enum msg_reject */
     const char *reject_reason;     /* static text for REJECT_CLIENT_ERROR */
-    uint64_t block_usec;           /* a blocking command's own timeout (CMD_F_BLOCK): the server
-                                    * deadline instead of the pool's timeout; 0: not one;
-                                    * MSG_BLOCK_FOREVER: no deadline */
 
     /* response, filled by the parser */
     uint8_t rsp_type;              /* enum msg_rsp_type */

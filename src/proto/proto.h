@@ -95,7 +95,7 @@ enum parse_status { PARSE_ERROR = -1, PARSE_AGAIN = 0, PARSE_DONE = 1 };
 #define CMD_F_TXN_MASK     (CMD_F_MULTI | CMD_F_EXEC | CMD_F_DISCARD | CMD_F_WATCH | CMD_F_UNWATCH | \
                             CMD_F_SWITCH | CMD_F_RESET)
 #define CMD_F_BLOCK        (1u << 23) /* may block the server connection until its own timeout
-                                       * (redis BLPOP, ..., XREAD BLOCK; msg.block_usec): sent on a
+                                       * (redis BLPOP, ..., XREAD BLOCK; msg.block_ms): sent on a
                                        * dedicated connection of its client (core/txn.c) */
 
 /* How many variants of its protocol a client may speak (redis: RESP2, RESP3). The core keeps a

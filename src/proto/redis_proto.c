@@ -47,10 +47,7 @@ bool redis_parse_int(const uint8_t *p, size_t n, int64_t *out)
     return true;
 }
 
-/* (no timeout past this many usec: about 31 years; a double holds it exactly) */
-#define REDIS_TIMEOUT_MAX_USEC 1e15
-
-bool redis_parse_timeout(const uint8_t *p, size_t n, uint64_t unit_usec, uint64_t *usec)
+bool redis_parse_timeout(const uint8_t *p, size_t n, uint32_t unit_ms, uint32_t *ms)
 {
     char text[REDIS_MAX_TIMEOUT_LEN + 1];
     if (n == 0 || n > REDIS_MAX_TIMEOUT_LEN) return false;
@@ -65,13 +62,13 @@ bool redis_parse_timeout(const uint8_t *p, size_t n, uint64_t unit_usec, uint64_
     errno = 0;
     double v = strtod(text, &end);
     if (end != text + n || errno == ERANGE || !(v >= 0.0)) return false;
-    double u = v * (double)unit_usec;
-    if (u == 0.0 || u > REDIS_TIMEOUT_MAX_USEC) {
-        *usec = MSG_BLOCK_FOREVER;
+    double u = v * (double)unit_ms;
+    if (u == 0.0 || u >= (double)MSG_BLOCK_FOREVER) {
+        *ms = MSG_BLOCK_FOREVER;
         return true;
     }
-    uint64_t r = (uint64_t)u;
-    *usec = (double)r < u ? r + 1 : r; /* rounded up: 0.0000001 s still waits */
+    uint32_t r = (uint32_t)u;
+    *ms = (double)r < u ? r + 1 : r; /* rounded up: 0.0001 s still waits */
     return true;
 }
 

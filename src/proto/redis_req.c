@@ -44,12 +44,12 @@
  *
  * XREAD and XREADGROUP (REDIS_KEYS_STREAMS): their options before STREAMS are read whole (so they
  * must fit one mbuf, as keys); the keys are the first half of the arguments after STREAMS. With
- * BLOCK they are blocking commands (CMD_F_BLOCK added, msg.block_usec from BLOCK's milliseconds);
+ * BLOCK they are blocking commands (CMD_F_BLOCK added, msg.block_ms from BLOCK's milliseconds);
  * without a STREAMS list of keys and ids they have no key, and redis answers their error.
  *
  * Blocking commands (CMD_F_BLOCK in the table: BLPOP, ...): their timeout argument (seconds, at
  * redis_cmd.timeout_arg) is read whole when it has at most REDIS_MAX_TIMEOUT_LEN bytes and sets
- * msg.block_usec; one that is longer or not a number leaves it MSG_BLOCK_FOREVER (redis answers a
+ * msg.block_ms; one that is longer or not a number leaves it MSG_BLOCK_FOREVER (redis answers a
  * timeout that is not a number at once).
  *
  * ps use: state (enum rq_state); a = number of arguments; b = index of the argument being parsed;
@@ -97,7 +97,7 @@ static void rq_reject(struct msg *m, uint8_t why)
     m->cmd_flags = 0;
     m->quit = false;
     m->nkeys = 0;
-    m->block_usec = 0;
+    m->block_ms = 0;
 }
 
 /* The name is known: look it up, check the arity (ps->a is the number of arguments). */
@@ -124,7 +124,7 @@ static void rq_on_name(const struct parse_state *ps, struct msg *m, const uint8_
     }
     m->cmd_flags = c->flags;
     m->quit = (c->flags & CMD_F_QUIT) != 0;
-    if (c->flags & CMD_F_BLOCK) m->block_usec = MSG_BLOCK_FOREVER; /* until its timeout is read */
+    if (c->flags & CMD_F_BLOCK) m->block_ms = MSG_BLOCK_FOREVER; /* until its timeout is read */
 }
 
 static enum rq_kind rq_kind(const struct parse_state *ps, const struct msg *m, uint64_t idx)
@@ -177,7 +177,7 @@ static void rq_on_option(struct parse_state *ps, struct msg *m, const uint8_t *p
         { "count", 1 }, { "group", 2 }, { "noack", 0 },
     };
     if (ps->elem_start == RQ_OPT_BLOCK_MS) {
-        redis_parse_timeout(p, len, 1000u, &m->block_usec);
+        redis_parse_timeout(p, len, 1u, &m->block_ms);
         ps->elem_start = 0;
         return;
     }
@@ -194,7 +194,7 @@ static void rq_on_option(struct parse_state *ps, struct msg *m, const uint8_t *p
     }
     if (redis_key_is(&k, "block")) { /* a blocking command: its milliseconds follow */
         m->cmd_flags |= CMD_F_BLOCK;
-        m->block_usec = MSG_BLOCK_FOREVER;
+        m->block_ms = MSG_BLOCK_FOREVER;
         ps->elem_start = RQ_OPT_BLOCK_MS;
         return;
     }
@@ -318,7 +318,7 @@ static int rq_inline(struct parse_state *ps, struct msg *m, const uint8_t *buf, 
             rq_on_option(ps, m, buf + s, i - s);
             break;
         case ARG_TIMEOUT:
-            redis_parse_timeout(buf + s, i - s, 1000000u, &m->block_usec);
+            redis_parse_timeout(buf + s, i - s, 1000u, &m->block_ms);
             break;
         case ARG_VALUE:
             rq_on_value(m, ps->b, base + i);
@@ -436,7 +436,7 @@ static int rq_arg_whole(struct parse_state *ps, struct msg *m, const uint8_t *bu
         rq_on_option(ps, m, data, (size_t)dlen);
         break;
     case ARG_TIMEOUT:
-        redis_parse_timeout(data, (size_t)dlen, 1000000u, &m->block_usec);
+        redis_parse_timeout(data, (size_t)dlen, 1000u, &m->block_ms);
         break;
     case ARG_VALUE: /* not consumed whole */
         break;

@@ -271,7 +271,7 @@ static void fz_check_req(const struct fz_feed *f, const struct msg *m)
         FZ_CHECK(m->nkeys >= 1 || (m->cmd_flags & keyless) != 0 || late_keys);
         if (redis) FZ_CHECK(m->nargs >= 1 && m->name != NULL);
         /* a blocking command has its deadline (its timeout, or for ever), no other has one */
-        FZ_CHECK(((m->cmd_flags & CMD_F_BLOCK) != 0) == (m->block_usec != 0));
+        FZ_CHECK(((m->cmd_flags & CMD_F_BLOCK) != 0) == (m->block_ms != 0));
     }
 }
 

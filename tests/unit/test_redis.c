@@ -1328,48 +1328,48 @@ static void test_error_reply(void **state)
 static void test_parse_timeout(void **state)
 {
     (void)state;
-    static const struct { const char *s; uint64_t unit; bool ok; uint64_t usec; } v[] = {
-        { "0", 1000000, true, MSG_BLOCK_FOREVER }, { "0.0", 1000000, true, MSG_BLOCK_FOREVER },
-        { "1", 1000000, true, 1000000 }, { "1.5", 1000000, true, 1500000 },
-        { "0.25", 1000000, true, 250000 }, { ".5", 1000000, true, 500000 },
-        { "1e1", 1000000, true, 10000000 }, { "2E-3", 1000000, true, 2000 },
-        { "0.0000001", 1000000, true, 1 }, /* rounded up: it still blocks */
-        { "200", 1000, true, 200000 }, { "0", 1000, true, MSG_BLOCK_FOREVER },
-        { "1e30", 1000000, true, MSG_BLOCK_FOREVER }, /* past 30 years: for ever */
-        { "", 1000000, false, 0 }, { "-1", 1000000, false, 0 }, { "abc", 1000000, false, 0 },
-        { "1x", 1000000, false, 0 }, { " 1", 1000000, false, 0 }, { "inf", 1000000, false, 0 },
-        { "nan", 1000000, false, 0 }, { "0x10", 1000000, false, 0 }, { "1e999", 1000000, false, 0 },
-        { "1.2.3", 1000000, false, 0 }, { "000000000000000000000000000000001", 1000000, false, 0 },
+    static const struct { const char *s; uint32_t unit; bool ok; uint32_t ms; } v[] = {
+        { "0", 1000, true, MSG_BLOCK_FOREVER }, { "0.0", 1000, true, MSG_BLOCK_FOREVER },
+        { "1", 1000, true, 1000 }, { "1.5", 1000, true, 1500 }, { "0.25", 1000, true, 250 },
+        { ".5", 1000, true, 500 }, { "1e1", 1000, true, 10000 }, { "2E-3", 1000, true, 2 },
+        { "0.0001", 1000, true, 1 }, /* rounded up: it still blocks */
+        { "200", 1, true, 200 }, { "0", 1, true, MSG_BLOCK_FOREVER }, { "0.5", 1, true, 1 },
+        { "4294967", 1000, true, 4294967000u }, /* the longest: 49 days */
+        { "4294968", 1000, true, MSG_BLOCK_FOREVER }, { "1e30", 1000, true, MSG_BLOCK_FOREVER },
+        { "", 1000, false, 0 }, { "-1", 1000, false, 0 }, { "abc", 1000, false, 0 },
+        { "1x", 1000, false, 0 }, { " 1", 1000, false, 0 }, { "inf", 1000, false, 0 },
+        { "nan", 1000, false, 0 }, { "0x10", 1000, false, 0 }, { "1e999", 1000, false, 0 },
+        { "1.2.3", 1000, false, 0 }, { "000000000000000000000000000000001", 1000, false, 0 },
     };
     for (size_t i = 0; i < NC_ARRAY_LEN(v); i++) {
-        uint64_t out = 42;
+        uint32_t out = 42;
         bool ok = redis_parse_timeout((const uint8_t *)v[i].s, strlen(v[i].s), v[i].unit, &out);
         if (ok != v[i].ok) print_error("'%s': %d\n", v[i].s, ok);
         assert_int_equal(ok, v[i].ok);
-        assert_int_equal(out, v[i].ok ? v[i].usec : 42);
+        assert_int_equal(out, v[i].ok ? v[i].ms : 42);
     }
 }
 
-/* The parser reads a blocking command's timeout into msg.block_usec (RESP and inline, whole and
+/* The parser reads a blocking command's timeout into msg.block_ms (RESP and inline, whole and
  * byte by byte); XREAD/XREADGROUP become blocking with BLOCK; other commands have none. */
 static void test_block_timeout_arg(void **state)
 {
     (void)state;
-    static const struct { const char *line; bool block; uint64_t usec; } v[] = {
+    static const struct { const char *line; bool block; uint32_t ms; } v[] = {
         { "BLPOP a b 0", true, MSG_BLOCK_FOREVER },
-        { "BLPOP a 2.5", true, 2500000 },
-        { "BRPOP a b c 1", true, 1000000 },
-        { "BRPOPLPUSH s d 0.1", true, 100000 },
-        { "BLMOVE s d LEFT RIGHT 3", true, 3000000 },
-        { "BLMPOP 0.5 2 a b LEFT COUNT 2", true, 500000 },
-        { "BZMPOP 4 1 z MAX", true, 4000000 },
+        { "BLPOP a 2.5", true, 2500 },
+        { "BRPOP a b c 1", true, 1000 },
+        { "BRPOPLPUSH s d 0.1", true, 100 },
+        { "BLMOVE s d LEFT RIGHT 3", true, 3000 },
+        { "BLMPOP 0.5 2 a b LEFT COUNT 2", true, 500 },
+        { "BZMPOP 4 1 z MAX", true, 4000 },
         { "BZPOPMIN z 0", true, MSG_BLOCK_FOREVER },
-        { "BZPOPMAX z 7", true, 7000000 },
+        { "BZPOPMAX z 7", true, 7000 },
         { "BLPOP a soon", true, MSG_BLOCK_FOREVER }, /* not a number: redis's error, at once */
         { "BLPOP a 123456789012345678901234567890123", true, MSG_BLOCK_FOREVER }, /* too long to read */
-        { "XREAD BLOCK 200 STREAMS s 0", true, 200000 },
+        { "XREAD BLOCK 200 STREAMS s 0", true, 200 },
         { "XREAD COUNT 2 BLOCK 0 STREAMS s t 0 0", true, MSG_BLOCK_FOREVER },
-        { "XREADGROUP GROUP g c BLOCK 1500 COUNT 1 STREAMS s >", true, 1500000 },
+        { "XREADGROUP GROUP g c BLOCK 1500 COUNT 1 STREAMS s >", true, 1500 },
         { "XREAD COUNT 2 STREAMS s 0", false, 0 },
         { "GET k", false, 0 },
         { "LPOP k", false, 0 },
@@ -1386,10 +1386,10 @@ static void test_block_timeout_arg(void **state)
                 parse_one(&e, &d, in, len, step);
                 struct msg *m = d.nout == 1 ? d.out[0] : NULL;
                 assert_true(!d.failed && m != NULL && m->reject == REJECT_NONE);
-                if (((m->cmd_flags & CMD_F_BLOCK) != 0) != v[i].block || m->block_usec != v[i].usec)
-                    print_error("'%s': flags %x usec %" PRIu64 "\n", v[i].line, m->cmd_flags, m->block_usec);
+                if (((m->cmd_flags & CMD_F_BLOCK) != 0) != v[i].block || m->block_ms != v[i].ms)
+                    print_error("'%s': flags %x ms %u\n", v[i].line, m->cmd_flags, m->block_ms);
                 assert_int_equal((m->cmd_flags & CMD_F_BLOCK) != 0, v[i].block);
-                assert_int_equal(m->block_usec, v[i].usec);
+                assert_int_equal(m->block_ms, v[i].ms);
                 drv_close(&d);
             }
         }
