@@ -9,6 +9,7 @@ client that never reads does not stop the others; a reload keeps blocked clients
 
 notes/blocking-commands.md says why it works this way."""
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -169,6 +170,29 @@ def test_times_out_with_redis_reply(blk, oracle, name, proto):
     want = run_case(oracle, [oracle], name, keys, proto, 0.5, oracle)
     assert got == want
     assert got in (b"*-1\r\n", b"_\r\n")
+
+
+@pytest.mark.parametrize("protocol", [2, 3])
+def test_redis_py_blocking_calls(blk, protocol):
+    """redis-py's own calls, as a worker loop makes them: blpop/brpop with a timeout, bzpopmin,
+    xread with block, on one connection that other requests share."""
+    k, z, s = tagged("k", "z", "s")
+    r = blk.client(protocol=protocol)
+    with ThreadPoolExecutor(1) as pool:
+        job = pool.submit(r.blpop, [k], timeout=0)
+        wait_for(lambda: nblocked(blk.ports) == 1, 10, "blpop blocked")
+        blk.client().rpush(k, "job1")
+        assert list(job.result(timeout=30)) == [k.encode(), b"job1"]
+    assert r.brpop([k], timeout=1) is None  # redis's null after a second (the pool's timeout: 200 ms)
+    assert r.set(f"{k}:x", "1") and r.get(f"{k}:x") == b"1"
+    blk.client().zadd(z, {"m": 2})
+    got = r.bzpopmin([z], timeout=1)
+    assert tuple(got) == (z.encode(), b"m", 2.0)
+    blk.client().xadd(s, {"f": "v"}, id="5-1")
+    assert r.xread({s: "0"}, block=100, count=1) in ([[s.encode(), [(b"5-1", {b"f": b"v"})]]],
+                                                     {s.encode(): [[(b"5-1", {b"f": b"v"})]]})
+    assert r.xread({s: "$"}, block=300) in ([], {}, None)
+    r.close()
 
 
 def test_block_forever_outlives_the_pool_timeout(blk):
