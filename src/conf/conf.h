@@ -73,7 +73,7 @@ struct conf_pool {
     bool auto_eject_hosts;
     bool redis_flush;             /* redis FLUSHDB/FLUSHALL are sent to every server; else refused */
     int server_connections;
-    int dedicated_connections;    /* per server and worker: clients in MULTI/EXEC or WATCH */
+    int dedicated_connections;    /* per server and worker: clients in MULTI/EXEC or WATCH, or blocked */
     int64_t server_retry_timeout; /* ms */
     int server_failure_limit;
     struct conf_server *servers;

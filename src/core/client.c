@@ -310,6 +310,10 @@ static void client_on_readable(struct conn *c)
         return;
     }
     c->eof = eof;
+    if (eof && c->txn != NULL && txn_blocked(c)) { /* gone while blocked: free the server at once */
+        client_close(c);
+        return;
+    }
     if (eof || rc == 1) {
         /* end of requests: answer what was asked, then close */
         c->closing = true;

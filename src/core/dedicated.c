@@ -101,7 +101,7 @@ static void dedicated_on_close(struct conn *d, int err)
     if (t == NULL) return;
     d->txn = NULL;
     dedicated_held(d, -1);
-    txn_dedicated_lost(t, err);
+    txn_dedicated_lost(t, d, err);
 }
 
 const struct conn_ops dedicated_conn_ops = {

@@ -317,10 +317,10 @@ int request_dispatch(struct conn *c, struct msg *req)
     }
 
     /* one test for everything off the plain path: rejects, the proxy's own answers, transactions
-     * (a client not in one pays the c->txn test only) */
-    if (req->reject != REJECT_NONE || req->quit || (req->cmd_flags & (CMD_F_LOCAL_MASK | CMD_F_TXN_MASK)) ||
-        !c->sess.admitted || c->txn != NULL) {
-        if (c->txn != NULL || (req->cmd_flags & CMD_F_TXN_MASK)) return txn_dispatch(c, req);
+     * and blocking commands (a client not in one pays the c->txn test only) */
+    if (req->reject != REJECT_NONE || req->quit ||
+        (req->cmd_flags & (CMD_F_LOCAL_MASK | CMD_F_TXN_MASK | CMD_F_BLOCK)) || !c->sess.admitted || c->txn != NULL) {
+        if (c->txn != NULL || (req->cmd_flags & (CMD_F_TXN_MASK | CMD_F_BLOCK))) return txn_dispatch(c, req);
         return request_serve(c, req);
     }
     request_forward(l, c, req);

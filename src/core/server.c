@@ -21,6 +21,8 @@
 #include "core/request.h"
 
 #define SERVER_WRITE_BATCH 256
+/* what a blocking command's server deadline adds to its own timeout (and the pool's timeout) */
+#define SERVER_BLOCK_MARGIN_MS 1000u
 
 /* how a connection ended, for the counters */
 enum server_end { SERVER_END_ERR, SERVER_END_EOF, SERVER_END_TIMEOUT, SERVER_END_SHUTDOWN };
@@ -260,13 +262,19 @@ void server_preconnect(struct server_rt *s)
 /*
  * When the connection times out (0: nothing to wait for): `timeout` after the oldest request
  * written and not yet answered, or after the socket stopped taking bytes that wait to be written
- * (a stopped server that no longer reads: a request it never fully receives must fail too).
+ * (a stopped server that no longer reads: a request it never fully receives must fail too). A
+ * blocking command (msg.block_ms) has its own timeout, plus SERVER_BLOCK_MARGIN_MS and
+ * `timeout`, instead; none when it may block for ever.
  */
 static uint64_t server_deadline(const struct conn *c)
 {
     uint64_t timeout = (uint64_t)c->pool->cp->timeout * 1000u;
     const struct msg *head = TAILQ_FIRST(&c->sent);
     uint64_t deadline = head != NULL ? head->t_sent + timeout : 0;
+    if (head != NULL && head->block_ms != 0)
+        deadline = head->block_ms == MSG_BLOCK_FOREVER
+                       ? 0
+                       : deadline + ((uint64_t)head->block_ms + SERVER_BLOCK_MARGIN_MS) * 1000u;
     if (c->t_wblocked != 0 && (deadline == 0 || c->t_wblocked + timeout < deadline))
         deadline = c->t_wblocked + timeout;
     return deadline;

@@ -25,6 +25,8 @@
 
 struct txn {
     struct conn *dconn;           /* the dedicated connection it holds, or NULL */
+    struct conn *bconn;           /* the connection its blocking command (the barrier) is on: dconn
+                                   * (watching that server) or one of its own; NULL: none */
     struct msg *multi;            /* the client's MULTI, written first at EXEC (its bytes, shared) */
     struct msg_tqh queue;         /* the commands queued since MULTI (their bytes, shared), in order */
     uint64_t held;                /* what the queue keeps alive (TXN_HELD_MAX) */
@@ -63,7 +65,8 @@ static void txn_free(struct conn *c)
 static void txn_maybe_free(struct conn *c)
 {
     struct txn *t = c->txn;
-    if (t == NULL || t->in_multi || t->dconn != NULL || t->err != 0 || t->barrier != 0 || t->nwait > 0)
+    if (t == NULL || t->in_multi || t->dconn != NULL || t->bconn != NULL || t->err != 0 || t->barrier != 0 ||
+        t->nwait > 0)
         return;
     txn_free(c);
 }
@@ -355,6 +358,38 @@ static int txn_unwatch(struct conn *c, struct msg *req)
     return 0;
 }
 
+/*
+ * A blocking command outside MULTI (CMD_F_BLOCK): sent, once every earlier request of c is
+ * answered, on a dedicated connection to its keys' server (the WATCH's own when it is on that
+ * server; a keyless one, which redis refuses at once, to any server); the client's later requests
+ * wait for its answer, and the connection goes back to its set then (txn_resume).
+ */
+static int txn_block(struct conn *c, struct msg *req)
+{
+    uint32_t server = 0, other = 0;
+    bool has = false;
+    int rc = txn_route(c, req, &server, &has, &other);
+    if (rc == -EXDEV)
+        return txn_answer(c, req, PROTO_TXN_BLOCK_CROSS, txn_server_name(c, server), txn_server_name(c, other));
+    if (rc < 0) return txn_fail(c, req, -rc);
+    if (txn_earlier_pending(c, req)) return txn_hold(c, req);
+    if (c->eof) return txn_fail(c, req, ECONNRESET); /* it left (redis drops such a client too) */
+    if (!has) server = c->loop->rr++ % c->pool->nservers;
+    struct txn *t = txn_get(c);
+    if (t == NULL) return txn_fail(c, req, ENOMEM);
+    struct conn *d = t->watching && t->server == server ? t->dconn : NULL;
+    if (d == NULL && (rc = dedicated_acquire(&c->pool->servers[server], t, c->sess.variant, &d)) < 0)
+        return txn_no_conn(c, req, server, rc);
+    if ((rc = server_conn_enqueue(d, req, server)) < 0) { /* cannot connect */
+        if (d != t->dconn) dedicated_release(d, false);
+        return txn_fail(c, req, -rc);
+    }
+    t->bconn = d;
+    t->barrier = req->id;
+    req->t_start = 0; /* how long it blocked is no latency of the proxy's (histogram, slowlog) */
+    return 0;
+}
+
 /* HELLO or RESET (CMD_F_SWITCH) outside MULTI, RESET inside: the client's later requests may use
  * the server connections of another protocol variant, so this one waits until every earlier
  * request is answered (none can be overtaken). RESET ends the transaction and the WATCH first. */
@@ -389,7 +424,8 @@ static int txn_run(struct conn *c, struct msg *req)
         break;
     default: break;
     }
-    if (t != NULL && t->in_multi) return txn_queue(c, t, req);
+    if (t != NULL && t->in_multi) return txn_queue(c, t, req); /* redis runs it without blocking */
+    if (req->cmd_flags & CMD_F_BLOCK) return txn_block(c, req);
     return request_serve(c, req);
 }
 
@@ -435,6 +471,8 @@ void txn_resume(struct conn *c)
     if (t->barrier != 0) {
         if (!txn_barrier_done(c, t)) return;
         t->barrier = 0;
+        if (t->bconn != NULL && t->bconn != t->dconn) dedicated_release(t->bconn, false);
+        t->bconn = NULL;
         if (t->dconn != NULL && !t->watching) { /* EXEC or UNWATCH answered: nothing is watched */
             dedicated_release(t->dconn, false);
             t->dconn = NULL;
@@ -459,17 +497,47 @@ void txn_resume(struct conn *c)
     txn_maybe_free(c);
 }
 
+/* c leaves while its blocking command is on t->bconn: when it has no answer yet, the server is
+ * still blocked on that connection, which is closed (never given back: a later client would get
+ * the answer); the request, taken off c's queue, is failed and freed there. */
+static void txn_abandon_block(struct conn *c, struct txn *t)
+{
+    struct msg *req;
+    TAILQ_FOREACH(req, &c->reqs, client_link)
+    {
+        if (req->id == t->barrier) break;
+    }
+    if (req == NULL || req->done) { /* answered: the connection is free */
+        if (t->bconn != t->dconn) dedicated_release(t->bconn, false);
+        t->bconn = NULL;
+        return;
+    }
+    TAILQ_REMOVE(&c->reqs, req, client_link);
+    c->nreqs--;
+    c->held_bytes -= req->held;
+    req->owner = NULL;
+    server_conn_close(t->bconn, ECONNABORTED); /* t->bconn (and t->dconn if it is) lost */
+}
+
+bool txn_blocked(const struct conn *c)
+{
+    return c->txn != NULL && c->txn->bconn != NULL;
+}
+
 void txn_client_close(struct conn *c)
 {
     struct txn *t = c->txn;
     if (t == NULL) return;
     txn_drop_held(c);
+    if (t->bconn != NULL) txn_abandon_block(c, t);
     txn_end(c, t);
     txn_free(c);
 }
 
-void txn_dedicated_lost(struct txn *t, int err)
+void txn_dedicated_lost(struct txn *t, struct conn *d, int err)
 {
+    if (d == t->bconn) t->bconn = NULL;
+    if (d != t->dconn) return;
     t->dconn = NULL;
     if (t->watching) t->err = err != 0 ? err : ECONNRESET;
     t->watching = false;

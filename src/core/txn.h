@@ -21,7 +21,13 @@
  * - HELLO and RESET (CMD_F_SWITCH: they move the client's later requests to the server
  *   connections of another protocol variant) wait the same way until every earlier request of the
  *   client is answered; RESET ends the transaction and the WATCH first, as redis does.
- * - A client that leaves gives its dedicated connection back clean (UNWATCH when it watched).
+ * - A blocking command (CMD_F_BLOCK: redis BLPOP, ..., XREAD BLOCK) outside MULTI is ordered the
+ *   same way and sent on a dedicated connection to its keys' server (every key on one server, else
+ *   an error naming two), which goes back to its set once answered; while a WATCH is on that
+ *   server, on the WATCH's connection. Inside MULTI it is queued like any command (redis runs it
+ *   without blocking). notes/blocking-commands.md.
+ * - A client that leaves gives its dedicated connection back clean (UNWATCH when it watched); the
+ *   connection of a blocking command still unanswered is closed instead.
  *   When the dedicated connection fails while it holds a WATCH, the WATCH is lost: EXEC then
  *   answers the connection's error.
  *
@@ -38,16 +44,18 @@
 #include "core/conn.h"
 #include "msg/msg.h"
 
-/* A request of client c with c->txn set or a CMD_F_TXN_MASK command (request_dispatch's
+/* A request of client c with c->txn set or a CMD_F_TXN_MASK or CMD_F_BLOCK command (request_dispatch's
  * contract: non-zero when the client should stop reading). */
 int txn_dispatch(struct conn *c, struct msg *req);
 /* c has written replies (its transaction ops): a request on the dedicated connection that got its
  * answer lets the held requests go on, in order. */
 void txn_resume(struct conn *c);
+/* Whether c's blocking command is on a server connection, unanswered (or not yet written to c). */
+bool txn_blocked(const struct conn *c);
 /* c is closing: frees the requests it holds back, its queued commands and its state, and gives
  * its dedicated connection back clean. */
 void txn_client_close(struct conn *c);
-/* The dedicated connection of t closed (err) while t held it. */
-void txn_dedicated_lost(struct txn *t, int err);
+/* The dedicated connection d of t closed (err) while t held it. */
+void txn_dedicated_lost(struct txn *t, struct conn *d, int err);
 
 #endif

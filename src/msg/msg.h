@@ -66,6 +66,9 @@ enum msg_reject {
     REJECT_ERROR,         /* memcached: "ERROR" (unknown command) */
 };
 
+/* msg.block_ms of a command that may block for ever (its timeout is 0, or not understood) */
+#define MSG_BLOCK_FOREVER UINT32_MAX
+
 struct msg {
     TAILQ_ENTRY(msg) client_link;  /* the client's requests, in arrival order */
     TAILQ_ENTRY(msg) server_link;  /* a server connection's send queue, then its wait queue */
@@ -83,6 +86,9 @@ struct msg {
     uint32_t cmd_flags;            /* that command's flags (proto.h CMD_F_*) */
     const uint8_t *name;           /* command name as sent (redis arg 0 / memcached verb) */
     uint32_t name_len;
+    uint32_t block_ms;             /* a blocking command's own timeout (CMD_F_BLOCK): the server
+                                    * deadline instead of the pool's timeout; 0: not one;
+                                    * MSG_BLOCK_FOREVER: no deadline */
     uint64_t nargs;                /* redis: number of arguments including the name */
     struct msg_key *keys;
     uint32_t nkeys, keys_cap;

@@ -95,6 +95,9 @@ enum parse_status { PARSE_ERROR = -1, PARSE_AGAIN = 0, PARSE_DONE = 1 };
 #define CMD_F_RESET        (1u << 22) /* redis RESET: ends the client's transaction and WATCH */
 #define CMD_F_TXN_MASK     (CMD_F_MULTI | CMD_F_EXEC | CMD_F_DISCARD | CMD_F_WATCH | CMD_F_UNWATCH | \
                             CMD_F_SWITCH | CMD_F_RESET)
+#define CMD_F_BLOCK        (1u << 23) /* may block the server connection until its own timeout
+                                       * (redis BLPOP, ..., XREAD BLOCK; msg.block_ms): sent on a
+                                       * dedicated connection of its client (core/txn.c) */
 
 /* How many variants of its protocol a client may speak (redis: RESP2, RESP3). The core keeps a
  * set of server connections per variant and sends a client's requests on its variant's set. */
@@ -148,6 +151,7 @@ enum proto_txn_reply {
     PROTO_TXN_CROSS,            /* a command whose keys map to another server: a, b = the names */
     PROTO_TXN_BUSY,             /* no dedicated connection free to server a (b: the limit) */
     PROTO_TXN_TOO_LARGE,        /* the queued commands hold more than a bytes */
+    PROTO_TXN_BLOCK_CROSS,      /* a blocking command whose keys map to two servers, a and b */
 };
 
 /* Parser state, one per connection (parse_state_reset between messages). */

@@ -155,4 +155,13 @@ static inline int redis_crlf(const uint8_t *buf, size_t len, size_t p)
  * int64. Returns false when p[0..n) is not such a number. */
 bool redis_parse_int(const uint8_t *p, size_t n, int64_t *out);
 
+/* A blocking command's timeout argument longer than this is not read (msg.block_ms stays
+ * MSG_BLOCK_FOREVER). */
+#define REDIS_MAX_TIMEOUT_LEN 32
+/* A blocking command's timeout p[0..n): a decimal number (a fraction and an exponent allowed) of
+ * unit_ms (BLPOP's seconds: 1000; XREAD BLOCK's milliseconds: 1). *ms: the timeout in ms, rounded
+ * up; 0, or one past 49 days (a uint32_t of ms), is MSG_BLOCK_FOREVER. Returns false (and leaves
+ * *ms) when it is not such a number, or is negative: redis answers its error at once. */
+bool redis_parse_timeout(const uint8_t *p, size_t n, uint32_t unit_ms, uint32_t *ms);
+
 #endif

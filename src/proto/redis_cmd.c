@@ -9,8 +9,10 @@
  * (MULTI, EXEC, DISCARD, WATCH, UNWATCH), which the core runs on a dedicated server connection; the
  * connection handshake the proxy answers itself (HELLO, CLIENT, ECHO, SELECT, RESET; HELLO and
  * INFO from every server's INFO, notes/resp3-and-handshake.md); TIME, sent to any server; the
- * streams (XREAD and XREADGROUP: keys after STREAMS, on one server); the commands sent to every
- * server (KEYS, DBSIZE, RANDOMKEY, SCAN, SCRIPT, PUBSUB, FLUSHDB, FLUSHALL: notes/fan-out.md).
+ * streams (XREAD and XREADGROUP: keys after STREAMS, on one server); the blocking commands (BLPOP,
+ * ..., XREAD with BLOCK: CMD_F_BLOCK, on a dedicated server connection, notes/blocking-commands.md);
+ * the commands sent to every server (KEYS, DBSIZE, RANDOMKEY, SCAN, SCRIPT, PUBSUB, FLUSHDB,
+ * FLUSHALL: notes/fan-out.md).
  * Beside it, the names of redis's commands that are not in it: what a refused request is counted
  * under (notes/refused-commands.md).
  *
@@ -27,20 +29,24 @@
 #define W CMD_F_WRITE
 
 /* name, arity, first key, last key, key step, numkeys position, flags */
-#define NOKEY(n, ar, fl)   { n, ar, 0, 0, 0, 0, fl, 0, 0 }
-#define KEY1(n, ar, fl)    { n, ar, 1, 1, 1, 0, fl, 0, 0 }    /* one key, at arg 1 */
-#define KEY2(n, ar, fl)    { n, ar, 2, 2, 1, 0, fl, 0, 0 }    /* one key, at arg 2 (after a subcommand) */
-#define KEY12(n, ar, fl)   { n, ar, 1, 2, 1, 0, fl, 0, 0 }    /* keys at args 1 and 2 */
-#define KEYALL(n, ar, fl)  { n, ar, 1, -1, 1, 0, fl, 0, 0 }   /* every arg after the name is a key */
-#define NUMK(n, ar, pos, fl) { n, ar, 0, 0, 0, pos, fl, 0, 0 } /* numkeys at pos, keys after it */
-#define DESTNUMK(n, ar, fl) { n, ar, 1, 1, 1, 2, fl, 0, 0 }  /* dest key, numkeys, keys */
+#define NOKEY(n, ar, fl)   { n, ar, 0, 0, 0, 0, fl, 0, 0, 0 }
+#define KEY1(n, ar, fl)    { n, ar, 1, 1, 1, 0, fl, 0, 0, 0 }    /* one key, at arg 1 */
+#define KEY2(n, ar, fl)    { n, ar, 2, 2, 1, 0, fl, 0, 0, 0 }    /* one key, at arg 2 (after a subcommand) */
+#define KEY12(n, ar, fl)   { n, ar, 1, 2, 1, 0, fl, 0, 0, 0 }    /* keys at args 1 and 2 */
+#define KEYALL(n, ar, fl)  { n, ar, 1, -1, 1, 0, fl, 0, 0, 0 }   /* every arg after the name is a key */
+#define NUMK(n, ar, pos, fl) { n, ar, 0, 0, 0, pos, fl, 0, 0, 0 } /* numkeys at pos, keys after it */
+#define DESTNUMK(n, ar, fl) { n, ar, 1, 1, 1, 2, fl, 0, 0, 0 }  /* dest key, numkeys, keys */
 /* keys after STREAMS, on one server (XREAD, XREADGROUP) */
-#define STREAMS(n, ar, fl) { n, ar, 0, 0, 0, REDIS_KEYS_STREAMS, CMD_F_FRAG_ONE | (fl), 0, 0 }
+#define STREAMS(n, ar, fl) { n, ar, 0, 0, 0, REDIS_KEYS_STREAMS, CMD_F_FRAG_ONE | (fl), 0, 0, 0 }
 /* answered (or checked) by the proxy: every argument a "key", for local() to read */
-#define LOCAL(n, ar, fl, which) { n, ar, 1, -1, 1, 0, CMD_F_LOCAL | (fl), which, 0 }
+#define LOCAL(n, ar, fl, which) { n, ar, 1, -1, 1, 0, CMD_F_LOCAL | (fl), which, 0, 0 }
 /* sent to every server, the replies merged as fan says */
-#define ALL(n, ar, fl, fan) { n, ar, 0, 0, 0, 0, CMD_F_FRAG_ALL | (fl), 0, fan }
-#define LOCALALL(n, ar, fl, which, fan) { n, ar, 1, -1, 1, 0, CMD_F_LOCAL | CMD_F_FRAG_ALL | (fl), which, fan }
+#define ALL(n, ar, fl, fan) { n, ar, 0, 0, 0, 0, CMD_F_FRAG_ALL | (fl), 0, fan, 0 }
+/* blocking (CMD_F_BLOCK): keys at args first..last (< 0: from the end), the timeout at tpos */
+#define BLOCKING(n, ar, first, last, tpos) { n, ar, first, last, 1, 0, W | CMD_F_BLOCK, 0, 0, tpos }
+/* blocking, the timeout at arg 1 and numkeys at arg 2 (BLMPOP, BZMPOP) */
+#define BLOCKNUMK(n, ar) { n, ar, 0, 0, 0, 2, W | CMD_F_BLOCK, 0, 0, 1 }
+#define LOCALALL(n, ar, fl, which, fan) { n, ar, 1, -1, 1, 0, CMD_F_LOCAL | CMD_F_FRAG_ALL | (fl), which, fan, 0 }
 
 const struct redis_cmd redis_cmds[] = {
     KEY1("append", 3, W),
@@ -48,6 +54,14 @@ const struct redis_cmd redis_cmds[] = {
     KEY1("bitcount", -2, 0),
     KEY1("bitfield", -2, W),
     KEY1("bitpos", -3, 0),
+    BLOCKING("blmove", 6, 1, 2, 5),
+    BLOCKNUMK("blmpop", -5),
+    BLOCKING("blpop", -3, 1, -2, -1),
+    BLOCKING("brpop", -3, 1, -2, -1),
+    BLOCKING("brpoplpush", 4, 1, 2, 3),
+    BLOCKNUMK("bzmpop", -5),
+    BLOCKING("bzpopmax", -3, 1, -2, -1),
+    BLOCKING("bzpopmin", -3, 1, -2, -1),
     LOCAL("client", -2, 0, REDIS_LOCAL_CLIENT),
     NOKEY("command", -1, CMD_F_ANY_SERVER),
     KEY12("copy", -3, W),
@@ -117,7 +131,7 @@ const struct redis_cmd redis_cmds[] = {
     KEY1("ltrim", 4, W),
     KEYALL("mget", -2, CMD_F_FRAG_MGET),
     KEY1("move", 3, W),
-    { "mset", -3, 1, -1, 2, 0, W | CMD_F_FRAG_MSET, 0, 0 },
+    { "mset", -3, 1, -1, 2, 0, W | CMD_F_FRAG_MSET, 0, 0, 0 },
     NOKEY("multi", 1, CMD_F_MULTI),
     KEY1("persist", 2, W),
     KEY1("pexpire", -3, W),
@@ -248,8 +262,7 @@ __attribute__((constructor)) static void cmd_index_build(void)
 /* redis's commands (7.0's, and the hash field expiry ones of 7.4 and 8) that are not in the table:
  * sorted, lowercase. A refused request is counted under its name when it is one of these. */
 const char *const redis_refused_names[REDIS_NREFUSED] = {
-    "acl", "asking", "bgrewriteaof", "bgsave", "bitfield_ro", "bitop", "blmove", "blmpop", "blpop",
-    "brpop", "brpoplpush", "bzmpop", "bzpopmax", "bzpopmin", "cluster", "config", "debug",
+    "acl", "asking", "bgrewriteaof", "bgsave", "bitfield_ro", "bitop", "cluster", "config", "debug",
     "eval_ro", "evalsha_ro", "expiretime", "failover", "fcall", "fcall_ro", "function",
     "georadius_ro", "georadiusbymember_ro", "hexpire", "hexpireat", "hexpiretime", "hgetdel",
     "hgetex", "hpersist", "hpexpire", "hpexpireat", "hpexpiretime", "hpttl", "hsetex", "httl",

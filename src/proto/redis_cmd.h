@@ -62,6 +62,8 @@ struct redis_cmd {
     uint32_t flags;       /* CMD_F_* (proto.h) */
     uint8_t local;        /* enum redis_local_cmd: with CMD_F_LOCAL, which of the proxy's own */
     uint8_t fan;          /* enum redis_fan: with CMD_F_FRAG_ALL, how the replies merge */
+    int8_t timeout_arg;   /* CMD_F_BLOCK: the arg holding its timeout in seconds (> 0: that
+                           * index; < 0: counted from the end, -1 = last); 0: none */
 };
 
 extern const struct redis_cmd redis_cmds[];
@@ -72,7 +74,7 @@ int redis_cmd_lookup(const uint8_t *name, size_t len);
 
 /* redis's own commands the proxy does not serve (sorted, lowercase): the names refused requests
  * are counted under (proto_ops.refused_names). */
-#define REDIS_NREFUSED 81
+#define REDIS_NREFUSED 73
 extern const char *const redis_refused_names[REDIS_NREFUSED];
 /* The index of name[0..len) (any case) in redis_refused_names, or -1. */
 int redis_refused_lookup(const uint8_t *name, size_t len);

@@ -425,6 +425,11 @@ size_t redis_txn_reply(enum proto_txn_reply what, const char *a, const char *b, 
                                "' (hash tags keep them on one)" };
         return redis_txn_line(buf, size, part, 5);
     }
+    case PROTO_TXN_BLOCK_CROSS: {
+        const char *part[] = { "-ERR keys of one blocking command on two servers, '", a, "' and '", b,
+                               "' (hash tags keep them on one)" };
+        return redis_txn_line(buf, size, part, 5);
+    }
     case PROTO_TXN_BUSY: {
         const char *part[] = { "-ERR no dedicated connection free to server '", a,
                                "' (dedicated_connections: ", b, ")" };

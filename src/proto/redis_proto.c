@@ -47,6 +47,31 @@ bool redis_parse_int(const uint8_t *p, size_t n, int64_t *out)
     return true;
 }
 
+bool redis_parse_timeout(const uint8_t *p, size_t n, uint32_t unit_ms, uint32_t *ms)
+{
+    char text[REDIS_MAX_TIMEOUT_LEN + 1];
+    if (n == 0 || n > REDIS_MAX_TIMEOUT_LEN) return false;
+    for (size_t i = 0; i < n; i++) { /* digits, sign, point and exponent only: no "inf", "0x" */
+        uint8_t c = p[i];
+        bool ok = (c >= '0' && c <= '9') || c == '.' || c == '-' || c == '+' || c == 'e' || c == 'E';
+        if (!ok) return false;
+        text[i] = (char)c;
+    }
+    text[n] = '\0';
+    char *end = NULL;
+    errno = 0;
+    double v = strtod(text, &end);
+    if (end != text + n || errno == ERANGE || !(v >= 0.0)) return false;
+    double u = v * (double)unit_ms;
+    if (u == 0.0 || u >= (double)MSG_BLOCK_FOREVER) {
+        *ms = MSG_BLOCK_FOREVER;
+        return true;
+    }
+    uint32_t r = (uint32_t)u;
+    *ms = (double)r < u ? r + 1 : r; /* rounded up: 0.0001 s still waits */
+    return true;
+}
+
 int redis_run(const redis_step_fn *steps, size_t nsteps, struct parse_state *ps, struct msg *m,
               const uint8_t *buf, size_t len, size_t *consumed)
 {

@@ -44,14 +44,20 @@
  *
  * XREAD and XREADGROUP (REDIS_KEYS_STREAMS): their options before STREAMS are read whole (so they
  * must fit one mbuf, as keys); the keys are the first half of the arguments after STREAMS. With
- * BLOCK they are rejected (REJECT_UNSUPPORTED, reject_reason says why); without a STREAMS list of
- * keys and ids they have no key, and redis answers their error.
+ * BLOCK they are blocking commands (CMD_F_BLOCK added, msg.block_ms from BLOCK's milliseconds);
+ * without a STREAMS list of keys and ids they have no key, and redis answers their error.
+ *
+ * Blocking commands (CMD_F_BLOCK in the table: BLPOP, ...): their timeout argument (seconds, at
+ * redis_cmd.timeout_arg) is read whole when it has at most REDIS_MAX_TIMEOUT_LEN bytes and sets
+ * msg.block_ms; one that is longer or not a number leaves it MSG_BLOCK_FOREVER (redis answers a
+ * timeout that is not a number at once).
  *
  * ps use: state (enum rq_state); a = number of arguments; b = index of the argument being parsed;
  * c = bytes of its data still to consume; d = numkeys commands: index of the last key numkeys
  * counts (0 until known), XREAD: of the last key after STREAMS; off = RQ_START: empty-request
  * bytes so far, then the offset of the current argument's "$" in the msg; elem_start = XREAD:
- * option arguments to skip before the next option (RQ_OPT_STOP: no keys to find).
+ * option arguments to skip before the next option (RQ_OPT_STOP: no keys to find; RQ_OPT_BLOCK_MS:
+ * the next argument is BLOCK's milliseconds).
  *
  * Threads: no state of its own; a worker calls it on its connections' parse_state.
  */
@@ -72,11 +78,12 @@ enum rq_state {
     RQ_ARG_CRLF,     /* the CRLF after data consumed in pieces */
 };
 
-enum rq_kind { ARG_NAME, ARG_KEY, ARG_NUMKEYS, ARG_OPTION, ARG_VALUE };
+enum rq_kind { ARG_NAME, ARG_KEY, ARG_NUMKEYS, ARG_OPTION, ARG_TIMEOUT, ARG_VALUE };
 
 /* ps->elem_start of XREAD/XREADGROUP before STREAMS: option arguments still to skip, or this when
  * the keys will not be found (an unknown option: redis answers its own error) */
 #define RQ_OPT_STOP UINT64_MAX
+#define RQ_OPT_BLOCK_MS (UINT64_MAX - 1)
 
 static int rq_error(struct parse_state *ps, const char *why)
 {
@@ -90,6 +97,7 @@ static void rq_reject(struct msg *m, uint8_t why)
     m->cmd_flags = 0;
     m->quit = false;
     m->nkeys = 0;
+    m->block_ms = 0;
 }
 
 /* The name is known: look it up, check the arity (ps->a is the number of arguments). */
@@ -116,6 +124,7 @@ static void rq_on_name(const struct parse_state *ps, struct msg *m, const uint8_
     }
     m->cmd_flags = c->flags;
     m->quit = (c->flags & CMD_F_QUIT) != 0;
+    if (c->flags & CMD_F_BLOCK) m->block_ms = MSG_BLOCK_FOREVER; /* until its timeout is read */
 }
 
 static enum rq_kind rq_kind(const struct parse_state *ps, const struct msg *m, uint64_t idx)
@@ -136,6 +145,10 @@ static enum rq_kind rq_kind(const struct parse_state *ps, const struct msg *m, u
         if (idx == (uint64_t)c->numkeys_pos) return ARG_NUMKEYS;
         if (idx > (uint64_t)c->numkeys_pos && idx <= ps->d) return ARG_KEY;
     }
+    if (c->timeout_arg != 0) {
+        uint64_t t = c->timeout_arg > 0 ? (uint64_t)c->timeout_arg : ps->a - (uint64_t)(-c->timeout_arg);
+        if (idx == t) return ARG_TIMEOUT;
+    }
     return ARG_VALUE;
 }
 
@@ -154,7 +167,7 @@ static void rq_on_numkeys(struct parse_state *ps, struct msg *m, const uint8_t *
 /*
  * An option of XREAD/XREADGROUP before STREAMS (argument ps->b), read as redis reads them: COUNT
  * and BLOCK take one argument, GROUP two, NOACK none; STREAMS is followed by the keys, then as
- * many ids. BLOCK is refused (a blocked client needs a server connection of its own). Without
+ * many ids. BLOCK makes it a blocking command (its milliseconds are its timeout). Without
  * STREAMS, with an odd count after it or an unknown option, the request has no key: it goes to
  * any server, whose reply is redis's error.
  */
@@ -163,6 +176,11 @@ static void rq_on_option(struct parse_state *ps, struct msg *m, const uint8_t *p
     static const struct { const char *word; uint8_t skip; } opts[] = {
         { "count", 1 }, { "group", 2 }, { "noack", 0 },
     };
+    if (ps->elem_start == RQ_OPT_BLOCK_MS) {
+        redis_parse_timeout(p, len, 1u, &m->block_ms);
+        ps->elem_start = 0;
+        return;
+    }
     if (ps->elem_start > 0) {
         ps->elem_start--;
         return;
@@ -174,9 +192,10 @@ static void rq_on_option(struct parse_state *ps, struct msg *m, const uint8_t *p
         else ps->d = ps->b + after / 2;
         return;
     }
-    if (redis_key_is(&k, "block")) {
-        rq_reject(m, REJECT_UNSUPPORTED);
-        m->reject_reason = "with BLOCK (blocking commands are not supported yet)";
+    if (redis_key_is(&k, "block")) { /* a blocking command: its milliseconds follow */
+        m->cmd_flags |= CMD_F_BLOCK;
+        m->block_ms = MSG_BLOCK_FOREVER;
+        ps->elem_start = RQ_OPT_BLOCK_MS;
         return;
     }
     for (size_t i = 0; i < sizeof(opts) / sizeof(opts[0]); i++) {
@@ -298,6 +317,9 @@ static int rq_inline(struct parse_state *ps, struct msg *m, const uint8_t *buf, 
         case ARG_OPTION:
             rq_on_option(ps, m, buf + s, i - s);
             break;
+        case ARG_TIMEOUT:
+            redis_parse_timeout(buf + s, i - s, 1000u, &m->block_ms);
+            break;
         case ARG_VALUE:
             rq_on_value(m, ps->b, base + i);
             break;
@@ -356,6 +378,9 @@ static int rq_arg_hdr(struct parse_state *ps, struct msg *m, const uint8_t *buf,
     case ARG_OPTION:
         ps->state = RQ_ARG_WHOLE;
         break;
+    case ARG_TIMEOUT: /* a longer one is not a timeout we read: it stays MSG_BLOCK_FOREVER */
+        ps->state = blen > REDIS_MAX_TIMEOUT_LEN ? RQ_ARG_PIECE : RQ_ARG_WHOLE;
+        break;
     case ARG_NUMKEYS:
         if (blen > REDIS_MAX_NUMKEYS_LEN) {
             rq_reject(m, REJECT_ARITY);
@@ -409,6 +434,9 @@ static int rq_arg_whole(struct parse_state *ps, struct msg *m, const uint8_t *bu
         break;
     case ARG_OPTION:
         rq_on_option(ps, m, data, (size_t)dlen);
+        break;
+    case ARG_TIMEOUT:
+        redis_parse_timeout(data, (size_t)dlen, 1000u, &m->block_ms);
         break;
     case ARG_VALUE: /* not consumed whole */
         break;

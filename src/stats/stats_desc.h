@@ -71,7 +71,7 @@ enum stats_type {
     ACTION(out_queue, STATS_GAUGE, "# requests in outgoing queue")                           \
     ACTION(out_queue_bytes, STATS_GAUGE, "current request bytes in outgoing queue")          \
     ACTION(dedicated_connections, STATS_GAUGE,                                               \
-           "# dedicated server connections held by clients (transactions)")
+           "# dedicated server connections held by clients (transactions, blocking commands)")
 
 /*
  * The latency histograms are not in twemproxy's document (where any object inside a pool is taken

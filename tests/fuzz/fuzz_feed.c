@@ -270,6 +270,8 @@ static void fz_check_req(const struct fz_feed *f, const struct msg *m)
                          (redis_cmds[m->cmd].first_key >= 2 || redis_cmds[m->cmd].numkeys_pos == REDIS_KEYS_STREAMS);
         FZ_CHECK(m->nkeys >= 1 || (m->cmd_flags & keyless) != 0 || late_keys);
         if (redis) FZ_CHECK(m->nargs >= 1 && m->name != NULL);
+        /* a blocking command has its deadline (its timeout, or for ever), no other has one */
+        FZ_CHECK(((m->cmd_flags & CMD_F_BLOCK) != 0) == (m->block_ms != 0));
     }
 }
 

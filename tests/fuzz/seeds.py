@@ -65,6 +65,12 @@ REDIS_REQ = {
                  resp("ECHO", "e") + resp("SELECT", "0") + resp("INFO", "server") + resp("TIME") +
                  resp("RESET") + resp("HELLO") + resp("HELLO", "4") + resp("CLIENT"),
     "handshake_inline": b"hello 3\r\nclient setname x\r\ninfo keyspace\r\necho hi\r\nselect 1\r\nreset\r\n",
+    # blocking commands: their timeout argument (msg.block_usec)
+    "blocking": resp("BLPOP", "a", "b", "0") + resp("BZMPOP", "1.5", "2", "z1", "z2", "MIN", "COUNT", "3") +
+                resp("XREAD", "COUNT", "1", "BLOCK", "100", "STREAMS", "s", "$") +
+                resp("XREADGROUP", "GROUP", "g", "c", "BLOCK", "0", "STREAMS", "s", ">") +
+                resp("BRPOP", "a", "2e-3") + resp("BLPOP", "a", "1" * 40) + resp("BLMPOP", "x", "1", "k", "LEFT"),
+    "blocking_inline": b"blmove a b LEFT RIGHT 0.5\r\nbzpopmin z -1\r\nxread block 7 streams s 0\r\n",
 }
 
 REDIS_RSP = {

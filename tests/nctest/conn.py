@@ -286,6 +286,17 @@ def redis_clients(port):
     return [line for line in text.splitlines() if "cmd=client|list" not in line]
 
 
+def redis_client_fields(port):
+    """The client connections of a redis-server (CLIENT LIST, without the one asking), each a dict
+    of its fields (id, addr, age, idle, flags, cmd, ...)."""
+    return [dict(f.split("=", 1) for f in line.split()) for line in redis_clients(port)]
+
+
+def redis_blocked(port):
+    """The client connections of a redis-server blocked in a command (CLIENT LIST flags 'b')."""
+    return [c for c in redis_client_fields(port) if "b" in c["flags"]]
+
+
 def mc_connections(port):
     """memcached's client connections, without the one asking for them."""
     with RawConn(port) as c:

@@ -162,6 +162,14 @@ static const struct key_vector key_vectors[] = {
     { "BITCOUNT k 0 -1", "k" },
     { "BITFIELD k GET u8 0", "k" },
     { "BITPOS k 1", "k" },
+    { "BLMOVE src dst LEFT RIGHT 0", "src dst" },
+    { "BLMPOP 0.5 2 a b LEFT COUNT 2", "a b" },
+    { "BLPOP a b 0", "a b" },
+    { "BRPOP a 1", "a" },
+    { "BRPOPLPUSH src dst 1.5", "src dst" },
+    { "BZMPOP 0 1 z MIN", "z" },
+    { "BZPOPMAX z1 z2 0", "z1 z2" },
+    { "BZPOPMIN z 10", "z" },
     { "CLIENT SETNAME n", "SETNAME n" }, /* arguments for the proxy to read, never routed */
     { "CLIENT ID", "ID" },
     { "COMMAND", "" },
@@ -623,6 +631,15 @@ static void parse_one(struct tenv *e, struct drv *d, const char *in, size_t len,
     drv_feed(d, in, len, step);
 }
 
+/* line (words separated by one space) as a request in in[0..size): RESP, or inline when inl;
+ * its *argc words (16 at most) in argv, pointing into wbuf. Returns its length. */
+static size_t line_request(const char *line, int inl, char *in, size_t size, const char **argv, int *argc,
+                           char *wbuf, size_t wsize)
+{
+    *argc = split_words(line, wbuf, wsize, argv, 16);
+    return inl ? (size_t)snprintf(in, size, "%s\r\n", line) : resp_build(in, size, *argc, argv);
+}
+
 /* Parses line (RESP and inline, whole and byte by byte) followed by a valid GET: line is rejected
  * for why, with the reply naming it, and the GET after it parses. */
 static void check_reject(const char *line, uint8_t why)
@@ -630,9 +647,8 @@ static void check_reject(const char *line, uint8_t why)
     for (int inl = 0; inl <= 1; inl++) {
         char wbuf[256], in[1024];
         const char *argv[16];
-        int argc = split_words(line, wbuf, sizeof(wbuf), argv, 16);
-        size_t len = inl ? (size_t)snprintf(in, sizeof(in), "%s\r\n", line)
-                         : resp_build(in, sizeof(in), argc, argv);
+        int argc;
+        size_t len = line_request(line, inl, in, sizeof(in), argv, &argc, wbuf, sizeof(wbuf));
         len += (size_t)snprintf(in + len, sizeof(in) - len, inl ? "get k\r\n" : GETK);
         char want[256];
         if (why == REJECT_ARITY)
@@ -694,6 +710,8 @@ static void test_reject_arity_then_valid(void **state)
         "ZDIFF", "LMOVE a b LEFT", "GEOSEARCHSTORE d s FROMMEMBER m BYRADIUS 10",
         "EVAL s 123456789012345678901234567890 k", "MULTI x", "EXEC x", "DISCARD x", "WATCH",
         "UNWATCH x", "CLIENT", "ECHO", "ECHO a b", "SELECT", "SELECT 0 1", "RESET x", "TIME x",
+        "BLPOP a", "BRPOPLPUSH a b", "BLMOVE a b LEFT LEFT", "BZPOPMIN z", "BLMPOP 0 3 a LEFT",
+        "BLMPOP 0 x a LEFT", "BZMPOP 0 0 z MIN",
     };
     for (size_t i = 0; i < NC_ARRAY_LEN(lines); i++) check_reject(lines[i], REJECT_ARITY);
 }
@@ -1305,6 +1323,81 @@ static void test_error_reply(void **state)
     assert_string_equal(redis_proto.name, "redis");
 }
 
+/* ---------------------------------------------------------------- blocking commands */
+
+/* A blocking command's timeout: seconds or milliseconds, a fraction and an exponent allowed, 0 for
+ * ever; what is not a non-negative number is not read (redis answers it at once). */
+static void test_parse_timeout(void **state)
+{
+    (void)state;
+    static const struct { const char *s; uint32_t unit; bool ok; uint32_t ms; } v[] = {
+        { "0", 1000, true, MSG_BLOCK_FOREVER }, { "0.0", 1000, true, MSG_BLOCK_FOREVER },
+        { "1", 1000, true, 1000 }, { "1.5", 1000, true, 1500 }, { "0.25", 1000, true, 250 },
+        { ".5", 1000, true, 500 }, { "1e1", 1000, true, 10000 }, { "2E-3", 1000, true, 2 },
+        { "0.0001", 1000, true, 1 }, /* rounded up: it still blocks */
+        { "200", 1, true, 200 }, { "0", 1, true, MSG_BLOCK_FOREVER }, { "0.5", 1, true, 1 },
+        { "4294967", 1000, true, 4294967000u }, /* the longest: 49 days */
+        { "4294968", 1000, true, MSG_BLOCK_FOREVER }, { "1e30", 1000, true, MSG_BLOCK_FOREVER },
+        { "", 1000, false, 0 }, { "-1", 1000, false, 0 }, { "abc", 1000, false, 0 },
+        { "1x", 1000, false, 0 }, { " 1", 1000, false, 0 }, { "inf", 1000, false, 0 },
+        { "nan", 1000, false, 0 }, { "0x10", 1000, false, 0 }, { "1e999", 1000, false, 0 },
+        { "1.2.3", 1000, false, 0 }, { "000000000000000000000000000000001", 1000, false, 0 },
+    };
+    for (size_t i = 0; i < NC_ARRAY_LEN(v); i++) {
+        uint32_t out = 42;
+        bool ok = redis_parse_timeout((const uint8_t *)v[i].s, strlen(v[i].s), v[i].unit, &out);
+        if (ok != v[i].ok) print_error("'%s': %d\n", v[i].s, ok);
+        assert_int_equal(ok, v[i].ok);
+        assert_int_equal(out, v[i].ok ? v[i].ms : 42);
+    }
+}
+
+/* The parser reads a blocking command's timeout into msg.block_ms (RESP and inline, whole and
+ * byte by byte); XREAD/XREADGROUP become blocking with BLOCK; other commands have none. */
+static void test_block_timeout_arg(void **state)
+{
+    (void)state;
+    static const struct { const char *line; bool block; uint32_t ms; } v[] = {
+        { "BLPOP a b 0", true, MSG_BLOCK_FOREVER },
+        { "BLPOP a 2.5", true, 2500 },
+        { "BRPOP a b c 1", true, 1000 },
+        { "BRPOPLPUSH s d 0.1", true, 100 },
+        { "BLMOVE s d LEFT RIGHT 3", true, 3000 },
+        { "BLMPOP 0.5 2 a b LEFT COUNT 2", true, 500 },
+        { "BZMPOP 4 1 z MAX", true, 4000 },
+        { "BZPOPMIN z 0", true, MSG_BLOCK_FOREVER },
+        { "BZPOPMAX z 7", true, 7000 },
+        { "BLPOP a soon", true, MSG_BLOCK_FOREVER }, /* not a number: redis's error, at once */
+        { "BLPOP a 123456789012345678901234567890123", true, MSG_BLOCK_FOREVER }, /* too long to read */
+        { "XREAD BLOCK 200 STREAMS s 0", true, 200 },
+        { "XREAD COUNT 2 BLOCK 0 STREAMS s t 0 0", true, MSG_BLOCK_FOREVER },
+        { "XREADGROUP GROUP g c BLOCK 1500 COUNT 1 STREAMS s >", true, 1500 },
+        { "XREAD COUNT 2 STREAMS s 0", false, 0 },
+        { "GET k", false, 0 },
+        { "LPOP k", false, 0 },
+    };
+    for (size_t i = 0; i < NC_ARRAY_LEN(v); i++) {
+        for (int inl = 0; inl <= 1; inl++) {
+            char wbuf[256], in[1024];
+            const char *argv[16];
+            int argc;
+            size_t len = line_request(v[i].line, inl, in, sizeof(in), argv, &argc, wbuf, sizeof(wbuf));
+            for (size_t step = 0; step <= 1; step++) {
+                struct tenv e;
+                struct drv d;
+                parse_one(&e, &d, in, len, step);
+                struct msg *m = d.nout == 1 ? d.out[0] : NULL;
+                assert_true(!d.failed && m != NULL && m->reject == REJECT_NONE);
+                if (((m->cmd_flags & CMD_F_BLOCK) != 0) != v[i].block || m->block_ms != v[i].ms)
+                    print_error("'%s': flags %x ms %u\n", v[i].line, m->cmd_flags, m->block_ms);
+                assert_int_equal((m->cmd_flags & CMD_F_BLOCK) != 0, v[i].block);
+                assert_int_equal(m->block_ms, v[i].ms);
+                drv_close(&d);
+            }
+        }
+    }
+}
+
 static void test_parse_int(void **state)
 {
     (void)state;
@@ -1358,6 +1451,8 @@ int main(void)
         cmocka_unit_test(test_server_setup),
         cmocka_unit_test(test_probe_alive),
         cmocka_unit_test(test_parse_int),
+        cmocka_unit_test(test_parse_timeout),
+        cmocka_unit_test(test_block_timeout_arg),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
