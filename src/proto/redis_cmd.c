@@ -128,6 +128,7 @@ const struct redis_cmd redis_cmds[] = {
     KEYALL("ping", -1, CMD_F_LOCAL_PING | CMD_F_TXN_SERVER), /* "key": the optional message */
     KEY1("psetex", 4, W),
     KEY1("pttl", 2, 0),
+    KEY1("publish", 3, W),      /* the channel is the key: it lives where its name hashes */
     NOKEY("quit", -1, CMD_F_QUIT),
     ALL("randomkey", 1, CMD_F_FRAG_PARTIAL, REDIS_FAN_RANDOMKEY),
     LOCAL("reset", 1, CMD_F_SWITCH | CMD_F_RESET, REDIS_LOCAL_RESET),
@@ -156,6 +157,7 @@ const struct redis_cmd redis_cmds[] = {
     KEY12("smove", 4, W),
     KEY1("sort", -2, W),
     KEY1("spop", -2, W),
+    KEY1("spublish", 3, W),
     KEY1("srandmember", -2, 0),
     KEY1("srem", -3, W),
     KEY1("sscan", -3, 0),
@@ -253,10 +255,10 @@ const char *const redis_refused_names[REDIS_NREFUSED] = {
     "georadius_ro", "georadiusbymember_ro", "hexpire", "hexpireat", "hexpiretime", "hgetdel",
     "hgetex", "hpersist", "hpexpire", "hpexpireat", "hpexpiretime", "hpttl", "hsetex", "httl",
     "lastsave", "latency", "lcs", "lmpop", "memory", "migrate", "module", "monitor", "msetnx",
-    "object", "pexpiretime", "pfdebug", "pfselftest", "psubscribe", "psync", "publish", "pubsub",
+    "object", "pexpiretime", "pfdebug", "pfselftest", "psubscribe", "psync", "pubsub",
     "punsubscribe", "readonly", "readwrite", "rename", "renamenx", "replconf", "replicaof",
     "restore-asking", "role", "save", "shutdown", "sintercard", "slaveof", "slowlog", "sort_ro",
-    "spublish", "ssubscribe", "subscribe", "substr", "sunsubscribe", "swapdb", "sync",
+    "ssubscribe", "subscribe", "substr", "sunsubscribe", "swapdb", "sync",
     "unsubscribe", "wait", "waitaof", "zintercard", "zmpop",
 };
 /* (a unit test checks that the table is sorted and that no entry is left empty) */

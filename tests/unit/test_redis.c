@@ -249,6 +249,7 @@ static const struct key_vector key_vectors[] = {
     { "PING hello", "hello" },      /* the message the proxy echoes */
     { "PSETEX k 100 v", "k" },
     { "PTTL k", "k" },
+    { "PUBLISH ch hello", "ch" },
     { "QUIT", "" },
     { "RANDOMKEY", "" },
     { "RESET", "" },
@@ -277,6 +278,7 @@ static const struct key_vector key_vectors[] = {
     { "SMOVE src dst m", "src dst" },
     { "SORT l BY w_* LIMIT 0 5 STORE dst", "l" },
     { "SPOP s 2", "s" },
+    { "SPUBLISH {t}ch hello", "{t}ch" },
     { "SRANDMEMBER s -3", "s" },
     { "SREM s a", "s" },
     { "SSCAN s 0 COUNT 10", "s" },
