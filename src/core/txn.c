@@ -24,6 +24,7 @@
 #define TXN_REPLY_MAX 512
 
 struct txn {
+    struct dedicated_holder holder; /* what its dedicated connection knows it by (first member) */
     struct conn *dconn;           /* the dedicated connection it holds, or NULL */
     struct msg *multi;            /* the client's MULTI, written first at EXEC (its bytes, shared) */
     struct msg_tqh queue;         /* the commands queued since MULTI (their bytes, shared), in order */
@@ -41,12 +42,15 @@ struct txn {
     bool watching;                /* a WATCH is in place on dconn */
 };
 
+static void txn_dedicated_lost(struct dedicated_holder *h, int err);
+
 static struct txn *txn_get(struct conn *c)
 {
     if (c->txn == NULL) {
         c->txn = calloc(1, sizeof(*c->txn));
         if (c->txn == NULL) return NULL;
         TAILQ_INIT(&c->txn->queue);
+        c->txn->holder.lost = txn_dedicated_lost;
         client_txn_ops(c, true);
     }
     return c->txn;
@@ -188,7 +192,7 @@ static void txn_end(struct conn *c, struct txn *t)
 static int txn_take(struct conn *c, struct txn *t, uint32_t server)
 {
     if (t->dconn != NULL) return 0;
-    int rc = dedicated_acquire(&c->pool->servers[server], t, c->sess.variant, &t->dconn);
+    int rc = dedicated_acquire(&c->pool->servers[server], &t->holder, c->sess.variant, &t->dconn);
     if (rc < 0) t->dconn = NULL;
     return rc;
 }
@@ -216,8 +220,10 @@ static int txn_multi(struct conn *c, struct msg *req)
 /* A command after MULTI: checked, routed and held until EXEC. */
 static int txn_queue(struct conn *c, struct txn *t, struct msg *req)
 {
-    if ((req->cmd_flags & CMD_F_LOCAL_MASK) && !(req->cmd_flags & CMD_F_TXN_SERVER)) {
-        /* AUTH, HELLO, CLIENT, SELECT, INFO: the proxy's, not the server connection's */
+    if (((req->cmd_flags & CMD_F_LOCAL_MASK) && !(req->cmd_flags & CMD_F_TXN_SERVER)) ||
+        (req->cmd_flags & CMD_F_PUBSUB)) {
+        /* AUTH, HELLO, CLIENT, SELECT, INFO: the proxy's, not the server connection's; a
+         * subscription must not be left on the dedicated connection */
         t->aborted = true;
         return txn_answer(c, req, PROTO_TXN_NOT_ALLOWED, NULL, NULL);
     }
@@ -468,8 +474,10 @@ void txn_client_close(struct conn *c)
     txn_free(c);
 }
 
-void txn_dedicated_lost(struct txn *t, int err)
+/* dedicated_holder.lost: the dedicated connection of t closed (err) while t held it. */
+static void txn_dedicated_lost(struct dedicated_holder *h, int err)
 {
+    struct txn *t = (struct txn *)h;
     t->dconn = NULL;
     if (t->watching) t->err = err != 0 ? err : ECONNRESET;
     t->watching = false;

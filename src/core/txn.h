@@ -47,7 +47,5 @@ void txn_resume(struct conn *c);
 /* c is closing: frees the requests it holds back, its queued commands and its state, and gives
  * its dedicated connection back clean. */
 void txn_client_close(struct conn *c);
-/* The dedicated connection of t closed (err) while t held it. */
-void txn_dedicated_lost(struct txn *t, int err);
 
 #endif

@@ -44,10 +44,10 @@ def test_refused_commands_counted_per_name_and_logged_once(nutcrackers, write_co
     proxy = _start(nutcrackers, write_conf, redis_server, memcached_server, "-L", "600000")
     alpha, beta = proxy.listen_ports
     garbage = [f"nosuch{i}" for i in range(50)] + ["x" * 300, "sub\x01scribe"]
-    reqs = [resp("SUBSCRIBE", "ch")] * 1000 + [resp("blpop", "k", "0")] * 7 + [resp(g) for g in garbage]
+    reqs = [resp("MONITOR")] * 1000 + [resp("blpop", "k", "0")] * 7 + [resp(g) for g in garbage]
     _pipeline(alpha, reqs, b"\r\n", len(reqs))
     _pipeline(beta, [b"verbosity 1\r\n", b"mn\r\n", b"bogus 1 2\r\n"], b"\r\n", 3)
-    want = {"refused_cmd_subscribe": 1000, "refused_cmd_blpop": 7, "refused_cmd_other": len(garbage)}
+    want = {"refused_cmd_monitor": 1000, "refused_cmd_blpop": 7, "refused_cmd_other": len(garbage)}
     doc = manage.wait_status(proxy.manage_port, lambda d: d["alpha"]["refused_commands"] == len(reqs)
                              and d["beta"]["refused_commands"] == 3, what="refused commands counted")
     assert {k: v for k, v in doc["alpha"].items() if k.startswith("refused_cmd_")} == want
@@ -55,24 +55,24 @@ def test_refused_commands_counted_per_name_and_logged_once(nutcrackers, write_co
         "refused_cmd_verbosity": 1, "refused_cmd_mn": 1, "refused_cmd_other": 1}
     # per worker, summed by the stats thread: the documents of `status workers` add up
     workers = manage.status(proxy.manage_port, "workers")["workers"]
-    assert sum(w["alpha"].get("refused_cmd_subscribe", 0) for w in workers) == 1000
+    assert sum(w["alpha"].get("refused_cmd_monitor", 0) for w in workers) == 1000
 
     status, _, body = manage.http_get(proxy.manage_port, "/metrics")
     assert status == 200
     text = body.decode()
     assert "# TYPE nutcrackers_refused_commands_total counter\n" in text
-    for pool, name, n in (("alpha", "subscribe", 1000), ("alpha", "blpop", 7), ("alpha", "other", 52),
+    for pool, name, n in (("alpha", "monitor", 1000), ("alpha", "blpop", 7), ("alpha", "other", 52),
                           ("beta", "verbosity", 1), ("beta", "other", 1)):
         assert f'nutcrackers_refused_commands_total{{pool="{pool}",command="{name}"}} {n}\n' in text
     assert 'command="nosuch' not in text  # garbage never becomes a label
 
     # one notice line per name in the interval, whatever the workers (they share the limiter)
     proxy.wait_log("refused command 'blpop'")
-    assert len(_lines(proxy, "refused command 'SUBSCRIBE'")) == 1
+    assert len(_lines(proxy, "refused command 'MONITOR'")) == 1
     assert len(_lines(proxy, "refused command 'blpop'")) == 1
     other = [x for x in _lines(proxy, "(unknown: counted as other)") if "pool 'alpha'" in x]
     assert len(other) == 1 and "refused command 'nosuch0'" in other[0], other
-    line = _lines(proxy, "refused command 'SUBSCRIBE'")[0]
+    line = _lines(proxy, "refused command 'MONITOR'")[0]
     assert LINE.match(line) and "] NOTICE " in line, line
     assert len(_lines(proxy, "pool 'beta': refused command")) == 3
 
@@ -85,21 +85,21 @@ def test_refused_lines_bounded_and_suppressed_counted(nutcrackers, write_conf, r
     proxy = _start(nutcrackers, write_conf, redis_server, memcached_server, "-L", str(interval_ms))
     alpha = proxy.listen_ports[0]
     t0 = time.monotonic()
-    _pipeline(alpha, [resp("SUBSCRIBE", "ch")] * 1000, b"\r\n", 1000)
+    _pipeline(alpha, [resp("MONITOR")] * 1000, b"\r\n", 1000)
     elapsed = time.monotonic() - t0
-    proxy.wait_log("refused command 'SUBSCRIBE'")
+    proxy.wait_log("refused command 'MONITOR'")
     wait.hold(interval_ms / 1000 + 0.1, "one log interval passes: the next line opens a new window")
-    before = len(_lines(proxy, "refused command 'SUBSCRIBE'"))
-    _pipeline(alpha, [resp("SUBSCRIBE", "ch")], b"\r\n", 1)
-    proxy.wait_log("refused command 'SUBSCRIBE'", count=before + 1)
-    lines = _lines(proxy, "refused command 'SUBSCRIBE'")
+    before = len(_lines(proxy, "refused command 'MONITOR'"))
+    _pipeline(alpha, [resp("MONITOR")], b"\r\n", 1)
+    proxy.wait_log("refused command 'MONITOR'", count=before + 1)
+    lines = _lines(proxy, "refused command 'MONITOR'")
     # a window per interval the 1000 took (one, unless the machine is very slow), and the last
     assert len(lines) <= 2 + int(elapsed * 1000 / interval_ms), lines
     suppressed = sum(int(m.group(1)) for m in (MORE.search(x) for x in lines) if m)
     assert len(lines) + suppressed == 1001, lines
     assert MORE.search(lines[-1]), lines[-1]
     doc = manage.wait_status(proxy.manage_port, lambda d: d["alpha"]["refused_commands"] == 1001)
-    assert doc["alpha"]["refused_cmd_subscribe"] == 1001
+    assert doc["alpha"]["refused_cmd_monitor"] == 1001
 
 
 def test_dead_backend_logged_at_notice_bounded(nutcrackers, write_conf):

@@ -312,7 +312,7 @@ def test_local_replies(redis_cluster):
 
 
 UNSUPPORTED = ["MIGRATE", "OBJECT", "RENAME", "RENAMENX", "BITOP",
-               "MSETNX", "BLPOP", "BRPOP", "BLMOVE", "BZPOPMIN", "SUBSCRIBE", "PUBLISH",
+               "MSETNX", "BLPOP", "BRPOP", "BLMOVE", "BZPOPMIN", "MONITOR", "SLOWLOG",
                "CONFIG", "SHUTDOWN", "NoSuchCommand"]
 
 

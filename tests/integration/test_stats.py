@@ -296,7 +296,7 @@ def test_agents_written_for_twemproxy_read_every_document(cluster):
             assert conn.call("SET", f"agent:{i}", "v") == "OK"
             conn.call("MGET", f"agent:{i}", f"agent:{i + 1}", f"agent:{i + 2}")
         # refused commands: counted in flat members of the pool, never in an object
-        assert conn.call("SUBSCRIBE", "ch").startswith("ERR unsupported command")
+        assert conn.call("MONITOR").startswith("ERR unsupported command")
         assert conn.call("NOSUCHCOMMAND").startswith("ERR unsupported command")
     with Conn(c["beta"]) as conn:
         for i in range(10):
@@ -304,7 +304,7 @@ def test_agents_written_for_twemproxy_read_every_document(cluster):
         conn.exchange(b"verbosity 1\r\n", b"CLIENT_ERROR unsupported command\r\n")
     manage.wait_status(c["manage"], lambda d: d["alpha"]["client_connections"] == 0
                        and d["beta"]["client_connections"] == 0)
-    refused = {"alpha": ["refused_cmd_subscribe", "refused_cmd_other"], "beta": ["refused_cmd_verbosity"]}
+    refused = {"alpha": ["refused_cmd_monitor", "refused_cmd_other"], "beta": ["refused_cmd_verbosity"]}
     _, headers, body = manage.http_get(c["manage"], "/")
     docs = {"status": manage.status(c["manage"]),
             "silent client": json.loads(manage.silent(c["manage"], half_close=True)),
@@ -423,7 +423,7 @@ def _check_hist(samples, name, labels, hist):
 def test_describe_stats_agrees_with_json(cluster):
     c = cluster()
     with Conn(c["alpha"]) as conn:  # a refused command: its count is in the document
-        assert conn.call("SUBSCRIBE", "ch").startswith("ERR unsupported command")
+        assert conn.call("MONITOR").startswith("ERR unsupported command")
     manage.wait_status(c["manage"], lambda d: d["alpha"]["refused_commands"] == 1)
     r = procs.run(["-D"])
     assert r.returncode == 0

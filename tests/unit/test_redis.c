@@ -57,7 +57,7 @@ static void test_table_sorted_and_lookup(void **state)
         assert_true((c->local != REDIS_LOCAL_NONE) == ((c->flags & CMD_F_LOCAL) != 0));
     }
     static const char *const absent[] = {
-        "subscribe", "blpop", "brpop", "bitop",
+        "monitor", "blpop", "brpop", "bitop",
         "msetnx", "rename", "config", "", "g",
         "getx", "zzzz", "aaaa", "georadiusbymemberx",
     };
@@ -92,10 +92,10 @@ static void test_refused_names(void **state)
         for (size_t j = 0; j <= len; j++) up[j] = (char)(n[j] >= 'a' && n[j] <= 'z' ? n[j] - 32 : n[j]);
         assert_int_equal(redis_refused_lookup((const uint8_t *)up, len), (int)i);
     }
-    static const char *const other[] = { "get", "", "subscrib", "subscribex", "zzzz", "sub\0scribe" };
+    static const char *const other[] = { "get", "", "monito", "monitorx", "zzzz", "mon\0itor" };
     for (size_t i = 0; i < NC_ARRAY_LEN(other); i++)
         assert_int_equal(redis_refused_lookup((const uint8_t *)other[i], strlen(other[i])), -1);
-    assert_int_equal(redis_refused_lookup((const uint8_t *)"subscribe\0", 10), -1);
+    assert_int_equal(redis_refused_lookup((const uint8_t *)"monitor\0", 8), -1);
 }
 
 static uint32_t flags_of(const char *name)
@@ -248,8 +248,10 @@ static const struct key_vector key_vectors[] = {
     { "PING", "" },
     { "PING hello", "hello" },      /* the message the proxy echoes */
     { "PSETEX k 100 v", "k" },
+    { "PSUBSCRIBE p* q?", "p* q?" }, /* the patterns, for core/pubsub.c */
     { "PTTL k", "k" },
     { "PUBLISH ch hello", "ch" },
+    { "PUNSUBSCRIBE", "" },
     { "QUIT", "" },
     { "RANDOMKEY", "" },
     { "RESET", "" },
@@ -279,6 +281,9 @@ static const struct key_vector key_vectors[] = {
     { "SORT l BY w_* LIMIT 0 5 STORE dst", "l" },
     { "SPOP s 2", "s" },
     { "SPUBLISH {t}ch hello", "{t}ch" },
+    { "SSUBSCRIBE {t}a {t}b", "{t}a {t}b" },
+    { "SUBSCRIBE a b", "a b" },
+    { "SUNSUBSCRIBE {t}a", "{t}a" },
     { "SRANDMEMBER s -3", "s" },
     { "SREM s a", "s" },
     { "SSCAN s 0 COUNT 10", "s" },
@@ -290,6 +295,7 @@ static const struct key_vector key_vectors[] = {
     { "TTL k", "k" },
     { "TYPE k", "k" },
     { "UNLINK a b", "a b" },
+    { "UNSUBSCRIBE", "" },
     { "UNWATCH", "" },
     { "WATCH a b", "a b" },
     { "XACK s g 1-0 2-0", "s" },
@@ -675,7 +681,7 @@ static void test_reject_unsupported_then_valid(void **state)
 {
     (void)state;
     static const char *const lines[] = {
-        "SUBSCRIBE ch", "PSUBSCRIBE c*",
+        "MONITOR", "SLOWLOG GET 10",
         "BLPOP l 0", "BRPOP l 0", "BLMOVE a b LEFT LEFT 0", "BZPOPMIN z 0", "RENAME a b",
         "MSETNX a 1 b 2", "BITOP AND d a b", "OBJECT ENCODING k",
         "CONFIG GET *",

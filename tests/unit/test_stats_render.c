@@ -40,8 +40,8 @@ static void fill(struct sfix *f)
     STATS_POOL_ADD(a1, client_eof, 4);
     STATS_POOL_ADD(a0, fragments, 6);
     STATS_POOL_ADD(a1, client_connections, 1);
-    /* refused commands (alpha is redis): SUBSCRIBE on both workers, a garbage name on one */
-    int sub = redis_refused_lookup((const uint8_t *)"subscribe", 9);
+    /* refused commands (alpha is redis): MONITOR on both workers, a garbage name on one */
+    int sub = redis_refused_lookup((const uint8_t *)"monitor", 7);
     assert_true(sub >= 0);
     stats_ctr_add(&a0->refused[sub], 2);
     stats_ctr_add(&a1->refused[sub], 3);
@@ -127,9 +127,9 @@ static void test_json_shape_and_sums(void **state)
     const struct jv *alpha = jv_get(v, "alpha");
     check_keys(alpha, 0, stats_pool_desc, STATS_POOL_NFIELD);
     /* the refused commands that are not zero: flat numbers after the fields, "other" last */
-    assert_string_equal(alpha->keys[STATS_POOL_NFIELD], "refused_cmd_subscribe");
+    assert_string_equal(alpha->keys[STATS_POOL_NFIELD], "refused_cmd_monitor");
     assert_string_equal(alpha->keys[STATS_POOL_NFIELD + 1], "refused_cmd_other");
-    assert_int_equal(num(jv_get(alpha, "refused_cmd_subscribe")), 5);
+    assert_int_equal(num(jv_get(alpha, "refused_cmd_monitor")), 5);
     assert_int_equal(num(jv_get(alpha, "refused_cmd_other")), 1);
     assert_int_equal(num(jv_get(alpha, "refused_commands")), 6);
     assert_string_equal(alpha->keys[STATS_POOL_NFIELD + 2], "s1");
@@ -449,7 +449,7 @@ static void test_prometheus(void **state)
     assert_true(prom_value(text, "nutcrackers_pool_client_eof_total{pool=\"alpha\"}") == 7);
     assert_true(prom_value(text, "nutcrackers_server_requests_total{pool=\"alpha\",server=\"s2\"}") == 42);
     assert_non_null(strstr(text, "# TYPE nutcrackers_refused_commands_total counter\n"));
-    assert_true(prom_value(text, "nutcrackers_refused_commands_total{pool=\"alpha\",command=\"subscribe\"}") == 5);
+    assert_true(prom_value(text, "nutcrackers_refused_commands_total{pool=\"alpha\",command=\"monitor\"}") == 5);
     assert_true(prom_value(text, "nutcrackers_refused_commands_total{pool=\"alpha\",command=\"other\"}") == 1);
     assert_null(strstr(text, "command=\"blpop\"")); /* zero: no sample */
     assert_true(prom_value(text, "nutcrackers_server_in_queue{pool=\"alpha\",server=\"s2\"}") == -1);
