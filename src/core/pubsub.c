@@ -418,10 +418,14 @@ static int ps_subscribe(struct conn *c, struct msg *req, uint8_t kind)
     for (uint32_t i = 0; i < req->nkeys && rc == 0; i++) {
         const struct msg_key *k = &req->keys[i];
         if (kind == PROTO_PS_PATTERN) {
+            bool any = false;
             for (uint32_t s = 0; s < p->nservers && rc == 0; s++) {
+                if (pool_server_ejected(p->shared, s)) continue; /* as the fan-out commands */
                 if ((rc = ps_link_take(c, ps, s)) < 0) bad = s;
                 else ps_batch_add(c, &b, s, k->ptr, k->len);
+                any = true;
             }
+            if (!any) rc = -ECONNREFUSED;
             continue;
         }
         uint32_t s = ps_route(c, k);
@@ -461,7 +465,7 @@ static int ps_subscribe(struct conn *c, struct msg *req, uint8_t kind)
         pp->confirm(&op->reply, c->sess.variant, kind, false, k->ptr, k->len, ps_count(ps, kind));
     }
     op->servers_left = nsent;
-    if (nsent == 0) ps_op_finish(c->loop, op, false); /* cannot happen: a name has a server */
+    if (nsent == 0) ps_op_finish(c->loop, op, false); /* cannot happen: each name has a server */
     return 0;
 }
 
