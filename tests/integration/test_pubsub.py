@@ -470,3 +470,27 @@ def test_run_in_thread(ps, protocol):
         data = Counter(d for _, d in seen)
     assert all(data[f"m{i}".encode()] == (2 if i % 10 == 0 else 1) for i in range(100))
     sub.close()
+
+
+def test_lost_server_closes_the_subscriber(redis_server, write_conf, nutcrackers):
+    """A backend that goes away takes the subscriptions the subscriber had there: the proxy closes
+    the subscriber (as redis closing it would), says so in its log, and serves new clients."""
+    cluster = start_cluster("redis", 2, 1, redis_server, write_conf, nutcrackers, name="pubsub-lost")
+    chans = [fresh(f"lost{i}") for i in range(20)]
+    assert len({cluster.server_of(ch) for ch in chans}) == 2
+    with RawConn(cluster.port) as conn:
+        conn.send(resp("SUBSCRIBE", *chans))
+        for _ in chans:
+            conn.reply()
+        cluster.procs[0].kill()
+        cluster.procs[0].wait()
+        assert conn.is_closed(timeout=WAIT)
+    cluster.proxy.wait_log("are lost")
+    survivor = next(ch for ch in chans if cluster.server_of(ch) == 1)
+    sub = cluster.client().pubsub()
+    sub.subscribe(survivor)
+    assert sub.get_message(timeout=5)["type"] == "subscribe"
+    assert cluster.client().publish(survivor, "still") == 1
+    assert messages(sub, 1)[0]["data"] == b"still"
+    sub.close()
+    assert cluster.stop() == 0
