@@ -14,7 +14,7 @@ from collections import Counter
 
 import pytest
 
-from nctest import procfs
+from nctest import procfs, procs
 from nctest.cluster import matrix_id, start_cluster
 from nctest.codec import resp
 from nctest.conf import write_conf as replace_conf
@@ -360,7 +360,7 @@ def test_subscriber_that_never_reads_is_dropped_others_go_on(redis_server, write
     def read_all():
         while not stop.is_set():
             m = reader.get_message(timeout=0.5)
-            if m is not None and m["type"] == "message":
+            if m is not None and m["type"] == "message" and m["data"] != b"x":
                 received.append(len(m["data"]))
 
     t = threading.Thread(target=read_all)
@@ -370,6 +370,8 @@ def test_subscriber_that_never_reads_is_dropped_others_go_on(redis_server, write
     try:
         # 256 MB held by the stalled client (its limit), plus what the sockets take
         for _ in range(2000):
+            # the reader stays less than 16 MB behind (it must not reach the limit itself)
+            wait_for(lambda: sent - len(received) < 64, WAIT * 3, "the reader to catch up")
             n = r.publish(ch, value)
             sent += 1
             if sent % 50 == 0:
@@ -380,14 +382,14 @@ def test_subscriber_that_never_reads_is_dropped_others_go_on(redis_server, write
         for _ in range(20):
             assert r.publish(ch, value) == 1
             sent += 1
-        wait_for(lambda: len(received) == sent - 1 or len(received) == sent, WAIT * 3,
-                 "the reader got every message")
+        wait_for(lambda: len(received) >= sent, WAIT * 3, "the reader got every message")
     finally:
         stop.set()
         t.join()
         stalled.close()
-    assert all(n == len(value) for n in received[1:])
-    assert peak < 1024 * 1024, f"the proxy's RSS reached {peak} kB"
+    assert len(received) == sent and all(n == len(value) for n in received)
+    if not procs.sanitized_binary():  # (a sanitizer's shadow and quarantine make RSS say little)
+        assert peak < 1024 * 1024, f"the proxy's RSS reached {peak} kB"
     assert "dropping the client" in cluster.proxy.log()
     reader.close()
     assert cluster.stop() == 0
