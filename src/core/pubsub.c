@@ -36,6 +36,8 @@ struct ps_name {
 /* A client request waiting for the confirmations of its servers. */
 struct ps_op {
     struct msg *req;
+    uint8_t *added;            /* added[i]: the request's name i was new to the set (NULL: unknown) */
+    uint8_t kind;
     struct rtext reply;        /* its confirmations, written once every server confirmed */
     uint32_t servers_left;
     int err;                   /* a server refused it: its error text is the reply */
@@ -107,7 +109,8 @@ static int ps_grow(struct pubsub *ps)
     return 0;
 }
 
-/* Adds (kind, name) on server when it is not there. Returns 0 or -ENOMEM. */
+/* Adds (kind, name) on server when it is not there. Returns 1 (added), 0 (there already) or
+ * -ENOMEM. */
 static int ps_add(struct pubsub *ps, uint8_t kind, const uint8_t *p, size_t n, uint32_t server)
 {
     if (*ps_slot(ps, kind, p, n) != NULL) return 0;
@@ -123,7 +126,7 @@ static int ps_add(struct pubsub *ps, uint8_t kind, const uint8_t *p, size_t n, u
     *at = e;
     ps->nnames++;
     ps->count[kind]++;
-    return 0;
+    return 1;
 }
 
 static void ps_unlink(struct pubsub *ps, struct ps_name **at)
@@ -164,10 +167,24 @@ static struct pubsub *ps_get(struct conn *c)
 
 /* --- requests waiting for confirmations ----------------------------------------------------- */
 
-/* op has all its confirmations (or its link is gone): its client gets the reply. */
-static void ps_op_finish(struct loop *l, struct ps_op *op, bool client_gone)
+/* A server refused op's request: the names it added leave the client's set again. */
+static void ps_op_rollback(struct ps_op *op)
 {
     struct msg *req = op->req;
+    struct pubsub *ps = req->owner->psub;
+    for (uint32_t i = 0; op->added != NULL && i < req->nkeys; i++) {
+        if (!op->added[i]) continue;
+        struct ps_name **at = ps_slot(ps, op->kind, req->keys[i].ptr, req->keys[i].len);
+        if (*at != NULL) ps_unlink(ps, at);
+    }
+}
+
+/* op has all its confirmations (or its link is gone): its client gets the reply; a refused
+ * request's names are taken out of the set when rollback says so. */
+static void ps_op_finish(struct loop *l, struct ps_op *op, bool client_gone, bool rollback)
+{
+    struct msg *req = op->req;
+    if (!client_gone && rollback && op->err != 0) ps_op_rollback(op);
     if (client_gone) {
         req->done = true; /* freed with its client */
     } else if (op->err != 0 && op->err_text.len > 0 && !op->err_text.oom) {
@@ -179,12 +196,13 @@ static void ps_op_finish(struct loop *l, struct ps_op *op, bool client_gone)
     }
     rtext_free(&op->reply);
     rtext_free(&op->err_text);
+    free(op->added);
     free(op);
 }
 
-static void ps_op_step(struct loop *l, struct ps_op *op, bool client_gone)
+static void ps_op_step(struct loop *l, struct ps_op *op, bool client_gone, bool rollback)
 {
-    if (op != NULL && --op->servers_left == 0) ps_op_finish(l, op, client_gone);
+    if (op != NULL && --op->servers_left == 0) ps_op_finish(l, op, client_gone, rollback);
 }
 
 static int ps_wait_push(struct ps_link *lk, struct ps_op *op, uint64_t confirms)
@@ -222,7 +240,7 @@ static struct ps_op *ps_wait_pop(struct ps_link *lk)
 /* Gives lk's connection up: closed (nothing of the client stays on the server), back in its set. */
 static void ps_link_drop(struct loop *l, struct ps_link *lk, bool client_gone)
 {
-    while (lk->nwait > 0) ps_op_step(l, ps_wait_pop(lk), client_gone);
+    while (lk->nwait > 0) ps_op_step(l, ps_wait_pop(lk), client_gone, false);
     struct conn *d = lk->d;
     lk->d = NULL;
     if (d == NULL) return;
@@ -441,6 +459,8 @@ static int ps_subscribe(struct conn *c, struct msg *req, uint8_t kind)
         return ps_no_conn(c, req, bad, rc);
     }
     op->req = req;
+    op->kind = kind;
+    op->added = calloc(req->nkeys, 1);
     int err = 0;
     uint32_t nsent = ps_batch_send(c, &b, kind, false, op, &err);
     ps_batch_free(&b);
@@ -453,6 +473,7 @@ static int ps_subscribe(struct conn *c, struct msg *req, uint8_t kind)
                 if (wt->op == op) wt->op = NULL;
             }
         }
+        free(op->added);
         free(op);
         return ps_fail(c, req, err);
     }
@@ -461,11 +482,13 @@ static int ps_subscribe(struct conn *c, struct msg *req, uint8_t kind)
     for (uint32_t i = 0; i < req->nkeys; i++) {
         const struct msg_key *k = &req->keys[i];
         uint32_t s = kind == PROTO_PS_PATTERN ? DIST_NONE : ps_route(c, k);
-        if (ps_add(ps, kind, k->ptr, k->len, s) < 0) op->reply.oom = true;
+        int added = ps_add(ps, kind, k->ptr, k->len, s);
+        if (added < 0) op->reply.oom = true;
+        else if (op->added != NULL) op->added[i] = (uint8_t)added;
         pp->confirm(&op->reply, c->sess.variant, kind, false, k->ptr, k->len, ps_count(ps, kind));
     }
     op->servers_left = nsent;
-    if (nsent == 0) ps_op_finish(c->loop, op, false); /* cannot happen: each name has a server */
+    if (nsent == 0) ps_op_finish(c->loop, op, false, false); /* cannot happen: each name has a server */
     return 0;
 }
 
@@ -590,10 +613,12 @@ static void ps_deliver(struct ps_link *lk, struct msg *m, const struct proto_ps_
     if (request_push(c, m) < 0) log_warn("client %lu: out of memory for a message: dropped", (unsigned long)c->id);
 }
 
-/* A confirmation or an error on lk: its head request has one more. */
+/* A confirmation or an error on lk: its head request has one more. A refused request whose names
+ * leave the client with none ends its state (lk with it: the caller uses it no more). */
 static void ps_confirmed(struct ps_link *lk, struct msg *m, bool error)
 {
-    struct loop *l = lk->ps->c->loop;
+    struct conn *c = lk->ps->c;
+    struct loop *l = c->loop;
     struct ps_wait *w = ps_wait_head(lk);
     if (w == NULL) return; /* a confirmation nobody waits for */
     if (error && w->op != NULL && w->op->err == 0) { /* the server refused the whole request */
@@ -603,7 +628,10 @@ static void ps_confirmed(struct ps_link *lk, struct msg *m, bool error)
             rtext_add(t, m->spans[i].mb->data + m->spans[i].off, m->spans[i].len);
     }
     if (!error && --w->confirms_left > 0) return;
-    ps_op_step(l, ps_wait_pop(lk), false);
+    ps_op_step(l, ps_wait_pop(lk), false, true);
+    /* (a name leaves the set here only by a rollback; this closes lk's connection, which is
+     * being read: conn_recv stops) */
+    if (c->psub != NULL && c->psub->nnames == 0) ps_end(c, false);
 }
 
 static int pubsub_on_msg(struct conn *d, struct msg *m)

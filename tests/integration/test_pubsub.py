@@ -496,3 +496,27 @@ def test_lost_server_closes_the_subscriber(redis_server, write_conf, nutcrackers
     assert messages(sub, 1)[0]["data"] == b"still"
     sub.close()
     assert cluster.stop() == 0
+
+
+def test_refused_subscription_leaves_no_state(redis_server, write_conf, nutcrackers):
+    """A server that refuses the subscription (here SSUBSCRIBE renamed away, as on a redis before
+    7.0): its error is the reply, and the client is not left subscribed (RESP2 commands work)."""
+    cluster = start_cluster("redis", 2, 1, redis_server, write_conf, nutcrackers, name="pubsub-refused",
+                            backend_args=("--rename-command", "SSUBSCRIBE", '""'))
+    pid = cluster.pid()
+    with RawConn(cluster.port) as conn:
+        assert conn.call("GET", "pubsub:none") is None  # its shared server connection is open
+        base = procfs.fd_count(pid)
+        reply = conn.call("SSUBSCRIBE", "s1")
+        assert str(reply).startswith("ERR unknown command"), reply
+        assert conn.call("GET", "pubsub:none") is None  # not in subscribed mode
+        conn.send(resp("SUBSCRIBE", "c1"))
+        assert conn.read() == [b"subscribe", b"c1", 1]
+        reply = conn.call("SSUBSCRIBE", "s2")
+        assert str(reply).startswith("ERR unknown command"), reply
+        assert str(conn.call("GET", "x")).startswith("ERR Can't execute 'get'")  # c1 still
+        conn.send(resp("UNSUBSCRIBE"))
+        assert conn.read() == [b"unsubscribe", b"c1", 0]
+        assert conn.call("GET", "pubsub:none") is None
+        wait_for(lambda: procfs.fd_count(pid) == base, WAIT, f"the proxy's fds back to {base}")
+    assert cluster.stop() == 0
