@@ -610,6 +610,17 @@ static void ps_deliver(struct ps_link *lk, struct msg *m, const struct proto_ps_
         msg_put(&c->loop->msgs, m);
         return;
     }
+    if (lk->d != NULL && c->sess.variant != lk->d->variant) { /* the client switched protocol (HELLO) */
+        struct msg *t = msg_get(&c->loop->msgs);
+        const char *type = &c->pool->proto->pubsub->message_type[c->sess.variant];
+        if (t == NULL || msg_append_literal(t, type, 1) < 0 || msg_append_slice(t, m, 1, m->len) < 0) {
+            if (t != NULL) msg_put(&c->loop->msgs, t);
+            msg_put(&c->loop->msgs, m);
+            return;
+        }
+        msg_put(&c->loop->msgs, m);
+        m = t;
+    }
     if (request_push(c, m) < 0) log_warn("client %lu: out of memory for a message: dropped", (unsigned long)c->id);
 }
 

@@ -186,6 +186,9 @@ struct proto_pubsub {
      * subscription commands are allowed (redis RESP2): PING's, or the refusal of any other.
      * Writes it into buf, returns its length; 0: req is allowed as it is. */
     size_t (*subscribed_reply)(const struct msg *req, uint8_t variant, char *buf, size_t size);
+    /* The first byte of a message in each variant (redis: '*' array, '>' push); the rest of a
+     * message is the same in every variant. */
+    char message_type[PROTO_VARIANTS];
 };
 
 /* Parser state, one per connection (parse_state_reset between messages). */

@@ -155,4 +155,5 @@ const struct proto_pubsub redis_pubsub = {
     .request = redis_ps_request,
     .arg = redis_ps_arg,
     .subscribed_reply = redis_ps_subscribed_reply,
+    .message_type = { '*', '>' },
 };

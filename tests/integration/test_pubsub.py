@@ -520,3 +520,25 @@ def test_refused_subscription_leaves_no_state(redis_server, write_conf, nutcrack
         assert conn.call("GET", "pubsub:none") is None
         wait_for(lambda: procfs.fd_count(pid) == base, WAIT, f"the proxy's fds back to {base}")
     assert cluster.stop() == 0
+
+
+def test_protocol_switch_while_subscribed(ps):
+    """A RESP3 subscriber that says HELLO 2 gets its messages as RESP2 arrays from then on, as
+    from a redis-server (its subscriptions were made over RESP3)."""
+    ch = fresh("switch")
+    got = {}
+    for name, port, pub in (("proxy", ps.port, ps.client()), ("redis", ps.ports[ps.server_of(ch)],
+                                                             ps.direct(ps.server_of(ch)))):
+        with RawConn(port) as conn:
+            conn.send(resp("HELLO", "3"))
+            conn.reply()
+            conn.send(resp("SUBSCRIBE", ch))
+            first = conn.reply()
+            assert pub.publish(ch, "in3") == 1
+            in3 = conn.reply()
+            conn.send(resp("HELLO", "2"))
+            conn.reply()
+            assert pub.publish(ch, "in2") == 1
+            got[name] = [first, in3, conn.reply()]
+    assert got["proxy"] == got["redis"]
+    assert got["proxy"][2].startswith(b"*3\r\n")
