@@ -268,8 +268,7 @@ static void ps_end(struct conn *c, bool client_gone)
 }
 
 /* After a request of the client: with no name left, its links are dropped and its state freed (a
- * SUBSCRIBE still waiting then is answered: its names are gone already). Never called from a
- * link's own callbacks. */
+ * SUBSCRIBE still waiting then is answered: its names are gone already). */
 static void ps_maybe_end(struct conn *c)
 {
     struct pubsub *ps = c->psub;
