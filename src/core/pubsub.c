@@ -573,6 +573,7 @@ bool pubsub_restricted(struct conn *c, struct msg *req)
 int pubsub_serve(struct conn *c, struct msg *req)
 {
     if (req->reject != REJECT_NONE || req->quit || !c->sess.admitted) return -1;
+    if (pubsub_restricted(c, req)) return 0; /* (one held until its turn: checked now) */
     if (req->cmd_flags & CMD_F_RESET) { /* RESET: the subscriptions end, quietly */
         ps_end(c, false);
         return -1;

@@ -37,7 +37,9 @@
 extern const struct conn_ops pubsub_conn_ops;
 
 /* req of subscribed client c (c->psub set) is one the protocol refuses in its subscribed mode, or
- * answers otherwise (redis RESP2: PING): answers it, returns true. */
+ * answers otherwise (redis RESP2: PING): answers it, returns true. request_dispatch asks it of a
+ * client with no request held (c->txn NULL); a held one is asked when its turn comes (txn_run,
+ * pubsub_serve). */
 bool pubsub_restricted(struct conn *c, struct msg *req);
 /* A request of c that is a CMD_F_PUBSUB command, or RESET (which ends the subscriptions), or any
  * request of a subscribed client (request_serve calls it for those). Returns -1 when it is not

@@ -344,7 +344,8 @@ int request_dispatch(struct conn *c, struct msg *req)
     if (req->reject != REJECT_NONE || req->quit ||
         (req->cmd_flags & (CMD_F_LOCAL_MASK | CMD_F_TXN_MASK | CMD_F_PUBSUB)) || !c->sess.admitted ||
         c->txn != NULL || c->psub != NULL) {
-        if (c->psub != NULL && pubsub_restricted(c, req)) return 0;
+        /* (a client with requests held, c->txn, has them checked when they are served) */
+        if (c->psub != NULL && c->txn == NULL && pubsub_restricted(c, req)) return 0;
         if (c->txn != NULL || (req->cmd_flags & CMD_F_TXN_MASK)) return txn_dispatch(c, req);
         return request_serve(c, req);
     }

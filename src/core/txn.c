@@ -14,6 +14,7 @@
 #include "core/dedicated.h"
 #include "core/loop.h"
 #include "core/pool.h"
+#include "core/pubsub.h"
 #include "core/request.h"
 #include "core/server.h"
 
@@ -377,6 +378,7 @@ static int txn_switch(struct conn *c, struct msg *req)
 static int txn_run(struct conn *c, struct msg *req)
 {
     struct txn *t = c->txn;
+    if (c->psub != NULL && pubsub_restricted(c, req)) return 0; /* subscribed (RESP2): not allowed */
     if ((req->cmd_flags & CMD_F_SWITCH) && req->reject == REJECT_NONE &&
         ((req->cmd_flags & CMD_F_RESET) || t == NULL || !t->in_multi))
         return txn_switch(c, req);

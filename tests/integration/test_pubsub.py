@@ -260,6 +260,23 @@ def test_replies_as_redis(ps, protocol):
         assert mine == theirs, args
 
 
+@pytest.mark.parametrize("protocol", [2, 3])
+def test_pipelined_replies_as_redis(ps, protocol):
+    """The same sequence written at once (a pipeline: confirmations still awaited while the next
+    requests are answered): the replies, in order, byte for byte a redis-server's."""
+    steps = SEQUENCE + (RESP2_ONLY if protocol == 2 else RESP3_ONLY)
+    total = sum(n for _, n in steps)
+    got = {}
+    for name, port in (("proxy", ps.port), ("redis", ps.ports[0])):
+        with RawConn(port) as conn:
+            if protocol == 3:
+                conn.send(resp("HELLO", "3"))
+                conn.reply()
+            conn.send(b"".join(resp(*args) for args, _ in steps))
+            got[name] = [conn.reply() for _ in range(total)]
+    assert got["proxy"] == got["redis"]
+
+
 def test_subscribe_inside_multi_is_refused(ps):
     """A subscription inside MULTI would be left on the transaction's connection: refused, and the
     transaction is aborted."""
