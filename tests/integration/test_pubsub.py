@@ -243,19 +243,26 @@ RESP3_ONLY = [
 ]
 
 
+def against_redis(cluster, protocol, exchange):
+    """exchange(conn) on a fresh connection to the proxy and to a redis-server (after HELLO 3 for
+    protocol 3): {"proxy": what it returned, "redis": ...}."""
+    got = {}
+    for name, port in (("proxy", cluster.port), ("redis", cluster.ports[0])):
+        with RawConn(port) as conn:
+            if protocol == 3:
+                conn.send(resp("HELLO", "3"))
+                conn.reply()
+            got[name] = exchange(conn)
+    return got
+
+
 @pytest.mark.parametrize("protocol", [2, 3])
 def test_replies_as_redis(ps, protocol):
     """The replies of a sequence of (un)subscriptions, PINGs and other commands while subscribed,
     byte for byte those of a redis-server (redis is the oracle): counts, null channel, RESP2's
     subscribed mode (["pong", msg], redis 7's refusal), RESP3's pushes and normal replies."""
     steps = SEQUENCE + (RESP2_ONLY if protocol == 2 else RESP3_ONLY)
-    got = {}
-    for name, port in (("proxy", ps.port), ("redis", ps.ports[0])):
-        with RawConn(port) as conn:
-            if protocol == 3:
-                conn.send(resp("HELLO", "3"))
-                conn.reply()
-            got[name] = raw_exchange(conn, steps)
+    got = against_redis(ps, protocol, lambda conn: raw_exchange(conn, steps))
     for (args, _), mine, theirs in zip(steps, got["proxy"], got["redis"]):
         assert mine == theirs, args
 
@@ -266,14 +273,12 @@ def test_pipelined_replies_as_redis(ps, protocol):
     requests are answered): the replies, in order, byte for byte a redis-server's."""
     steps = SEQUENCE + (RESP2_ONLY if protocol == 2 else RESP3_ONLY)
     total = sum(n for _, n in steps)
-    got = {}
-    for name, port in (("proxy", ps.port), ("redis", ps.ports[0])):
-        with RawConn(port) as conn:
-            if protocol == 3:
-                conn.send(resp("HELLO", "3"))
-                conn.reply()
-            conn.send(b"".join(resp(*args) for args, _ in steps))
-            got[name] = [conn.reply() for _ in range(total)]
+
+    def pipelined(conn):
+        conn.send(b"".join(resp(*args) for args, _ in steps))
+        return [conn.reply() for _ in range(total)]
+
+    got = against_redis(ps, protocol, pipelined)
     assert got["proxy"] == got["redis"]
 
 
