@@ -19,6 +19,7 @@
 #include "core/loop.h"
 #include "core/pool.h"
 #include "core/request.h"
+#include "core/pubsub.h"
 #include "core/txn.h"
 
 /*
@@ -83,6 +84,7 @@ void client_close(struct conn *c)
     struct loop *l = c->loop;
     struct msg *req;
     txn_client_close(c); /* before the queue: the requests it holds back were never sent */
+    pubsub_client_close(c); /* its requests waiting for confirmations are freed with the queue */
     while ((req = TAILQ_FIRST(&c->reqs)) != NULL) {
         TAILQ_REMOVE(&c->reqs, req, client_link);
         c->nreqs--;
@@ -112,7 +114,8 @@ int client_follow_reload(struct conn *c)
     struct pool_rt *old = c->pool;
     struct pool_rt *np = gen_pool_find(l->gen, old->cp->name);
     if (np == NULL || np->proto != old->proto) return -1;
-    if (c->txn != NULL) return 0; /* its transaction stays on the servers it started on */
+    /* its transaction (its subscriptions) stays on the servers it started on */
+    if (c->txn != NULL || c->psub != NULL) return 0;
     atomic_fetch_sub(pool_nclients(old->shared), 1);
     atomic_fetch_add(pool_nclients(np->shared), 1);
     /* the same name: the same counter block, unless the pool is new in the registry */

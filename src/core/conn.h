@@ -4,7 +4,8 @@
  *
  * What a connection does with its events is its role's: a const struct conn_ops set at creation
  * (client_conn_ops in client.c, server_conn_ops in server.c, dedicated_conn_ops in dedicated.c:
- * a server connection that one client holds at a time, for its transaction). conn.c knows no
+ * a server connection that one client holds at a time, for its transaction; pubsub_conn_ops in
+ * pubsub.c while a subscriber holds one). conn.c knows no
  * role by name: it reads, parses and writes, and calls the role's ops.
  *
  * The queues, per role:
@@ -33,6 +34,8 @@ struct server_rt;
 struct event;
 struct conn;
 struct txn;
+struct pubsub;
+struct dedicated_holder;
 
 TAILQ_HEAD(conn_tqh, conn);
 
@@ -67,8 +70,12 @@ struct conn {
     struct event *ev;              /* the socket's event: EV_READ while reading, EV_WRITE only
                                     * while output waits for room */
     struct event *tev;             /* server conns: timeout */
-    struct txn *txn;               /* client: its transaction state (core/txn.h), NULL when none;
-                                    * dedicated: the transaction holding it, NULL when free */
+    union {
+        struct txn *txn;           /* client: its transaction state (core/txn.h), NULL when none */
+        struct dedicated_holder *holder; /* dedicated: who holds it (a transaction, a
+                                    * subscriber), NULL when free */
+    };
+    struct pubsub *psub;           /* client: its subscriptions (core/pubsub.h), NULL when none */
 
     struct mbuf *rbuf;             /* current read buffer (NULL when idle) */
     struct msg *rmsg;              /* message being parsed */

@@ -1,6 +1,6 @@
 /*
  * dedicated.c - dedicated server connections (see dedicated.h): the set of each backend, the
- * role's ops (the server role's, plus telling the holding transaction when the socket closes).
+ * role's ops (the server role's, plus telling the holder when the socket closes).
  *
  * Threads: the owning loop only.
  */
@@ -15,7 +15,6 @@
 #include "core/backend.h"
 #include "core/loop.h"
 #include "core/server.h"
-#include "core/txn.h"
 
 /* The held count of d's backend and the stats gauge of its server follow each other. (A backend
  * being released has no owner's be any more; no client holds its connections then.) */
@@ -50,18 +49,18 @@ int dedicated_limit(const struct server_rt *s)
     return s->be->owner->pool->cp->dedicated_connections;
 }
 
-int dedicated_acquire(struct server_rt *s, struct txn *t, uint8_t variant, struct conn **out)
+int dedicated_acquire(struct server_rt *s, struct dedicated_holder *h, uint8_t variant, struct conn **out)
 {
     struct backend *be = s->be;
     if ((int64_t)be->ndheld >= (int64_t)dedicated_limit(s)) return -EBUSY;
     struct conn *d = NULL;
     for (uint32_t i = 0; i < be->ndconns; i++) {
         struct conn *f = be->dconns[i];
-        if (f->txn != NULL || f->variant != variant) continue;
+        if (f->holder != NULL || f->variant != variant) continue;
         if (d == NULL || (d->fd < 0 && f->fd >= 0)) d = f; /* an open one saves a connect */
     }
     if (d == NULL && (d = dedicated_create(s, be, variant)) == NULL) return -ENOMEM;
-    d->txn = t;
+    d->holder = h;
     dedicated_held(d, 1);
     *out = d;
     return 0;
@@ -85,8 +84,8 @@ static int dedicated_queue_clean(struct conn *d)
 
 void dedicated_release(struct conn *d, bool clean)
 {
-    if (d->txn == NULL) return;
-    d->txn = NULL;
+    if (d->holder == NULL) return;
+    d->holder = NULL;
     dedicated_held(d, -1);
     if (clean && d->fd >= 0 && dedicated_queue_clean(d) < 0) {
         log_warn("server %s: cannot clean a dedicated connection: closing it", d->server->cs->stats_name);
@@ -94,14 +93,13 @@ void dedicated_release(struct conn *d, bool clean)
     }
 }
 
-/* conn_ops.on_close: the transaction holding d loses it (and the WATCH it had on it). */
-static void dedicated_on_close(struct conn *d, int err)
+void dedicated_on_close(struct conn *d, int err)
 {
-    struct txn *t = d->txn;
-    if (t == NULL) return;
-    d->txn = NULL;
+    struct dedicated_holder *h = d->holder;
+    if (h == NULL) return;
+    d->holder = NULL;
     dedicated_held(d, -1);
-    txn_dedicated_lost(t, d, err);
+    h->lost(h, d, err);
 }
 
 const struct conn_ops dedicated_conn_ops = {

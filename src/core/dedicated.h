@@ -8,7 +8,8 @@
  * back; at most its pool's dedicated_connections are held at once (per server and worker). A
  * dedicated connection connects, writes, reads, times out and fails as a shared one (the server
  * role's ops, core/server.h), with the protocol's set-up requests (redis AUTH/SELECT) first; when
- * it closes while held, its transaction is told (txn_dedicated_lost). The stats count the held
+ * it closes while held, its holder is told (struct dedicated_holder: a transaction, or a
+ * subscriber, core/pubsub.h, which gives it its own ops while it holds it). The stats count the held
  * ones per server (`dedicated_connections`).
  *
  * Threads: the owning loop only, like every server connection.
@@ -23,16 +24,25 @@
 
 extern const struct conn_ops dedicated_conn_ops;
 
+/* Who holds a dedicated connection (embedded in a transaction, a subscriber's link): told when the
+ * connection closes while held (it is no longer held then). */
+struct dedicated_holder {
+    void (*lost)(struct dedicated_holder *h, struct conn *d, int err);
+};
+
 /* How many dedicated connections to s may be held at once (its newest config's). */
 int dedicated_limit(const struct server_rt *s);
-/* Takes a free dedicated connection of server s for transaction t, set up for protocol variant
- * (the client's, proto.h; a new one when the set has none free of that variant and room for one).
- * Returns 0 (*out set, (*out)->txn == t), -EBUSY when s's dedicated_connections are all held
+/* Takes a free dedicated connection of server s for holder h, set up for protocol variant (the
+ * client's, proto.h; a new one when the set has none free of that variant and room for one).
+ * Returns 0 (*out set, (*out)->holder == h), -EBUSY when s's dedicated_connections are all held
  * (whatever their variant), or -ENOMEM. */
-int dedicated_acquire(struct server_rt *s, struct txn *t, uint8_t variant, struct conn **out);
+int dedicated_acquire(struct server_rt *s, struct dedicated_holder *h, uint8_t variant, struct conn **out);
 /* Gives d back to its set. clean: first queue the protocol's request that leaves it clean for
  * the next client (redis UNWATCH, its reply dropped); when that cannot be queued, d is closed
  * instead. What d still has in flight is answered in order before anything of its next client. */
 void dedicated_release(struct conn *d, bool clean);
+/* conn_ops.on_close of a dedicated connection (any ops a holder gives it call it): the holder
+ * loses d. */
+void dedicated_on_close(struct conn *d, int err);
 
 #endif

@@ -18,6 +18,7 @@
 #include "core/pool.h"
 #include "core/refused.h"
 #include "core/server.h"
+#include "core/pubsub.h"
 #include "core/txn.h"
 
 #define REPLY_MAX 512
@@ -166,6 +167,24 @@ static void request_forward_one(struct loop *l, const struct conn *c, struct msg
     }
 }
 
+int request_push(struct conn *c, struct msg *rsp)
+{
+    struct loop *l = c->loop;
+    struct msg *req = msg_get(&l->msgs);
+    if (req == NULL) {
+        msg_put(&l->msgs, rsp);
+        return -ENOMEM;
+    }
+    req->owner = c;
+    TAILQ_INSERT_TAIL(&c->reqs, req, client_link);
+    c->nreqs++;
+    client_req_queued(c, req); /* over its limit: it is closed from the flush queue all the same */
+    req->peer = rsp;
+    rsp->peer = req;
+    request_done(l, req);
+    return 0;
+}
+
 void request_answer(struct conn *c, struct msg *req, const char *text, size_t len)
 {
     struct loop *l = c->loop;
@@ -290,6 +309,10 @@ static int request_local(struct conn *c, struct msg *req)
 
 int request_serve(struct conn *c, struct msg *req)
 {
+    if (c->psub != NULL || (req->cmd_flags & (CMD_F_PUBSUB | CMD_F_RESET))) {
+        int rc = pubsub_serve(c, req);
+        if (rc >= 0) return rc;
+    }
     if (req->reject != REJECT_NONE || req->quit || (req->cmd_flags & CMD_F_LOCAL_MASK) || !c->sess.admitted) {
         if (req->reject != REJECT_NONE) refused_note(c, req);
         int rc = request_local(c, req);
@@ -316,10 +339,13 @@ int request_dispatch(struct conn *c, struct msg *req)
         return 1;
     }
 
-    /* one test for everything off the plain path: rejects, the proxy's own answers, transactions
-     * and blocking commands (a client not in one pays the c->txn test only) */
+    /* one test for everything off the plain path: rejects, the proxy's own answers, transactions,
+     * blocking commands, subscriptions (a client in none pays the c->txn and c->psub tests only) */
     if (req->reject != REJECT_NONE || req->quit ||
-        (req->cmd_flags & (CMD_F_LOCAL_MASK | CMD_F_TXN_MASK | CMD_F_BLOCK)) || !c->sess.admitted || c->txn != NULL) {
+        (req->cmd_flags & (CMD_F_LOCAL_MASK | CMD_F_TXN_MASK | CMD_F_BLOCK | CMD_F_PUBSUB)) ||
+        !c->sess.admitted || c->txn != NULL || c->psub != NULL) {
+        /* (a client with requests held, c->txn, has them checked when they are served) */
+        if (c->psub != NULL && c->txn == NULL && pubsub_restricted(c, req)) return 0;
         if (c->txn != NULL || (req->cmd_flags & (CMD_F_TXN_MASK | CMD_F_BLOCK))) return txn_dispatch(c, req);
         return request_serve(c, req);
     }

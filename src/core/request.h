@@ -28,6 +28,9 @@ int request_serve(struct conn *c, struct msg *req);
 /* Routes req (of client c) by its keys and queues it (or its fragments) on server connections. */
 void request_forward(struct loop *l, struct conn *c, struct msg *req);
 /* Answers req (of client c) with the reply text[0..len) (the proxy's own). */
+/* Queues rsp on client c as a reply of no request (a pushed message: redis Pub/Sub), after the
+ * replies already queued; c's memory limit counts it. Returns 0 or -ENOMEM (rsp freed). */
+int request_push(struct conn *c, struct msg *rsp);
 void request_answer(struct conn *c, struct msg *req, const char *text, size_t len);
 /* Fails req with errno err: its client gets the protocol's error reply. */
 void request_fail(struct loop *l, struct msg *req, int err);

@@ -385,7 +385,7 @@ void server_flush(struct conn *c)
     if (rc < 0) server_fail(c, -rc, SERVER_END_ERR);
 }
 
-static int server_on_msg(struct conn *c, struct msg *rsp)
+int server_on_reply(struct conn *c, struct msg *rsp)
 {
     struct msg *req = TAILQ_FIRST(&c->sent);
     if (req == NULL) {
@@ -431,7 +431,7 @@ int server_parse(struct conn *c, const uint8_t *buf, size_t len, size_t *consume
 void server_on_readable(struct conn *c)
 {
     bool eof = false;
-    int rc = conn_recv(c, &eof, server_on_msg);
+    int rc = conn_recv(c, &eof, server_on_reply);
     if (rc < 0) {
         int err = (rc == -EPROTO || rc == -E2BIG) ? EINVAL : -rc;
         uint64_t sup;

@@ -14,6 +14,7 @@
 #include "core/dedicated.h"
 #include "core/loop.h"
 #include "core/pool.h"
+#include "core/pubsub.h"
 #include "core/request.h"
 #include "core/server.h"
 
@@ -24,6 +25,7 @@
 #define TXN_REPLY_MAX 512
 
 struct txn {
+    struct dedicated_holder holder; /* what its dedicated connection knows it by (first member) */
     struct conn *dconn;           /* the dedicated connection it holds, or NULL */
     struct conn *bconn;           /* the connection its blocking command (the barrier) is on: dconn
                                    * (watching that server) or one of its own; NULL: none */
@@ -43,12 +45,15 @@ struct txn {
     bool watching;                /* a WATCH is in place on dconn */
 };
 
+static void txn_dedicated_lost(struct dedicated_holder *h, struct conn *d, int err);
+
 static struct txn *txn_get(struct conn *c)
 {
     if (c->txn == NULL) {
         c->txn = calloc(1, sizeof(*c->txn));
         if (c->txn == NULL) return NULL;
         TAILQ_INIT(&c->txn->queue);
+        c->txn->holder.lost = txn_dedicated_lost;
         client_txn_ops(c, true);
     }
     return c->txn;
@@ -191,7 +196,7 @@ static void txn_end(struct conn *c, struct txn *t)
 static int txn_take(struct conn *c, struct txn *t, uint32_t server)
 {
     if (t->dconn != NULL) return 0;
-    int rc = dedicated_acquire(&c->pool->servers[server], t, c->sess.variant, &t->dconn);
+    int rc = dedicated_acquire(&c->pool->servers[server], &t->holder, c->sess.variant, &t->dconn);
     if (rc < 0) t->dconn = NULL;
     return rc;
 }
@@ -219,8 +224,10 @@ static int txn_multi(struct conn *c, struct msg *req)
 /* A command after MULTI: checked, routed and held until EXEC. */
 static int txn_queue(struct conn *c, struct txn *t, struct msg *req)
 {
-    if ((req->cmd_flags & CMD_F_LOCAL_MASK) && !(req->cmd_flags & CMD_F_TXN_SERVER)) {
-        /* AUTH, HELLO, CLIENT, SELECT, INFO: the proxy's, not the server connection's */
+    if (((req->cmd_flags & CMD_F_LOCAL_MASK) && !(req->cmd_flags & CMD_F_TXN_SERVER)) ||
+        (req->cmd_flags & CMD_F_PUBSUB)) {
+        /* AUTH, HELLO, CLIENT, SELECT, INFO: the proxy's, not the server connection's; a
+         * subscription must not be left on the dedicated connection */
         t->aborted = true;
         return txn_answer(c, req, PROTO_TXN_NOT_ALLOWED, NULL, NULL);
     }
@@ -378,7 +385,7 @@ static int txn_block(struct conn *c, struct msg *req)
     struct txn *t = txn_get(c);
     if (t == NULL) return txn_fail(c, req, ENOMEM);
     struct conn *d = t->watching && t->server == server ? t->dconn : NULL;
-    if (d == NULL && (rc = dedicated_acquire(&c->pool->servers[server], t, c->sess.variant, &d)) < 0)
+    if (d == NULL && (rc = dedicated_acquire(&c->pool->servers[server], &t->holder, c->sess.variant, &d)) < 0)
         return txn_no_conn(c, req, server, rc);
     if ((rc = server_conn_enqueue(d, req, server)) < 0) { /* cannot connect */
         if (d != t->dconn) dedicated_release(d, false);
@@ -406,6 +413,7 @@ static int txn_switch(struct conn *c, struct msg *req)
 static int txn_run(struct conn *c, struct msg *req)
 {
     struct txn *t = c->txn;
+    if (c->psub != NULL && pubsub_restricted(c, req)) return 0; /* subscribed (RESP2): not allowed */
     if ((req->cmd_flags & CMD_F_SWITCH) && req->reject == REJECT_NONE &&
         ((req->cmd_flags & CMD_F_RESET) || t == NULL || !t->in_multi))
         return txn_switch(c, req);
@@ -534,8 +542,11 @@ void txn_client_close(struct conn *c)
     txn_free(c);
 }
 
-void txn_dedicated_lost(struct txn *t, struct conn *d, int err)
+/* dedicated_holder.lost: the dedicated connection d of t (its WATCH's, or its blocking command's)
+ * closed (err) while t held it. */
+static void txn_dedicated_lost(struct dedicated_holder *h, struct conn *d, int err)
 {
+    struct txn *t = (struct txn *)h;
     if (d == t->bconn) t->bconn = NULL;
     if (d != t->dconn) return;
     t->dconn = NULL;

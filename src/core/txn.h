@@ -55,7 +55,5 @@ bool txn_blocked(const struct conn *c);
 /* c is closing: frees the requests it holds back, its queued commands and its state, and gives
  * its dedicated connection back clean. */
 void txn_client_close(struct conn *c);
-/* The dedicated connection d of t closed (err) while t held it. */
-void txn_dedicated_lost(struct txn *t, struct conn *d, int err);
 
 #endif

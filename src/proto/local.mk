@@ -20,4 +20,5 @@ src_libnutcrackers_la_SOURCES += \
 	src/proto/redis_local.c \
 	src/proto/redis_info.c \
 	src/proto/redis_fanout.c \
+	src/proto/redis_pubsub.c \
 	src/proto/redis_proto.c

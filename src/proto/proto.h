@@ -49,6 +49,7 @@
 #include "msg/msg.h"
 
 struct conf_pool;
+struct textbuf;
 
 enum parse_status { PARSE_ERROR = -1, PARSE_AGAIN = 0, PARSE_DONE = 1 };
 
@@ -98,6 +99,12 @@ enum parse_status { PARSE_ERROR = -1, PARSE_AGAIN = 0, PARSE_DONE = 1 };
 #define CMD_F_BLOCK        (1u << 23) /* may block the server connection until its own timeout
                                        * (redis BLPOP, ..., XREAD BLOCK; msg.block_ms): sent on a
                                        * dedicated connection of its client (core/txn.c) */
+/* Pub/Sub subscriptions: the core's subscriber logic (core/pubsub.c) handles them; the arguments are
+ * recorded as keys (the channels or patterns) */
+#define CMD_F_PUBSUB       (1u << 24) /* redis (P|S)SUBSCRIBE, (P|S)UNSUBSCRIBE */
+#define CMD_F_PS_UNSUB     (1u << 25) /* the UNSUBSCRIBE of its kind */
+#define CMD_F_PS_PATTERN   (1u << 26) /* kind: patterns (PSUBSCRIBE, PUNSUBSCRIBE) */
+#define CMD_F_PS_SHARD     (1u << 27) /* kind: shard channels (SSUBSCRIBE, SUNSUBSCRIBE) */
 
 /* How many variants of its protocol a client may speak (redis: RESP2, RESP3). The core keeps a
  * set of server connections per variant and sends a client's requests on its variant's set. */
@@ -152,6 +159,41 @@ enum proto_txn_reply {
     PROTO_TXN_BUSY,             /* no dedicated connection free to server a (b: the limit) */
     PROTO_TXN_TOO_LARGE,        /* the queued commands hold more than a bytes */
     PROTO_TXN_BLOCK_CROSS,      /* a blocking command whose keys map to two servers, a and b */
+};
+
+/* Pub/Sub (core/pubsub.c): the kinds of subscriptions, and what a message read on a subscribed
+ * server connection is. */
+enum proto_ps_kind { PROTO_PS_CHANNEL = 0, PROTO_PS_PATTERN = 1, PROTO_PS_SHARD = 2, PROTO_PS_KINDS = 3 };
+enum proto_ps_what {
+    PROTO_PS_OTHER = 0,     /* anything else (the reply to a set-up request) */
+    PROTO_PS_CONFIRM,       /* the confirmation of one name of a (un)subscribe request */
+    PROTO_PS_MESSAGE,       /* a published message: name is its channel, or its pattern */
+    PROTO_PS_ERROR,         /* an error reply: the whole request was refused */
+};
+struct proto_ps_msg {
+    enum proto_ps_what what;
+    uint8_t kind;           /* enum proto_ps_kind (CONFIRM, MESSAGE) */
+    uint64_t name_start;    /* MESSAGE: offset and length of the channel (pattern) in the msg */
+    uint64_t name_len;
+};
+struct proto_pubsub {
+    /* What m (read on a subscribed server connection, its top-level elements recorded) is. */
+    void (*classify)(const struct msg *m, struct proto_ps_msg *out);
+    /* Appends to t the confirmation a client of variant gets for name (NULL: none, as an
+     * UNSUBSCRIBE of nothing) of kind, with count its subscriptions after it. */
+    void (*confirm)(struct textbuf *t, uint8_t variant, uint8_t kind, bool unsub, const uint8_t *name,
+                    size_t len, int64_t count);
+    /* Appends to t the head of a request to a server: (un)subscribe of kind with n names, each
+     * then appended by arg. */
+    void (*request)(struct textbuf *t, uint8_t kind, bool unsub, uint32_t n);
+    void (*arg)(struct textbuf *t, const uint8_t *name, size_t len);
+    /* The reply to req from a client that is subscribed, in a variant where only the
+     * subscription commands are allowed (redis RESP2): PING's, or the refusal of any other.
+     * Writes it into buf, returns its length; 0: req is allowed as it is. */
+    size_t (*subscribed_reply)(const struct msg *req, uint8_t variant, char *buf, size_t size);
+    /* The first byte of a message in each variant (redis: '*' array, '>' push); the rest of a
+     * message is the same in every variant. */
+    char message_type[PROTO_VARIANTS];
 };
 
 /* Parser state, one per connection (parse_state_reset between messages). */
@@ -253,6 +295,8 @@ struct proto_ops {
     /* The request that leaves a dedicated connection clean for its next client after one that
      * watched keys (redis: UNWATCH); its reply is dropped. */
     const char *txn_clean_request;
+    /* Pub/Sub subscriptions (core/pubsub.c; NULL for a protocol without CMD_F_PUBSUB commands). */
+    const struct proto_pubsub *pubsub;
 };
 
 /* A fragment of req for server (proto.c): a msg of its command (cmd, flags, name, nargs) owned

@@ -119,6 +119,8 @@ void resp_add_text(struct textbuf *t, uint8_t variant, const void *data, size_t 
 /* The null reply: "$-1" in RESP2, "_" in RESP3. */
 void resp_add_null(struct textbuf *t, uint8_t variant);
 size_t redis_reject_reply(const struct msg *req, char *buf, size_t size);
+/* Pub/Sub: redis_pubsub.c */
+extern const struct proto_pubsub redis_pubsub;
 size_t redis_txn_reply(enum proto_txn_reply what, const char *a, const char *b, char *buf, size_t size);
 /* Writes pre + mid + post into buf (no NUL), cutting mid so it fits; control bytes of mid become
  * spaces, and with lower its letters are lowercased. Returns the length, or 0 when even pre +

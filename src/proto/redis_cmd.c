@@ -47,6 +47,8 @@
 /* blocking, the timeout at arg 1 and numkeys at arg 2 (BLMPOP, BZMPOP) */
 #define BLOCKNUMK(n, ar) { n, ar, 0, 0, 0, 2, W | CMD_F_BLOCK, 0, 0, 1 }
 #define LOCALALL(n, ar, fl, which, fan) { n, ar, 1, -1, 1, 0, CMD_F_LOCAL | CMD_F_FRAG_ALL | (fl), which, fan, 0 }
+/* Pub/Sub subscriptions (core/pubsub.c): every argument a channel or pattern */
+#define PUBSUB(n, ar, fl) { n, ar, 1, -1, 1, 0, CMD_F_PUBSUB | (fl), 0, 0, 0 }
 
 const struct redis_cmd redis_cmds[] = {
     KEY1("append", 3, W),
@@ -141,8 +143,11 @@ const struct redis_cmd redis_cmds[] = {
     KEYALL("pfmerge", -2, W),
     KEYALL("ping", -1, CMD_F_LOCAL_PING | CMD_F_TXN_SERVER), /* "key": the optional message */
     KEY1("psetex", 4, W),
+    PUBSUB("psubscribe", -2, CMD_F_PS_PATTERN),
     KEY1("pttl", 2, 0),
+    KEY1("publish", 3, W),      /* the channel is the key: it lives where its name hashes */
     LOCALALL("pubsub", -2, CMD_F_FRAG_ELEMS, REDIS_LOCAL_PUBSUB, REDIS_FAN_PUBSUB),
+    PUBSUB("punsubscribe", -1, CMD_F_PS_PATTERN | CMD_F_PS_UNSUB),
     NOKEY("quit", -1, CMD_F_QUIT),
     ALL("randomkey", 1, CMD_F_FRAG_PARTIAL, REDIS_FAN_RANDOMKEY),
     LOCAL("reset", 1, CMD_F_SWITCH | CMD_F_RESET, REDIS_LOCAL_RESET),
@@ -171,17 +176,22 @@ const struct redis_cmd redis_cmds[] = {
     KEY12("smove", 4, W),
     KEY1("sort", -2, W),
     KEY1("spop", -2, W),
+    KEY1("spublish", 3, W),
     KEY1("srandmember", -2, 0),
     KEY1("srem", -3, W),
     KEY1("sscan", -3, 0),
+    PUBSUB("ssubscribe", -2, CMD_F_PS_SHARD),
     KEY1("strlen", 2, 0),
+    PUBSUB("subscribe", -2, 0),
     KEYALL("sunion", -2, 0),
     KEYALL("sunionstore", -3, W),
+    PUBSUB("sunsubscribe", -1, CMD_F_PS_SHARD | CMD_F_PS_UNSUB),
     NOKEY("time", 1, CMD_F_ANY_SERVER),
     KEYALL("touch", -2, CMD_F_FRAG_SUM),
     KEY1("ttl", 2, 0),
     KEY1("type", 2, 0),
     KEYALL("unlink", -2, W | CMD_F_FRAG_SUM),
+    PUBSUB("unsubscribe", -1, CMD_F_PS_UNSUB),
     NOKEY("unwatch", 1, CMD_F_UNWATCH),
     KEYALL("watch", -2, CMD_F_WATCH),
     KEY1("xack", -4, W),
@@ -267,11 +277,10 @@ const char *const redis_refused_names[REDIS_NREFUSED] = {
     "georadius_ro", "georadiusbymember_ro", "hexpire", "hexpireat", "hexpiretime", "hgetdel",
     "hgetex", "hpersist", "hpexpire", "hpexpireat", "hpexpiretime", "hpttl", "hsetex", "httl",
     "lastsave", "latency", "lcs", "lmpop", "memory", "migrate", "module", "monitor", "msetnx",
-    "object", "pexpiretime", "pfdebug", "pfselftest", "psubscribe", "psync", "publish",
-    "punsubscribe", "readonly", "readwrite", "rename", "renamenx", "replconf", "replicaof",
+    "object", "pexpiretime", "pfdebug", "pfselftest", "psync",
+    "readonly", "readwrite", "rename", "renamenx", "replconf", "replicaof",
     "restore-asking", "role", "save", "shutdown", "sintercard", "slaveof", "slowlog", "sort_ro",
-    "spublish", "ssubscribe", "subscribe", "substr", "sunsubscribe", "swapdb", "sync",
-    "unsubscribe", "wait", "waitaof", "zintercard", "zmpop",
+    "substr", "swapdb", "sync", "wait", "waitaof", "zintercard", "zmpop",
 };
 /* (a unit test checks that the table is sorted and that no entry is left empty) */
 

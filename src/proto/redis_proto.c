@@ -194,4 +194,5 @@ const struct proto_ops redis_proto = {
     .max_clients_reply = "-ERR max number of clients reached\r\n",
     .txn_reply = redis_txn_reply,
     .txn_clean_request = "*1\r\n$7\r\nUNWATCH\r\n",
+    .pubsub = &redis_pubsub,
 };

@@ -35,7 +35,7 @@ enum stats_type {
 
 /*
  * The refused commands per name are flat members of the pool's object, after its fields and only
- * once non-zero: "refused_cmd_subscribe":3, "refused_cmd_other":1 (any object inside a pool is a
+ * once non-zero: "refused_cmd_monitor":3, "refused_cmd_other":1 (any object inside a pool is a
  * server for twemproxy's readers, so no nested object). The names are the protocol's
  * (proto_ops.refused_names) and "other".
  */

@@ -20,7 +20,8 @@ FUZZ_PROTO_SRCS = src/common/log.c src/common/clock.c src/common/sock.c src/comm
 	src/proto/memcache_cmd.c src/proto/memcache_token.c src/proto/memcache_req.c \
 	src/proto/memcache_rsp.c src/proto/memcache_frag.c src/proto/memcache_fanout.c src/proto/memcache_proto.c \
 	src/proto/redis_cmd.c src/proto/redis_req.c src/proto/redis_rsp.c \
-	src/proto/redis_frag.c src/proto/redis_local.c src/proto/redis_info.c src/proto/redis_fanout.c src/proto/redis_proto.c \
+	src/proto/redis_frag.c src/proto/redis_local.c src/proto/redis_info.c src/proto/redis_fanout.c src/proto/redis_pubsub.c \
+	src/proto/redis_proto.c \
 	src/proto/proto.c
 FUZZ_CONF_SRCS = src/conf/conf.c src/conf/conf_yaml.c src/conf/conf_keys.c src/conf/conf_addr.c \
 	src/hash/hash.c src/hash/md5.c src/hash/crc.c src/hash/fnv.c src/hash/jenkins.c \
@@ -39,6 +40,7 @@ FUZZ_PROTO_OBJS = $(FUZZ_OBJ)/log.o $(FUZZ_OBJ)/clock.o $(FUZZ_OBJ)/sock.o $(FUZ
 	$(FUZZ_OBJ)/memcache_rsp.o $(FUZZ_OBJ)/memcache_frag.o $(FUZZ_OBJ)/memcache_fanout.o $(FUZZ_OBJ)/memcache_proto.o \
 	$(FUZZ_OBJ)/redis_cmd.o $(FUZZ_OBJ)/redis_req.o $(FUZZ_OBJ)/redis_rsp.o \
 	$(FUZZ_OBJ)/redis_frag.o $(FUZZ_OBJ)/redis_local.o $(FUZZ_OBJ)/redis_info.o $(FUZZ_OBJ)/redis_fanout.o \
+	$(FUZZ_OBJ)/redis_pubsub.o \
 	$(FUZZ_OBJ)/redis_proto.o $(FUZZ_OBJ)/proto.o $(FUZZ_OBJ)/fuzz_feed.o $(FUZZ_OBJ)/fuzz_proto.o
 FUZZ_CONF_OBJS = $(FUZZ_OBJ)/log.o \
 	$(FUZZ_OBJ)/conf.o $(FUZZ_OBJ)/conf_yaml.o $(FUZZ_OBJ)/conf_keys.o $(FUZZ_OBJ)/conf_addr.o \

@@ -63,6 +63,13 @@ class Cluster:
         """The indexes of the backends that hold key."""
         return keys.holders(self.ports, self.redis, key, self.db)
 
+    def server_of(self, key):
+        """The index of the backend the proxy routes key to (the manage port's find_key)."""
+        from . import manage
+
+        line = manage.command(self.proxy.manage_port, f"find_key {self.proxy.conf_path.stem} {key}")
+        return self.ports.index(int(line.split()[0].split(":")[1]))
+
     def mc_size(self, i, key):
         """The size of key's value on memcached i, or None when it has no such key."""
         return keys.mc_value_size(self.ports[i], key)

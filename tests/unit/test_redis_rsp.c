@@ -1191,6 +1191,113 @@ static void test_coalesce_bad_replies(void **state)
                                    .replies = replies, .no_elems = true, .want_rc = -EINVAL });
 }
 
+/* Pub/Sub (redis_pubsub.c): what a reply read on a subscribed connection is, fed in one read and
+ * byte by byte into small buffers (elements spanning buffers). */
+static void test_pubsub_classify(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *in;
+        enum proto_ps_what what;
+        uint8_t kind;
+        const char *name;
+    } cases[] = {
+        { "*3\r\n$9\r\nsubscribe\r\n$1\r\na\r\n:1\r\n", PROTO_PS_CONFIRM, PROTO_PS_CHANNEL, NULL },
+        { ">3\r\n$12\r\npunsubscribe\r\n$-1\r\n:0\r\n", PROTO_PS_CONFIRM, PROTO_PS_PATTERN, NULL },
+        { ">3\r\n$10\r\nssubscribe\r\n$1\r\ns\r\n:1\r\n", PROTO_PS_CONFIRM, PROTO_PS_SHARD, NULL },
+        { "*3\r\n$7\r\nmessage\r\n$2\r\nch\r\n$5\r\nhello\r\n", PROTO_PS_MESSAGE, PROTO_PS_CHANNEL, "ch" },
+        { ">4\r\n$8\r\npmessage\r\n$2\r\np*\r\n$2\r\npx\r\n$1\r\nv\r\n", PROTO_PS_MESSAGE, PROTO_PS_PATTERN, "p*" },
+        { ">3\r\n$8\r\nsmessage\r\n$0\r\n\r\n$1\r\nv\r\n", PROTO_PS_MESSAGE, PROTO_PS_SHARD, "" },
+        { "-ERR unknown command 'SSUBSCRIBE'\r\n", PROTO_PS_ERROR, 0, NULL },
+        { "+OK\r\n", PROTO_PS_OTHER, 0, NULL },
+        { "*2\r\n$4\r\npong\r\n$0\r\n\r\n", PROTO_PS_OTHER, 0, NULL },
+        { "*3\r\n$7\r\nmessage\r\n:1\r\n$1\r\nv\r\n", PROTO_PS_OTHER, 0, NULL },     /* channel not a string */
+        { "*4\r\n$7\r\nmessage\r\n$1\r\nc\r\n$1\r\nv\r\n$1\r\nw\r\n", PROTO_PS_OTHER, 0, NULL }, /* 4 elements */
+        { "*3\r\n$10\r\nsubscribes\r\n$1\r\na\r\n:1\r\n", PROTO_PS_OTHER, 0, NULL },
+    };
+    for (size_t i = 0; i < NC_ARRAY_LEN(cases); i++) {
+        for (size_t step = 0; step < 2; step++) {
+            struct tenv e;
+            struct drv d;
+            drv_open(&d, &e, step ? 64 : BIG_MBUF, &redis_proto, true, true);
+            drv_feed(&d, cases[i].in, strlen(cases[i].in), step);
+            assert_false(d.failed);
+            assert_int_equal(d.nout, 1);
+            struct proto_ps_msg pm;
+            redis_proto.pubsub->classify(d.out[0], &pm);
+            assert_int_equal(pm.what, cases[i].what);
+            if (pm.what == PROTO_PS_CONFIRM || pm.what == PROTO_PS_MESSAGE) assert_int_equal(pm.kind, cases[i].kind);
+            if (cases[i].name != NULL) {
+                char name[16] = { 0 };
+                assert_int_equal(pm.name_len, strlen(cases[i].name));
+                msg_copy_out(d.out[0], pm.name_start, name, pm.name_len);
+                assert_string_equal(name, cases[i].name);
+            }
+            drv_close(&d);
+        }
+    }
+}
+
+/* The confirmations the proxy writes, RESP2 and RESP3, and RESP2's subscribed-mode replies. */
+static void test_pubsub_texts(void **state)
+{
+    (void)state;
+    const struct proto_pubsub *pp = redis_proto.pubsub;
+    struct textbuf t = { 0 };
+    pp->confirm(&t, 0, PROTO_PS_CHANNEL, false, (const uint8_t *)"ch", 2, 3);
+    pp->confirm(&t, 1, PROTO_PS_PATTERN, true, NULL, 0, 0);
+    pp->confirm(&t, 0, PROTO_PS_SHARD, true, NULL, 0, 1);
+    const char *want = "*3\r\n$9\r\nsubscribe\r\n$2\r\nch\r\n:3\r\n"
+                       ">3\r\n$12\r\npunsubscribe\r\n_\r\n:0\r\n"
+                       "*3\r\n$12\r\nsunsubscribe\r\n$-1\r\n:1\r\n";
+    assert_int_equal(t.len, strlen(want));
+    assert_memory_equal(t.p, want, t.len);
+    textbuf_deinit(&t);
+    pp->request(&t, PROTO_PS_SHARD, false, 2);
+    pp->arg(&t, (const uint8_t *)"a", 1);
+    pp->arg(&t, (const uint8_t *)"bc", 2);
+    want = "*3\r\n$10\r\nSSUBSCRIBE\r\n$1\r\na\r\n$2\r\nbc\r\n";
+    assert_int_equal(t.len, strlen(want));
+    assert_memory_equal(t.p, want, t.len);
+    textbuf_deinit(&t);
+
+    static const struct {
+        const char *req;
+        uint8_t variant;
+        const char *reply; /* NULL: allowed, served as usual */
+    } cases[] = {
+        { "PING", 0, "*2\r\n$4\r\npong\r\n$0\r\n\r\n" },
+        { "PING hi", 0, "*2\r\n$4\r\npong\r\n$2\r\nhi\r\n" },
+        { "PING", 1, NULL },
+        { "GET k", 1, NULL },
+        { "SUBSCRIBE a", 0, NULL },
+        { "punsubscribe", 0, NULL },
+        { "QUIT", 0, NULL },
+        { "RESET", 0, NULL },
+        { "GET k", 0, "-ERR Can't execute 'get': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET "
+                      "are allowed in this context\r\n" },
+        { "Client SetName x", 0, "-ERR Can't execute 'client|setname': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / "
+                                 "PING / QUIT / RESET are allowed in this context\r\n" },
+    };
+    for (size_t i = 0; i < NC_ARRAY_LEN(cases); i++) {
+        struct tenv e;
+        struct drv d;
+        char line[64], buf[512];
+        drv_open(&d, &e, BIG_MBUF, &redis_proto, false, false);
+        int n = snprintf(line, sizeof(line), "%s\r\n", cases[i].req);
+        drv_feed(&d, line, (size_t)n, 0);
+        assert_int_equal(d.nout, 1);
+        size_t len = pp->subscribed_reply(d.out[0], cases[i].variant, buf, sizeof(buf));
+        if (cases[i].reply == NULL) {
+            assert_int_equal(len, 0);
+        } else {
+            assert_int_equal(len, strlen(cases[i].reply));
+            assert_memory_equal(buf, cases[i].reply, len);
+        }
+        drv_close(&d);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1213,6 +1320,8 @@ int main(void)
         cmocka_unit_test(test_fragment_big_values),
         cmocka_unit_test(test_fragment_one_or_many_servers),
         cmocka_unit_test(test_coalesce_bad_replies),
+        cmocka_unit_test(test_pubsub_classify),
+        cmocka_unit_test(test_pubsub_texts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
