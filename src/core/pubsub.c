@@ -187,12 +187,12 @@ static void ps_op_finish(struct loop *l, struct ps_op *op, bool client_gone, boo
     if (!client_gone && rollback && op->err != 0) ps_op_rollback(op);
     if (client_gone) {
         req->done = true; /* freed with its client */
-    } else if (op->err != 0 && op->err_text.len > 0 && !op->err_text.oom) {
-        request_answer(req->owner, req, op->err_text.p, op->err_text.len);
-    } else if (op->err != 0 || op->reply.oom) {
+    } else if (op->err != 0 && op->err_text.len > 0 && !op->err_text.failed) {
+        request_answer(req->owner, req, op->err_text.data, op->err_text.len);
+    } else if (op->err != 0 || op->reply.failed) {
         request_fail(l, req, op->err != 0 ? op->err : ENOMEM);
     } else {
-        request_answer(req->owner, req, op->reply.p, op->reply.len);
+        request_answer(req->owner, req, op->reply.data, op->reply.len);
     }
     textbuf_deinit(&op->reply);
     textbuf_deinit(&op->err_text);
@@ -326,13 +326,13 @@ static int ps_fail(struct conn *c, struct msg *req, int err)
 }
 
 /* Answers req with the text t (freed), or fails it when t ran out of memory. */
-static int ps_answer_rtext(struct conn *c, struct msg *req, struct textbuf *t)
+static int ps_answer_buf(struct conn *c, struct msg *req, struct textbuf *t)
 {
-    if (t->oom) {
+    if (textbuf_failed(t)) {
         textbuf_deinit(t);
         return ps_fail(c, req, ENOMEM);
     }
-    ps_answer_text(c, req, t->p, t->len);
+    ps_answer_text(c, req, t->data, t->len);
     textbuf_deinit(t);
     return 0;
 }
@@ -483,7 +483,7 @@ static int ps_subscribe(struct conn *c, struct msg *req, uint8_t kind)
         const struct msg_key *k = &req->keys[i];
         uint32_t s = kind == PROTO_PS_PATTERN ? DIST_NONE : ps_route(c, k);
         int added = ps_add(ps, kind, k->ptr, k->len, s);
-        if (added < 0) op->reply.oom = true;
+        if (added < 0) op->reply.failed = true;
         else if (op->added != NULL) op->added[i] = (uint8_t)added;
         pp->confirm(&op->reply, c->sess.variant, kind, false, k->ptr, k->len, ps_count(ps, kind));
     }
@@ -505,7 +505,7 @@ static int ps_unsubscribe(struct conn *c, struct msg *req, uint8_t kind)
         if (req->nkeys == 0) pp->confirm(&reply, v, kind, true, NULL, 0, 0);
         for (uint32_t i = 0; i < req->nkeys; i++)
             pp->confirm(&reply, v, kind, true, req->keys[i].ptr, req->keys[i].len, 0);
-        return ps_answer_rtext(c, req, &reply);
+        return ps_answer_buf(c, req, &reply);
     }
     struct ps_batch b;
     if (ps_batch_init(&b, ps->nlinks) < 0) {
@@ -557,7 +557,7 @@ static int ps_unsubscribe(struct conn *c, struct msg *req, uint8_t kind)
         ps_batch_send(c, &b, kind, true, NULL, &err); /* a failure: the messages are dropped */
     }
     ps_batch_free(&b);
-    return ps_answer_rtext(c, req, &reply);
+    return ps_answer_buf(c, req, &reply);
 }
 
 bool pubsub_restricted(struct conn *c, struct msg *req)

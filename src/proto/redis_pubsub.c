@@ -127,8 +127,8 @@ static size_t redis_ps_subscribed_reply(const struct msg *req, uint8_t variant, 
         textbuf_adds(&t, "*2\r\n$4\r\npong\r\n");
         if (req->nkeys > 0) resp_add_bulk(&t, req->keys[0].ptr, req->keys[0].len);
         else textbuf_adds(&t, "$0\r\n\r\n");
-        size_t n = t.oom || t.len > size ? 0 : t.len;
-        if (n > 0) memcpy(buf, t.p, n);
+        size_t n = t.failed || t.len > size ? 0 : t.len;
+        if (n > 0) memcpy(buf, t.data, n);
         textbuf_deinit(&t);
         return n;
     }

@@ -1251,14 +1251,14 @@ static void test_pubsub_texts(void **state)
                        ">3\r\n$12\r\npunsubscribe\r\n_\r\n:0\r\n"
                        "*3\r\n$12\r\nsunsubscribe\r\n$-1\r\n:1\r\n";
     assert_int_equal(t.len, strlen(want));
-    assert_memory_equal(t.p, want, t.len);
+    assert_memory_equal(t.data, want, t.len);
     textbuf_deinit(&t);
     pp->request(&t, PROTO_PS_SHARD, false, 2);
     pp->arg(&t, (const uint8_t *)"a", 1);
     pp->arg(&t, (const uint8_t *)"bc", 2);
     want = "*3\r\n$10\r\nSSUBSCRIBE\r\n$1\r\na\r\n$2\r\nbc\r\n";
     assert_int_equal(t.len, strlen(want));
-    assert_memory_equal(t.p, want, t.len);
+    assert_memory_equal(t.data, want, t.len);
     textbuf_deinit(&t);
 
     static const struct {
