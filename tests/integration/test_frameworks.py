@@ -64,8 +64,8 @@ def pool_of(redis_server, write_conf, nutcrackers, name, nservers):
 
 def own_fds(pid, servers):
     """The proxy's descriptors other than its connections to the servers (listeners, clients,
-    pipes, files)."""
-    return procfs.fd_count(pid) - sum(len(procfs.conns_to(pid, p)) for p in servers)
+    pipes, eventfds, files): {fd: what procfs.fds says}."""
+    return {fd: what for fd, what in procfs.fds(pid) if not (what[0] == "tcp" and what[3] in servers)}
 
 
 def check_released(proxy, pool, servers, baseline):
@@ -78,8 +78,14 @@ def check_released(proxy, pool, servers, baseline):
 
     wait_for(lambda: not held(), SETTLE, "the dedicated server connections to come back")
     manage.wait_pool_stat(proxy.manage_port, pool, "client_connections", lambda n: n == 0, SETTLE)
-    wait_for(lambda: own_fds(proxy.pid, servers) == baseline, SETTLE,
-             f"the proxy's descriptors back to {baseline}")
+    try:
+        wait_for(lambda: len(own_fds(proxy.pid, servers)) == len(baseline), SETTLE,
+                 f"the proxy's descriptors back to {len(baseline)}")
+    except TimeoutError as e:
+        now = own_fds(proxy.pid, servers)
+        extra = {fd: what for fd, what in now.items() if baseline.get(fd) != what}
+        gone = {fd: what for fd, what in baseline.items() if now.get(fd) != what}
+        raise AssertionError(f"{e}: new {extra}, gone {gone}") from None
 
 
 # ------------------------------------------------------------------------------------------ RQ
