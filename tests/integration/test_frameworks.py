@@ -34,7 +34,7 @@ from nctest import manage, nodeclients, procfs
 from nctest.conn import redis_client
 from nctest.keys import spread_keys
 from nctest.procs import HOST, REPO, free_port
-from nctest.wait import scale, wait_for
+from nctest.wait import scale, steady, wait_for
 
 RQ_VERSION = "2.12.0"   # tests/integration/requirements.txt
 RQ_JOBS_DIR = REPO / "tests" / "clients" / "rq"  # nc_rq_jobs.square, the job function
@@ -66,6 +66,13 @@ def own_fds(pid, servers):
     """The proxy's descriptors other than its connections to the servers (listeners, clients,
     pipes, eventfds, files): {fd: what procfs.fds says}."""
     return {fd: what for fd, what in procfs.fds(pid) if not (what[0] == "tcp" and what[3] in servers)}
+
+
+def fd_baseline(proxy, servers):
+    """own_fds once three samples in a row agree (the proxy just started)."""
+    steady(lambda: len(own_fds(proxy.pid, servers)), SETTLE, "a stable descriptor count", samples=3,
+           interval=0.2)
+    return own_fds(proxy.pid, servers)
 
 
 def check_released(proxy, pool, servers, baseline):
@@ -125,7 +132,7 @@ def test_rq_worker_pool_of_one_server(rq, redis_server, write_conf, nutcrackers,
 
     assert rq.__version__ == RQ_VERSION
     proxy, listen, (server,) = pool_of(redis_server, write_conf, nutcrackers, "jobs", 1)
-    baseline = own_fds(proxy.pid, [server])
+    baseline = fd_baseline(proxy, [server])
     tag = uuid.uuid4().hex[:8]
     queue_name, runs_key = f"fw-{tag}", f"fw-{tag}:runs"
     names = [f"w{i}-{tag}" for i in range(RQ_WORKERS)]
@@ -217,7 +224,7 @@ def run_bullmq(node, plan):
 
 def test_bullmq_hash_tag_prefixes_over_four_servers(node, redis_server, write_conf, nutcrackers):
     proxy, listen, servers = pool_of(redis_server, write_conf, nutcrackers, "bull", BULL_QUEUES)
-    baseline = own_fds(proxy.pid, servers)
+    baseline = fd_baseline(proxy, servers)
     tag = uuid.uuid4().hex[:8]
     prefixes = tags_per_server(proxy, "bull", servers, tag)
     per_queue = JOBS // BULL_QUEUES
