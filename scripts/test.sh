@@ -11,7 +11,8 @@
 #   CONFIGURE_FLAGS   extra ./configure flags of the main build, e.g. "--enable-debug=full"
 #   PYTEST_ARGS       extra pytest arguments (every pytest stage), e.g. "-k daemon"
 #   NC_SKIP_DEPS=1    do not install anything
-#   NC_CLIENTS=0      do not build the go-redis and Jedis client programs (their tests then skip);
+#   NC_CLIENTS=0      do not build the go-redis and Jedis client programs (their tests then skip,
+#                     and so do the framework tests, RQ and BullMQ, when those cannot be had);
 #                     by default a missing go, mvn or java fails that step
 #   NC_REQUIRE_NODE_CLIENTS=0  let the Node client tests skip when Node.js (>= 20) is missing (by
 #                     default they fail then: the pinned clients are installed with the deps)

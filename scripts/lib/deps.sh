@@ -13,8 +13,9 @@
 #   nc_build_go_client   the go-redis test program (tests/clients/go), built once per source
 #   nc_build_java_client the Jedis test program (tests/clients/java), built once per source
 #   nc_build_clients     both (what scripts/test.sh runs)
-#   nc_install_node_clients  the pinned Node redis clients of tests/clients/node (npm ci), when
-#                        node_modules is missing or out of date; needs Node.js >= 20 and npm
+#   nc_install_node_clients  the pinned Node packages of tests/clients/node (redis clients,
+#                        BullMQ: npm ci), when node_modules is missing or out of date; needs
+#                        Node.js >= 20 and npm
 #
 # Runs apt-get as root, through sudo when not root and sudo exists. `apt-get update` runs once, and
 # only when something is missing. Services that Debian's packages would start at install time
@@ -197,7 +198,7 @@ nc_build_clients() {
     return "$rc"
 }
 
-# Installs tests/clients/node's pinned packages with `npm ci` (exactly its package-lock.json, no
+# Installs tests/clients/node's pinned packages (redis clients, BullMQ) with `npm ci` (exactly its package-lock.json, no
 # install scripts), only when node_modules is missing or was installed from another lock file or
 # Node.js major version (a stamp file records which). Fails (with a line saying why) without
 # Node.js >= 20 and npm. A lock on the folder keeps two test runs from installing at once.

@@ -9,10 +9,12 @@
  * of the servers that answered, so a client never believes in a feature one of them lacks.
  *
  * INFO [section ...]: the sections server (the lowest redis_version, redis_mode, and the proxy's
- * own process_id, tcp_port, uptime), clients (connected_clients: the pool's clients), persistence
- * (loading:1 when any server loads), stats (the counters that add up, summed) and keyspace (keys
- * and expires per db, summed; avg_ttl weighted by expires). No section, "default", "all" or
- * "everything": all five; an unknown one adds nothing, as in redis. The text is a bulk string in
+ * own process_id, tcp_port, uptime), clients (connected_clients: the pool's clients), memory
+ * (maxmemory_policy: noeviction when every server says so, else the first other policy, so that
+ * a client checking that keys are never evicted, as BullMQ does, warns when one server may),
+ * persistence (loading:1 when any server loads), stats (the counters that add up, summed) and
+ * keyspace (keys and expires per db, summed; avg_ttl weighted by expires). No section, "default",
+ * "all" or "everything": all six; an unknown one adds nothing, as in redis. The text is a bulk string in
  * RESP2 and a verbatim string in RESP3, as redis sends it.
  *
  * Threads: no state; the worker that owns the request, its fragments and their replies.
@@ -42,7 +44,8 @@ enum {
     INFO_PERSISTENCE = 1u << 2,
     INFO_STATS = 1u << 3,
     INFO_KEYSPACE = 1u << 4,
-    INFO_ALL = INFO_SERVER | INFO_CLIENTS | INFO_PERSISTENCE | INFO_STATS | INFO_KEYSPACE,
+    INFO_MEMORY = 1u << 5,
+    INFO_ALL = INFO_SERVER | INFO_CLIENTS | INFO_MEMORY | INFO_PERSISTENCE | INFO_STATS | INFO_KEYSPACE,
 };
 
 /* The stats counters whose sum over the servers means something for the pool. */
@@ -65,6 +68,7 @@ struct info_db {
 struct info_sum {
     char version[32];             /* the lowest redis_version ("" until one is seen) */
     uint32_t ver[3];
+    char policy[32];              /* maxmemory_policy: "" until one is seen, then see INFO above */
     bool loading;
     int64_t stats[INFO_NSTATS];
     bool stats_seen[INFO_NSTATS];
@@ -230,6 +234,12 @@ static void info_add(struct info_sum *sum, const char *text, size_t len)
 #define KEY(s) (kn == strlen(s) && memcmp(p, s, kn) == 0)
                 if (IN("Server") && KEY("redis_version")) {
                     info_add_version(sum, v, vn);
+                } else if (IN("Memory") && KEY("maxmemory_policy")) {
+                    if (sum->policy[0] == '\0' || strcmp(sum->policy, "noeviction") == 0) {
+                        size_t pn = vn < sizeof(sum->policy) ? vn : sizeof(sum->policy) - 1;
+                        memcpy(sum->policy, v, pn);
+                        sum->policy[pn] = '\0';
+                    }
                 } else if (IN("Persistence") && KEY("loading")) {
                     if (vn == 1 && v[0] == '1') sum->loading = true;
                 } else if (IN("Stats")) {
@@ -260,7 +270,8 @@ static unsigned info_sections(const struct msg *req)
         const char *name;
         unsigned bits;
     } names[] = {
-        { "server", INFO_SERVER }, { "clients", INFO_CLIENTS }, { "persistence", INFO_PERSISTENCE },
+        { "server", INFO_SERVER }, { "clients", INFO_CLIENTS }, { "memory", INFO_MEMORY },
+        { "persistence", INFO_PERSISTENCE },
         { "stats", INFO_STATS }, { "keyspace", INFO_KEYSPACE }, { "default", INFO_ALL },
         { "all", INFO_ALL }, { "everything", INFO_ALL },
     };
@@ -299,6 +310,10 @@ static void info_render(struct textbuf *t, const struct proto_view *v, const str
     if (bits & INFO_CLIENTS) {
         SECTION("Clients");
         textbuf_addf(t, "connected_clients:%ld\r\n", v->pool_clients);
+    }
+    if (bits & INFO_MEMORY) {
+        SECTION("Memory");
+        if (sum->policy[0] != '\0') rtext_printf(t, "maxmemory_policy:%s\r\n", sum->policy);
     }
     if (bits & INFO_PERSISTENCE) {
         SECTION("Persistence");

@@ -18,23 +18,19 @@ the tests skip, unless NC_REQUIRE_NODE_CLIENTS=1 (scripts/test.sh sets it): then
 import json
 import os
 import re
-import shutil
 import subprocess
 import uuid
-from pathlib import Path
 
 import pytest
 
+from nctest import nodeclients
 from nctest.conn import redis_client
 from nctest.keys import spread_keys
 from nctest.manage import find_keys
 from nctest.procs import HOST, free_port
 from nctest.wait import scale
 
-ROOT = Path(__file__).resolve().parents[2]
-NODE_DIR = ROOT / "tests" / "clients" / "node"
 RUN_TIMEOUT = 120.0     # seconds for one client's whole sequence on both pools (unscaled)
-INSTALL_TIMEOUT = 600.0  # seconds for npm ci, downloads included
 
 # (npm alias, adapter script, the protocol its defaults speak, the lib-name it reports)
 CLIENTS = [
@@ -51,12 +47,6 @@ STEPS = ["connect", "handshake", "string", "list", "hash", "set", "zset", "pipel
 TRANSACTIONS = 3 + 8 * 20
 
 
-def pinned_versions():
-    """{alias: version} from package.json ("npm:ioredis@5.11.1" -> "5.11.1")."""
-    deps = json.loads((NODE_DIR / "package.json").read_text())["dependencies"]
-    return {alias: spec.rsplit("@", 1)[1] for alias, spec in deps.items()}
-
-
 def unavailable(why):
     if os.environ.get("NC_REQUIRE_NODE_CLIENTS") == "1":
         pytest.fail(f"{why} (NC_REQUIRE_NODE_CLIENTS=1: the Node client tests must run)")
@@ -66,22 +56,10 @@ def unavailable(why):
 @pytest.fixture(scope="module")
 def node():
     """The node binary, with the pinned clients installed in tests/clients/node."""
-    node, npm = shutil.which("node"), shutil.which("npm")
-    if node is None or npm is None:
-        unavailable("Node.js and npm are not installed: the Node client tests need Node >= 20")
-    major = subprocess.run([node, "-p", "process.versions.node.split('.')[0]"], capture_output=True,
-                           text=True, timeout=30, stdin=subprocess.DEVNULL).stdout.strip()
-    if not major.isdigit() or int(major) < 20:
-        unavailable(f"Node.js {major or '?'} is too old: ioredis 6 and node-redis 6 need Node >= 20")
     try:
-        out = subprocess.run(["bash", "-c", ". scripts/lib/deps.sh && nc_install_node_clients"],
-                             cwd=ROOT, capture_output=True, text=True, timeout=INSTALL_TIMEOUT,
-                             stdin=subprocess.DEVNULL)
-    except subprocess.TimeoutExpired:
-        unavailable(f"npm ci in {NODE_DIR} took over {INSTALL_TIMEOUT} s")
-    if out.returncode != 0:
-        unavailable(f"the Node clients cannot be installed here:\n{out.stdout}{out.stderr}")
-    return node
+        return nodeclients.node_with_packages()
+    except nodeclients.Unavailable as e:
+        unavailable(str(e))
 
 
 @pytest.fixture
@@ -129,21 +107,10 @@ def run_client(node, alias, script, plan):
     """Runs the adapter; returns (its JSON, its whole output)."""
     env = dict(os.environ, REDIS_DEBUG_MAINTENANCE="1")  # node-redis 6 prints its handshake's fate
     try:
-        out = subprocess.run([node, script, alias, json.dumps(plan)], cwd=NODE_DIR, env=env,
-                             capture_output=True, text=True, timeout=RUN_TIMEOUT * scale(),
-                             stdin=subprocess.DEVNULL)
+        result, rc, text = nodeclients.run(node, [script, alias, json.dumps(plan)], RUN_TIMEOUT * scale(), env)
     except subprocess.TimeoutExpired as e:
         pytest.fail(f"{alias} did not finish in {RUN_TIMEOUT * scale()} s:\n{e.stdout}\n{e.stderr}")
-    text = out.stdout + out.stderr
-    lines = out.stdout.strip().splitlines()
-    result = None
-    if lines:
-        try:
-            result = json.loads(lines[-1])
-        except ValueError:
-            pass
-    assert out.returncode == 0 and result is not None and "error" not in result, \
-        f"{alias} failed (exit {out.returncode}):\n{text}"
+    assert rc == 0 and result is not None and "error" not in result, f"{alias} failed (exit {rc}):\n{text}"
     return result, text
 
 
@@ -203,7 +170,7 @@ def test_node_client_defaults(node, pools, alias, script, protocol, lib_name):
     proxy, spec, _ = pools
     plan = plan_of(proxy, spec, alias)
     result, text = run_client(node, alias, script, plan)
-    version = pinned_versions()[alias]
+    version = nodeclients.pinned_versions()[alias]
     assert result["version"] == version
     with redis_client(spec["alpha"][1][0]) as r:
         server_version = r.info("server")["redis_version"]

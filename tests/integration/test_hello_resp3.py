@@ -312,7 +312,7 @@ def test_info_sections_and_sums(pool):
         after = backend_info(pool, "stats")
         keyspace = backend_info(pool, "keyspace")
         info = info_sections(text)
-        assert list(info) == ["Server", "Clients", "Persistence", "Stats", "Keyspace"]
+        assert list(info) == ["Server", "Clients", "Memory", "Persistence", "Stats", "Keyspace"]
         assert text.startswith(b"# Server\r\nredis_version:")
         version = backend_info(pool, "server")[0]["Server"]["redis_version"]
         assert info["Server"]["redis_version"] == version
@@ -321,6 +321,7 @@ def test_info_sections_and_sums(pool):
         assert info["Server"]["tcp_port"] == str(pool.port)
         assert int(info["Server"]["uptime_in_seconds"]) >= 0
         assert int(info["Clients"]["connected_clients"]) >= 1
+        assert info["Memory"] == {"maxmemory_policy": "noeviction"}  # redis-server's default
         assert info["Persistence"] == {"loading": "0"}
         for name in ("total_commands_processed", "total_connections_received", "keyspace_misses"):
             low = sum(int(b["Stats"][name]) for b in before)
@@ -383,6 +384,19 @@ def test_hello_with_a_server_down(half_down, oracle):
     r = redis_client(half_down.port, protocol=None)  # redis-py 8 connects (HELLO 3)
     assert r.ping()
     r.close()
+
+
+def test_info_maxmemory_policy(redis_server, write_conf, nutcrackers):
+    """INFO's maxmemory_policy is noeviction only while every server says so (BullMQ reads it to
+    warn when keys may be evicted)."""
+    cluster = start_cluster("redis", 2, 1, redis_server, write_conf, nutcrackers, name="policy")
+    with cluster.raw() as c:
+        assert info_sections(c.call("INFO", "memory")) == {"Memory": {"maxmemory_policy": "noeviction"}}
+        cluster.direct(1).config_set("maxmemory-policy", "allkeys-lru")
+        assert info_sections(c.call("INFO", "memory")) == {"Memory": {"maxmemory_policy": "allkeys-lru"}}
+        cluster.direct(1).config_set("maxmemory-policy", "noeviction")
+        assert info_sections(c.call("INFO"))["Memory"] == {"maxmemory_policy": "noeviction"}
+    cluster.stop()
 
 
 def test_hello_with_every_server_down(redis_server, write_conf, nutcrackers):

@@ -15,6 +15,7 @@ the benchmark (bench/bench.py). One module per concern:
   load     self-checking client loads, scripted clients, threads, dripping
   fake     fake backends that misbehave on purpose
   vectors  the shared key-distribution vectors
+  nodeclients  the pinned Node.js packages (tests/clients/node): node, once they are installed
 
 Nothing is installed: tests/ goes on sys.path in one place each (tests/integration/conftest.py,
 tests/soak/soak.py, bench/bench.py, tests/fuzz/seeds.py), then `from nctest import ...`.

@@ -290,6 +290,7 @@ static void test_echo_select_reset(void **state)
 static const char info_a[] =
     "# Server\r\nredis_version:7.0.15\r\nredis_mode:standalone\r\nprocess_id:11\r\ntcp_port:7001\r\n\r\n"
     "# Clients\r\nconnected_clients:5\r\n\r\n"
+    "# Memory\r\nused_memory:1000\r\nmaxmemory:0\r\nmaxmemory_policy:noeviction\r\n\r\n"
     "# Persistence\r\nloading:0\r\nasync_loading:0\r\n\r\n"
     "# Stats\r\ntotal_connections_received:10\r\ntotal_commands_processed:100\r\n"
     "instantaneous_input_kbps:0.50\r\nkeyspace_hits:7\r\nlatest_fork_usec:300\r\n\r\n"
@@ -297,6 +298,7 @@ static const char info_a[] =
     "# Keyspace\r\ndb0:keys=3,expires=1,avg_ttl=1000\r\ndb2:keys=1,expires=0,avg_ttl=0\r\n";
 static const char info_b[] =
     "# Server\r\nredis_version:6.2.14\r\n\r\n"
+    "# Memory\r\nmaxmemory_policy:allkeys-lru\r\n\r\n"
     "# Persistence\r\nloading:1\r\n\r\n"
     "# Stats\r\ntotal_connections_received:5\r\ntotal_commands_processed:1\r\nkeyspace_hits:1\r\n"
     "latest_fork_usec:1\r\n\r\n"
@@ -474,7 +476,8 @@ static void test_info_merge(void **state)
     char *srv = server_section("6.2.14");
     char all[4096];
     snprintf(all, sizeof(all),
-             "%s\r\n# Clients\r\nconnected_clients:12\r\n\r\n# Persistence\r\nloading:1\r\n\r\n"
+             "%s\r\n# Clients\r\nconnected_clients:12\r\n\r\n# Memory\r\nmaxmemory_policy:allkeys-lru\r\n\r\n"
+             "# Persistence\r\nloading:1\r\n\r\n"
              "# Stats\r\ntotal_connections_received:15\r\ntotal_commands_processed:101\r\nkeyspace_hits:8\r\n\r\n"
              "# Keyspace\r\ndb0:keys=10,expires=4,avg_ttl=2500\r\ndb2:keys=1,expires=0,avg_ttl=0\r\n", srv);
     char *want = wrap(all, false);
@@ -483,7 +486,7 @@ static void test_info_merge(void **state)
     free(want);
     /* the same asked for by name (any case, any order, repeated), in RESP3 */
     want = wrap(all, true);
-    fan_check(&(struct fan){ .line = "INFO KEYSPACE server Clients stats persistence server", .nservers = 3,
+    fan_check(&(struct fan){ .line = "INFO KEYSPACE server Clients stats memory persistence server", .nservers = 3,
                              .replies = { c2, b3, a2 }, .clients = 12, .variant = REDIS_RESP3, .want = want,
                              .want_type = RSP_VERBATIM });
     fan_check(&(struct fan){ .line = "INFO everything", .nservers = 3, .replies = { c2, b3, a2 }, .clients = 12,
@@ -498,6 +501,16 @@ static void test_info_merge(void **state)
                              .want = "=4\r\ntxt:\r\n", .want_type = RSP_VERBATIM });
     fan_check(&(struct fan){ .line = "INFO keyspace", .nservers = 1, .replies = { c2 },
                              .want = "$12\r\n# Keyspace\r\n\r\n", .want_type = RSP_BULK });
+    /* maxmemory_policy: noeviction only when every server that says one says noeviction; a
+     * server without it (c) changes nothing; none: the section's title alone */
+    fan_check(&(struct fan){ .line = "INFO memory", .nservers = 2, .replies = { a2, c2 },
+                             .want = "$39\r\n# Memory\r\nmaxmemory_policy:noeviction\r\n\r\n",
+                             .want_type = RSP_BULK });
+    fan_check(&(struct fan){ .line = "INFO memory", .nservers = 3, .replies = { a2, a2, b3 },
+                             .want = "$40\r\n# Memory\r\nmaxmemory_policy:allkeys-lru\r\n\r\n",
+                             .want_type = RSP_BULK });
+    fan_check(&(struct fan){ .line = "INFO memory", .nservers = 1, .replies = { c2 },
+                             .want = "$10\r\n# Memory\r\n\r\n", .want_type = RSP_BULK });
     /* every server down: the core's error */
     fan_check(&(struct fan){ .line = "INFO", .nservers = 2, .replies = { NULL, NULL }, .want_rc = -EINVAL });
     free(srv);
@@ -520,7 +533,8 @@ static void test_info_odd_texts(void **state)
     char *srv = server_section("7.0.15");
     char all[2048];
     snprintf(all, sizeof(all),
-             "%s\r\n# Clients\r\nconnected_clients:0\r\n\r\n# Persistence\r\nloading:0\r\n\r\n"
+             "%s\r\n# Clients\r\nconnected_clients:0\r\n\r\n# Memory\r\nmaxmemory_policy:noeviction\r\n\r\n"
+             "# Persistence\r\nloading:0\r\n\r\n"
              "# Stats\r\ntotal_connections_received:10\r\ntotal_commands_processed:9223372036854775807\r\n"
              "keyspace_hits:6\r\n\r\n"
              "# Keyspace\r\ndb0:keys=3,expires=1,avg_ttl=1000\r\ndb2:keys=1,expires=0,avg_ttl=0\r\n"

@@ -1,0 +1,60 @@
+"""The pinned Node.js packages of tests/clients/node (the redis clients of test_clients_node.py,
+BullMQ for test_frameworks.py): the node binary, once they are installed by scripts/lib/deps.sh
+(nc_install_node_clients: `npm ci` when node_modules is missing or out of date).
+
+Threads: any (the install takes a lock on the folder).
+"""
+import json
+import shutil
+import subprocess
+
+from nctest.procs import REPO
+
+NODE_DIR = REPO / "tests" / "clients" / "node"
+INSTALL_TIMEOUT = 600.0  # seconds for npm ci, downloads included
+
+
+class Unavailable(RuntimeError):
+    """Node.js (>= 20) or the packages cannot be had here; the message says why."""
+
+
+def pinned_versions():
+    """{name or alias: version} from package.json ("npm:ioredis@5.11.1" -> "5.11.1")."""
+    deps = json.loads((NODE_DIR / "package.json").read_text())["dependencies"]
+    return {name: spec.rsplit("@", 1)[-1] for name, spec in deps.items()}
+
+
+def node_with_packages():
+    """The node binary, with the pinned packages installed in NODE_DIR; raises Unavailable."""
+    node, npm = shutil.which("node"), shutil.which("npm")
+    if node is None or npm is None:
+        raise Unavailable("Node.js and npm are not installed: the Node client tests need Node >= 20")
+    major = subprocess.run([node, "-p", "process.versions.node.split('.')[0]"], capture_output=True,
+                           text=True, timeout=30, stdin=subprocess.DEVNULL).stdout.strip()
+    if not major.isdigit() or int(major) < 20:
+        raise Unavailable(f"Node.js {major or '?'} is too old: the Node client tests need Node >= 20")
+    try:
+        out = subprocess.run(["bash", "-c", ". scripts/lib/deps.sh && nc_install_node_clients"],
+                             cwd=REPO, capture_output=True, text=True, timeout=INSTALL_TIMEOUT,
+                             stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        raise Unavailable(f"npm ci in {NODE_DIR} took over {INSTALL_TIMEOUT} s") from None
+    if out.returncode != 0:
+        raise Unavailable(f"the Node packages cannot be installed here:\n{out.stdout}{out.stderr}")
+    return node
+
+
+def run(node, args, timeout, env=None):
+    """Runs `node args...` in NODE_DIR (a program that prints one JSON line last): (that JSON, or
+    None when the last line is not one; its exit code; its stdout and stderr). Raises
+    subprocess.TimeoutExpired past timeout seconds."""
+    out = subprocess.run([node, *args], cwd=NODE_DIR, env=env, capture_output=True, text=True,
+                         timeout=timeout, stdin=subprocess.DEVNULL)
+    lines = out.stdout.strip().splitlines()
+    result = None
+    if lines:
+        try:
+            result = json.loads(lines[-1])
+        except ValueError:
+            pass
+    return result, out.returncode, out.stdout + out.stderr
