@@ -313,7 +313,7 @@ static void info_render(struct textbuf *t, const struct proto_view *v, const str
     }
     if (bits & INFO_MEMORY) {
         SECTION("Memory");
-        if (sum->policy[0] != '\0') rtext_printf(t, "maxmemory_policy:%s\r\n", sum->policy);
+        if (sum->policy[0] != '\0') textbuf_addf(t, "maxmemory_policy:%s\r\n", sum->policy);
     }
     if (bits & INFO_PERSISTENCE) {
         SECTION("Persistence");
