@@ -26,7 +26,8 @@
 #define CONF_DEFAULT_CLIENT_CONNECTIONS 0    /* 0: unlimited */
 #define CONF_DEFAULT_REDIS_DB 0
 #define CONF_DEFAULT_SERVER_CONNECTIONS 1
-#define CONF_DEFAULT_DEDICATED_CONNECTIONS 10 /* per server and worker (transactions) */
+#define CONF_DEFAULT_DEDICATED_CONNECTIONS 64 /* per server and worker (transactions, blocking
+                                                * commands, subscribers: notes/transactions.md) */
 #define CONF_DEFAULT_SERVER_RETRY_TIMEOUT 30000 /* ms */
 #define CONF_DEFAULT_SERVER_FAILURE_LIMIT 2
 #define CONF_DEFAULT_KEEP (-1)               /* tcpkeepidle/cnt/intvl: -1 = kernel default */

@@ -194,7 +194,7 @@ static void check_defaults(const struct conf_pool *p)
     assert_false(p->preconnect);
     assert_false(p->auto_eject_hosts);
     assert_int_equal(p->server_connections, 1);
-    assert_int_equal(p->dedicated_connections, 10);
+    assert_int_equal(p->dedicated_connections, 64);
     assert_int_equal(p->server_retry_timeout, 30000);
     assert_int_equal(p->server_failure_limit, 2);
 }
