@@ -20,8 +20,11 @@
 #   NC_DEB=0          skip the Debian package stage (it installs and purges the package
 #                     nutcrackers as root; skipped by itself where one is already installed)
 #   NC_SANITIZERS=0   skip the ASan and TSan stages (NC_ASAN=0 / NC_TSAN=0: one of them)
-#   NC_SAN_PARALLEL=0 run the two sanitizers' integration stages one after the other (by default
-#                     they run at the same time: each mostly waits on sockets and timers)
+#   NC_SAN_PARALLEL=0 run the sanitizer and fuzz stages one after the other, after the main
+#                     integration stage (by default the sanitizer builds and unit tests run at the
+#                     lowest priority beside the main integration stage, then the two sanitizers'
+#                     integration stages and the fuzz smoke run at the same time: they mostly wait
+#                     on sockets and timers, the fuzzers at the lowest priority)
 #   NC_FUZZ=0         skip the fuzz stage; NC_FUZZ_TIME=N: seconds per target (default 15);
 #                     NC_FUZZ_JOBS=N: targets run at once (default: the number of cores)
 #   NC_ASAN_PYTEST_ARGS, NC_TSAN_PYTEST_ARGS   extra pytest arguments of one sanitizer stage only,
@@ -176,6 +179,11 @@ fuzz_smoke() {
     FUZZ_BUILD="$BUILD" FUZZ_TIME="${NC_FUZZ_TIME:-15}" FUZZ_JOBS="${NC_FUZZ_JOBS:-$(nproc)}" \
         scripts/fuzz.sh
 }
+# the same at the lowest priority (its build too), beside the sanitizers' integration stages
+fuzz_smoke_low() {
+    renice -n 19 -p "$BASHPID" >/dev/null 2>&1 || true
+    fuzz_smoke
+}
 
 # bg_step NAME LOG command...: a step run in the background, its output into LOG (bg_done
 # records its result and prints LOG once it finished)
@@ -185,6 +193,7 @@ bg_step() {
     nc_log "$name (in the background; output in $log)"
     STEPS+=("$name")
     RESULT[$name]="FAILED (did not finish)"
+    rm -f "$log.rc"
     (
         t0=$SECONDS rc=0
         "$@" >"$log" 2>&1 || rc=$?
@@ -256,44 +265,81 @@ deb_stage() {
 }
 
 # The sanitizer stages: both builds and their unit tests, then the two integration stages. Those
-# mostly wait on sockets and timers (each keeps about a third of the 2 cores busy), so they run at
-# the same time (NC_SAN_PARALLEL=0: one after the other). Proxies of such runs once died silently
-# (no log line, no sanitizer report): the workers blocked SIGSEGV, so a fault killed the process
-# before a sanitizer could report it. They no longer do (notes/thread-signals.md): a recurrence
-# fails its stage with a report naming the line (notes/fuzzing.md).
-# san_build_stage NAME ENABLED BUILD UNIT: the build and unit tests of one sanitizer; returns 0
-# when its integration stage should run
-san_build_stage() {
-    if [ "$2" = 0 ]; then
-        skip "$1 build"
-        return 1
-    fi
-    if step "$1 build" "$3"; then
-        step "$1 unit tests" "$4" || true
-        return 0
-    fi
-    skip "$1 unit tests"
-    skip "$1 integration tests"
-    return 1
+# mostly wait on sockets and timers (each keeps about a third of the 2 cores busy), so by default
+# (NC_SAN_PARALLEL=1) the builds and unit tests run in the background at the lowest priority while
+# the main integration stage runs, and the two integration stages run at the same time, beside
+# the fuzz smoke (its fuzzers at nice 19): the whole run stays well inside the time budget.
+# Proxies of such runs once died silently (no log line, no sanitizer report): the workers blocked
+# SIGSEGV, so a fault killed the process before a sanitizer could report it. They no longer do
+# (notes/thread-signals.md): a recurrence fails its stage with a report naming the line
+# (notes/fuzzing.md).
+san_enabled() {  # san_enabled asan|tsan
+    [ "${NC_SANITIZERS:-1}" != 0 ] || return 1
+    if [ "$1" = asan ]; then [ "${NC_ASAN:-1}" != 0 ]; else [ "${NC_TSAN:-1}" != 0 ]; fi
+}
+san_name() { if [ "$1" = asan ]; then echo "ASan+UBSan"; else echo "TSan"; fi; }
+# san_prepare asan|tsan: its build (marked by build-<kind>/.built), then its unit tests; at the
+# lowest priority when it runs beside the main integration stage
+san_prepare() {
+    renice -n 19 -p "$BASHPID" >/dev/null 2>&1 || true
+    rm -f "$ROOT/build-$1/.built"
+    "$1_build" || return 1
+    touch "$ROOT/build-$1/.built"
+    "$1_unit"
+}
+san_built() { [ -f "$ROOT/build-$1/.built" ]; }
+
+# sanitizer_prepare: starts the builds and unit tests of both sanitizers in the background
+sanitizer_prepare() {
+    [ "${NC_SAN_PARALLEL:-1}" = 1 ] || return 0
+    local k
+    for k in asan tsan; do
+        rm -f "$ROOT/build-$k/.built"
+        if san_enabled "$k"; then
+            mkdir -p "$ROOT/build-$k"
+            bg_step "$(san_name "$k") build and unit tests" "$ROOT/build-$k/prepare.log" san_prepare "$k"
+        else
+            skip "$(san_name "$k") build and unit tests"
+        fi
+    done
 }
 
 sanitizer_stages() {
-    local asan=0 tsan=0 on_a=1 on_t=1
-    [ "${NC_SANITIZERS:-1}" != 0 ] && [ "${NC_ASAN:-1}" != 0 ] || on_a=0
-    [ "${NC_SANITIZERS:-1}" != 0 ] && [ "${NC_TSAN:-1}" != 0 ] || on_t=0
-    san_build_stage "ASan+UBSan" "$on_a" asan_build asan_unit && asan=1
-    san_build_stage "TSan" "$on_t" tsan_build tsan_unit && tsan=1
+    local k
     if [ "${NC_SAN_PARALLEL:-1}" != 1 ]; then
-        [ "$asan" = 0 ] || step "ASan+UBSan integration tests" asan_integration || true
-        [ "$tsan" = 0 ] || step "TSan integration tests" tsan_integration || true
+        for k in asan tsan; do
+            if ! san_enabled "$k"; then skip "$(san_name "$k") build and unit tests"; continue; fi
+            step "$(san_name "$k") build and unit tests" san_prepare "$k" || true
+            if san_built "$k"; then step "$(san_name "$k") integration tests" "${k}_integration" || true
+            else skip "$(san_name "$k") integration tests"; fi
+        done
+        if [ "${NC_FUZZ:-1}" != 0 ]; then step "fuzz smoke (libFuzzer)" fuzz_smoke || true; else
+            skip "fuzz smoke (libFuzzer)"
+        fi
         return 0
     fi
-    local alog="$ROOT/build-asan/integration.log" tlog="$ROOT/build-tsan/integration.log"
-    [ "$asan" = 0 ] || bg_step "ASan+UBSan integration tests" "$alog" asan_integration
-    [ "$tsan" = 0 ] || bg_step "TSan integration tests" "$tlog" tsan_integration
+    wait # the builds and unit tests started by sanitizer_prepare
+    for k in asan tsan; do
+        san_enabled "$k" && bg_done "$(san_name "$k") build and unit tests" "$ROOT/build-$k/prepare.log"
+    done
+    for k in asan tsan; do
+        if san_built "$k"; then
+            bg_step "$(san_name "$k") integration tests" "$ROOT/build-$k/integration.log" "${k}_integration"
+        else
+            skip "$(san_name "$k") integration tests"
+        fi
+    done
+    if [ "${NC_FUZZ:-1}" != 0 ]; then
+        mkdir -p "$BUILD/tests/fuzz"
+        bg_step "fuzz smoke (libFuzzer)" "$BUILD/tests/fuzz/smoke.log" fuzz_smoke_low
+    else
+        skip "fuzz smoke (libFuzzer)"
+    fi
     wait
-    [ "$asan" = 0 ] || bg_done "ASan+UBSan integration tests" "$alog"
-    [ "$tsan" = 0 ] || bg_done "TSan integration tests" "$tlog"
+    for k in asan tsan; do
+        san_built "$k" && bg_done "$(san_name "$k") integration tests" "$ROOT/build-$k/integration.log"
+    done
+    [ "${NC_FUZZ:-1}" = 0 ] || bg_done "fuzz smoke (libFuzzer)" "$BUILD/tests/fuzz/smoke.log"
 }
 
 if [ "${NC_SKIP_DEPS:-0}" = 1 ]; then skip "install dependencies"; else
@@ -306,11 +352,9 @@ if [ "${NC_SKIP_DEPS:-0}" = 1 ] || [ "${NC_CLIENTS:-1}" = 0 ]; then skip "client
 fi
 if step "build" build; then
     step "unit tests (make check)" unit_tests "$BUILD" || true
+    sanitizer_prepare
     step "integration tests (pytest)" integration_tests || true
     sanitizer_stages
-    if [ "${NC_FUZZ:-1}" != 0 ]; then step "fuzz smoke (libFuzzer)" fuzz_smoke || true; else
-        skip "fuzz smoke (libFuzzer)"
-    fi
     if [ "${NC_DISTCHECK:-0}" = 1 ]; then step "make distcheck" make -C "$BUILD" -j2 distcheck || true; fi
     deb_stage
 else
