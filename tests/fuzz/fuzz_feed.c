@@ -262,10 +262,11 @@ static void fz_check_req(const struct fz_feed *f, const struct msg *m)
         }
     } else {
         /* a forwarded request names its server by a key; the transaction commands without keys
-         * are the core's (core/txn.c), and the ones the proxy answers or sends to every server
+         * are the core's (core/txn.c), so are the (un)subscriptions (core/pubsub.c: UNSUBSCRIBE
+         * of everything names none), and the ones the proxy answers or sends to every server
          * need none. A redis command whose keys come after a subcommand (XGROUP, XINFO) or after
          * STREAMS (XREAD) may name none (XINFO HELP, too few arguments): any server answers it */
-        uint32_t keyless = CMD_F_ANY_SERVER | CMD_F_LOCAL_MASK | CMD_F_FRAG_ALL | CMD_F_TXN_MASK;
+        uint32_t keyless = CMD_F_ANY_SERVER | CMD_F_LOCAL_MASK | CMD_F_FRAG_ALL | CMD_F_TXN_MASK | CMD_F_PUBSUB;
         bool late_keys = redis && m->cmd < redis_ncmds &&
                          (redis_cmds[m->cmd].first_key >= 2 || redis_cmds[m->cmd].numkeys_pos == REDIS_KEYS_STREAMS);
         FZ_CHECK(m->nkeys >= 1 || (m->cmd_flags & keyless) != 0 || late_keys);

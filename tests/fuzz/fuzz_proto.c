@@ -376,6 +376,14 @@ static void fz_fragment(struct fz_run *r, struct msg *req)
     if (one_server) return; /* the core forwards it whole */
     FZ_CHECK(r->ops->fragment(req, where, req->nkeys, r->stream.pp) == 0);
     uint32_t nf = req->nfrags;
+    if (req->cmd_flags & CMD_F_FRAG_ONE) { /* XREAD: keys on several servers make no fragment; */
+        FZ_CHECK(nf == 0);                  /* the merge answers its error */
+        struct msg *err = msg_get(r->stream.pp);
+        FZ_CHECK(err != NULL);
+        FZ_CHECK(r->ops->coalesce(NULL, req, err) == 0 && err->rsp_type == RSP_ERROR && err->len > 0);
+        msg_put(r->stream.pp, err);
+        return;
+    }
     FZ_CHECK(nf >= 2 && nf <= ns && req->frags != NULL && req->key_frag != NULL);
 
     /* every key went to the fragment of its server, in the client's order */
@@ -488,8 +496,10 @@ static void fz_on_msg(struct fz_feed *f, struct msg *m, void *ctx)
     }
     fz_summarize(&r->sums[r->nsums++], m);
     if (r->fragments && !r->rsp) fz_local(r, m);
+    /* (a blocking command is never split: the core sends it whole to its keys' one server, or
+     * answers the crossing error itself) */
     if (r->fragments && !r->rsp && m->reject == REJECT_NONE && (m->cmd_flags & CMD_F_FRAG_MASK) &&
-        m->nkeys >= 2)
+        !(m->cmd_flags & CMD_F_BLOCK) && m->nkeys >= 2)
         fz_fragment(r, m);
     msg_put(f->pp, m);
 }
