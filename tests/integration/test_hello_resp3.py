@@ -420,7 +420,7 @@ def test_connections_per_protocol(redis_server, write_conf, nutcrackers):
     HELLO 3, and the proxy's client count is INFO's."""
     cluster = start_cluster("redis", 2, 1, redis_server, write_conf, nutcrackers, name="sets",
                             server_connections=1)
-    keys = spread_keys(fresh("sets"), 8)
+    keys = spread_over(cluster, "sets", 8)  # both servers get a connection (chance would miss 1 in 128)
     r2 = redis_client(cluster.port, protocol=2)
     r2.mset({k: "v" for k in keys})
     assert r2.mget(keys) == [b"v"] * len(keys)
