@@ -9,10 +9,12 @@
 #include "core/pubsub.h"
 
 #include <errno.h>
+#include <event2/event.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "core/client.h"
 #include "core/dedicated.h"
@@ -48,6 +50,7 @@ struct ps_op {
 struct ps_wait {
     struct ps_op *op;
     uint64_t confirms_left;
+    uint64_t t_queued;         /* when it was queued (usec): the pool's `timeout` counts from it */
 };
 
 /* The client's dedicated connection to one server. */
@@ -67,6 +70,7 @@ struct pubsub {
     uint64_t count[PROTO_PS_KINDS];
     struct ps_link *links;     /* one per server of the client's pool */
     uint32_t nlinks;
+    struct event *tev;         /* the confirmations' timeout (the pool's `timeout`), NULL: none yet */
 };
 
 /* --- the set ---------------------------------------------------------------------------- */
@@ -217,7 +221,8 @@ static int ps_wait_push(struct ps_link *lk, struct ps_op *op, uint64_t confirms)
         lk->wcap = ncap;
         lk->whead = 0;
     }
-    lk->waits[(lk->whead + lk->nwait) % lk->wcap] = (struct ps_wait){ .op = op, .confirms_left = confirms };
+    lk->waits[(lk->whead + lk->nwait) % lk->wcap] =
+        (struct ps_wait){ .op = op, .confirms_left = confirms, .t_queued = nc_usec_now() };
     lk->nwait++;
     return 0;
 }
@@ -233,6 +238,62 @@ static struct ps_op *ps_wait_pop(struct ps_link *lk)
     lk->whead = (lk->whead + 1) % lk->wcap;
     lk->nwait--;
     return op;
+}
+
+/* --- the confirmations' timeout ------------------------------------------------------------ */
+
+/* When the first link whose server owes a confirmation times out: the pool's `timeout` after the
+ * oldest request waiting on it (0: nothing waits). A link's FIFO is in the order of its requests,
+ * so its head is its oldest. */
+static uint64_t ps_deadline(const struct pubsub *ps, uint64_t timeout)
+{
+    uint64_t first = 0;
+    for (uint32_t s = 0; s < ps->nlinks; s++) {
+        const struct ps_link *lk = &ps->links[s];
+        if (lk->d == NULL || lk->nwait == 0) continue;
+        uint64_t at = lk->waits[lk->whead].t_queued + timeout;
+        if (first == 0 || at < first) first = at;
+    }
+    return first;
+}
+
+static void ps_on_timeout(evutil_socket_t fd, short what, void *arg);
+
+/* (Re)arms ps's timer for ps_deadline, unless it is pending already (an earlier deadline: the
+ * requests come in order) or the pool has no `timeout`. */
+static void ps_arm_timer(struct pubsub *ps)
+{
+    const struct conn *c = ps->c;
+    if (c->pool->cp->timeout <= 0) return;
+    if (ps->tev == NULL && (ps->tev = evtimer_new(c->loop->base, ps_on_timeout, ps)) == NULL) {
+        log_warn("client %lu: out of memory for the subscription timer", (unsigned long)c->id);
+        return;
+    }
+    if (evtimer_pending(ps->tev, NULL)) return;
+    uint64_t deadline = ps_deadline(ps, (uint64_t)c->pool->cp->timeout * 1000u);
+    if (deadline == 0) return;
+    uint64_t now = nc_usec_now(), wait = deadline > now ? deadline - now : 0;
+    struct timeval tv = { .tv_sec = (time_t)(wait / 1000000u), .tv_usec = (suseconds_t)(wait % 1000000u) };
+    evtimer_add(ps->tev, &tv);
+}
+
+/* A server that has not confirmed within `timeout` is taken as failed, as one that leaves a request
+ * unanswered: its link's connection is closed as timed out (ps_link_lost then fails what waits on
+ * it and closes the client). */
+static void ps_on_timeout(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct pubsub *ps = arg;
+    const struct conn *c = ps->c;
+    if (c->pool->cp->timeout <= 0) return;
+    uint64_t timeout = (uint64_t)c->pool->cp->timeout * 1000u, now = nc_usec_now();
+    for (uint32_t s = 0; s < ps->nlinks; s++) {
+        struct ps_link *lk = &ps->links[s];
+        if (lk->d != NULL && lk->nwait > 0 && lk->waits[lk->whead].t_queued + timeout <= now)
+            server_conn_timed_out(lk->d);
+    }
+    ps_arm_timer(ps); /* (ps stays: a lost link closes its client later, from the flush queue) */
 }
 
 /* --- links ----------------------------------------------------------------------------------- */
@@ -263,6 +324,7 @@ static void ps_end(struct conn *c, bool client_gone)
     }
     free(ps->table);
     free(ps->links);
+    if (ps->tev != NULL) event_free(ps->tev);
     free(ps);
     c->psub = NULL;
 }
@@ -275,8 +337,10 @@ static void ps_maybe_end(struct conn *c)
     if (ps != NULL && ps->nnames == 0) ps_end(c, false);
 }
 
-/* dedicated_holder.lost: a subscribed connection failed: the client's subscriptions on that server
- * are gone, so the client is closed (it subscribes again when it reconnects). */
+/* dedicated_holder.lost: a subscribed connection failed (or its server did not confirm in time):
+ * the client's subscriptions on that server are gone. The requests waiting on it fail with its
+ * error (answered once their other servers confirmed), and the client is closed once its replies
+ * are written (it subscribes again when it reconnects). */
 static void ps_link_lost(struct dedicated_holder *h, struct conn *d, int err)
 {
     (void)d; /* lk->d */
@@ -284,10 +348,16 @@ static void ps_link_lost(struct dedicated_holder *h, struct conn *d, int err)
     struct conn *c = lk->ps->c;
     if (lk->d != NULL) lk->d->ops = &dedicated_conn_ops;
     lk->d = NULL;
+    if (err == 0) err = ECONNRESET;
     log_notice("client %lu: its subscriptions on server %s are lost (%s): closing the client",
-               (unsigned long)c->id, c->pool->servers[lk->server].cs->stats_name, strerror(err ? err : ECONNRESET));
-    c->err = err != 0 ? err : ECONNRESET;
-    c->kill = true; /* closed from the flush queue, outside the server connection's callback */
+               (unsigned long)c->id, c->pool->servers[lk->server].cs->stats_name, strerror(err));
+    while (lk->nwait > 0) {
+        struct ps_op *op = ps_wait_pop(lk);
+        if (op != NULL && op->err == 0) op->err = err;
+        ps_op_step(c->loop, op, false, true);
+    }
+    c->err = err;
+    c->closing = true; /* closed from the flush queue, outside the server connection's callback */
     conn_want_read(c, false);
     conn_flush_later(c);
 }
@@ -399,8 +469,8 @@ static uint32_t ps_batch_send(struct conn *c, struct ps_batch *b, uint8_t kind, 
             m->swallow = m->noreply = true; /* the confirmations come on their own (pubsub_on_msg) */
             rc = ps_wait_push(&ps->links[s], op, b->n[s]);
         }
-        if (rc == 0 && (rc = server_conn_enqueue(ps->links[s].d, m, s)) < 0) {
-            ps->links[s].nwait--; /* the wait just pushed: the last */
+        if (rc == 0 && (rc = server_conn_enqueue(ps->links[s].d, m, s)) < 0 && ps->links[s].d != NULL) {
+            ps->links[s].nwait--; /* the wait just pushed: the last (unless the link was lost) */
         }
         if (rc < 0) {
             if (m != NULL) msg_put(&c->loop->msgs, m);
@@ -489,6 +559,7 @@ static int ps_subscribe(struct conn *c, struct msg *req, uint8_t kind)
     }
     op->servers_left = nsent;
     if (nsent == 0) ps_op_finish(c->loop, op, false, false); /* cannot happen: each name has a server */
+    else ps_arm_timer(ps);
     return 0;
 }
 
@@ -555,6 +626,7 @@ static int ps_unsubscribe(struct conn *c, struct msg *req, uint8_t kind)
     if (ps->nnames > 0) { /* else the links are dropped: nothing to unsubscribe on them */
         int err;
         ps_batch_send(c, &b, kind, true, NULL, &err); /* a failure: the messages are dropped */
+        ps_arm_timer(ps);
     }
     ps_batch_free(&b);
     return ps_answer_buf(c, req, &reply);

@@ -16,7 +16,8 @@
  * - Subscribed in a variant that allows only the subscription commands (redis RESP2), the others
  *   get the protocol's refusal and PING its subscribed reply (proto_pubsub.subscribed_reply).
  * - With no subscription left (or at RESET, or when the client leaves), its dedicated connections
- *   are closed: nothing of them is left on a server. One of them failing closes the client (its
+ *   are closed: nothing of them is left on a server. One of them failing, or its server not
+ *   confirming within the pool's `timeout`, closes the client once its replies are written (its
  *   subscriptions there are gone; redis clients subscribe again when they reconnect).
  *
  * A client has its state (c->psub) only while it has subscriptions or one in progress; otherwise

@@ -137,6 +137,15 @@ static void server_fail(struct conn *c, int err, enum server_end how)
     }
 }
 
+void server_conn_timed_out(struct conn *c)
+{
+    if (c->nto_send + c->nsent == 0 && !c->connecting) { /* else server_fail logs and counts it */
+        server_log_failure(c, false, ETIMEDOUT, SERVER_END_TIMEOUT, 1);
+        server_count_failure(c);
+    }
+    server_fail(c, ETIMEDOUT, SERVER_END_TIMEOUT);
+}
+
 /* The protocol's set-up requests (redis: AUTH, SELECT) go first on every new connection; their
  * replies are swallowed. */
 static int server_queue_setup(struct conn *c)

@@ -18,8 +18,9 @@ from nctest import procfs, procs
 from nctest.cluster import matrix_id, start_cluster
 from nctest.codec import resp
 from nctest.conf import write_conf as replace_conf
-from nctest.conn import RawConn, redis_client
+from nctest.conn import RawConn, redis_client, redis_client_fields
 from nctest.manage import command as manage_command
+from nctest.manage import status as manage_status
 from nctest.wait import wait_for
 
 THREADED = True  # the TSan stage runs these too (conftest.py)
@@ -516,6 +517,44 @@ def test_lost_server_closes_the_subscriber(redis_server, write_conf, nutcrackers
     assert sub.get_message(timeout=5)["type"] == "subscribe"
     assert cluster.client().publish(survivor, "still") == 1
     assert messages(sub, 1)[0]["data"] == b"still"
+    sub.close()
+    assert cluster.stop() == 0
+
+
+def test_server_that_never_confirms_times_out(redis_server, write_conf, nutcrackers, stopped):
+    """A server that stops answering (SIGSTOP) leaves no subscriber hanging: a SUBSCRIBE it does not
+    confirm within the pool's `timeout` gets the timeout error (once the other server confirmed its
+    part), the client is then closed (its subscriptions there are gone), the server's stats count a
+    timed-out connection, and nothing of the client is left on the other server."""
+    cluster = start_cluster("redis", 2, 1, redis_server, write_conf, nutcrackers, name="pubsub-hung",
+                            timeout=400)
+    chans = [fresh(f"hung{i}") for i in range(20)]
+    on = {i: [ch for ch in chans if cluster.server_of(ch) == i] for i in (0, 1)}
+    assert on[0] and on[1]
+    pid = cluster.pid()
+    with RawConn(cluster.port) as conn:
+        assert conn.call("GET", "pubsub:none") is None  # the shared connections are open
+        base = procfs.fd_count(pid)
+        conn.send(resp("SUBSCRIBE", on[1][0]))
+        assert conn.read() == [b"subscribe", on[1][0].encode(), 1]
+        stopped(cluster.procs[0])
+        conn.send(resp("SUBSCRIBE", on[1][1], on[0][0]) + resp("PING"))
+        reply = conn.read(timeout=WAIT)
+        assert str(reply) == "ERR Connection timed out", reply
+        assert conn.read() == [b"pong", b""]  # read before: answered, then the client is closed
+        assert conn.is_closed(timeout=WAIT)
+        cluster.proxy.wait_log("are lost (Connection timed out)")
+        wait_for(lambda: procfs.fd_count(pid) == base - 1, WAIT, f"the proxy's fds back to {base - 1}")
+    wait_for(lambda: not [c for c in redis_client_fields(cluster.ports[1]) if int(c["sub"]) > 0], WAIT,
+             "no subscriber left on the other server")
+    doc = manage_status(cluster.proxy.manage_port)
+    assert doc["pubsub-hung"][f"127.0.0.1:{cluster.ports[0]}:1"]["server_timedout"] >= 1
+    stopped.resume()
+    sub = cluster.client().pubsub()  # the server is back: a new subscriber is served there
+    sub.subscribe(on[0][0])
+    assert sub.get_message(timeout=5)["type"] == "subscribe"
+    assert cluster.client().publish(on[0][0], "back") == 1
+    assert messages(sub, 1)[0]["data"] == b"back"
     sub.close()
     assert cluster.stop() == 0
 
