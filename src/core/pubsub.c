@@ -25,6 +25,8 @@
 
 #define PS_REPLY_MAX 512
 #define PS_BUCKETS_MIN 16u
+/* how often a pattern subscriber looks for an ejected server that came back (usec) */
+#define PS_REPAIR_USEC 1000000u
 
 /* One subscription of the client. */
 struct ps_name {
@@ -61,6 +63,8 @@ struct ps_link {
     struct ps_wait *waits;     /* a FIFO ring: nwait from whead */
     uint32_t whead, nwait, wcap;
     uint32_t server;
+    bool pat_missing;          /* a PSUBSCRIBE left this server out (ejected): its patterns are
+                                * subscribed there once it is back (ps_repair) */
 };
 
 struct pubsub {
@@ -70,7 +74,9 @@ struct pubsub {
     uint64_t count[PROTO_PS_KINDS];
     struct ps_link *links;     /* one per server of the client's pool */
     uint32_t nlinks;
-    struct event *tev;         /* the confirmations' timeout (the pool's `timeout`), NULL: none yet */
+    struct event *tev;         /* the confirmations' timeout and the patterns' repair, NULL: none yet */
+    uint64_t t_armed;          /* when tev fires, if it is pending (usec) */
+    uint32_t nmissing;         /* links with pat_missing */
 };
 
 /* --- the set ---------------------------------------------------------------------------- */
@@ -240,14 +246,15 @@ static struct ps_op *ps_wait_pop(struct ps_link *lk)
     return op;
 }
 
-/* --- the confirmations' timeout ------------------------------------------------------------ */
+/* --- the confirmations' timeout, the patterns' repair -------------------------------------- */
 
 /* When the first link whose server owes a confirmation times out: the pool's `timeout` after the
- * oldest request waiting on it (0: nothing waits). A link's FIFO is in the order of its requests,
- * so its head is its oldest. */
-static uint64_t ps_deadline(const struct pubsub *ps, uint64_t timeout)
+ * oldest request waiting on it (0: nothing waits, or no `timeout`). A link's FIFO is in the order
+ * of its requests, so its head is its oldest. */
+static uint64_t ps_deadline(const struct pubsub *ps)
 {
-    uint64_t first = 0;
+    if (ps->c->pool->cp->timeout <= 0) return 0;
+    uint64_t timeout = (uint64_t)ps->c->pool->cp->timeout * 1000u, first = 0;
     for (uint32_t s = 0; s < ps->nlinks; s++) {
         const struct ps_link *lk = &ps->links[s];
         if (lk->d == NULL || lk->nwait == 0) continue;
@@ -257,42 +264,48 @@ static uint64_t ps_deadline(const struct pubsub *ps, uint64_t timeout)
     return first;
 }
 
-static void ps_on_timeout(evutil_socket_t fd, short what, void *arg);
+static void ps_on_timer(evutil_socket_t fd, short what, void *arg);
 
-/* (Re)arms ps's timer for ps_deadline, unless it is pending already (an earlier deadline: the
- * requests come in order) or the pool has no `timeout`. */
+/* (Re)arms ps's timer: for ps_deadline, and within PS_REPAIR_USEC while a server misses the
+ * client's patterns. A pending timer that fires no later is kept. */
 static void ps_arm_timer(struct pubsub *ps)
 {
     const struct conn *c = ps->c;
-    if (c->pool->cp->timeout <= 0) return;
-    if (ps->tev == NULL && (ps->tev = evtimer_new(c->loop->base, ps_on_timeout, ps)) == NULL) {
+    uint64_t now = nc_usec_now(), at = ps_deadline(ps);
+    if (ps->nmissing > 0 && (at == 0 || now + PS_REPAIR_USEC < at)) at = now + PS_REPAIR_USEC;
+    if (at == 0) return;
+    if (ps->tev == NULL && (ps->tev = evtimer_new(c->loop->base, ps_on_timer, ps)) == NULL) {
         log_warn("client %lu: out of memory for the subscription timer", (unsigned long)c->id);
         return;
     }
-    if (evtimer_pending(ps->tev, NULL)) return;
-    uint64_t deadline = ps_deadline(ps, (uint64_t)c->pool->cp->timeout * 1000u);
-    if (deadline == 0) return;
-    uint64_t now = nc_usec_now(), wait = deadline > now ? deadline - now : 0;
+    if (evtimer_pending(ps->tev, NULL) && ps->t_armed <= at) return;
+    uint64_t wait = at > now ? at - now : 0;
     struct timeval tv = { .tv_sec = (time_t)(wait / 1000000u), .tv_usec = (suseconds_t)(wait % 1000000u) };
+    ps->t_armed = at;
     evtimer_add(ps->tev, &tv);
 }
 
+static void ps_repair(struct pubsub *ps);
+
 /* A server that has not confirmed within `timeout` is taken as failed, as one that leaves a request
  * unanswered: its link's connection is closed as timed out (ps_link_lost then fails what waits on
- * it and closes the client). */
-static void ps_on_timeout(evutil_socket_t fd, short what, void *arg)
+ * it and closes the client). Then the servers back from an ejection get the client's patterns. */
+static void ps_on_timer(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd;
     (void)what;
     struct pubsub *ps = arg;
-    const struct conn *c = ps->c;
-    if (c->pool->cp->timeout <= 0) return;
-    uint64_t timeout = (uint64_t)c->pool->cp->timeout * 1000u, now = nc_usec_now();
-    for (uint32_t s = 0; s < ps->nlinks; s++) {
-        struct ps_link *lk = &ps->links[s];
-        if (lk->d != NULL && lk->nwait > 0 && lk->waits[lk->whead].t_queued + timeout <= now)
-            server_conn_timed_out(lk->d);
+    struct conn *c = ps->c;
+    uint64_t now = nc_usec_now();
+    if (c->pool->cp->timeout > 0) {
+        uint64_t timeout = (uint64_t)c->pool->cp->timeout * 1000u;
+        for (uint32_t s = 0; s < ps->nlinks; s++) {
+            struct ps_link *lk = &ps->links[s];
+            if (lk->d != NULL && lk->nwait > 0 && lk->waits[lk->whead].t_queued + timeout <= now)
+                server_conn_timed_out(lk->d);
+        }
     }
+    if (ps->nmissing > 0 && !c->closing && !c->kill) ps_repair(ps);
     ps_arm_timer(ps); /* (ps stays: a lost link closes its client later, from the flush queue) */
 }
 
@@ -482,6 +495,44 @@ static uint32_t ps_batch_send(struct conn *c, struct ps_batch *b, uint8_t kind, 
     return sent;
 }
 
+/* The servers a PSUBSCRIBE left out (ejected) that are back get every pattern of the client, on
+ * its link there (nobody waits for those confirmations; a pattern subscribed twice on a
+ * connection is one subscription). A server whose link cannot be had now is tried again at the
+ * next tick. */
+static void ps_repair(struct pubsub *ps)
+{
+    struct conn *c = ps->c;
+    struct ps_batch b;
+    if (ps_batch_init(&b, ps->nlinks) < 0) {
+        ps_batch_free(&b);
+        return;
+    }
+    bool any = false;
+    for (uint32_t s = 0; s < ps->nlinks; s++) {
+        struct ps_link *lk = &ps->links[s];
+        if (!lk->pat_missing) continue;
+        if (ps->count[PROTO_PS_PATTERN] > 0) {
+            if (pool_server_ejected(c->pool->shared, s) || ps_link_take(c, ps, s) < 0) continue;
+            for (uint32_t i = 0; i < ps->nbuckets; i++)
+                for (const struct ps_name *e = ps->table[i]; e != NULL; e = e->next)
+                    if (e->kind == PROTO_PS_PATTERN) ps_batch_add(c, &b, s, e->bytes, e->len);
+            any = true;
+        }
+        lk->pat_missing = false;
+        ps->nmissing--;
+    }
+    int err = 0;
+    if (any) ps_batch_send(c, &b, PROTO_PS_PATTERN, false, NULL, &err);
+    for (uint32_t s = 0; err != 0 && s < ps->nlinks; s++) { /* tried again at the next tick */
+        if (b.n[s] == 0 || ps->links[s].pat_missing) continue;
+        ps->links[s].pat_missing = true;
+        ps->nmissing++;
+    }
+    if (any && err == 0) log_info("client %lu: its patterns subscribed on the servers back from an ejection",
+                                  (unsigned long)c->id);
+    ps_batch_free(&b);
+}
+
 /* The server a channel (shard channel) lives on, or DIST_NONE. */
 static uint32_t ps_route(struct conn *c, const struct msg_key *k)
 {
@@ -508,7 +559,11 @@ static int ps_subscribe(struct conn *c, struct msg *req, uint8_t kind)
         if (kind == PROTO_PS_PATTERN) {
             bool any = false;
             for (uint32_t s = 0; s < p->nservers && rc == 0; s++) {
-                if (pool_server_ejected(p->shared, s)) continue; /* as the fan-out commands */
+                if (pool_server_ejected(p->shared, s)) { /* as the fan-out commands; until it is back */
+                    if (!ps->links[s].pat_missing) ps->nmissing++;
+                    ps->links[s].pat_missing = true;
+                    continue;
+                }
                 if ((rc = ps_link_take(c, ps, s)) < 0) bad = s;
                 else ps_batch_add(c, &b, s, k->ptr, k->len);
                 any = true;

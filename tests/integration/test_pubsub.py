@@ -19,6 +19,7 @@ from nctest.cluster import matrix_id, start_cluster
 from nctest.codec import resp
 from nctest.conf import write_conf as replace_conf
 from nctest.conn import RawConn, redis_client, redis_client_fields
+from nctest.keys import spread_keys
 from nctest.manage import command as manage_command
 from nctest.manage import status as manage_status
 from nctest.wait import wait_for
@@ -556,6 +557,50 @@ def test_server_that_never_confirms_times_out(redis_server, write_conf, nutcrack
     assert cluster.client().publish(on[0][0], "back") == 1
     assert messages(sub, 1)[0]["data"] == b"back"
     sub.close()
+    assert cluster.stop() == 0
+
+
+def test_pattern_reaches_a_server_back_from_ejection(redis_server, write_conf, nutcrackers):
+    """A PSUBSCRIBE while a server is ejected (auto_eject_hosts) subscribes on the others; once the
+    server is back, the proxy subscribes the client's patterns there too, so a message published on
+    a channel of that server reaches the pattern subscriber, once."""
+    cluster = start_cluster("redis", 2, 1, redis_server, write_conf, nutcrackers, name="pubsub-eject",
+                            hash_tag="{}", auto_eject_hosts=True, server_failure_limit=1,
+                            server_retry_timeout=300, timeout=2000)
+    tag = fresh("ej")
+    chans = [f"{tag}:{{{k}}}" for k in spread_keys(tag, 40)]
+    home = {ch: cluster.server_of(ch) for ch in chans}
+    ch0 = next(ch for ch in chans if home[ch] == 0)
+    ch1 = next(ch for ch in chans if home[ch] == 1)
+    port0 = cluster.ports[0]
+    cluster.procs[0].kill()
+    cluster.procs[0].wait()
+    client = cluster.client()
+    with pytest.raises(Exception):
+        client.get(ch0)  # the failure that ejects it
+    wait_for(lambda: manage_status(cluster.proxy.manage_port)["pubsub-eject"]["server_ejects"] >= 1, WAIT,
+             "server 0 ejected")
+    sub = client.pubsub()
+    sub.psubscribe(f"{tag}:*")
+    assert sub.get_message(timeout=5)["type"] == "psubscribe"
+    redis_server(port=port0)  # back on its port: re-admitted by the proxy's probe
+    wait_for(lambda: cluster.server_of(ch0) == 0, WAIT, "server 0 re-admitted")
+    published = []
+    end = time.monotonic() + WAIT
+    while time.monotonic() < end and not published:
+        data = f"m{len(published)}-{time.monotonic()}"
+        if client.publish(ch0, data) == 1:  # the pattern is subscribed there now
+            published.append(data)
+        else:
+            time.sleep(0.05)
+    assert published, "the pattern never reached the server back from its ejection"
+    assert client.publish(ch1, "other") == 1
+    got = messages(sub, 2)
+    assert [(m["channel"], m["data"]) for m in got] == [(ch0.encode(), published[0].encode()),
+                                                          (ch1.encode(), b"other")]
+    assert nothing_more(sub)  # each once
+    sub.close()
+    client.close()
     assert cluster.stop() == 0
 
 
