@@ -168,8 +168,8 @@ static bool client_over_limit(struct conn *c)
     if (c->kill) return true;
     uint64_t held = c->held_bytes > c->held_max ? c->held_bytes - c->held_max : 0;
     if (held <= CLIENT_OUT_HARD_LIMIT) return false;
-    log_warn("client %lu: %lu bytes held for requests and replies it does not read (besides its "
-             "largest request): dropping the client", (unsigned long)c->id, (unsigned long)held);
+    log_warn("client %lu: %lu bytes held for requests, replies it does not read and subscriptions "
+             "(besides its largest request): dropping the client", (unsigned long)c->id, (unsigned long)held);
     c->kill = true;
     c->err = ENOBUFS;
     conn_want_read(c, false);
@@ -191,6 +191,12 @@ bool client_req_queued(struct conn *c, struct msg *req)
     c->held_bytes += cost;
     if (req->held > c->held_max) c->held_max = req->held;
     return client_over_limit(c);
+}
+
+bool client_hold(struct conn *c, int64_t delta)
+{
+    c->held_bytes = (uint64_t)((int64_t)c->held_bytes + delta);
+    return delta > 0 && client_over_limit(c);
 }
 
 void client_reply_ready(struct conn *c, struct msg *req)

@@ -27,6 +27,9 @@ void client_close(struct conn *c);
 /* req was just queued on c (reqs): charge the memory it holds to c (see client.c). A client over
  * its limit is dropped (closed from the loop's flush queue): returns true then. */
 bool client_req_queued(struct conn *c, struct msg *req);
+/* delta bytes c holds besides its requests and replies (a subscriber's set of names, core/pubsub.c)
+ * are counted in its limits; returns true when that drops it (as client_req_queued). */
+bool client_hold(struct conn *c, int64_t delta);
 /* req (of client c) has its reply: account for its bytes and schedule a write when it is the
  * head of the queue. A client over its limit is dropped (closed from the loop's flush queue). */
 void client_reply_ready(struct conn *c, struct msg *req);

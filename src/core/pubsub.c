@@ -136,6 +136,7 @@ static int ps_add(struct pubsub *ps, uint8_t kind, const uint8_t *p, size_t n, u
     *at = e;
     ps->nnames++;
     ps->count[kind]++;
+    client_hold(ps->c, (int64_t)(sizeof(*e) + n)); /* over its limit: closed from the flush queue */
     return 1;
 }
 
@@ -145,6 +146,7 @@ static void ps_unlink(struct pubsub *ps, struct ps_name **at)
     *at = e->next;
     ps->nnames--;
     ps->count[e->kind]--;
+    client_hold(ps->c, -(int64_t)(sizeof(*e) + e->len));
     free(e);
 }
 

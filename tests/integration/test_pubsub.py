@@ -18,7 +18,7 @@ from nctest import procfs, procs
 from nctest.cluster import matrix_id, start_cluster
 from nctest.codec import resp
 from nctest.conf import write_conf as replace_conf
-from nctest.conn import RawConn, redis_client, redis_client_fields
+from nctest.conn import Closed, RawConn, redis_client, redis_client_fields
 from nctest.keys import spread_keys
 from nctest.manage import command as manage_command
 from nctest.manage import status as manage_status
@@ -601,6 +601,32 @@ def test_pattern_reaches_a_server_back_from_ejection(redis_server, write_conf, n
     assert nothing_more(sub)  # each once
     sub.close()
     client.close()
+    assert cluster.stop() == 0
+
+
+def test_subscribed_names_count_in_the_memory_limit(redis_server, write_conf, nutcrackers):
+    """The names a client subscribes to are held by the proxy, so they count in the client's memory
+    limit (256 MB, as replies it does not read): a client that subscribes to names past it is
+    dropped, though it reads every confirmation, and another subscriber goes on."""
+    cluster = start_cluster("redis", 1, 1, redis_server, write_conf, nutcrackers, name="pubsub-names")
+    other = cluster.client().pubsub()
+    other.subscribe("names:other")
+    assert other.get_message(timeout=5)["type"] == "subscribe"
+    big = "x" * 15000  # a name is a key: it fits in a buffer (-m, 16 KiB by default)
+    subscribed = 0
+    with RawConn(cluster.port, timeout=30) as conn:
+        with pytest.raises(Closed):
+            for i in range(200):  # 20,000 names of 15 kB: 300 MB
+                names = [f"{i}:{j}:{big}" for j in range(100)]
+                conn.send(resp("SUBSCRIBE", *names))
+                for _ in names:
+                    conn.reply()
+                    subscribed += 1
+    assert 15000 <= subscribed < 20000, subscribed  # 256 MB: some 17,800 names
+    cluster.proxy.wait_log("dropping the client")
+    assert cluster.client().publish("names:other", "still") == 1
+    assert messages(other, 1)[0]["data"] == b"still"
+    other.close()
     assert cluster.stop() == 0
 
 
