@@ -2,7 +2,8 @@
  * stats_thread.c - the stats thread (see stats_thread.h): owns the manage port (manage/manage_conn)
  * and the snapshots (manage/manage_cmd); stopped through an inbox like a worker.
  *
- * Threads: start/stop on the master; the event loop and everything it reaches on the stats thread.
+ * Threads: start/stop/reload/reload_password on the master (which reads the -K file there); the
+ * event loop and everything it reaches on the stats thread.
  */
 #include "config.h"
 #include "thread/stats_thread.h"
@@ -155,6 +156,11 @@ static void stats_thread_free(struct stats_thread *st)
     free(st);
 }
 
+static void stats_thread_warn_loose(const struct stats_thread *st, bool loose)
+{
+    if (loose) log_warn("the manage password file '%s' can be read by other users (chmod 600 it)", st->auth_file);
+}
+
 /* The trusted networks and the password of the manage port. Returns 0 or -errno (logged). */
 static int stats_thread_auth(struct stats_thread *st, const struct nc_options *opts)
 {
@@ -173,7 +179,7 @@ static int stats_thread_auth(struct stats_thread *st, const struct nc_options *o
         log_error("option -K/--manage-auth-file: %s", err);
         return rc;
     }
-    if (loose) log_warn("the manage password file '%s' can be read by other users (chmod 600 it)", st->auth_file);
+    stats_thread_warn_loose(st, loose);
     return 0;
 }
 
@@ -277,8 +283,7 @@ void stats_thread_reload_password(struct stats_thread *st)
     bool loose = false;
     struct manage_password *pw = calloc(1, sizeof(*pw));
     if (pw != NULL && manage_password_read(pw, st->auth_file, &loose, err, sizeof(err)) == 0) {
-        if (loose)
-            log_warn("the manage password file '%s' can be read by other users (chmod 600 it)", st->auth_file);
+        stats_thread_warn_loose(st, loose);
         struct inbox_item it = { .type = INBOX_PASSWORD, .fd = -1, .password = pw };
         if (inbox_push(&st->inbox, &it) == 0) return; /* the stats thread wipes and frees it */
         snprintf(err, sizeof(err), "'%s': out of memory", st->auth_file);
