@@ -100,8 +100,12 @@ void client_close(struct conn *c)
     struct pool_rt *p = c->pool;
     stats_ctr_add(&l->stats->curr_connections, -1);
     STATS_POOL_ADD(p->st, client_connections, -1);
-    if (c->err != 0) STATS_POOL_ADD(p->st, client_err, 1);
-    else if (c->eof) STATS_POOL_ADD(p->st, client_eof, 1);
+    /* twemproxy's split: a client that ended the connection itself, by closing its side or by
+     * QUIT, is client_eof, even when the write of its last replies then fails (it reset the
+     * connection after QUIT); any other error is client_err (a reset without QUIT among them:
+     * Jedis closes so, see notes/client-close-stats.md) */
+    if (c->eof || c->quit) STATS_POOL_ADD(p->st, client_eof, 1);
+    else if (c->err != 0) STATS_POOL_ADD(p->st, client_err, 1);
     atomic_fetch_sub(pool_nclients(p->shared), 1);
     p->proto->session_free(&c->sess);
     conn_destroy(c);

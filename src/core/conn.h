@@ -113,6 +113,7 @@ struct conn {
     bool connected;
     bool closing;                  /* client: close once the replies before `quit` are written */
     bool eof;                      /* the peer closed its side */
+    bool quit;                     /* client: it sent QUIT (the protocol's close, counted as eof) */
     uint8_t variant;               /* server conns: the protocol variant it was set up for, the
                                     * one of the clients whose requests it carries (proto.h) */
 };

@@ -302,7 +302,7 @@ static int request_local(struct conn *c, struct msg *req)
         req->peer = rsp;
         rsp->peer = req;
     }
-    if (rc == PROTO_ANSWERED_CLOSE) c->closing = true;
+    if (rc == PROTO_ANSWERED_CLOSE) c->closing = c->quit = true;
     request_done(l, req);
     return rc == PROTO_ANSWERED_CLOSE ? 1 : 0;
 }

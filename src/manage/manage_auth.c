@@ -2,7 +2,7 @@
  * manage_auth.c - trusted networks and the manage password (see manage_auth.h).
  *
  * Threads: parsing and loading on the master before the stats thread starts; the checks on the
- * stats thread (read-only).
+ * stats thread; a reload's password file is read on the master (into its own manage_password).
  */
 #include "config.h"
 #include "manage/manage_auth.h"
@@ -82,11 +82,10 @@ int manage_auth_set_trust(struct manage_auth *a, const char *text, char *err, si
     }
 }
 
-int manage_auth_load_password(struct manage_auth *a, const char *path, bool *loose, char *err, size_t errlen)
+int manage_password_read(struct manage_password *pw, const char *path, bool *loose, char *err, size_t errlen)
 {
     if (errlen > 0) err[0] = '\0';
     *loose = false;
-    a->password_len = 0;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
         int e = errno;
@@ -97,37 +96,45 @@ int manage_auth_load_password(struct manage_auth *a, const char *path, bool *loo
     if (fstat(fd, &st) == 0 && (st.st_mode & (S_IRWXG | S_IRWXO)) != 0) *loose = true;
     char buf[MANAGE_PASSWORD_MAX + 2];
     size_t n = 0;
+    int rc = 0;
     while (n < sizeof(buf)) {
         ssize_t r = read(fd, buf + n, sizeof(buf) - n);
         if (r < 0 && errno == EINTR) continue;
         if (r < 0) {
-            int e = errno;
-            close(fd);
-            snprintf(err, errlen, "cannot read '%s': %s", path, strerror(e));
-            return -e;
+            rc = -errno;
+            snprintf(err, errlen, "cannot read '%s': %s", path, strerror(-rc));
+            break;
         }
         if (r == 0) break;
         n += (size_t)r;
     }
     close(fd);
     size_t len = 0;
-    while (len < n && buf[len] != '\n' && buf[len] != '\r') len++;
-    if (len == 0 || len > MANAGE_PASSWORD_MAX) {
+    while (rc == 0 && len < n && buf[len] != '\n' && buf[len] != '\r') len++;
+    if (rc == 0 && (len == 0 || len > MANAGE_PASSWORD_MAX)) {
         snprintf(err, errlen, "'%s': the password (its first line) must be 1..%d bytes", path,
                  MANAGE_PASSWORD_MAX);
-        return -EINVAL;
+        rc = -EINVAL;
     }
-    for (size_t i = 0; i < len; i++) {
+    for (size_t i = 0; rc == 0 && i < len; i++) {
         unsigned char c = (unsigned char)buf[i];
         if (c <= ' ' || c == 0x7f) {
             snprintf(err, errlen, "'%s': the password has a blank or a control character", path);
-            return -EINVAL;
+            rc = -EINVAL;
         }
     }
-    memcpy(a->password, buf, len);
-    a->password[len] = '\0';
-    a->password_len = len;
-    return 0;
+    if (rc == 0) {
+        memcpy(pw->text, buf, len);
+        pw->text[len] = '\0';
+        pw->len = len;
+    }
+    explicit_bzero(buf, sizeof(buf));
+    return rc;
+}
+
+void manage_password_wipe(struct manage_password *pw)
+{
+    explicit_bzero(pw, sizeof(*pw));
 }
 
 static bool manage_net_has(const struct manage_net *n, sa_family_t family, const uint8_t *addr)
@@ -169,11 +176,12 @@ bool manage_auth_trusted(const struct manage_auth *a, const struct sockaddr *sa,
 
 bool manage_auth_check(const struct manage_auth *a, const char *pw, size_t len)
 {
-    if (a->password_len == 0) return false;
-    unsigned diff = len != a->password_len;
-    for (size_t i = 0; i < a->password_len; i++) {
+    const struct manage_password *want = &a->pw;
+    if (want->len == 0) return false;
+    unsigned diff = len != want->len;
+    for (size_t i = 0; i < want->len; i++) {
         unsigned char c = i < len ? (unsigned char)pw[i] : 0;
-        diff |= (unsigned)(c ^ (unsigned char)a->password[i]);
+        diff |= (unsigned)(c ^ (unsigned char)want->text[i]);
     }
     return diff == 0;
 }

@@ -50,6 +50,7 @@ int manage_ctx_init(struct manage_ctx *ctx, const struct stats_source *src)
         return -ENOMEM;
     }
     for (size_t i = 0; i < src->nblocks; i++) ctx->logs[i] = &src->blocks[i]->slowlog;
+    nc_ratelimit_init(&ctx->auth_fail_log, 0, 1);
     manage_ctx_refresh(ctx);
     return 0;
 }
@@ -257,11 +258,15 @@ static enum manage_rc manage_auth_cmd(struct manage_ctx *ctx, const struct manag
 {
     (void)nargs;
     struct manage_session *sess = ctx->session;
-    if (ctx->auth == NULL || ctx->auth->password_len == 0)
+    if (ctx->auth == NULL || ctx->auth->pw.len == 0)
         return manage_error(out, "no manage password is set (--manage-auth-file)");
     if (!manage_auth_check(ctx->auth, args[0].p, args[0].len)) {
         sess->authed = false;
-        log_warn("manage port: a wrong password from %s", sess->peer != NULL ? sess->peer : "?");
+        uint64_t sup;
+        /* a client trying passwords in a loop: one line per -L interval, counting the others */
+        if (nc_ratelimit_allow(&ctx->auth_fail_log, nc_usec_now(), &sup))
+            log_warn("manage port: a wrong password from %s%s", sess->peer != NULL ? sess->peer : "?",
+                     NC_RATELIMIT_NOTE(sup));
         return manage_error(out, "invalid password");
     }
     sess->authed = true;
@@ -275,7 +280,7 @@ static enum manage_rc manage_refuse(struct manage_ctx *ctx, const struct manage_
     const char *trust = ctx->auth != NULL ? ctx->auth->trust_text : "none";
     textbuf_addf(out, "ERR: '%s%s%s' is refused: it needs a trusted client (a unix socket, or an address in "
                         "--manage-trust: %s)", c->name, c->sub != NULL ? " " : "", c->sub != NULL ? c->sub : "", trust);
-    if (ctx->auth != NULL && ctx->auth->password_len > 0) textbuf_adds(out, " or 'auth <password>' first\r\n");
+    if (ctx->auth != NULL && ctx->auth->pw.len > 0) textbuf_adds(out, " or 'auth <password>' first\r\n");
     else textbuf_adds(out, ", and no manage password is set (--manage-auth-file)\r\n");
     return MANAGE_ERROR;
 }

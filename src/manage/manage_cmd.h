@@ -27,6 +27,7 @@
 
 #include <stddef.h>
 
+#include "common/ratelimit.h"
 #include "manage/manage_auth.h"
 #include "manage/text_escape.h"
 #include "manage/stats_snapshot.h"
@@ -51,6 +52,7 @@ struct manage_ctx {
     void (*reload)(void *arg, struct textbuf *out);
     void *reload_arg;
     const struct manage_auth *auth;  /* trusted networks and password (NULL: none set) */
+    struct nc_ratelimit auth_fail_log; /* the wrong-password lines (one per -L interval) */
     struct manage_session *session;  /* the session of the command running (manage_exec) */
 };
 

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "core/runtime.h"
+#include "manage/manage_auth.h"
 #include "thread/reload_req.h"
 
 int inbox_init(struct inbox *ib)
@@ -34,6 +35,10 @@ static void inbox_discard(void *arg, const struct inbox_item *it)
     if (it->type == INBOX_NEW_CLIENT && it->fd >= 0) close(it->fd);
     if (it->type == INBOX_RELOAD) runtime_put(it->rt);
     if (it->type == INBOX_RELOAD_REQ) reload_req_put(it->req); /* its asker gave up */
+    if (it->type == INBOX_PASSWORD) {
+        manage_password_wipe(it->password);
+        free(it->password);
+    }
 }
 
 void inbox_deinit(struct inbox *ib)

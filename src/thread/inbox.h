@@ -17,12 +17,15 @@
 
 struct runtime;
 struct reload_req;
+struct manage_password;
 
 enum inbox_type {
     INBOX_NEW_CLIENT,   /* fd: an accepted client socket (the worker takes it over); pool: its pool
                          * in the generation numbered generation */
     INBOX_RELOAD,       /* rt: a new config generation (the taker gets the reference) */
     INBOX_RELOAD_REQ,   /* to the master: req asks for a reload and waits for its answer */
+    INBOX_PASSWORD,     /* to the stats thread: password, the manage password a reload read (the
+                         * taker wipes and frees it) */
     INBOX_DRAIN,        /* the process stops: serve what clients already sent, then close them */
     INBOX_STOP,         /* leave the event loop */
 };
@@ -35,6 +38,7 @@ struct inbox_item {
     uint64_t generation;
     struct runtime *rt;
     struct reload_req *req;
+    struct manage_password *password;
 };
 
 struct inbox {
@@ -44,8 +48,8 @@ struct inbox {
 };
 
 int inbox_init(struct inbox *ib);
-/* Closes fds of undelivered NEW_CLIENT items and drops the references RELOAD and RELOAD_REQ
- * items hold. */
+/* Closes fds of undelivered NEW_CLIENT items, drops the references RELOAD and RELOAD_REQ items
+ * hold and wipes and frees a PASSWORD item's password. */
 void inbox_deinit(struct inbox *ib);
 /* Queues a copy of item and wakes the worker. Returns 0 or -errno. */
 int inbox_push(struct inbox *ib, const struct inbox_item *item);

@@ -448,6 +448,7 @@ static int master_reload(struct master *m, char *answer, size_t cap)
     struct reload_errors errs = { .len = 0 };
     log_notice("reloading the configuration from '%s'", path);
     notify_reloading();
+    stats_thread_reload_password(m->stats); /* the -K file too, whatever becomes of the config */
     struct conf *conf = conf_load(path, master_reload_error, &errs);
     struct runtime *rt = NULL;
     if (conf == NULL) goto fail;

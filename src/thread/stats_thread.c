@@ -2,7 +2,8 @@
  * stats_thread.c - the stats thread (see stats_thread.h): owns the manage port (manage/manage_conn)
  * and the snapshots (manage/manage_cmd); stopped through an inbox like a worker.
  *
- * Threads: start/stop on the master; the event loop and everything it reaches on the stats thread.
+ * Threads: start/stop/reload/reload_password on the master (which reads the -K file there); the
+ * event loop and everything it reaches on the stats thread.
  */
 #include "config.h"
 #include "thread/stats_thread.h"
@@ -42,6 +43,7 @@ struct stats_thread {
     struct manage_ctx ctx;
     bool ctx_ok;
     struct manage_auth auth;
+    const char *auth_file;   /* -K (the options outlive the thread), or NULL; read-only */
     const char *unix_path;   /* -a was a unix socket path: unlinked at the end if still ours */
     dev_t unix_dev;
     ino_t unix_ino;
@@ -67,11 +69,24 @@ static void stats_thread_switch(struct stats_thread *st, struct runtime *rt)
     runtime_put(old);
 }
 
+/* A reload's password (read by the master): new `auth` commands check against it; sessions
+ * already authenticated stay so. */
+static void stats_thread_take_password(struct stats_thread *st, struct manage_password *pw)
+{
+    bool same = pw->len == st->auth.pw.len && memcmp(pw->text, st->auth.pw.text, pw->len) == 0;
+    st->auth.pw = *pw;
+    manage_password_wipe(pw);
+    free(pw);
+    log_notice("manage port: the password of '%s' is in force for new 'auth' commands (%s)",
+               st->auth_file, same ? "unchanged" : "changed");
+}
+
 static void stats_thread_inbox_item(void *arg, const struct inbox_item *it)
 {
     struct stats_thread *st = arg;
     if (it->type == INBOX_STOP) event_base_loopbreak(st->base);
     else if (it->type == INBOX_RELOAD) stats_thread_switch(st, it->rt);
+    else if (it->type == INBOX_PASSWORD) stats_thread_take_password(st, it->password);
     else if (it->fd >= 0) close(it->fd);
 }
 
@@ -141,6 +156,11 @@ static void stats_thread_free(struct stats_thread *st)
     free(st);
 }
 
+static void stats_thread_warn_loose(const struct stats_thread *st, bool loose)
+{
+    if (loose) log_warn("the manage password file '%s' can be read by other users (chmod 600 it)", st->auth_file);
+}
+
 /* The trusted networks and the password of the manage port. Returns 0 or -errno (logged). */
 static int stats_thread_auth(struct stats_thread *st, const struct nc_options *opts)
 {
@@ -151,16 +171,15 @@ static int stats_thread_auth(struct stats_thread *st, const struct nc_options *o
         log_error("option -N/--manage-trust: %s", err);
         return rc;
     }
-    if (opts->manage_auth_file == NULL) return 0;
+    st->auth_file = opts->manage_auth_file;
+    if (st->auth_file == NULL) return 0;
     bool loose = false;
-    rc = manage_auth_load_password(&st->auth, opts->manage_auth_file, &loose, err, sizeof(err));
+    rc = manage_password_read(&st->auth.pw, st->auth_file, &loose, err, sizeof(err));
     if (rc < 0) {
         log_error("option -K/--manage-auth-file: %s", err);
         return rc;
     }
-    if (loose)
-        log_warn("the manage password file '%s' can be read by other users (chmod 600 it)",
-                 opts->manage_auth_file);
+    stats_thread_warn_loose(st, loose);
     return 0;
 }
 
@@ -254,6 +273,24 @@ void stats_thread_reload(struct stats_thread *st, struct runtime *rt)
         log_error("the manage port cannot switch to config generation %lu: out of memory",
                   (unsigned long)rt->generation);
     }
+}
+
+void stats_thread_reload_password(struct stats_thread *st)
+{
+    if (st == NULL || st->auth_file == NULL) return;
+    char err[512];
+    snprintf(err, sizeof(err), "'%s': out of memory", st->auth_file);
+    bool loose = false;
+    struct manage_password *pw = calloc(1, sizeof(*pw));
+    if (pw != NULL && manage_password_read(pw, st->auth_file, &loose, err, sizeof(err)) == 0) {
+        stats_thread_warn_loose(st, loose);
+        struct inbox_item it = { .type = INBOX_PASSWORD, .fd = -1, .password = pw };
+        if (inbox_push(&st->inbox, &it) == 0) return; /* the stats thread wipes and frees it */
+        snprintf(err, sizeof(err), "'%s': out of memory", st->auth_file);
+    }
+    if (pw != NULL) manage_password_wipe(pw);
+    free(pw);
+    log_warn("reload: the manage password was not re-read: %s; the password in force is kept", err);
 }
 
 void stats_thread_stop(struct stats_thread *st)

@@ -4,7 +4,7 @@
  * slowlog rings and the shared runtime; it never writes anything a worker reads, so a worker never
  * waits for it.
  *
- * Threads: stats_thread_start/reload/stop are called by the master (start after the workers
+ * Threads: stats_thread_start/reload/reload_password/stop are called by the master (start after the workers
  * started, stop before they stop); everything else runs on the stats thread.
  */
 #ifndef NC_STATS_THREAD_H
@@ -31,6 +31,11 @@ struct stats_thread *stats_thread_start(const struct nc_options *opts, struct ru
                                         struct inbox *master_inbox, const atomic_bool *stopping);
 /* Master: the stats thread renders rt from now on (it takes its own reference). */
 void stats_thread_reload(struct stats_thread *st, struct runtime *rt);
+/* Master, at every reload (whether the config reloads or not): reads the -K file again and hands
+ * its password to the stats thread, for new `auth` commands; a file now missing, unreadable or
+ * invalid keeps the password in force, with a warning naming the file (never the password).
+ * Nothing without -K. */
+void stats_thread_reload_password(struct stats_thread *st);
 /* Stops and joins the thread, closes the port and frees everything (NULL: nothing to do). */
 void stats_thread_stop(struct stats_thread *st);
 

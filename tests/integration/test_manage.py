@@ -302,6 +302,86 @@ def test_restricted_commands_run_after_auth(proxy3, tmp_path):
     _open_commands_answer(proxy)
 
 
+def _auth_answers(port, password):
+    """What `auth <password>` gets on a new connection."""
+    return manage.command(port, f"auth {password}")
+
+
+def test_a_reload_reads_the_password_file_again(proxy3, tmp_path):
+    """-K is read again at every reload (the manage port's `reload` and SIGHUP): a new password
+    replaces the old one for new `auth` commands, a session already in stays in; a file that is
+    now invalid or missing keeps the password in force, with a warning naming the file. The
+    password itself is never logged."""
+    pw = tmp_path / "manage.pw"
+    pw.write_text("old-Pa55\n")
+    pw.chmod(0o600)
+    proxy, _ = proxy3("-N", "none", "-K", str(pw))
+    with Conn(proxy.manage_port, nodelay=False) as early:
+        early.send(b"auth old-Pa55\r\n")
+        assert early.line() == b"OK\r\n"
+        pw.write_text("new-Pa55\n")
+        assert manage.command(proxy.manage_port, "auth old-Pa55", "reload") == "OK\r\nOK generation 2\r\n"
+        assert _auth_answers(proxy.manage_port, "old-Pa55") == "ERR: invalid password\r\n"
+        assert _auth_answers(proxy.manage_port, "new-Pa55") == "OK\r\n"
+        early.send(b"slowlog reset\r\n")  # authenticated before the rotation: still in
+        assert early.line() == b"OK\r\n"
+    proxy.wait_log(f"manage port: the password of '{pw}' is in force for new 'auth' commands (changed)")
+
+    # invalid now (SIGHUP): the new password stays
+    pw.write_text("two words\n")
+    proxy.signal_and_wait(signal.SIGHUP, f"reload: the manage password was not re-read: '{pw}': "
+                          "the password has a blank or a control character; the password in force is kept")
+    assert _auth_answers(proxy.manage_port, "new-Pa55") == "OK\r\n"
+    assert _auth_answers(proxy.manage_port, "two") == "ERR: invalid password\r\n"
+
+    # missing now (`reload`): the same
+    pw.unlink()
+    mark = proxy.log_mark()
+    assert manage.command(proxy.manage_port, "auth new-Pa55", "reload") == "OK\r\nOK generation 4\r\n"
+    proxy.wait_log(f"reload: the manage password was not re-read: cannot open '{pw}': No such file",
+                   start=mark)
+    assert _auth_answers(proxy.manage_port, "new-Pa55") == "OK\r\n"
+
+    # back, the same password again
+    pw.write_text("new-Pa55\n")
+    pw.chmod(0o600)
+    proxy.signal_and_wait(signal.SIGHUP, "is in force for new 'auth' commands (unchanged)")
+    log = proxy.log()
+    assert "Pa55" not in log and "two words" not in log
+    _still_serves(proxy)
+
+
+WRONG = 50
+
+
+def test_wrong_passwords_are_logged_at_most_once_an_interval(proxy3, tmp_path):
+    """A client trying passwords in a loop: one log line per -L interval, the first of a later
+    interval saying how many were left out; every attempt is accounted for."""
+    pw = tmp_path / "manage.pw"
+    pw.write_text("s3cret\n")
+    pw.chmod(0o600)
+    interval_ms = 1000
+    proxy, _ = proxy3("-N", "none", "-K", str(pw), "-L", str(interval_ms))
+    def logged():
+        """(lines, the others they say were left out)"""
+        notes = re.findall(r"manage port: a wrong password from 127\.0\.0\.1:\d+(?: \((\d+) more suppressed\))?$",
+                           proxy.log(), re.M)
+        return len(notes), sum(int(n) for n in notes if n)
+
+    started = time.monotonic()
+    for i in range(0, WRONG, 10):  # 10 a connection: 16 errors close one
+        assert manage.command(proxy.manage_port, *[f"auth guess{j}" for j in range(i, i + 10)]) == \
+            "ERR: invalid password\r\n" * 10
+    elapsed = time.monotonic() - started
+    lines, _ = logged()
+    assert 1 <= lines <= 2 + int(elapsed * 1000 / interval_ms), proxy.log()
+    time.sleep(interval_ms / 1000 * 1.5)  # a new interval: its first line counts the others
+    assert _auth_answers(proxy.manage_port, "once-more") == "ERR: invalid password\r\n"
+    wait.wait_for(lambda: sum(logged()) == WRONG + 1, 10, "a line for every attempt, or a count")
+    assert logged()[1] > 0
+    assert "guess" not in proxy.log() and "once-more" not in proxy.log()
+
+
 @pytest.mark.parametrize("flags, error", [
     (["-N", "localhost"], "option -N/--manage-trust: 'localhost' is not an IPv4 or IPv6 address"),
     (["-N", "10.0.0.0/33"], "option -N/--manage-trust: '10.0.0.0/33': the prefix length must be 0..32"),

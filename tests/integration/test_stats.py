@@ -4,6 +4,8 @@ back to 0, fragments, latency histograms (`status latency`), `status workers`, t
 (as monitoring agents written for twemproxy read it), Prometheus output agreeing with the JSON, -D
 agreeing with the JSON, and -i."""
 import json
+import socket
+import struct
 import threading
 
 import pytest
@@ -192,6 +194,46 @@ def test_gauges_follow_clients(cluster):
                                and d["curr_connections"] == 0, what="gauges back to 0")
     assert doc["total_connections"] == 8
     assert doc["alpha"]["client_eof"] == 8
+
+
+def _reset(conn):
+    """Closes with a reset (SO_LINGER 0), as Jedis closes every connection."""
+    conn.sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    conn.close()
+
+
+def test_client_eof_and_client_err(cluster):
+    """twemproxy's split of a client's end (notes/client-close-stats.md): it ended the connection
+    itself (closed its side, or QUIT, even when it resets right after the QUIT) is client_eof;
+    anything else is client_err, a reset without QUIT among them: Jedis's close, counted so by
+    twemproxy too."""
+    c = cluster()
+    with Conn(c["alpha"]) as a:  # QUIT, then a clean close
+        a.send(b"PING\r\nQUIT\r\n")
+        assert a.read_until_closed() == b"+PONG\r\n+OK\r\n"
+    a = Conn(c["alpha"])  # QUIT and a reset at once, the +OK never read
+    assert a.call("PING") == "PONG"
+    a.send(b"QUIT\r\n")
+    _reset(a)
+    with Conn(c["alpha"]) as a:  # a clean close without QUIT
+        assert a.call("PING") == "PONG"
+    with Conn(c["beta"]) as b:  # memcached's quit
+        b.send(b"version\r\nquit\r\n")
+        assert b.read_until_closed().startswith(b"VERSION ")
+    doc = manage.wait_status(c["manage"], lambda d: d["curr_connections"] == 0 and
+                             d["alpha"]["client_eof"] + d["alpha"]["client_err"] == 3 and
+                             d["beta"]["client_eof"] + d["beta"]["client_err"] == 1,
+                             what="every close counted")
+    assert (doc["alpha"]["client_eof"], doc["alpha"]["client_err"]) == (3, 0)
+    assert (doc["beta"]["client_eof"], doc["beta"]["client_err"]) == (1, 0)
+
+    a = Conn(c["alpha"])  # Jedis: a reset with no QUIT before it
+    assert a.call("PING") == "PONG"
+    _reset(a)
+    doc = manage.wait_status(c["manage"], lambda d: d["curr_connections"] == 0 and
+                             d["alpha"]["client_eof"] + d["alpha"]["client_err"] == 4,
+                             what="the reset counted")
+    assert (doc["alpha"]["client_eof"], doc["alpha"]["client_err"]) == (3, 1)
 
 
 def test_fragments_count_multi_key_splits(cluster):

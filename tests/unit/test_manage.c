@@ -355,8 +355,8 @@ static void test_restricted(void **state)
                            "(--manage-auth-file)\r\n");
     free(r);
     expect(m, "auth secret", MANAGE_ERROR, "ERR: no manage password is set (--manage-auth-file)\r\n");
-    memcpy(auth.password, "secret", 7);
-    auth.password_len = 6;
+    memcpy(auth.pw.text, "secret", 7);
+    auth.pw.len = 6;
     r = run(m, "reload", MANAGE_ERROR);
     assert_non_null(strstr(r, "ERR: 'reload' is refused: "));
     assert_non_null(strstr(r, " or 'auth <password>' first\r\n"));
@@ -458,25 +458,32 @@ static void test_password_file(void **state)
     close(fd);
     bool loose = true;
     write_file(path, "s3cr3t\r\nignored\n", 16);
-    assert_int_equal(manage_auth_load_password(&a, path, &loose, err, sizeof(err)), 0);
+    assert_int_equal(manage_password_read(&a.pw, path, &loose, err, sizeof(err)), 0);
     assert_false(loose); /* mkstemp makes it 0600 */
     assert_true(manage_auth_check(&a, "s3cr3t", 6));
     assert_false(manage_auth_check(&a, "s3cr3", 5));
     assert_false(manage_auth_check(&a, "s3cr3tt", 7));
     write_file(path, "nonl", 4);
-    assert_int_equal(manage_auth_load_password(&a, path, &loose, err, sizeof(err)), 0);
+    assert_int_equal(manage_password_read(&a.pw, path, &loose, err, sizeof(err)), 0);
     assert_true(manage_auth_check(&a, "nonl", 4));
     chmod(path, 0644);
-    assert_int_equal(manage_auth_load_password(&a, path, &loose, err, sizeof(err)), 0);
+    assert_int_equal(manage_password_read(&a.pw, path, &loose, err, sizeof(err)), 0);
     assert_true(loose);
+    /* an invalid or missing file keeps the password read before (a reload's rule) */
     write_file(path, "\nx\n", 3);
-    assert_int_equal(manage_auth_load_password(&a, path, &loose, err, sizeof(err)), -EINVAL);
+    assert_int_equal(manage_password_read(&a.pw, path, &loose, err, sizeof(err)), -EINVAL);
     assert_false(manage_auth_check(&a, "", 0));
+    assert_true(manage_auth_check(&a, "nonl", 4));
     write_file(path, "two words\n", 10);
-    assert_int_equal(manage_auth_load_password(&a, path, &loose, err, sizeof(err)), -EINVAL);
+    assert_int_equal(manage_password_read(&a.pw, path, &loose, err, sizeof(err)), -EINVAL);
+    assert_null(strstr(err, "two"));
+    assert_true(manage_auth_check(&a, "nonl", 4));
     unlink(path);
-    assert_int_equal(manage_auth_load_password(&a, path, &loose, err, sizeof(err)), -ENOENT);
+    assert_int_equal(manage_password_read(&a.pw, path, &loose, err, sizeof(err)), -ENOENT);
     assert_non_null(strstr(err, path));
+    assert_true(manage_auth_check(&a, "nonl", 4));
+    manage_password_wipe(&a.pw);
+    assert_false(manage_auth_check(&a, "nonl", 4));
 }
 
 int main(void)
