@@ -335,6 +335,19 @@ static void client_on_readable(struct conn *c)
     }
 }
 
+/* conn_ops.on_hangup: the client closed while its reading is paused (conn_watch_hangup, on while
+ * it is blocked): gone while blocked, it is closed at once, as at an EOF read (client_on_readable);
+ * no longer blocked, its EOF is read once its reading resumes. */
+static void client_on_hangup(struct conn *c)
+{
+    if (c->txn != NULL && txn_blocked(c)) {
+        c->eof = true;
+        client_close(c);
+        return;
+    }
+    conn_watch_hangup(c, false);
+}
+
 /* conn_ops.on_writable: the socket has room for the replies again. */
 static bool client_on_writable(struct conn *c)
 {
@@ -364,6 +377,7 @@ const struct conn_ops client_conn_ops = {
     .flush = client_flush_queued,
     .msg_begin = client_msg_begin,
     .parse = client_parse,
+    .on_hangup = client_on_hangup,
     .msg_max = CLIENT_REQUEST_MAX,
 };
 
@@ -389,6 +403,7 @@ static const struct conn_ops client_txn_conn_ops = {
     .flush = client_txn_flush,
     .msg_begin = client_msg_begin,
     .parse = client_parse,
+    .on_hangup = client_on_hangup,
     .msg_max = CLIENT_REQUEST_MAX,
 };
 

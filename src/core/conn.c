@@ -52,12 +52,14 @@ static void conn_on_event(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     if ((what & EV_WRITE) && c->ops->on_writable(c)) return; /* c is gone, or its socket */
     if ((what & EV_READ) && c->reading) c->ops->on_readable(c);
+    else if ((what & EV_CLOSED) && (c->hup & CONN_HUP_ADDED)) c->ops->on_hangup(c);
 }
 
 int conn_attach_fd(struct conn *c, int fd)
 {
     c->fd = fd;
     c->reading = c->wev_on = false;
+    c->hup &= (uint8_t)~CONN_HUP_ADDED;
     c->ev = event_new(c->loop->base, fd, EV_PERSIST, conn_on_event, c);
     if (c->ev == NULL) {
         c->fd = -1; /* not closed here: the caller closes fd (closing it twice could close a
@@ -72,6 +74,7 @@ void conn_detach_fd(struct conn *c)
     if (c->ev) event_free(c->ev);
     c->ev = NULL;
     c->wev_on = c->reading = false;
+    c->hup &= (uint8_t)~CONN_HUP_ADDED;
     if (c->fd >= 0) close(c->fd);
     c->fd = -1;
     if (c->rbuf) mbuf_unref(c->rbuf);
@@ -94,12 +97,14 @@ void conn_destroy(struct conn *c)
 /* Re-arms the event for what is wanted now (rare: back-pressure, a full socket, connect). */
 static void conn_set_events(struct conn *c, bool rd, bool wr)
 {
-    if (c->ev == NULL || (c->reading == rd && c->wev_on == wr)) return;
-    if (c->reading || c->wev_on) event_del(c->ev);
+    bool hup = (c->hup & CONN_HUP_WANTED) && !rd, had = (c->hup & CONN_HUP_ADDED) != 0;
+    if (c->ev == NULL || (c->reading == rd && c->wev_on == wr && had == hup)) return;
+    if (c->reading || c->wev_on || had) event_del(c->ev);
     c->reading = rd;
     c->wev_on = wr;
-    if (!rd && !wr) return;
-    short what = (short)((rd ? EV_READ : 0) | (wr ? EV_WRITE : 0) | EV_PERSIST);
+    c->hup = (uint8_t)((c->hup & CONN_HUP_WANTED) | (hup ? CONN_HUP_ADDED : 0));
+    if (!rd && !wr && !hup) return;
+    short what = (short)((rd ? EV_READ : 0) | (wr ? EV_WRITE : 0) | (hup ? EV_CLOSED : 0) | EV_PERSIST);
     event_assign(c->ev, c->loop->base, c->fd, what, conn_on_event, c);
     event_add(c->ev, NULL);
 }
@@ -112,6 +117,13 @@ void conn_want_write(struct conn *c, bool on)
 void conn_want_read(struct conn *c, bool on)
 {
     conn_set_events(c, on, c->wev_on);
+}
+
+void conn_watch_hangup(struct conn *c, bool on)
+{
+    if (on && !(event_base_get_features(c->loop->base) & EV_FEATURE_EARLY_CLOSE)) return;
+    c->hup = (uint8_t)((c->hup & ~CONN_HUP_WANTED) | (on ? CONN_HUP_WANTED : 0));
+    conn_set_events(c, c->reading, c->wev_on);
 }
 
 void conn_flush_later(struct conn *c)

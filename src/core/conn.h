@@ -56,8 +56,13 @@ struct conn_ops {
     /* Server roles: c's socket is being closed by a failure or a shutdown (err), before its
      * requests are failed. NULL: nothing to do. */
     void (*on_close)(struct conn *c, int err);
+    /* The peer closed (EV_CLOSED) while c does not read (conn_watch_hangup); NULL: not watched. */
+    void (*on_hangup)(struct conn *c);
     uint64_t msg_max;                            /* a larger message is refused (-EMSGSIZE) */
 };
+
+#define CONN_HUP_WANTED 1u         /* conn.hup: conn_watch_hangup is on */
+#define CONN_HUP_ADDED 2u          /* conn.hup: EV_CLOSED is in the event now */
 
 /* Laid out so that an idle client costs little memory: no padding holes, one libevent event. */
 struct conn {
@@ -114,6 +119,7 @@ struct conn {
     bool closing;                  /* client: close once the replies before `quit` are written */
     bool eof;                      /* the peer closed its side */
     bool quit;                     /* client: it sent QUIT (the protocol's close, counted as eof) */
+    uint8_t hup;                   /* CONN_HUP_*: the peer's close watched while not reading */
     uint8_t variant;               /* server conns: the protocol variant it was set up for, the
                                     * one of the clients whose requests it carries (proto.h) */
 };
@@ -130,6 +136,10 @@ void conn_destroy(struct conn *c);
 
 void conn_want_write(struct conn *c, bool on);
 void conn_want_read(struct conn *c, bool on);
+/* While on and c does not read, the peer's close (EV_CLOSED: epoll's RDHUP, seen without reading
+ * the bytes before it) calls ops->on_hangup: a blocked client whose reading is paused is seen
+ * leaving (core/txn.c). Where the event backend cannot tell, nothing is watched. */
+void conn_watch_hangup(struct conn *c, bool on);
 
 /*
  * Output is written without waiting for EV_WRITE: a conn with something to write is queued on its

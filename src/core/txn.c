@@ -393,6 +393,7 @@ static int txn_block(struct conn *c, struct msg *req)
     }
     t->bconn = d;
     t->barrier = req->id;
+    conn_watch_hangup(c, true); /* seen leaving even while its reading is paused */
     req->t_start = 0; /* how long it blocked is no latency of the proxy's (histogram, slowlog) */
     return 0;
 }
@@ -481,6 +482,7 @@ void txn_resume(struct conn *c)
         t->barrier = 0;
         if (t->bconn != NULL && t->bconn != t->dconn) dedicated_release(t->bconn, false);
         t->bconn = NULL;
+        conn_watch_hangup(c, false);
         if (t->dconn != NULL && !t->watching) { /* EXEC or UNWATCH answered: nothing is watched */
             dedicated_release(t->dconn, false);
             t->dconn = NULL;

@@ -308,6 +308,30 @@ def test_client_leaving_while_blocked_frees_its_connection(redis_server, write_c
         c.exchange(resp("GET", j), b"$-1\r\n")
 
 
+def test_client_leaving_with_a_long_pipeline_behind_its_block(redis_server, write_conf, nutcrackers):
+    """A blocked client with more requests pipelined behind its block than the proxy reads ahead
+    (4096: its reading is paused) is still seen leaving (the peer's close is watched while it
+    does not read): its blocked connection is closed at once, not when the block would end."""
+    cl = own_cluster(redis_server, write_conf, nutcrackers, "leave-pipelined")
+    k, j = tagged("k", "j")
+    where = server_of(cl, k)
+    with cl.raw() as warm:
+        for key in keys_apart(cl)[:2]:
+            warm.exchange(resp("GET", key), b"$-1\r\n")
+    pid = cl.proxy.proc.pid
+    base_fds = steady(lambda: procfs.fd_count(pid), 10, "a stable fd count")
+    c = cl.raw(timeout=30)
+    c.send(resp("BLPOP", k, "0") + resp("GET", j) * 4200)
+    wait_for(lambda: len(redis_blocked(cl.ports[where])) == 1, 10, "BLPOP blocked")
+    wait_for(lambda: status(cl.proxy.manage_port)[cl.name]["client_connections"] == 1, 10, "the client in")
+    c.close()
+    wait_for(lambda: redis_blocked(cl.ports[where]) == [], 10, "the blocked connection gone from the backend")
+    wait_for(lambda: procfs.fd_count(pid) == base_fds, 10, "the proxy's fds back to the baseline")
+    assert gauge(cl) == [0, 0]
+    with cl.raw() as c2:  # the list is still there for the next one
+        c2.exchange(resp("RPUSH", k, "v") + resp("BLPOP", k, "0"), b":1\r\n" + resp(k, "v"))
+
+
 def test_exhausted_set_answers_at_once(redis_server, write_conf, nutcrackers):
     cl = own_cluster(redis_server, write_conf, nutcrackers, "busy", dedicated_connections=2)
     k, j = tagged("k", "j")
