@@ -99,6 +99,8 @@ struct conn {
     const struct mbuf *held_mb;    /* client: the read buffer last charged to held_bytes */
     uint64_t held_max;             /* client: the largest request's held since reqs was last empty */
     bool kill;                     /* client: closed from the loop's flush queue (over its limit) */
+    bool quit;                     /* client: it sent QUIT (the protocol's close, counted as eof) */
+    uint8_t hup;                   /* CONN_HUP_*: the peer's close watched while not reading */
 
     uint64_t id;
 
@@ -118,8 +120,6 @@ struct conn {
     bool connected;
     bool closing;                  /* client: close once the replies before `quit` are written */
     bool eof;                      /* the peer closed its side */
-    bool quit;                     /* client: it sent QUIT (the protocol's close, counted as eof) */
-    uint8_t hup;                   /* CONN_HUP_*: the peer's close watched while not reading */
     uint8_t variant;               /* server conns: the protocol variant it was set up for, the
                                     * one of the clients whose requests it carries (proto.h) */
 };
