@@ -143,7 +143,29 @@ enum proto_local {
     PROTO_FORWARD = 0,      /* not the proxy's to answer: route it to a server */
     PROTO_ANSWERED = 1,     /* answered (the reply is in rsp; empty rsp: no reply at all) */
     PROTO_ANSWERED_CLOSE = 2, /* answered, then close the client once its replies are written */
+    PROTO_CLIENT_LIST = 3,  /* a list of the pool's clients (redis CLIENT LIST; rsp left empty):
+                             * the core gathers it from every loop (core/clientlist.c) with
+                             * list_filter(), client_line() and list_reply() */
 };
+
+/* Which clients a list names (proto_ops.list_filter; redis CLIENT LIST's TYPE and ID). */
+enum proto_list_type {
+    PROTO_LIST_ANY = 0,     /* every client */
+    PROTO_LIST_NORMAL,      /* the clients with no subscription */
+    PROTO_LIST_PUBSUB,      /* the clients with subscriptions */
+    PROTO_LIST_NONE,        /* none (redis: TYPE master, replica: the proxy's clients are neither) */
+};
+struct proto_list_filter {
+    uint8_t type;           /* enum proto_list_type */
+    bool by_id;             /* only the clients whose id is one of ids[0..nids) */
+    uint32_t nids;
+    uint64_t *ids;          /* malloc'd (proto_list_filter_free) */
+};
+/* Whether the client id (subscribed: it has subscriptions) is one f names. */
+bool proto_list_match(const struct proto_list_filter *f, uint64_t id, bool subscribed);
+/* A copy of src into dst (its own ids). Returns 0 or -ENOMEM (dst then holds nothing). */
+int proto_list_filter_copy(struct proto_list_filter *dst, const struct proto_list_filter *src);
+void proto_list_filter_free(struct proto_list_filter *f);
 
 /* The proxy's own replies in a transaction (proto_ops.txn_reply; core/txn.c says when). */
 enum proto_txn_reply {
@@ -272,6 +294,17 @@ struct proto_ops {
      * into rsp (an empty msg; left empty: no reply) and returns enum proto_local, or -ENOMEM.
      */
     int (*local)(struct proto_session *s, const struct conf_pool *cp, const struct msg *req, struct msg *rsp);
+
+    /* A list of the pool's clients (local() said PROTO_CLIENT_LIST; NULL for a protocol without
+     * one). list_filter: req's filter into f (returns 0), or the error for its arguments into rsp
+     * (returns PROTO_ANSWERED), or -ENOMEM (f then holds nothing). client_line: appends to t the
+     * line of client s of pool cp (subscribed: it has subscriptions), its end included; each
+     * loop renders its own clients. list_reply: the reply to a client of variant of the lines
+     * text[0..len) into rsp; returns 0 or -ENOMEM. */
+    int (*list_filter)(const struct msg *req, struct proto_list_filter *f, struct msg *rsp);
+    void (*client_line)(struct textbuf *t, const struct proto_session *s, const struct conf_pool *cp,
+                        bool subscribed);
+    int (*list_reply)(uint8_t variant, const char *text, size_t len, struct msg *rsp);
 
     /* The requests written first on every new server connection of pool cp for clients of
      * variant (redis: HELLO 3 for RESP3, AUTH, SELECT), their replies dropped: built into out[]
