@@ -33,12 +33,6 @@ def pool(module_redis_server, module_write_conf, module_nutcrackers):
     assert cluster.stop() == 0
 
 
-@pytest.fixture(scope="module")
-def oracle(module_redis_server):
-    port, _ = module_redis_server()
-    return port
-
-
 def fields(line):
     return dict(f.split("=", 1) for f in line.split(" "))
 
@@ -141,7 +135,7 @@ ERRORS = [
 
 
 @pytest.mark.parametrize("hello", [None, "3"], ids=["resp2", "resp3"])
-def test_errors_are_redis(pool, oracle, hello):
+def test_errors_are_redis(pool, redis_oracle, hello):
     def exchange(port):
         with RawConn(port) as c:
             if hello:
@@ -149,7 +143,7 @@ def test_errors_are_redis(pool, oracle, hello):
             c.send(b"".join(resp(*a) for a in ERRORS))
             return b"".join(c.reply() for _ in ERRORS)
 
-    expected, got = exchange(oracle), exchange(pool.port)
+    expected, got = exchange(redis_oracle), exchange(pool.port)
     assert got == expected, first_difference(got, expected)
 
 
