@@ -29,21 +29,49 @@ struct clientlist_gather {
     uint32_t pending;             /* answers still to come */
     uint32_t nparts;
     int err;                      /* 0, or -ENOMEM: the request fails */
-    struct textbuf *parts;        /* the lines of each loop, by loop id */
+    struct proto_list_filter filter; /* by_id: the order of the reply */
+    struct clientlist_part *parts; /* the lines of each loop, by loop id */
 };
 
-/* Appends to t the lines of loop l's clients of the pool named pool (of protocol proto) that f
+static void clientlist_part_free(struct clientlist_part *p)
+{
+    textbuf_deinit(&p->text);
+    free(p->lines);
+    memset(p, 0, sizeof(*p));
+}
+
+/* Records where the line of client id is in p (text[off..]). */
+static void clientlist_part_note(struct clientlist_part *p, uint64_t id, size_t off)
+{
+    if (p->nlines == p->cap) {
+        uint32_t cap = p->cap ? p->cap * 2 : 16;
+        struct clientlist_line *lines = realloc(p->lines, sizeof(*lines) * cap);
+        if (lines == NULL) {
+            p->failed = true;
+            return;
+        }
+        p->lines = lines;
+        p->cap = cap;
+    }
+    p->lines[p->nlines++] = (struct clientlist_line){ .id = id, .off = off, .len = p->text.len - off };
+}
+
+/* Appends to p the lines of loop l's clients of the pool named pool (of protocol proto) that f
  * names. */
 static void clientlist_render(struct loop *l, const char *pool, const struct proto_ops *proto,
-                              const struct proto_list_filter *f, struct textbuf *t)
+                              const struct proto_list_filter *f, struct clientlist_part *p)
 {
     struct conn *c;
     TAILQ_FOREACH(c, &l->clients, link)
     {
         if (c->pool->proto != proto || strcmp(c->pool->cp->name, pool) != 0) continue;
         bool subscribed = c->psub != NULL;
-        if (proto_list_match(f, c->sess.id, subscribed)) proto->client_line(t, &c->sess, c->pool->cp, subscribed);
+        if (!proto_list_match(f, c->sess.id, subscribed)) continue;
+        size_t off = p->text.len;
+        proto->client_line(&p->text, &c->sess, c->pool->cp, subscribed);
+        if (f->by_id) clientlist_part_note(p, c->sess.id, off);
     }
+    if (textbuf_failed(&p->text)) p->failed = true;
 }
 
 void clientlist_msg_free(struct loop_msg *m)
@@ -51,7 +79,7 @@ void clientlist_msg_free(struct loop_msg *m)
     if (m == NULL) return;
     free(m->pool);
     proto_list_filter_free(&m->filter);
-    textbuf_deinit(&m->text);
+    clientlist_part_free(&m->part);
     free(m);
 }
 
@@ -72,12 +100,52 @@ static struct loop_msg *clientlist_msg_new(struct loop *l, const struct clientli
 
 static void clientlist_gather_free(struct clientlist_gather *g)
 {
-    for (uint32_t i = 0; i < g->nparts; i++) textbuf_deinit(&g->parts[i]);
+    for (uint32_t i = 0; i < g->nparts; i++) clientlist_part_free(&g->parts[i]);
     free(g->parts);
+    proto_list_filter_free(&g->filter);
     free(g);
 }
 
-/* Every answer of g is in: its request gets the lines in loop order (or fails). */
+/* A rendered line wherever it is (clientlist_by_id). */
+struct clientlist_found {
+    uint64_t id;
+    const char *ptr;
+    size_t len;
+};
+
+static int clientlist_found_cmp(const void *a, const void *b)
+{
+    uint64_t x = ((const struct clientlist_found *)a)->id, y = ((const struct clientlist_found *)b)->id;
+    return x < y ? -1 : x > y;
+}
+
+/* With an ID filter: the lines of g's parts in the order of the ids asked for, a line as often
+ * as its id is (redis's order). Returns 0 or -ENOMEM. */
+static int clientlist_by_id(const struct clientlist_gather *g, struct textbuf *all)
+{
+    size_t n = 0;
+    for (uint32_t i = 0; i < g->nparts; i++) n += g->parts[i].nlines;
+    if (n == 0) return 0;
+    struct clientlist_found *found = malloc(sizeof(*found) * n);
+    if (found == NULL) return -ENOMEM;
+    n = 0;
+    for (uint32_t i = 0; i < g->nparts; i++) {
+        const struct clientlist_part *p = &g->parts[i];
+        for (uint32_t j = 0; j < p->nlines; j++)
+            found[n++] = (struct clientlist_found){ p->lines[j].id, p->text.data + p->lines[j].off, p->lines[j].len };
+    }
+    qsort(found, n, sizeof(*found), clientlist_found_cmp);
+    for (uint32_t i = 0; i < g->filter.nids; i++) {
+        struct clientlist_found key = { .id = g->filter.ids[i] };
+        const struct clientlist_found *f = bsearch(&key, found, n, sizeof(*found), clientlist_found_cmp);
+        if (f != NULL) textbuf_add(all, f->ptr, f->len);
+    }
+    free(found);
+    return 0;
+}
+
+/* Every answer of g is in: its request gets the lines in loop order, or in the order of the ids
+ * asked for (or fails). */
 static void clientlist_finish(struct loop *l, struct clientlist_gather *g)
 {
     struct msg *req = g->req;
@@ -85,9 +153,11 @@ static void clientlist_finish(struct loop *l, struct clientlist_gather *g)
     if (req->owner != NULL && err == 0) {
         struct textbuf all = { 0 };
         for (uint32_t i = 0; i < g->nparts; i++) {
-            if (textbuf_failed(&g->parts[i])) err = -ENOMEM;
-            else if (g->parts[i].len > 0) textbuf_add(&all, g->parts[i].data, g->parts[i].len);
+            if (g->parts[i].failed) err = -ENOMEM;
+            else if (!g->filter.by_id && g->parts[i].text.len > 0)
+                textbuf_add(&all, g->parts[i].text.data, g->parts[i].text.len);
         }
+        if (err == 0 && g->filter.by_id) err = clientlist_by_id(g, &all);
         struct msg *rsp = err == 0 && !textbuf_failed(&all) ? msg_get(&l->msgs) : NULL;
         if (rsp != NULL && g->proto->list_reply(g->variant, all.data, all.len, rsp) == 0) {
             req->peer = rsp;
@@ -112,7 +182,7 @@ void clientlist_serve(struct conn *c, struct msg *req, struct msg *rsp)
     struct loop *l = c->loop;
     const struct proto_ops *proto = c->pool->proto;
     struct proto_list_filter f;
-    int rc = proto->list_filter(req, &f, rsp);
+    int rc = proto->list_filter(req, &f, rsp); /* kept by the gathering: the order of ID */
     if (rc != 0) { /* its arguments' error, or out of memory */
         if (rc < 0) {
             msg_put(&l->msgs, rsp);
@@ -140,6 +210,7 @@ void clientlist_serve(struct conn *c, struct msg *req, struct msg *rsp)
     g->req = req;
     g->proto = proto;
     g->variant = c->sess.variant;
+    g->filter = f;
     const char *pool = c->pool->cp->name;
     clientlist_render(l, pool, proto, &f, &g->parts[l->id]);
     for (uint32_t i = 0; i < npeers && f.type != PROTO_LIST_NONE; i++) {
@@ -152,7 +223,6 @@ void clientlist_serve(struct conn *c, struct msg *req, struct msg *rsp)
         g->pending++;
         l->peers.post(l->peers.arg, i, m);
     }
-    proto_list_filter_free(&f);
     if (g->pending == 0) clientlist_finish(l, g);
     else TAILQ_INSERT_TAIL(&l->clientlists, g, link);
 }
@@ -162,11 +232,7 @@ static void clientlist_answer(struct loop *l, struct loop_msg *m)
 {
     m->at = l->id;
     m->answered = true;
-    clientlist_render(l, m->pool, m->proto, &m->filter, &m->text);
-    if (textbuf_failed(&m->text)) {
-        textbuf_deinit(&m->text);
-        m->err = -ENOMEM;
-    }
+    clientlist_render(l, m->pool, m->proto, &m->filter, &m->part);
     l->peers.post(l->peers.arg, m->from, m);
 }
 
@@ -182,10 +248,9 @@ void clientlist_on_msg(struct loop *l, struct loop_msg *m)
         if (g->token == m->token) break;
     }
     if (g != NULL && m->at < g->nparts) {
-        if (m->err != 0) g->err = m->err;
-        textbuf_deinit(&g->parts[m->at]);
-        g->parts[m->at] = m->text; /* taken over */
-        memset(&m->text, 0, sizeof(m->text));
+        clientlist_part_free(&g->parts[m->at]);
+        g->parts[m->at] = m->part; /* taken over */
+        memset(&m->part, 0, sizeof(m->part));
     }
     clientlist_msg_free(m);
     if (g != NULL && --g->pending == 0) {

@@ -6,7 +6,8 @@
  *     loop_msg) to every other loop, through the thread layer's post() (struct loop_peers);
  *   - each of them renders its own clients of the pool (the pool's name, whatever generation they
  *     are on) into the message and posts it back;
- *   - when every answer is in, the request gets its reply, in order with the client's others
+ *   - when every answer is in, the request gets its reply (the lines in loop order; with ID, in
+ *     the order of the ids given, as redis), in order with the client's others
  *     (a request waiting like a fan-out request: a client that leaves meanwhile orphans it, and
  *     it is freed when the last answer arrives).
  * With one loop no message is sent. A message is handed over without allocation (the inbox
@@ -30,6 +31,19 @@ struct conn;
 struct loop;
 struct msg;
 
+/* The lines one loop rendered; with an ID filter, where each client's line is in text (the
+ * asker lists them in the order of the ids given, as redis does). */
+struct clientlist_line {
+    uint64_t id;
+    size_t off, len;
+};
+struct clientlist_part {
+    struct textbuf text;
+    struct clientlist_line *lines; /* by_id only: nlines of them */
+    uint32_t nlines, cap;
+    bool failed;                  /* out of memory: lines are missing */
+};
+
 /* A question from loop `from` (answered false) or its answer back (answered true). */
 struct loop_msg {
     struct loop_msg *next;        /* the transport's link (thread/inbox.c) */
@@ -37,11 +51,10 @@ struct loop_msg {
     uint32_t at;                  /* the loop that renders its clients */
     uint64_t token;               /* the asker's gathering */
     bool answered;
-    int err;                      /* the answer: 0, or -ENOMEM (its lines are lost) */
     char *pool;                   /* the pool's name */
     const struct proto_ops *proto;
     struct proto_list_filter filter;
-    struct textbuf text;          /* the answer: the lines of the loop's clients */
+    struct clientlist_part part;  /* the answer: the lines of the loop's clients */
 };
 
 struct clientlist_gather;

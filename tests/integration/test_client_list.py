@@ -7,7 +7,7 @@ are spread over all three) and a redis-server of its own for redis's texts.
   (CLIENT ID) and its address (the client socket's own name); a RESP3 client gets a verbatim
   string, as from redis.
 - TYPE normal / pubsub split the clients by their subscriptions (a subscriber shows flags=P);
-  TYPE master / replica / slave list none; ID lists the clients named.
+  TYPE master / replica / slave list none; ID lists the clients named, in the order named.
 - Wrong arguments get redis 7's errors, byte for byte against a redis-server.
 - Clients that ask and leave before the answer, and a list of many clients, leave the proxy well.
 """
@@ -111,6 +111,9 @@ def test_type_and_id(pool):
         got = lines(r.execute_command("CLIENT", "LIST", "ID", *ids, sub_id, 10 ** 12, 0, -1))
         assert sorted(int(c["id"]) for c in got) == sorted(ids + [sub_id]), got
         assert r.execute_command("CLIENT", "LIST", "ID", 10 ** 12) == b""
+        # in the order of the ids given, one given twice listed twice, as redis
+        order = [ids[2], sub_id, ids[0], ids[2]]
+        assert [int(c["id"]) for c in lines(r.execute_command("CLIENT", "LIST", "ID", *order))] == order
         # redis-py's own filter arguments
         assert {c["name"] for c in r.client_list(_type="pubsub")} == {"flt-sub"}
         assert sorted(int(c["id"]) for c in r.client_list(client_id=ids)) == sorted(ids)
