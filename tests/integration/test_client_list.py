@@ -10,14 +10,18 @@ are spread over all three) and a redis-server of its own for redis's texts.
   TYPE master / replica / slave list none; ID lists the clients named, in the order named.
 - Wrong arguments get redis 7's errors, byte for byte against a redis-server.
 - Clients that ask and leave before the answer, and a list of many clients, leave the proxy well.
+- After a reload, the pool's clients on the old generation (a subscriber stays there) and on the
+  new one are listed together.
 """
 import pytest
 import redis
 
 from nctest.cluster import start_cluster
 from nctest.codec import resp
+from nctest.conf import write_conf as replace_conf
 from nctest.conn import RawConn, redis_client
 from nctest.load import first_difference
+from nctest.manage import command as manage_command
 
 THREADED = True  # the TSan stage runs these too (conftest.py)
 
@@ -183,3 +187,22 @@ def test_many_clients(pool):
     finally:
         for c in conns:
             c.close()
+
+
+def test_after_reload(redis_server, write_conf, nutcrackers):
+    cluster = start_cluster("redis", 1, THREADS, redis_server, write_conf, nutcrackers, name="clientlist-reload")
+    with Named(cluster, "rl") as named, RawConn(cluster.port) as sub:
+        assert sub.call("CLIENT", "SETNAME", "rl-sub") == "OK"
+        sub.send(resp("SUBSCRIBE", "rl-channel"))
+        assert sub.reply().endswith(b":1\r\n")
+        conf = {cluster.name: {"listen": f"127.0.0.1:{cluster.port}", "redis": True, "timeout": 4000,
+                               "servers": [f"127.0.0.1:{p}:1" for p in cluster.ports]}}
+        replace_conf(cluster.proxy.conf_path, conf)
+        assert manage_command(cluster.proxy.manage_port, "reload").startswith("OK generation")
+        cluster.proxy.wait_log("generation 2")
+        with redis_client(cluster.port) as r:
+            listed = {c["name"]: c for c in r.client_list() if c["name"].startswith("rl-")}
+            assert sorted(listed) == sorted([*named.conns, "rl-sub"]), listed
+            assert listed["rl-sub"]["flags"] == "P"
+            assert [c["name"] for c in r.client_list(_type="pubsub")] == ["rl-sub"]
+    assert cluster.stop() == 0
