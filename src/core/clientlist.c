@@ -17,6 +17,7 @@
 #include "core/conn.h"
 #include "core/loop.h"
 #include "core/pool.h"
+#include "core/pubsub.h"
 #include "core/request.h"
 
 /* One CLIENT LIST waiting for the other loops' answers. */
@@ -56,6 +57,17 @@ static void clientlist_part_note(struct clientlist_part *p, uint64_t id, size_t 
     p->lines[p->nlines++] = (struct clientlist_line){ .id = id, .off = off, .len = p->text.len - off };
 }
 
+/* Appends client c's line to p. */
+static void clientlist_line(struct conn *c, struct clientlist_part *p, bool by_id)
+{
+    struct proto_client_state st;
+    pubsub_client_state(c, &st);
+    size_t off = p->text.len;
+    c->pool->proto->client_line(&p->text, &c->sess, c->pool->cp, &st);
+    if (by_id) clientlist_part_note(p, c->sess.id, off);
+    if (textbuf_failed(&p->text)) p->failed = true;
+}
+
 /* Appends to p the lines of loop l's clients of the pool named pool (of protocol proto) that f
  * names. */
 static void clientlist_render(struct loop *l, const char *pool, const struct proto_ops *proto,
@@ -65,13 +77,8 @@ static void clientlist_render(struct loop *l, const char *pool, const struct pro
     TAILQ_FOREACH(c, &l->clients, link)
     {
         if (c->pool->proto != proto || strcmp(c->pool->cp->name, pool) != 0) continue;
-        bool subscribed = c->psub != NULL;
-        if (!proto_list_match(f, c->sess.id, subscribed)) continue;
-        size_t off = p->text.len;
-        proto->client_line(&p->text, &c->sess, c->pool->cp, subscribed);
-        if (f->by_id) clientlist_part_note(p, c->sess.id, off);
+        if (proto_list_match(f, c->sess.id, c->psub != NULL)) clientlist_line(c, p, f->by_id);
     }
-    if (textbuf_failed(&p->text)) p->failed = true;
 }
 
 void clientlist_msg_free(struct loop_msg *m)
@@ -212,6 +219,11 @@ void clientlist_serve(struct conn *c, struct msg *req, struct msg *rsp)
     g->variant = c->sess.variant;
     g->filter = f;
     const char *pool = c->pool->cp->name;
+    if (f.type == PROTO_LIST_SELF) { /* CLIENT INFO */
+        clientlist_line(c, &g->parts[l->id], false);
+        clientlist_finish(l, g);
+        return;
+    }
     clientlist_render(l, pool, proto, &f, &g->parts[l->id]);
     for (uint32_t i = 0; i < npeers && f.type != PROTO_LIST_NONE; i++) {
         if (i == l->id) continue;

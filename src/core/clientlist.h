@@ -1,6 +1,6 @@
 /*
  * clientlist.h - a list of a pool's clients over every loop (redis CLIENT LIST; the design:
- * notes/client-list.md). The protocol checks the request and renders each client's line
+ * notes/client-list.md), and the asker's own line (redis CLIENT INFO: no message). The protocol checks the request and renders each client's line
  * (proto_ops.list_filter, client_line, list_reply); the core gathers the lines:
  *   - the asking loop renders its own clients of the pool and sends a question (a struct
  *     loop_msg) to every other loop, through the thread layer's post() (struct loop_peers);

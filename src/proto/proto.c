@@ -62,7 +62,8 @@ int proto_text_put(struct textbuf *t, struct msg *rsp)
 bool proto_list_match(const struct proto_list_filter *f, uint64_t id, bool subscribed)
 {
     switch (f->type) {
-    case PROTO_LIST_NONE: return false;
+    case PROTO_LIST_NONE:
+    case PROTO_LIST_SELF: return false; /* the core renders the asker's line itself */
     case PROTO_LIST_NORMAL:
         if (subscribed) return false;
         break;

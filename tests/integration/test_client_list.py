@@ -6,7 +6,8 @@ are spread over all three) and a redis-server of its own for redis's texts.
 - redis-py's client_list() shows every client exactly once, with its name (CLIENT SETNAME), its id
   (CLIENT ID) and its address (the client socket's own name); a RESP3 client gets a verbatim
   string, as from redis.
-- TYPE normal / pubsub split the clients by their subscriptions (a subscriber shows flags=P);
+- TYPE normal / pubsub split the clients by their subscriptions (a subscriber shows flags=P and
+  its counts, sub= psub= ssub=, in CLIENT LIST and in its own CLIENT INFO);
   TYPE master / replica / slave list none; ID lists the clients named, in the order named.
 - Wrong arguments get redis 7's errors, byte for byte against a redis-server.
 - Clients that ask and leave before the answer, and a list of many clients, leave the proxy well.
@@ -107,8 +108,11 @@ def test_type_and_id(pool):
         assert names() == sorted([*named.conns, "flt-sub"])
         assert names("TYPE", "normal") == sorted(named.conns)
         assert names("type", "PUBSUB") == ["flt-sub"]
-        assert [c["flags"] for c in lines(r.execute_command("CLIENT", "LIST", "TYPE", "pubsub"))
-                if c["name"] == "flt-sub"] == ["P"]
+        sub.send(resp("PSUBSCRIBE", "flt-p*"))
+        assert sub.reply().endswith(b":2\r\n")
+        assert [(c["flags"], c["sub"], c["psub"], c["ssub"])
+                for c in lines(r.execute_command("CLIENT", "LIST", "TYPE", "pubsub"))
+                if c["name"] == "flt-sub"] == [("P", "1", "1", "0")]
         for t in ("master", "replica", "slave"):
             assert r.execute_command("CLIENT", "LIST", "TYPE", t) == b""
         ids = [named.conns[n][1] for n in sorted(named.conns)[:4]]
@@ -139,6 +143,22 @@ ERRORS = [
     ("CLIENT", "LIST", "TYPE", "replica"),
     ("CLIENT", "LIST", "ID", "0", "-1", "999999999"),
 ]
+
+
+def test_client_info_of_a_subscriber(pool):
+    """CLIENT INFO, the same line: a RESP3 subscriber sees its flag and its counts."""
+    with RawConn(pool.port) as c:
+        c.call("HELLO", "3")
+        c.send(resp("SUBSCRIBE", "info-a", "info-b") + resp("PSUBSCRIBE", "info-p*") + resp("CLIENT", "INFO"))
+        for _ in range(3):
+            assert c.reply().startswith(b">3\r\n")
+        info = lines(c.reply().split(b"txt:", 1)[1][:-2])[0]
+        assert (info["flags"], info["sub"], info["psub"], info["ssub"], info["resp"]) == ("P", "2", "1", "0", "3")
+        c.send(resp("UNSUBSCRIBE") + resp("PUNSUBSCRIBE") + resp("CLIENT", "INFO"))
+        for _ in range(3):
+            assert c.reply().startswith(b">3\r\n")
+        info = lines(c.reply().split(b"txt:", 1)[1][:-2])[0]
+        assert (info["flags"], info["sub"], info["psub"]) == ("N", "0", "0")
 
 
 @pytest.mark.parametrize("hello", [None, "3"], ids=["resp2", "resp3"])

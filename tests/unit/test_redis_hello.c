@@ -102,6 +102,30 @@ static void expect_forward(struct client *c, const char *line)
     assert_string_equal(t, "");
 }
 
+/* CLIENT INFO: local() leaves it to the core (PROTO_CLIENT_LIST, no text), whose filter is the
+ * asker alone; the core's reply is client_line (no subscription here) in list_reply. */
+static void expect_info(struct client *c, const char *want)
+{
+    char t[512];
+    assert_int_equal(client_say(c, "CLIENT INFO", t, sizeof(t)), PROTO_CLIENT_LIST);
+    assert_string_equal(t, "");
+    struct proto_list_filter f;
+    struct msg *rsp = msg_get(&c->e.pp);
+    assert_non_null(rsp);
+    assert_int_equal(redis_proto.list_filter(c->d.out[c->next - 1], &f, rsp), 0);
+    assert_int_equal(f.type, PROTO_LIST_SELF);
+    struct proto_client_state st = { 0 };
+    struct textbuf line = { 0 };
+    redis_proto.client_line(&line, &c->s, &c->cp, &st);
+    assert_int_equal(redis_proto.list_reply(c->s.variant, line.data, line.len, rsp), 0);
+    textbuf_deinit(&line);
+    size_t n = msg_copy_out(rsp, 0, t, sizeof(t) - 1);
+    t[n] = '\0';
+    msg_put(&c->e.pp, rsp);
+    if (strcmp(t, want) != 0) print_error("CLIENT INFO -> '%s'\n", t);
+    assert_string_equal(t, want);
+}
+
 /* ---------------------------------------------------------------- HELLO's checks */
 
 static void test_hello_checks(void **state)
@@ -216,8 +240,8 @@ static void test_client_subcommands(void **state)
     expect(&c, "CLIENT NO-EVICT maybe", "-ERR syntax error\r\n");
     assert_int_equal(c.s.flags, REDIS_SESS_NO_EVICT | REDIS_SESS_NO_TOUCH);
     /* CLIENT INFO: one CLIENT LIST line (no socket here: the addresses are "?") */
-    expect(&c, "CLIENT INFO", "$104\r\nid=42 addr=? laddr=? fd=-1 name=app-1 age=0 idle=0 flags=eT db=3 resp=2 "
-                              "lib-name=redis-py lib-ver=8.1.0\n\r\n");
+    expect_info(&c, "$124\r\nid=42 addr=? laddr=? fd=-1 name=app-1 age=0 idle=0 flags=eT db=3 sub=0 psub=0 ssub=0 "
+                    "resp=2 lib-name=redis-py lib-ver=8.1.0\n\r\n");
     expect(&c, "CLIENT NO-TOUCH off", "+OK\r\n");
     expect(&c, "CLIENT NO-EVICT off", "+OK\r\n");
     /* arities, as redis names them; the subcommands of other connections stay refused */
@@ -241,8 +265,8 @@ static void test_client_subcommands(void **state)
     expect(&c, "CLIENT SETNAME n", "+OK\r\n");
     expect_forward(&c, "HELLO 3");
     expect(&c, "CLIENT GETNAME", "$1\r\nn\r\n");
-    expect(&c, "CLIENT INFO", "=90\r\ntxt:id=42 addr=? laddr=? fd=-1 name=n age=0 idle=0 flags=N db=0 resp=3 "
-                              "lib-name= lib-ver=\n\r\n");
+    expect_info(&c, "=110\r\ntxt:id=42 addr=? laddr=? fd=-1 name=n age=0 idle=0 flags=N db=0 sub=0 psub=0 ssub=0 "
+                    "resp=3 lib-name= lib-ver=\n\r\n");
     /* RESET: RESP2 again, no name, no flags; lib-name and lib-ver stay, as in redis */
     expect(&c, "CLIENT SETINFO lib-ver 1", "+OK\r\n");
     expect(&c, "CLIENT NO-EVICT on", "+OK\r\n");
@@ -323,11 +347,12 @@ static void test_client_list(void **state)
     expect_list_error(&c, "CLIENT LIST ID 1 abc", "-ERR Invalid client ID\r\n");
     expect_list_error(&c, "CLIENT LIST ID 1 TYPE normal", "-ERR Invalid client ID\r\n");
     expect_list_error(&c, "CLIENT LIST foo", "-ERR syntax error\r\n");
-    /* the line: CLIENT INFO's renderer, with P for a subscribed client */
+    /* the line: CLIENT INFO's renderer, with P and the counts for a subscribed client */
     struct textbuf line = { 0 };
-    redis_proto.client_line(&line, &c.s, &c.cp, true);
+    struct proto_client_state st = { .subscribed = true, .subs = { 2, 1, 0 } };
+    redis_proto.client_line(&line, &c.s, &c.cp, &st);
     assert_false(textbuf_failed(&line));
-    assert_non_null(strstr(line.data, " flags=P db=0 "));
+    assert_non_null(strstr(line.data, " flags=P db=0 sub=2 psub=1 ssub=0 resp=2 "));
     assert_int_equal(line.data[line.len - 1], '\n');
     textbuf_deinit(&line);
     struct msg *rsp = msg_get(&c.e.pp);
