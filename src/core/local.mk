@@ -7,6 +7,7 @@ src_libnutcrackers_la_SOURCES += \
 	src/core/pool.c src/core/pool.h \
 	src/core/conn.c src/core/conn.h \
 	src/core/client.c src/core/client.h \
+	src/core/clientlist.c src/core/clientlist.h \
 	src/core/server.c src/core/server.h \
 	src/core/dedicated.c src/core/dedicated.h \
 	src/core/txn.c src/core/txn.h \

@@ -154,6 +154,7 @@ int loop_init(struct loop *l, uint32_t id, struct event_base *base, struct runti
     TAILQ_INIT(&l->flushq);
     TAILQ_INIT(&l->gens);
     TAILQ_INIT(&l->backends);
+    TAILQ_INIT(&l->clientlists);
     mbuf_pool_init(&l->mbufs, mbuf_size, LOOP_MBUF_FREE_MAX);
     msg_pool_init(&l->msgs, LOOP_MSG_FREE_MAX);
     l->gen = gen_create(l, rt);
@@ -177,6 +178,7 @@ void loop_deinit(struct loop *l)
 {
     struct conn *c;
     while ((c = TAILQ_FIRST(&l->clients)) != NULL) client_close(c);
+    clientlist_loop_deinit(l); /* after the clients: their waiting lists are orphaned */
     struct gen *g;
     l->gen = NULL;
     while ((g = TAILQ_FIRST(&l->gens)) != NULL) gen_destroy(g);

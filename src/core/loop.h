@@ -3,7 +3,8 @@
  * base, its mbuf and msg pools, the flush queue (output is written once per loop iteration), its
  * config generations (core/gen.h) and backend connections (core/backend.h), its clients, its
  * counter block and its read clock. thread/worker.c creates one per worker thread and feeds it
- * through loop_take_client() and loop_reload(); nothing in core/ knows about threads or inboxes.
+ * through loop_take_client() and loop_reload(); nothing in core/ knows about threads or inboxes
+ * (a CLIENT LIST reaches the other loops through the post() the thread layer gives it, peers).
  *
  * A client is served entirely by one loop; no lock is taken per request. A reload gives the loop
  * a new current generation: idle clients move to it, busy ones when their queue empties, and old
@@ -23,6 +24,7 @@
 #include <sys/queue.h>
 
 #include "core/backend.h"
+#include "core/clientlist.h"
 #include "core/conn.h"
 #include "core/gen.h"
 #include "msg/mbuf.h"
@@ -52,6 +54,9 @@ struct loop {
     uint64_t read_usec;           /* when the last read returned data (conn_recv): the time
                                    * stamp of the requests and replies parsed from it */
     struct stats_worker *stats;   /* this loop's counters (it is their only writer) */
+    struct loop_peers peers;      /* the other loops, for CLIENT LIST (set by the thread layer) */
+    struct clientlist_tqh clientlists; /* its CLIENT LISTs waiting for the others' answers */
+    uint64_t clientlist_token;
     bool draining;                /* loop_drain was called: no client stays once answered */
     atomic_bool drained;          /* draining and no client left: the one field another thread
                                    * (the master, waiting to stop) reads */

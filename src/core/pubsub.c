@@ -819,3 +819,11 @@ const struct conn_ops pubsub_conn_ops = {
     .on_close = dedicated_on_close,
     .msg_max = UINT64_MAX,
 };
+
+void pubsub_client_state(const struct conn *c, struct proto_client_state *st)
+{
+    memset(st, 0, sizeof(*st));
+    if (c->psub == NULL) return;
+    st->subscribed = true;
+    for (int k = 0; k < PROTO_PS_KINDS; k++) st->subs[k] = c->psub->count[k];
+}

@@ -46,6 +46,8 @@ bool pubsub_restricted(struct conn *c, struct msg *req);
  * request of a subscribed client (request_serve calls it for those). Returns -1 when it is not
  * pub/sub's to serve (the caller serves it as usual), else what request_dispatch returns. */
 int pubsub_serve(struct conn *c, struct msg *req);
+/* What c's line in a list of clients shows of its subscriptions (core/clientlist.c). */
+void pubsub_client_state(const struct conn *c, struct proto_client_state *st);
 /* c is closing: its waiting requests are marked done (freed with the client), its dedicated
  * connections closed, its state freed. */
 void pubsub_client_close(struct conn *c);

@@ -14,6 +14,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "core/client.h"
+#include "core/clientlist.h"
 #include "core/loop.h"
 #include "core/pool.h"
 #include "core/refused.h"
@@ -291,6 +292,10 @@ static int request_local(struct conn *c, struct msg *req)
     if (rc == PROTO_FORWARD) {
         msg_put(&l->msgs, rsp);
         return -1;
+    }
+    if (rc == PROTO_CLIENT_LIST) { /* gathered from every loop: done when it is in */
+        clientlist_serve(c, req, rsp);
+        return 0;
     }
     if (rc < 0 || rsp->len == 0) { /* out of memory, or no reply at all (memcached noreply) */
         if (rsp != NULL) msg_put(&l->msgs, rsp);

@@ -1,6 +1,7 @@
 /*
  * proto.c - which protocol a pool speaks (its `redis:` key), the parser state both share, a new
- * fragment, and the step that turns a reply text (common/textbuf.h) into a reply.
+ * fragment, the step that turns a reply text (common/textbuf.h) into a reply, and the filter of
+ * a list of clients (CLIENT LIST).
  *
  * Threads: pure functions, or on a parse_state of the caller's own; any thread.
  */
@@ -56,4 +57,44 @@ int proto_text_put(struct textbuf *t, struct msg *rsp)
     int rc = textbuf_failed(t) ? -ENOMEM : msg_append_literal(rsp, t->data, t->len);
     textbuf_deinit(t);
     return rc < 0 ? -ENOMEM : 0;
+}
+
+bool proto_list_match(const struct proto_list_filter *f, uint64_t id, bool subscribed)
+{
+    switch (f->type) {
+    case PROTO_LIST_NONE:
+    case PROTO_LIST_SELF: return false; /* the core renders the asker's line itself */
+    case PROTO_LIST_NORMAL:
+        if (subscribed) return false;
+        break;
+    case PROTO_LIST_PUBSUB:
+        if (!subscribed) return false;
+        break;
+    default: break;
+    }
+    if (!f->by_id) return true;
+    for (uint32_t i = 0; i < f->nids; i++) {
+        if (f->ids[i] == id) return true;
+    }
+    return false;
+}
+
+int proto_list_filter_copy(struct proto_list_filter *dst, const struct proto_list_filter *src)
+{
+    *dst = *src;
+    dst->ids = NULL;
+    if (src->nids == 0) return 0;
+    if ((dst->ids = malloc(sizeof(*dst->ids) * src->nids)) == NULL) {
+        dst->nids = 0;
+        return -ENOMEM;
+    }
+    memcpy(dst->ids, src->ids, sizeof(*dst->ids) * src->nids);
+    return 0;
+}
+
+void proto_list_filter_free(struct proto_list_filter *f)
+{
+    free(f->ids);
+    f->ids = NULL;
+    f->nids = 0;
 }

@@ -74,6 +74,11 @@ void redis_session_free(struct proto_session *s);
 int redis_local(struct proto_session *s, const struct conf_pool *cp, const struct msg *req, struct msg *rsp);
 int redis_server_setup(const struct conf_pool *cp, uint8_t variant, struct msg_pool *pool, struct msg **out,
                        uint32_t max);
+/* CLIENT LIST (proto_ops.list_filter, client_line, list_reply; CLIENT INFO's line too). */
+int redis_list_filter(const struct msg *req, struct proto_list_filter *f, struct msg *rsp);
+void redis_client_line(struct textbuf *t, const struct proto_session *s, const struct conf_pool *cp,
+                       const struct proto_client_state *st);
+int redis_list_reply(uint8_t variant, const char *text, size_t len, struct msg *rsp);
 /* Sets one of the client's strings to a copy of k's bytes (unset when k is empty or NULL).
  * Returns 0 or -ENOMEM (then it is unchanged). */
 int redis_sess_set(struct proto_session *s, enum redis_sess_text which, const struct msg_key *k);

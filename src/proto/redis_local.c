@@ -8,15 +8,19 @@
  *   - PING gets +PONG, or its message back as a bulk string; ECHO its message;
  *   - HELLO is checked here and changes the session (redis_info.c: its reply comes from every
  *     server's INFO); INFO is sent to every server the same way;
- *   - CLIENT SETNAME / GETNAME / ID / INFO / SETINFO / NO-EVICT / NO-TOUCH are answered from the
- *     session, a subcommand redis does not have (MAINT_NOTIFICATIONS) gets redis's error; SELECT of the pool's redis_db is +OK; RESET gives the session back its start;
+ *   - CLIENT SETNAME / GETNAME / ID / SETINFO / NO-EVICT / NO-TOUCH are answered from the
+ *     session, a subcommand redis does not have (MAINT_NOTIFICATIONS) gets redis's error; SELECT
+ *     of the pool's redis_db is +OK; RESET gives the session back its start;
+ *   - CLIENT LIST and CLIENT INFO: their arguments are checked here (redis_list_filter), and the
+ *     core renders the asker's line (INFO) or gathers the lines of the pool's clients from every
+ *     worker (LIST; core/clientlist.c, notes/client-list.md), each by redis_client_line;
  *   - every new server connection starts with HELLO 3 (connections for RESP3 clients, with AUTH
  *     inside when redis_auth is set), AUTH (redis_auth) and SELECT (redis_db), their replies
  *     dropped by the core;
  *   - the texts of the proxy's own replies in a transaction (redis_txn_reply): redis's own where
  *     redis has one, and the proxy's errors (keys on two servers, no dedicated connection free).
  * Replies a client in RESP3 gets differ from RESP2 ones only where redis' do: nulls and the
- * verbatim text of CLIENT INFO.
+ * verbatim text of CLIENT INFO and CLIENT LIST.
  *
  * Threads: no state of its own; a loop calls it on its clients' sessions and its msgs.
  */
@@ -246,31 +250,75 @@ static int redis_reset(struct proto_session *s, const struct conf_pool *cp, stru
     return redis_answer(rsp, "+RESET\r\n", PROTO_ANSWERED);
 }
 
-/* CLIENT INFO: one line in the format of redis' CLIENT LIST, with the fields the proxy has. */
-static int redis_client_info(const struct proto_session *s, const struct conf_pool *cp, struct msg *rsp)
+/* One line of CLIENT LIST (CLIENT INFO's too) in redis's format, with the fields the proxy has. */
+void redis_client_line(struct textbuf *t, const struct proto_session *s, const struct conf_pool *cp,
+                       const struct proto_client_state *st)
 {
     char addr[160], laddr[160], flags[4];
     size_t nf = 0;
     sock_addr_text(s->fd, true, addr, sizeof(addr));
     sock_addr_text(s->fd, false, laddr, sizeof(laddr));
+    if (st->subscribed) flags[nf++] = 'P';
     if (s->flags & REDIS_SESS_NO_EVICT) flags[nf++] = 'e';
     if (s->flags & REDIS_SESS_NO_TOUCH) flags[nf++] = 'T';
     if (nf == 0) flags[nf++] = 'N';
     flags[nf] = '\0';
     uint64_t now = nc_usec_now();
     uint64_t age = now > s->t_start ? (now - s->t_start) / 1000000u : 0;
-    struct textbuf line = { 0 }, t = { 0 };
-    textbuf_addf(&line, "id=%" PRIu64 " addr=%s laddr=%s fd=%d name=%s age=%" PRIu64 " idle=0 flags=%s db=%d "
-                 "resp=%d lib-name=%s lib-ver=%s\n", s->id, addr, laddr, s->fd, redis_sess_get(s, REDIS_TEXT_NAME),
-                 age, flags, cp->redis_db, s->variant + 2, redis_sess_get(s, REDIS_TEXT_LIB_NAME),
-                 redis_sess_get(s, REDIS_TEXT_LIB_VER));
-    if (textbuf_failed(&line)) {
-        textbuf_deinit(&line);
-        return -ENOMEM;
+    textbuf_addf(t, "id=%" PRIu64 " addr=%s laddr=%s fd=%d name=%s age=%" PRIu64 " idle=0 flags=%s db=%d "
+                 "sub=%" PRIu64 " psub=%" PRIu64 " ssub=%" PRIu64 " resp=%d lib-name=%s lib-ver=%s\n", s->id, addr,
+                 laddr, s->fd, redis_sess_get(s, REDIS_TEXT_NAME), age, flags, cp->redis_db,
+                 st->subs[PROTO_PS_CHANNEL], st->subs[PROTO_PS_PATTERN], st->subs[PROTO_PS_SHARD], s->variant + 2,
+                 redis_sess_get(s, REDIS_TEXT_LIB_NAME), redis_sess_get(s, REDIS_TEXT_LIB_VER));
+}
+
+int redis_list_reply(uint8_t variant, const char *text, size_t len, struct msg *rsp)
+{
+    struct textbuf t = { 0 };
+    resp_add_text(&t, variant, text != NULL ? text : "", len);
+    return proto_text_put(&t, rsp);
+}
+
+/* CLIENT LIST's arguments, as redis 7 takes them: nothing, TYPE <type>, or ID <id> [<id> ...]
+ * (an id that is not positive names no client); CLIENT INFO (its arity checked by local()):
+ * the asker alone. */
+int redis_list_filter(const struct msg *req, struct proto_list_filter *f, struct msg *rsp)
+{
+    static const struct {
+        const char *name;
+        uint8_t type;
+    } types[] = {
+        { "normal", PROTO_LIST_NORMAL }, { "pubsub", PROTO_LIST_PUBSUB }, { "master", PROTO_LIST_NONE },
+        { "replica", PROTO_LIST_NONE },  { "slave", PROTO_LIST_NONE },
+    };
+    memset(f, 0, sizeof(*f));
+    if (redis_key_is(&req->keys[0], "info")) {
+        f->type = PROTO_LIST_SELF;
+        return 0;
     }
-    resp_add_text(&t, s->variant, line.data, line.len);
-    textbuf_deinit(&line);
-    return redis_answer_text(&t, rsp);
+    if (req->nkeys == 1) return 0;
+    const struct msg_key *opt = &req->keys[1];
+    if (req->nkeys == 3 && redis_key_is(opt, "type")) {
+        for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
+            if (redis_key_is(&req->keys[2], types[i].name)) {
+                f->type = types[i].type;
+                return 0;
+            }
+        }
+        return redis_answer_named(rsp, "-ERR Unknown client type '", &req->keys[2], "'\r\n", false);
+    }
+    if (req->nkeys < 3 || !redis_key_is(opt, "id")) return redis_answer(rsp, "-ERR syntax error\r\n", PROTO_ANSWERED);
+    f->by_id = true;
+    if ((f->ids = malloc(sizeof(*f->ids) * (req->nkeys - 2))) == NULL) return -ENOMEM;
+    for (uint32_t i = 2; i < req->nkeys; i++) {
+        int64_t id;
+        if (!redis_parse_int(req->keys[i].ptr, req->keys[i].len, &id)) {
+            proto_list_filter_free(f);
+            return redis_answer(rsp, "-ERR Invalid client ID\r\n", PROTO_ANSWERED);
+        }
+        if (id > 0) f->ids[f->nids++] = (uint64_t)id;
+    }
+    return 0;
 }
 
 /* CLIENT NO-EVICT / NO-TOUCH on|off */
@@ -298,7 +346,7 @@ static int redis_client_setinfo(struct proto_session *s, const struct msg *req, 
 /* CLIENT subcommands redis has that concern the connections of a server (LIST, KILL, ...), which
  * the proxy's clients do not see: refused as before. */
 static const char *const redis_client_refused[] = {
-    "caching", "getredir", "help", "kill", "list", "pause", "reply", "tracking", "trackinginfo", "unblock",
+    "caching", "getredir", "help", "kill", "pause", "reply", "tracking", "trackinginfo", "unblock",
     "unpause",
 };
 
@@ -327,6 +375,7 @@ static int redis_client(struct proto_session *s, const struct conf_pool *cp, con
     };
     const struct msg_key *sub = &req->keys[0];
     uint32_t argc = req->nkeys + 1;
+    if (redis_key_is(sub, "list")) return PROTO_CLIENT_LIST; /* its arguments: redis_list_filter */
     size_t i = 0;
     while (i < sizeof(subs) / sizeof(subs[0]) && !redis_key_is(sub, subs[i].name)) i++;
     if (i == sizeof(subs) / sizeof(subs[0])) {
@@ -354,7 +403,7 @@ static int redis_client(struct proto_session *s, const struct conf_pool *cp, con
         textbuf_addf(&t, ":%" PRIu64 "\r\n", s->id);
         return redis_answer_text(&t, rsp);
     }
-    case 3: return redis_client_info(s, cp, rsp);
+    case 3: return PROTO_CLIENT_LIST; /* the core renders the line: it knows the subscriptions */
     case 4: return redis_client_setinfo(s, req, rsp);
     case 5: return redis_client_flag(s, &req->keys[1], REDIS_SESS_NO_EVICT, rsp);
     default: return redis_client_flag(s, &req->keys[1], REDIS_SESS_NO_TOUCH, rsp);

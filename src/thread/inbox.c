@@ -11,6 +11,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include "core/clientlist.h"
 #include "core/runtime.h"
 #include "manage/manage_auth.h"
 #include "thread/reload_req.h"
@@ -41,11 +42,28 @@ static void inbox_discard(void *arg, const struct inbox_item *it)
     }
 }
 
+static void inbox_discard_msg(void *arg, struct loop_msg *m)
+{
+    (void)arg;
+    clientlist_msg_free(m); /* its asker is gone too (the loops stop before their inboxes go) */
+}
+
 void inbox_deinit(struct inbox *ib)
 {
     inbox_drain(ib, inbox_discard, NULL);
+    inbox_drain_msgs(ib, inbox_discard_msg, NULL);
     close(ib->efd);
     pthread_mutex_destroy(&ib->lock);
+}
+
+static void inbox_wake(struct inbox *ib)
+{
+    uint64_t one = 1;
+    ssize_t n;
+    do {
+        n = write(ib->efd, &one, sizeof(one));
+    } while (n < 0 && errno == EINTR);
+    /* EAGAIN means the counter is already non-zero: the owner will wake */
 }
 
 int inbox_push(struct inbox *ib, const struct inbox_item *item)
@@ -59,12 +77,32 @@ int inbox_push(struct inbox *ib, const struct inbox_item *item)
     else ib->head = it;
     ib->tail = it;
     pthread_mutex_unlock(&ib->lock);
-    uint64_t one = 1;
-    ssize_t n;
-    do {
-        n = write(ib->efd, &one, sizeof(one));
-    } while (n < 0 && errno == EINTR);
-    return 0; /* EAGAIN means the counter is already non-zero: the worker will wake */
+    inbox_wake(ib);
+    return 0;
+}
+
+void inbox_post(struct inbox *ib, struct loop_msg *m)
+{
+    m->next = NULL;
+    pthread_mutex_lock(&ib->lock);
+    if (ib->mtail) ib->mtail->next = m;
+    else ib->mhead = m;
+    ib->mtail = m;
+    pthread_mutex_unlock(&ib->lock);
+    inbox_wake(ib);
+}
+
+void inbox_drain_msgs(struct inbox *ib, inbox_msg_fn fn, void *arg)
+{
+    pthread_mutex_lock(&ib->lock);
+    struct loop_msg *m = ib->mhead;
+    ib->mhead = ib->mtail = NULL;
+    pthread_mutex_unlock(&ib->lock);
+    while (m != NULL) {
+        struct loop_msg *next = m->next;
+        fn(arg, m);
+        m = next;
+    }
 }
 
 void inbox_drain(struct inbox *ib, inbox_fn fn, void *arg)

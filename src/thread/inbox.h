@@ -18,6 +18,7 @@
 struct runtime;
 struct reload_req;
 struct manage_password;
+struct loop_msg;
 
 enum inbox_type {
     INBOX_NEW_CLIENT,   /* fd: an accepted client socket (the worker takes it over); pool: its pool
@@ -45,11 +46,13 @@ struct inbox {
     pthread_mutex_t lock;
     struct inbox_item *head, *tail;
     int efd;            /* eventfd, readable when items wait */
+    struct loop_msg *mhead, *mtail; /* messages from other loops (core/clientlist.h), linked as
+                                     * they are: posting one allocates nothing, cannot fail */
 };
 
 int inbox_init(struct inbox *ib);
 /* Closes fds of undelivered NEW_CLIENT items, drops the references RELOAD and RELOAD_REQ items
- * hold and wipes and frees a PASSWORD item's password. */
+ * hold, wipes and frees a PASSWORD item's password, and frees the messages no loop took. */
 void inbox_deinit(struct inbox *ib);
 /* Queues a copy of item and wakes the worker. Returns 0 or -errno. */
 int inbox_push(struct inbox *ib, const struct inbox_item *item);
@@ -57,5 +60,11 @@ int inbox_push(struct inbox *ib, const struct inbox_item *item);
  * holds: its fd, runtime or request), then frees the items. */
 typedef void (*inbox_fn)(void *arg, const struct inbox_item *it);
 void inbox_drain(struct inbox *ib, inbox_fn fn, void *arg);
+/* Queues m (the taker takes it over) and wakes the owner: no allocation. */
+void inbox_post(struct inbox *ib, struct loop_msg *m);
+/* Takes the messages queued (call after inbox_drain, which reads the eventfd) and calls fn on each
+ * in FIFO order; fn takes it over. */
+typedef void (*inbox_msg_fn)(void *arg, struct loop_msg *m);
+void inbox_drain_msgs(struct inbox *ib, inbox_msg_fn fn, void *arg);
 
 #endif

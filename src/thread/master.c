@@ -523,6 +523,7 @@ static int master_start_workers(struct master *m)
         if (rc < 0) return rc;
         stats_slowlog_configure(&m->blocks[i]->slowlog, i, (uint64_t)m->opts->slowlog_usec);
     }
+    worker_peers(m->workers, n);
     for (uint32_t i = 0; i < n; i++) {
         int rc = worker_start(&m->workers[i]);
         if (rc < 0) return rc;

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "common/log.h"
+#include "core/clientlist.h"
 #include "core/runtime.h"
 #include "thread/evloop.h"
 
@@ -30,12 +31,31 @@ static void worker_inbox_item(void *arg, const struct inbox_item *it)
     }
 }
 
+static void worker_inbox_msg(void *arg, struct loop_msg *m)
+{
+    struct worker *w = arg;
+    clientlist_on_msg(&w->loop, m);
+}
+
 static void worker_on_inbox(int fd, short what, void *arg)
 {
     struct worker *w = arg;
     (void)fd;
     (void)what;
     inbox_drain(&w->inbox, worker_inbox_item, w);
+    inbox_drain_msgs(&w->inbox, worker_inbox_msg, w);
+}
+
+/* loop_peers.post: m goes to worker `to`'s inbox (arg: the workers' array). */
+static void worker_post(void *arg, uint32_t to, struct loop_msg *m)
+{
+    struct worker *ws = arg;
+    inbox_post(&ws[to].inbox, m);
+}
+
+void worker_peers(struct worker *ws, uint32_t n)
+{
+    for (uint32_t i = 0; i < n; i++) ws[i].loop.peers = (struct loop_peers){ .n = n, .post = worker_post, .arg = ws };
 }
 
 int worker_init(struct worker *w, uint32_t id, struct runtime *rt, struct stats_worker *stats,

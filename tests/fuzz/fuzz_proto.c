@@ -478,7 +478,14 @@ static void fz_local(struct fz_run *r, const struct msg *m)
     struct msg *rsp = msg_get(r->stream.pp);
     FZ_CHECK(rsp != NULL);
     int rc = r->ops->local(&s, &cp, m, rsp);
-    FZ_CHECK(rc == PROTO_FORWARD || rc == PROTO_ANSWERED || rc == PROTO_ANSWERED_CLOSE);
+    FZ_CHECK(rc == PROTO_FORWARD || rc == PROTO_ANSWERED || rc == PROTO_ANSWERED_CLOSE || rc == PROTO_CLIENT_LIST);
+    if (rc == PROTO_CLIENT_LIST) { /* the core asks the protocol for its filter, or its error */
+        FZ_CHECK(rsp->len == 0);
+        struct proto_list_filter f;
+        int lr = r->ops->list_filter(m, &f, rsp);
+        FZ_CHECK(lr == 0 || (lr == PROTO_ANSWERED && rsp->len > 0) || lr == -ENOMEM);
+        if (lr == 0) proto_list_filter_free(&f);
+    }
     if (rc == PROTO_FORWARD) FZ_CHECK(rsp->len == 0);
     if (m->reject != REJECT_NONE || m->quit) FZ_CHECK(rc != PROTO_FORWARD);
     FZ_CHECK(s.variant < PROTO_VARIANTS);

@@ -418,6 +418,14 @@ nutcrackers, module_nutcrackers = _fixture_pair(
     _proxy_factory, "nutcrackers", "Factory: see _proxy_factory.")
 
 
+@pytest.fixture(scope="module")
+def redis_oracle(module_redis_server):
+    """The port of a redis-server of the module's own: what redis answers, to compare the proxy's
+    replies with."""
+    port, _ = module_redis_server()
+    return port
+
+
 def _cluster_fixture(kind, request, start_backend, write_conf, start_proxy):
     backends, threads = request.param
     args = getattr(request.module, "REDIS_ARGS" if kind == "redis" else "MEMCACHED_ARGS", ())

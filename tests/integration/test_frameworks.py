@@ -24,6 +24,7 @@ skips, saying why.
 """
 import json
 import os
+import re
 import subprocess
 import sys
 import uuid
@@ -148,6 +149,10 @@ def test_rq_worker_pool_of_one_server(rq, redis_server, write_conf, nutcrackers,
             return all(subs[f"rq:pubsub:{n}".encode()] == 1 for n in names) and blocked == RQ_WORKERS
 
         wait_for(ready, RUN_TIMEOUT, "the RQ workers subscribed and blocked in BLMOVE")
+        # each worker found its own address by its name in CLIENT LIST (the proxy's clients)
+        for n in names:
+            ip = (direct.hget(f"rq:worker:{n}", "ip_address") or b"").decode()
+            assert re.fullmatch(rf"{re.escape(HOST)}:\d+", ip), (n, ip)
 
         with redis_client(listen, protocol=None) as r:  # redis-py's default: RESP3
             q = Queue(queue_name, connection=r)
@@ -177,6 +182,7 @@ def test_rq_worker_pool_of_one_server(rq, redis_server, write_conf, nutcrackers,
             log = (tmp_path / f"{n}.log").read_text()
             assert "Received shutdown command" in log, log[-3000:]
             assert "Traceback" not in log and "pubsub thread exiting" not in log, log[-3000:]
+            assert "CLIENT LIST command not supported" not in log, log[-3000:]
         # the jobs' keys are on the pool's one server, as RQ wrote them
         assert direct.zcard(f"rq:finished:{queue_name}") == JOBS
         assert direct.pubsub_numsub(*[f"rq:pubsub:{n}" for n in names]) == \

@@ -1,7 +1,7 @@
 /*
  * test_redis_hello.c - unit tests of the connection handshake the proxy answers for redis
  * (redis_local.c, redis_info.c): HELLO's checks and what it changes in the session, AUTH with a
- * username, CLIENT's subcommands, ECHO, SELECT, RESET, and HELLO's and INFO's replies built from every server's INFO (fragments, HELLO's lowest
+ * username, CLIENT's subcommands (CLIENT LIST's filter and lines), ECHO, SELECT, RESET, and HELLO's and INFO's replies built from every server's INFO (fragments, HELLO's lowest
  * version, INFO's merged sections, failed fragments, errors), with the servers' replies parsed
  * split at every byte, RESP2 and RESP3.
  * Threads: the test's only.
@@ -100,6 +100,30 @@ static void expect_forward(struct client *c, const char *line)
     char t[256];
     assert_int_equal(client_say(c, line, t, sizeof(t)), PROTO_FORWARD);
     assert_string_equal(t, "");
+}
+
+/* CLIENT INFO: local() leaves it to the core (PROTO_CLIENT_LIST, no text), whose filter is the
+ * asker alone; the core's reply is client_line (no subscription here) in list_reply. */
+static void expect_info(struct client *c, const char *want)
+{
+    char t[512];
+    assert_int_equal(client_say(c, "CLIENT INFO", t, sizeof(t)), PROTO_CLIENT_LIST);
+    assert_string_equal(t, "");
+    struct proto_list_filter f;
+    struct msg *rsp = msg_get(&c->e.pp);
+    assert_non_null(rsp);
+    assert_int_equal(redis_proto.list_filter(c->d.out[c->next - 1], &f, rsp), 0);
+    assert_int_equal(f.type, PROTO_LIST_SELF);
+    struct proto_client_state st = { 0 };
+    struct textbuf line = { 0 };
+    redis_proto.client_line(&line, &c->s, &c->cp, &st);
+    assert_int_equal(redis_proto.list_reply(c->s.variant, line.data, line.len, rsp), 0);
+    textbuf_deinit(&line);
+    size_t n = msg_copy_out(rsp, 0, t, sizeof(t) - 1);
+    t[n] = '\0';
+    msg_put(&c->e.pp, rsp);
+    if (strcmp(t, want) != 0) print_error("CLIENT INFO -> '%s'\n", t);
+    assert_string_equal(t, want);
 }
 
 /* ---------------------------------------------------------------- HELLO's checks */
@@ -216,8 +240,8 @@ static void test_client_subcommands(void **state)
     expect(&c, "CLIENT NO-EVICT maybe", "-ERR syntax error\r\n");
     assert_int_equal(c.s.flags, REDIS_SESS_NO_EVICT | REDIS_SESS_NO_TOUCH);
     /* CLIENT INFO: one CLIENT LIST line (no socket here: the addresses are "?") */
-    expect(&c, "CLIENT INFO", "$104\r\nid=42 addr=? laddr=? fd=-1 name=app-1 age=0 idle=0 flags=eT db=3 resp=2 "
-                              "lib-name=redis-py lib-ver=8.1.0\n\r\n");
+    expect_info(&c, "$124\r\nid=42 addr=? laddr=? fd=-1 name=app-1 age=0 idle=0 flags=eT db=3 sub=0 psub=0 ssub=0 "
+                    "resp=2 lib-name=redis-py lib-ver=8.1.0\n\r\n");
     expect(&c, "CLIENT NO-TOUCH off", "+OK\r\n");
     expect(&c, "CLIENT NO-EVICT off", "+OK\r\n");
     /* arities, as redis names them; the subcommands of other connections stay refused */
@@ -227,7 +251,6 @@ static void test_client_subcommands(void **state)
     expect(&c, "CLIENT INFO x", "-ERR wrong number of arguments for 'client|info' command\r\n");
     expect(&c, "CLIENT SETINFO lib-name", "-ERR wrong number of arguments for 'client|setinfo' command\r\n");
     expect(&c, "CLIENT NO-EVICT", "-ERR wrong number of arguments for 'client|no-evict' command\r\n");
-    expect(&c, "CLIENT LIST", "-ERR unsupported command 'client'\r\n");
     expect(&c, "CLIENT KILL ID 1", "-ERR unsupported command 'client'\r\n");
     /* an empty name clears it */
     char t[64];
@@ -242,8 +265,8 @@ static void test_client_subcommands(void **state)
     expect(&c, "CLIENT SETNAME n", "+OK\r\n");
     expect_forward(&c, "HELLO 3");
     expect(&c, "CLIENT GETNAME", "$1\r\nn\r\n");
-    expect(&c, "CLIENT INFO", "=90\r\ntxt:id=42 addr=? laddr=? fd=-1 name=n age=0 idle=0 flags=N db=0 resp=3 "
-                              "lib-name= lib-ver=\n\r\n");
+    expect_info(&c, "=110\r\ntxt:id=42 addr=? laddr=? fd=-1 name=n age=0 idle=0 flags=N db=0 sub=0 psub=0 ssub=0 "
+                    "resp=3 lib-name= lib-ver=\n\r\n");
     /* RESET: RESP2 again, no name, no flags; lib-name and lib-ver stay, as in redis */
     expect(&c, "CLIENT SETINFO lib-ver 1", "+OK\r\n");
     expect(&c, "CLIENT NO-EVICT on", "+OK\r\n");
@@ -254,6 +277,90 @@ static void test_client_subcommands(void **state)
     expect_forward(&c, "HELLO 3");
     expect(&c, "CLIENT GETNAME", "_\r\n");
     assert_string_equal(redis_sess_get(&c.s, REDIS_TEXT_LIB_VER), "1");
+    client_close(&c);
+}
+
+/* CLIENT LIST line: local() leaves it to the core (no reply text); list_filter() takes its
+ * arguments as redis 7 does (errors checked byte for byte against redis-server 7.0 by
+ * tests/integration/test_client_list.py), into a filter proto_list_match() applies. */
+static int list_filter(struct client *c, const char *line, struct proto_list_filter *f, char *text, size_t size)
+{
+    char t[256];
+    assert_int_equal(client_say(c, line, t, sizeof(t)), PROTO_CLIENT_LIST);
+    assert_string_equal(t, "");
+    struct msg *rsp = msg_get(&c->e.pp);
+    assert_non_null(rsp);
+    int rc = redis_proto.list_filter(c->d.out[c->next - 1], f, rsp);
+    size_t n = msg_copy_out(rsp, 0, text, size - 1);
+    text[n] = '\0';
+    msg_put(&c->e.pp, rsp);
+    return rc;
+}
+
+static void expect_list_error(struct client *c, const char *line, const char *want)
+{
+    struct proto_list_filter f;
+    char t[256];
+    assert_int_equal(list_filter(c, line, &f, t, sizeof(t)), PROTO_ANSWERED);
+    assert_string_equal(t, want);
+}
+
+static void test_client_list(void **state)
+{
+    (void)state;
+    struct client c;
+    client_open(&c, NULL, 0);
+    struct proto_list_filter f;
+    char t[256];
+    assert_int_equal(list_filter(&c, "CLIENT LIST", &f, t, sizeof(t)), 0);
+    assert_string_equal(t, "");
+    assert_true(proto_list_match(&f, 7, false) && proto_list_match(&f, 7, true));
+    assert_int_equal(list_filter(&c, "client list type NORMAL", &f, t, sizeof(t)), 0);
+    assert_true(proto_list_match(&f, 7, false) && !proto_list_match(&f, 7, true));
+    assert_int_equal(list_filter(&c, "CLIENT LIST TYPE pubsub", &f, t, sizeof(t)), 0);
+    assert_true(!proto_list_match(&f, 7, false) && proto_list_match(&f, 7, true));
+    static const char *const none[] = { "master", "replica", "slave" };
+    for (size_t i = 0; i < 3; i++) {
+        char line[64];
+        snprintf(line, sizeof(line), "CLIENT LIST TYPE %s", none[i]);
+        assert_int_equal(list_filter(&c, line, &f, t, sizeof(t)), 0);
+        assert_true(!proto_list_match(&f, 7, false) && !proto_list_match(&f, 7, true));
+    }
+    /* ID: the ids named (not positive ones name none); the type stays any */
+    assert_int_equal(list_filter(&c, "CLIENT LIST ID 7 0 -1 9", &f, t, sizeof(t)), 0);
+    assert_true(f.by_id);
+    assert_int_equal(f.nids, 2);
+    assert_true(proto_list_match(&f, 7, false) && proto_list_match(&f, 9, true) && !proto_list_match(&f, 8, false));
+    struct proto_list_filter copy;
+    assert_int_equal(proto_list_filter_copy(&copy, &f), 0);
+    proto_list_filter_free(&f);
+    assert_true(proto_list_match(&copy, 9, false) && !proto_list_match(&copy, 1, false));
+    proto_list_filter_free(&copy);
+    assert_int_equal(list_filter(&c, "CLIENT LIST ID 0", &f, t, sizeof(t)), 0);
+    assert_true(f.by_id && !proto_list_match(&f, 0, false));
+    proto_list_filter_free(&f);
+    /* redis 7's errors */
+    expect_list_error(&c, "CLIENT LIST TYPE", "-ERR syntax error\r\n");
+    expect_list_error(&c, "CLIENT LIST TYPE normal x", "-ERR syntax error\r\n");
+    expect_list_error(&c, "CLIENT LIST TYPE Foo", "-ERR Unknown client type 'Foo'\r\n");
+    expect_list_error(&c, "CLIENT LIST ID", "-ERR syntax error\r\n");
+    expect_list_error(&c, "CLIENT LIST ID 1 abc", "-ERR Invalid client ID\r\n");
+    expect_list_error(&c, "CLIENT LIST ID 1 TYPE normal", "-ERR Invalid client ID\r\n");
+    expect_list_error(&c, "CLIENT LIST foo", "-ERR syntax error\r\n");
+    /* the line: CLIENT INFO's renderer, with P and the counts for a subscribed client */
+    struct textbuf line = { 0 };
+    struct proto_client_state st = { .subscribed = true, .subs = { 2, 1, 0 } };
+    redis_proto.client_line(&line, &c.s, &c.cp, &st);
+    assert_false(textbuf_failed(&line));
+    assert_non_null(strstr(line.data, " flags=P db=0 sub=2 psub=1 ssub=0 resp=2 "));
+    assert_int_equal(line.data[line.len - 1], '\n');
+    textbuf_deinit(&line);
+    struct msg *rsp = msg_get(&c.e.pp);
+    assert_int_equal(redis_proto.list_reply(REDIS_RESP3, NULL, 0, rsp), 0);
+    size_t n = msg_copy_out(rsp, 0, t, sizeof(t) - 1);
+    t[n] = '\0';
+    assert_string_equal(t, "=4\r\ntxt:\r\n");
+    msg_put(&c.e.pp, rsp);
     client_close(&c);
 }
 
@@ -555,6 +662,7 @@ int main(void)
         cmocka_unit_test(test_hello_auth),
         cmocka_unit_test(test_auth_username),
         cmocka_unit_test(test_client_subcommands),
+        cmocka_unit_test(test_client_list),
         cmocka_unit_test(test_echo_select_reset),
         cmocka_unit_test(test_hello_reply),
         cmocka_unit_test(test_info_merge),
