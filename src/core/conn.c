@@ -97,6 +97,8 @@ void conn_destroy(struct conn *c)
 /* Re-arms the event for what is wanted now (rare: back-pressure, a full socket, connect). */
 static void conn_set_events(struct conn *c, bool rd, bool wr)
 {
+    /* the usual call changes nothing (client_write asks for what it has): one test for it */
+    if (c->reading == rd && c->wev_on == wr && c->hup == 0) return;
     bool hup = (c->hup & CONN_HUP_WANTED) && !rd, had = (c->hup & CONN_HUP_ADDED) != 0;
     if (c->ev == NULL || (c->reading == rd && c->wev_on == wr && had == hup)) return;
     if (c->reading || c->wev_on || had) event_del(c->ev);
