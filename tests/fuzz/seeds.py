@@ -65,6 +65,12 @@ REDIS_REQ = {
                  resp("ECHO", "e") + resp("SELECT", "0") + resp("INFO", "server") + resp("TIME") +
                  resp("RESET") + resp("HELLO") + resp("HELLO", "4") + resp("CLIENT"),
     "handshake_inline": b"hello 3\r\nclient setname x\r\ninfo keyspace\r\necho hi\r\nselect 1\r\nreset\r\n",
+    # CLIENT LIST's filters (proto_list_filter: TYPE, ID with repeats, their errors)
+    "client_list": resp("CLIENT", "LIST", "TYPE", "pubsub") + resp("CLIENT", "LIST", "ID", "3", "1", "3") +
+                   resp("CLIENT", "LIST", "TYPE", "master") + resp("CLIENT", "LIST", "ID") +
+                   resp("CLIENT", "LIST", "ID", "x") + resp("CLIENT", "LIST", "TYPE", "nope") +
+                   resp("CLIENT", "LIST", "ID", "-1", "18446744073709551616") + resp("CLIENT", "LIST", "KILL") +
+                   resp("client", "list", "type", "NORMAL", "id", "7"),
     # blocking commands: their timeout argument (msg.block_usec)
     "blocking": resp("BLPOP", "a", "b", "0") + resp("BZMPOP", "1.5", "2", "z1", "z2", "MIN", "COUNT", "3") +
                 resp("XREAD", "COUNT", "1", "BLOCK", "100", "STREAMS", "s", "$") +
