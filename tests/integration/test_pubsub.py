@@ -528,7 +528,7 @@ def test_server_that_never_confirms_times_out(redis_server, write_conf, nutcrack
     part), the client is then closed (its subscriptions there are gone), the server's stats count a
     timed-out connection, and nothing of the client is left on the other server."""
     cluster = start_cluster("redis", 2, 1, redis_server, write_conf, nutcrackers, name="pubsub-hung",
-                            timeout=400)
+                            timeout=1000)
     chans = [fresh(f"hung{i}") for i in range(20)]
     on = {i: [ch for ch in chans if cluster.server_of(ch) == i] for i in (0, 1)}
     assert on[0] and on[1]
