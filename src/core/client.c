@@ -57,12 +57,17 @@
  * share: one relaxed increment per accepted client. */
 static _Atomic uint64_t client_next_id;
 
+static void client_on_handshake(struct conn *c, int err);
+
 int client_accept(struct loop *l, struct pool_rt *pool, int fd)
 {
-    struct conn *c = conn_create(l, &client_conn_ops, fd, pool);
-    if (c == NULL) {
+    struct conn *c = conn_create(l, &client_conn_ops, pool);
+    int rc = c != NULL ? conn_attach(c, pool->shared->client_tp, fd, NULL) : -ENOMEM; /* fd is c's */
+    if (rc < 0) {
+        if (c == NULL) close(fd);
+        free(c);
         atomic_fetch_sub(pool_nclients(pool->shared), 1);
-        return -ENOMEM;
+        return rc;
     }
     c->sess.id = atomic_fetch_add_explicit(&client_next_id, 1, memory_order_relaxed) + 1;
     c->sess.fd = fd;
@@ -74,8 +79,9 @@ int client_accept(struct loop *l, struct pool_rt *pool, int fd)
     stats_ctr_add(&l->stats->total_connections, 1);
     stats_ctr_add(&l->stats->curr_connections, 1);
     STATS_POOL_ADD(pool->st, client_connections, 1);
-    conn_want_read(c, true);
+    conn_want_read(c, true); /* once the transport's handshake is done, where it has one */
     log_debug(LOG_VERB, "worker %u: client %lu on pool '%s'", l->id, (unsigned long)c->id, pool->cp->name);
+    if ((rc = conn_handshake_start(c)) < 0) client_on_handshake(c, rc);
     return 0;
 }
 
@@ -309,7 +315,7 @@ static void client_on_readable(struct conn *c)
     if (rc == -EPROTO || rc == -E2BIG || rc == -EMSGSIZE) {
         const char *why = rc == -E2BIG      ? "request token larger than the buffer size (-m)"
                           : rc == -EMSGSIZE ? "request larger than 1 GB"
-                                            : (c->ps.error ? c->ps.error : "invalid request");
+                                            : (c->rd.ps.error ? c->rd.ps.error : "invalid request");
         log_debug(LOG_INFO, "client %lu: protocol error: %s", (unsigned long)c->id, why);
         c->err = EPROTO;
         request_protocol_error(c, why); /* the error reply goes after the earlier replies */
@@ -361,13 +367,24 @@ static void client_flush_queued(struct conn *c)
 
 static void client_msg_begin(struct conn *c)
 {
-    parse_state_reset(&c->ps);
-    c->ps.want_elems = false;
+    parse_state_reset(&c->rd.ps);
+    c->rd.ps.want_elems = false;
 }
 
 static int client_parse(struct conn *c, const uint8_t *buf, size_t len, size_t *consumed)
 {
-    return c->pool->proto->parse_req(&c->ps, c->rmsg, buf, len, consumed);
+    return c->pool->proto->parse_req(&c->rd.ps, c->rd.msg, buf, len, consumed);
+}
+
+/* conn_ops.on_handshake: the transport's handshake with the client ended (err 0: its requests are
+ * read from now on, as conn_want_read asked at accept); a failed one closes the client alone. */
+static void client_on_handshake(struct conn *c, int err)
+{
+    if (err == 0) return;
+    log_debug(LOG_INFO, "client %lu: %s handshake failed: %s", (unsigned long)c->id, c->tr.ops->name,
+              transport_strerror(&c->tr, -err));
+    c->err = -err;
+    client_close(c);
 }
 
 const struct conn_ops client_conn_ops = {
@@ -377,6 +394,7 @@ const struct conn_ops client_conn_ops = {
     .flush = client_flush_queued,
     .msg_begin = client_msg_begin,
     .parse = client_parse,
+    .on_handshake = client_on_handshake,
     .on_hangup = client_on_hangup,
     .msg_max = CLIENT_REQUEST_MAX,
 };
@@ -403,6 +421,7 @@ static const struct conn_ops client_txn_conn_ops = {
     .flush = client_txn_flush,
     .msg_begin = client_msg_begin,
     .parse = client_parse,
+    .on_handshake = client_on_handshake,
     .on_hangup = client_on_hangup,
     .msg_max = CLIENT_REQUEST_MAX,
 };

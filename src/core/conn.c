@@ -1,6 +1,8 @@
 /*
- * conn.c - connection plumbing shared by every role: events (dispatched to the role's conn_ops),
- * the flush queue, the read-and-parse loop, and writev of queued message spans.
+ * conn.c - connection plumbing shared by every role: events (dispatched to the role's conn_ops,
+ * and to the transport while it waits for something: its handshake, a read that needs the socket
+ * writable), the flush queue, reading through the transport into the reader (proto/reader.h),
+ * and writing the spans of queued messages through the transport.
  *
  * Threads: the owning loop's thread only.
  */
@@ -13,7 +15,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
-#include <unistd.h>
 
 #include "common/clock.h"
 #include "common/log.h"
@@ -23,92 +24,161 @@
 #define CONN_IOV_MAX 512
 #define CONN_FLUSH_MAX 65536    /* conns flushed per run of the queue; the rest in the next one */
 
-struct conn *conn_create(struct loop *l, const struct conn_ops *ops, int fd, struct pool_rt *pool)
+struct conn *conn_create(struct loop *l, const struct conn_ops *ops, struct pool_rt *pool)
 {
     struct conn *c = calloc(1, sizeof(*c));
-    if (c == NULL) {
-        if (fd >= 0) close(fd);
-        return NULL;
-    }
+    if (c == NULL) return NULL;
     c->ops = ops;
-    c->fd = fd;
+    transport_init_closed(&c->tr);
     c->loop = l;
     c->pool = pool;
     c->id = ++l->next_conn_id;
     TAILQ_INIT(&c->reqs); /* the server's to_send too: one head, two names */
     TAILQ_INIT(&c->sent);
-    if (fd >= 0 && conn_attach_fd(c, fd) < 0) {
-        close(fd);
-        free(c);
-        return NULL;
-    }
     return c;
 }
 
-/* The socket's one event: writes first (they may close the connection), then reads. */
+static short conn_on_transport_event(struct conn *c, short what);
+
+/* The socket's one event: writes first (they may close the connection), then reads. A transport
+ * that waits for something (c->tio: a handshake, a read that needs the socket writable, ...)
+ * sees the event first; on the plain path that is one test. */
 static void conn_on_event(evutil_socket_t fd, short what, void *arg)
 {
     struct conn *c = arg;
     (void)fd;
+    if (c->tio != 0 && (what = conn_on_transport_event(c, what)) == 0) return;
     if ((what & EV_WRITE) && c->ops->on_writable(c)) return; /* c is gone, or its socket */
     if ((what & EV_READ) && c->reading) c->ops->on_readable(c);
-    else if ((what & EV_CLOSED) && (c->hup & CONN_HUP_ADDED)) c->ops->on_hangup(c);
+    else if ((what & EV_CLOSED) && (c->armed & EV_CLOSED)) c->ops->on_hangup(c);
 }
 
-int conn_attach_fd(struct conn *c, int fd)
+int conn_attach(struct conn *c, const struct transport_ctx *ctx, int fd, const char *peer_name)
 {
-    c->fd = fd;
     c->reading = c->wev_on = false;
-    c->hup &= (uint8_t)~CONN_HUP_ADDED;
+    c->armed = c->tio = 0;
+    int rc = transport_open(&c->tr, ctx, fd, peer_name); /* closes fd on failure */
+    if (rc < 0) return rc;
     c->ev = event_new(c->loop->base, fd, EV_PERSIST, conn_on_event, c);
     if (c->ev == NULL) {
-        c->fd = -1; /* not closed here: the caller closes fd (closing it twice could close a
-                     * descriptor another thread has just been given the same number) */
+        transport_close(&c->tr);
         return -ENOMEM;
     }
     return 0;
 }
 
-void conn_detach_fd(struct conn *c)
+void conn_detach(struct conn *c)
 {
     if (c->ev) event_free(c->ev);
     c->ev = NULL;
     c->wev_on = c->reading = false;
-    c->hup &= (uint8_t)~CONN_HUP_ADDED;
-    if (c->fd >= 0) close(c->fd);
-    c->fd = -1;
-    if (c->rbuf) mbuf_unref(c->rbuf);
-    c->rbuf = NULL;
-    c->rpos = 0;
-    if (c->rmsg) msg_put(&c->loop->msgs, c->rmsg);
-    c->rmsg = NULL;
+    c->armed = c->tio = 0;
+    transport_close(&c->tr);
+    reader_reset(&c->rd, &c->loop->msgs);
 }
 
 void conn_destroy(struct conn *c)
 {
     if (c->flush_queued) TAILQ_REMOVE(&c->loop->flushq, c, flush_link);
     c->flush_queued = false;
-    conn_detach_fd(c);
+    conn_detach(c);
     if (c->tev) event_free(c->tev);
-    parse_state_free(&c->ps);
+    parse_state_free(&c->rd.ps);
     free(c);
+}
+
+/* The EV_* flags c's event needs: what the role wants (reading, writing, the peer's close while
+ * it does not read) and what its transport waits for. */
+static short conn_events_needed(const struct conn *c, bool rd, bool wr)
+{
+    uint8_t tio = c->tio;
+    if (tio & CONN_TIO_HANDSHAKE) { /* the handshake's wishes only, until it ends */
+        rd = (c->tr.want & TRANSPORT_WANT_READ) != 0;
+        wr = (c->tr.want & TRANSPORT_WANT_WRITE) != 0;
+    } else {
+        rd = rd || (tio & CONN_TIO_WRITE_WAITS);
+        wr = wr || (tio & CONN_TIO_READ_WAITS);
+    }
+    bool hup = (c->hup & CONN_HUP_WANTED) && !rd;
+    return (short)((rd ? EV_READ : 0) | (wr ? EV_WRITE : 0) | (hup ? EV_CLOSED : 0));
 }
 
 /* Re-arms the event for what is wanted now (rare: back-pressure, a full socket, connect). */
 static void conn_set_events(struct conn *c, bool rd, bool wr)
 {
     /* the usual call changes nothing (client_write asks for what it has): one test for it */
-    if (c->reading == rd && c->wev_on == wr && c->hup == 0) return;
-    bool hup = (c->hup & CONN_HUP_WANTED) && !rd, had = (c->hup & CONN_HUP_ADDED) != 0;
-    if (c->ev == NULL || (c->reading == rd && c->wev_on == wr && had == hup)) return;
-    if (c->reading || c->wev_on || had) event_del(c->ev);
+    if (c->reading == rd && c->wev_on == wr && (c->hup | c->tio) == 0) return;
+    bool start_reading = rd && !c->reading;
     c->reading = rd;
     c->wev_on = wr;
-    c->hup = (uint8_t)((c->hup & CONN_HUP_WANTED) | (hup ? CONN_HUP_ADDED : 0));
-    if (!rd && !wr && !hup) return;
-    short what = (short)((rd ? EV_READ : 0) | (wr ? EV_WRITE : 0) | (hup ? EV_CLOSED : 0) | EV_PERSIST);
-    event_assign(c->ev, c->loop->base, c->fd, what, conn_on_event, c);
-    event_add(c->ev, NULL);
+    if (c->ev == NULL) return;
+    short what = conn_events_needed(c, rd, wr);
+    if (what != c->armed) {
+        if (c->armed != 0) event_del(c->ev);
+        c->armed = (uint8_t)what;
+        if (what != 0) {
+            event_assign(c->ev, c->loop->base, c->tr.fd, (short)(what | EV_PERSIST), conn_on_event, c);
+            event_add(c->ev, NULL);
+        }
+    }
+    /* bytes the transport holds are not signalled by the socket: read them now */
+    if (start_reading && !(c->tio & CONN_TIO_HANDSHAKE) && transport_pending(&c->tr))
+        event_active(c->ev, EV_READ, 1);
+}
+
+/* One step of the handshake (its socket was ready for it). */
+static void conn_handshake_step(struct conn *c)
+{
+    int rc = c->tr.ops->handshake(&c->tr);
+    if (rc == -EAGAIN) {
+        conn_set_events(c, c->reading, c->wev_on); /* what it waits for now */
+        return;
+    }
+    c->tio &= (uint8_t)~CONN_TIO_HANDSHAKE;
+    conn_set_events(c, c->reading, c->wev_on); /* what the role wanted meanwhile */
+    if (rc == 0 && c->reading && transport_pending(&c->tr)) event_active(c->ev, EV_READ, 1);
+    c->ops->on_handshake(c, rc);
+}
+
+/* An event while the transport waits for something: the handshake takes it, or a read (write)
+ * that waited for the other direction is tried again. Returns what the role still gets. */
+static short conn_on_transport_event(struct conn *c, short what)
+{
+    if (c->tio & CONN_TIO_HANDSHAKE) {
+        conn_handshake_step(c);
+        return 0;
+    }
+    uint8_t was = c->tio;
+    if ((was & CONN_TIO_READ_WAITS) && (what & EV_WRITE)) {
+        c->tio &= (uint8_t)~CONN_TIO_READ_WAITS;
+        what |= EV_READ;
+    }
+    if ((was & CONN_TIO_WRITE_WAITS) && (what & EV_READ)) {
+        c->tio &= (uint8_t)~CONN_TIO_WRITE_WAITS;
+        what |= EV_WRITE;
+    }
+    if (c->tio != was) conn_set_events(c, c->reading, c->wev_on);
+    /* a write the role did not ask for only serves a read that waited for it */
+    if (!c->wev_on && !(was & CONN_TIO_WRITE_WAITS)) what &= (short)~EV_WRITE;
+    return what;
+}
+
+int conn_handshake_start(struct conn *c)
+{
+    if (!transport_has_handshake(&c->tr) || (c->tio & CONN_TIO_HANDSHAKE)) return 0;
+    int rc = c->tr.ops->handshake(&c->tr);
+    if (rc != -EAGAIN) return rc;
+    c->tio |= CONN_TIO_HANDSHAKE;
+    conn_set_events(c, c->reading, c->wev_on);
+    return 1;
+}
+
+/* A read or write of c could not go on for want of the other direction (a transport with a
+ * handshake inside its stream): the event waits for that too. */
+static void conn_transport_waits(struct conn *c, uint8_t flag)
+{
+    c->tio |= flag;
+    conn_set_events(c, c->reading, c->wev_on);
 }
 
 void conn_want_write(struct conn *c, bool on)
@@ -124,7 +194,7 @@ void conn_want_read(struct conn *c, bool on)
 void conn_watch_hangup(struct conn *c, bool on)
 {
     if (on && !(event_base_get_features(c->loop->base) & EV_FEATURE_EARLY_CLOSE)) return;
-    c->hup = (uint8_t)((c->hup & ~CONN_HUP_WANTED) | (on ? CONN_HUP_WANTED : 0));
+    c->hup = on ? CONN_HUP_WANTED : 0;
     conn_set_events(c, c->reading, c->wev_on);
 }
 
@@ -151,90 +221,70 @@ void conn_flush_queue(struct loop *l)
     if (!TAILQ_EMPTY(&l->flushq)) event_active(l->flush_ev, EV_TIMEOUT, 1);
 }
 
-/* Makes sure rbuf has room; moves an unconsumed partial token to a fresh mbuf. */
-static int conn_rbuf_ready(struct conn *c)
+/* The reader's side of c: its role's parser and message hand-off (the reader calls these with
+ * ctx, a struct conn_recv_ctx). */
+struct conn_recv_ctx {
+    struct conn *c;
+    conn_msg_fn on_msg;
+};
+
+static void conn_sink_begin(void *ctx, struct parse_state *ps)
 {
-    struct mbuf *rb = c->rbuf;
-    if (rb != NULL && mbuf_room(rb) > 0) return 0;
-    struct mbuf *nb = mbuf_get(&c->loop->mbufs);
-    if (nb == NULL) return -ENOMEM;
-    if (rb != NULL) {
-        uint32_t tail = rb->len - c->rpos;
-        if (tail > 0 && c->rpos == 0) { /* a token as large as a whole mbuf */
-            mbuf_unref(nb);
-            return -E2BIG;
-        }
-        memcpy(nb->data, rb->data + c->rpos, tail);
-        nb->len = tail;
-        mbuf_unref(rb);
-    }
-    c->rbuf = nb;
-    c->rpos = 0;
-    return 0;
+    (void)ps; /* c->rd.ps */
+    struct conn *c = ((struct conn_recv_ctx *)ctx)->c;
+    c->ops->msg_begin(c);
 }
 
-static int conn_parse(struct conn *c, conn_msg_fn on_msg)
+static int conn_sink_parse(void *ctx, struct parse_state *ps, struct msg *m, const uint8_t *buf, size_t len,
+                           size_t *consumed)
 {
-    const struct conn_ops *ops = c->ops;
-    struct mbuf *rb = c->rbuf;
-    while (c->rpos < rb->len) {
-        if (c->rmsg == NULL) {
-            c->rmsg = msg_get(&c->loop->msgs);
-            if (c->rmsg == NULL) return -ENOMEM;
-            ops->msg_begin(c);
-        }
-        size_t consumed = 0;
-        int st = ops->parse(c, rb->data + c->rpos, rb->len - c->rpos, &consumed);
-        if (consumed > 0) {
-            if (msg_append(c->rmsg, rb, c->rpos, (uint32_t)consumed) < 0) return -ENOMEM;
-            c->rpos += (uint32_t)consumed;
-            if (c->rmsg->len > ops->msg_max) return -EMSGSIZE;
-        }
-        if (st == PARSE_ERROR) return -EPROTO;
-        if (st == PARSE_AGAIN) break;
-        struct msg *m = c->rmsg;
-        c->rmsg = NULL;
-        int rc = on_msg(c, m);
-        if (rc != 0) return rc;
-        if (c->rbuf != rb) return 0; /* the conn was reset under us */
-    }
-    return 0;
+    (void)ps; /* c->rd.ps */
+    (void)m;  /* c->rd.msg */
+    struct conn *c = ((struct conn_recv_ctx *)ctx)->c;
+    return c->ops->parse(c, buf, len, consumed);
+}
+
+static int conn_sink_msg(void *ctx, struct msg *m)
+{
+    struct conn_recv_ctx *rc = ctx;
+    return rc->on_msg(rc->c, m);
 }
 
 int conn_recv(struct conn *c, bool *eof, conn_msg_fn on_msg)
 {
+    struct conn_recv_ctx ctx = { .c = c, .on_msg = on_msg };
+    const struct reader_sink sink = {
+        .begin = conn_sink_begin,
+        .parse = conn_sink_parse,
+        .on_msg = conn_sink_msg,
+        .msg_max = c->ops->msg_max,
+    };
     *eof = false;
     int rc = 0;
-    for (int i = 0; i < CONN_READS_PER_EVENT && c->fd >= 0; i++) {
-        rc = conn_rbuf_ready(c);
+    for (int i = 0; i < CONN_READS_PER_EVENT && conn_open(c); i++) {
+        uint8_t *at;
+        uint32_t room;
+        rc = reader_room(&c->rd, &c->loop->mbufs, &at, &room);
         if (rc < 0) break;
-        struct mbuf *rb = c->rbuf;
-        uint32_t room = mbuf_room(rb);
-        ssize_t n = read(c->fd, rb->data + rb->len, room);
+        ssize_t n = transport_read(&c->tr, at, room);
         if (n < 0) {
-            if (errno == EINTR) continue;
-            rc = (errno == EAGAIN || errno == EWOULDBLOCK) ? 0 : -errno;
+            rc = n == -EAGAIN ? 0 : (int)n;
+            if (n == -EAGAIN && (c->tr.want & TRANSPORT_WANT_WRITE)) conn_transport_waits(c, CONN_TIO_READ_WAITS);
             break;
         }
         if (n == 0) {
             *eof = true;
             break;
         }
-        rb->len += (uint32_t)n;
-        c->loop->read_usec = nc_usec_now(); /* one clock read per read(), not per message */
-        rc = conn_parse(c, on_msg);
-        if (rc != 0 || (uint32_t)n < room || !c->reading) break;
+        c->loop->read_usec = nc_usec_now(); /* one clock read per read, not per message */
+        rc = reader_parse(&c->rd, (uint32_t)n, &c->loop->msgs, &sink, &ctx);
+        if (rc != 0 || !c->reading) break;
+        /* a short read drained the socket, unless the transport holds more than it gave */
+        if ((uint32_t)n < room && !transport_pending(&c->tr)) break;
     }
-    /* an idle connection holds no buffer. One in the middle of a message keeps it while it has
-     * bytes of that message and room (the message pins it anyway) and the next bytes go on
-     * filling it: a fresh buffer per read would let a client that sends a request one byte at a
-     * time pin a whole -m chunk per byte. */
-    struct mbuf *rb = c->rbuf;
-    if (rb != NULL && c->rpos == rb->len && (c->rmsg == NULL || rb->len == 0 || mbuf_room(rb) == 0)) {
-        mbuf_unref(c->rbuf);
-        c->rbuf = NULL;
-        c->rpos = 0;
-    }
+    reader_trim(&c->rd);
+    /* bytes the transport still holds are not signalled by the socket: come back for them */
+    if (rc == 0 && c->reading && conn_open(c) && transport_pending(&c->tr)) event_active(c->ev, EV_READ, 1);
     return rc;
 }
 
@@ -266,11 +316,7 @@ int64_t conn_writev(struct conn *c, struct msg *const *msgs, uint32_t n, uint64_
         }
     }
     if (niov == 0) return 0;
-    for (;;) {
-        ssize_t w = writev(c->fd, iov, niov);
-        if (w >= 0) return w;
-        if (errno == EINTR) continue;
-        if (errno == EAGAIN || errno == EWOULDBLOCK) return 0;
-        return -errno;
-    }
+    ssize_t w = transport_writev(&c->tr, iov, niov);
+    if (w == 0 && (c->tr.want & TRANSPORT_WANT_READ)) conn_transport_waits(c, CONN_TIO_WRITE_WAITS);
+    return w;
 }

@@ -8,6 +8,13 @@
  * pubsub.c while a subscriber holds one). conn.c knows no
  * role by name: it reads, parses and writes, and calls the role's ops.
  *
+ * How its bytes move is its transport's (net/transport.h: the plain socket, or another
+ * implementation chosen per side of a pool): conn.c reads through it into the connection's reader
+ * (proto/reader.h: the read buffer and the parse loop), writes the spans of queued messages
+ * through it, runs its handshake (a role is told by on_handshake when it ends), and arms the
+ * socket's event for what the transport waits for besides what the role wants. No read, write or
+ * writev is called here or in any role.
+ *
  * The queues, per role:
  *   client: reqs = its requests in arrival order; the head's reply is written first (out_off
  *           bytes of it already are). Replies leave in request order whatever server answers first.
@@ -26,7 +33,9 @@
 #include <sys/queue.h>
 
 #include "msg/msg.h"
+#include "net/transport.h"
 #include "proto/proto.h"
+#include "proto/reader.h"
 
 struct loop;
 struct pool_rt;
@@ -49,10 +58,15 @@ struct conn_ops {
     void (*on_readable)(struct conn *c);
     /* c is taken from its loop's flush queue: write what is queued. */
     void (*flush)(struct conn *c);
-    /* A new message is about to be parsed into c->rmsg: reset c->ps for it. */
+    /* A new message is about to be parsed into c->rd.msg: reset c->rd.ps for it. */
     void (*msg_begin)(struct conn *c);
-    /* The protocol parser of this side of the connection (proto.h's contract) on c->ps, c->rmsg. */
+    /* The protocol parser of this side of the connection (proto.h's contract) on c->rd.ps and
+     * c->rd.msg. */
     int (*parse)(struct conn *c, const uint8_t *buf, size_t len, size_t *consumed);
+    /* The transport's handshake (conn_handshake_start) ended: err 0, c carries the protocol's
+     * bytes now; else it failed (c->tr says why) and the role closes c. NULL: the role never
+     * starts one. */
+    void (*on_handshake)(struct conn *c, int err);
     /* Server roles: c's socket is being closed by a failure or a shutdown (err), before its
      * requests are failed. NULL: nothing to do. */
     void (*on_close)(struct conn *c, int err);
@@ -62,7 +76,11 @@ struct conn_ops {
 };
 
 #define CONN_HUP_WANTED 1u         /* conn.hup: conn_watch_hangup is on */
-#define CONN_HUP_ADDED 2u          /* conn.hup: EV_CLOSED is in the event now */
+
+/* conn.tio: what the transport needs from the event loop besides what the role wants */
+#define CONN_TIO_HANDSHAKE 1u      /* its handshake runs: the socket's events go to it */
+#define CONN_TIO_READ_WAITS 2u     /* a read waits for the socket to be writable */
+#define CONN_TIO_WRITE_WAITS 4u    /* a write waits for the socket to be readable */
 
 /* Laid out so that an idle client costs little memory: no padding holes, one libevent event. */
 struct conn {
@@ -82,9 +100,8 @@ struct conn {
     };
     struct pubsub *psub;           /* client: its subscriptions (core/pubsub.h), NULL when none */
 
-    struct mbuf *rbuf;             /* current read buffer (NULL when idle) */
-    struct msg *rmsg;              /* message being parsed */
-    struct parse_state ps;
+    struct transport tr;           /* its socket and how bytes move on it (tr.fd < 0: none) */
+    struct reader rd;              /* the read buffer, the message being parsed, the parser state */
     struct proto_session sess;     /* client: what its protocol remembers of it (proto.h) */
 
     union {                        /* see the top of this file */
@@ -101,12 +118,12 @@ struct conn {
     bool kill;                     /* client: closed from the loop's flush queue (over its limit) */
     bool quit;                     /* client: it sent QUIT (the protocol's close, counted as eof) */
     uint8_t hup;                   /* CONN_HUP_*: the peer's close watched while not reading */
+    uint8_t tio;                   /* CONN_TIO_*: what its transport waits for (0 on the plain path) */
+    uint8_t armed;                 /* the EV_* flags its event was last added with (0: none) */
 
     uint64_t id;
 
-    int fd;
     int err;                       /* the error that ends the connection, 0 if none */
-    uint32_t rpos;                 /* first byte of rbuf not yet consumed by the parser */
     union {
         uint32_t nreqs;            /* client */
         uint32_t nto_send;         /* server */
@@ -124,15 +141,32 @@ struct conn {
                                     * one of the clients whose requests it carries (proto.h) */
 };
 
-/* Creates a conn of role ops for fd (takes the fd over; closes it on failure; -1: none yet).
- * Events are not yet added. */
-struct conn *conn_create(struct loop *l, const struct conn_ops *ops, int fd, struct pool_rt *pool);
-/* Attaches a socket: creates its event (not added). On failure fd is left open for the caller. */
-int conn_attach_fd(struct conn *c, int fd);
-/* Frees the events, the read buffer and the partial msg, and closes the fd (the conn stays). */
-void conn_detach_fd(struct conn *c);
-/* Frees the events, the read buffer, the partial msg and closes the fd. The queues must be empty. */
+/* Creates a conn of role ops with no socket yet (conn_attach gives it one). */
+struct conn *conn_create(struct loop *l, const struct conn_ops *ops, struct pool_rt *pool);
+/* Gives c the socket fd (taken over: closed on failure), moving its bytes with a transport of
+ * ctx (peer_name: the server's name to verify for a client-side handshake, or NULL), and creates
+ * its event (not added). Returns 0 or -errno. */
+int conn_attach(struct conn *c, const struct transport_ctx *ctx, int fd, const char *peer_name);
+/* Frees the event, the read buffer and the partial msg, and closes the transport and its socket
+ * (the conn stays). */
+void conn_detach(struct conn *c);
+/* conn_detach, then frees c. The queues must be empty. */
 void conn_destroy(struct conn *c);
+
+/* Whether c has a socket. */
+static inline bool conn_open(const struct conn *c)
+{
+    return transport_is_open(&c->tr);
+}
+
+/*
+ * Starts the transport's handshake on c's socket (after the connect completed, or at accept).
+ * Returns 0 when there is none (a plain socket) or it is already done: c carries the protocol's
+ * bytes now; 1 when it runs: the socket's events serve it until it ends, then the events the role
+ * wants meanwhile (conn_want_read/write) are armed and ops->on_handshake is called; -errno when
+ * it failed at once.
+ */
+int conn_handshake_start(struct conn *c);
 
 void conn_want_write(struct conn *c, bool on);
 void conn_want_read(struct conn *c, bool on);
@@ -153,19 +187,19 @@ void conn_flush_later(struct conn *c);
 void conn_flush_queue(struct loop *l);
 
 /*
- * Reads what the socket has and parses it into messages, calling on_msg for each one completed.
- * Returns 0 when the socket is drained, or -errno (ECONNRESET / EPIPE ...), 0 with *eof set on
- * end of stream, or -EPROTO on a parse error (ps.error says why), -E2BIG for a token larger than
- * an mbuf, or -EMSGSIZE for a message over its role's msg_max. on_msg may
- * stop the loop by returning non-zero (its value is returned).
+ * Reads what the transport has and parses it into messages (proto/reader.h), calling on_msg for
+ * each one completed. Returns 0 when the socket is drained, or -errno (ECONNRESET / EPIPE ...), 0
+ * with *eof set on end of stream, or -EPROTO on a parse error (rd.ps.error says why), -E2BIG for a
+ * token larger than an mbuf, or -EMSGSIZE for a message over its role's msg_max. on_msg may stop
+ * the loop by returning non-zero (its value is returned).
  */
 typedef int (*conn_msg_fn)(struct conn *c, struct msg *m);
 int conn_recv(struct conn *c, bool *eof, conn_msg_fn on_msg);
 
 /*
- * Writes queued bytes with writev: the spans of the given msgs starting first_off into the first one.
- * msgs[] holds n msgs whose bytes are written in order; returns bytes written (>= 0) or -errno.
- * -EAGAIN is returned as 0.
+ * Writes queued bytes through the transport: the spans of the given msgs starting first_off into
+ * the first one (as iovecs: zero copy up to the transport). msgs[] holds n msgs whose bytes are
+ * written in order; returns bytes written (>= 0; 0 when the socket takes none now) or -errno.
  */
 int64_t conn_writev(struct conn *c, struct msg *const *msgs, uint32_t n, uint64_t first_off);
 

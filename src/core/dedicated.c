@@ -35,7 +35,7 @@ static struct conn *dedicated_create(struct server_rt *s, struct backend *be, ui
         be->dconns = n;
         be->dconns_cap = ncap;
     }
-    struct conn *d = conn_create(s->pool->loop, &dedicated_conn_ops, -1, be->owner->pool);
+    struct conn *d = conn_create(s->pool->loop, &dedicated_conn_ops, be->owner->pool);
     if (d == NULL) return NULL;
     d->server = be->owner;
     d->slot = be->ndconns;
@@ -57,7 +57,7 @@ int dedicated_acquire(struct server_rt *s, struct dedicated_holder *h, uint8_t v
     for (uint32_t i = 0; i < be->ndconns; i++) {
         struct conn *f = be->dconns[i];
         if (f->holder != NULL || f->variant != variant) continue;
-        if (d == NULL || (d->fd < 0 && f->fd >= 0)) d = f; /* an open one saves a connect */
+        if (d == NULL || (!conn_open(d) && conn_open(f))) d = f; /* an open one saves a connect */
     }
     if (d == NULL && (d = dedicated_create(s, be, variant)) == NULL) return -ENOMEM;
     d->holder = h;
@@ -87,7 +87,7 @@ void dedicated_release(struct conn *d, bool clean)
     if (d->holder == NULL) return;
     d->holder = NULL;
     dedicated_held(d, -1);
-    if (clean && d->fd >= 0 && dedicated_queue_clean(d) < 0) {
+    if (clean && conn_open(d) && dedicated_queue_clean(d) < 0) {
         log_warn("server %s: cannot clean a dedicated connection: closing it", d->server->cs->stats_name);
         server_conn_close(d, ENOMEM);
     }
@@ -109,6 +109,7 @@ const struct conn_ops dedicated_conn_ops = {
     .flush = server_flush,
     .msg_begin = server_msg_begin,
     .parse = server_parse,
+    .on_handshake = server_on_handshake,
     .on_close = dedicated_on_close,
     .msg_max = UINT64_MAX,
 };

@@ -12,13 +12,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/queue.h>
-#include <unistd.h>
 
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/sock.h"
 #include "core/route.h"
 #include "core/runtime.h"
+#include "net/transport.h"
 
 #define PROBE_TICK_USEC 100000
 #define PROBE_DEFAULT_TIMEOUT_MS 1000
@@ -28,8 +28,11 @@ struct probe {
     struct prober *pr;
     struct pool_shared *pool;
     uint32_t server;
-    int fd;
+    struct transport tr;    /* the pool's server transport: a probe connects as a server
+                             * connection does, handshake included */
     bool connecting;
+    bool handshaking;
+    short waiting;          /* the EV_* the event waits for now */
     struct event *ev;       /* read or write, as needed */
     struct event *timer;
     const char *req;
@@ -62,48 +65,65 @@ static void probe_end(struct probe *pb, bool alive)
     LIST_REMOVE(pb, link);
     if (pb->ev) event_free(pb->ev);
     if (pb->timer) event_free(pb->timer);
-    if (pb->fd >= 0) close(pb->fd);
+    transport_close(&pb->tr);
     free(pb);
 }
 
 static void probe_on_io(int fd, short what, void *arg);
 
+/* The event waits for what (EV_READ or EV_WRITE). */
 static int probe_wait(struct probe *pb, short what)
 {
+    if (pb->ev != NULL && pb->waiting == what) return 0;
     if (pb->ev) event_free(pb->ev);
-    pb->ev = event_new(pb->pr->base, pb->fd, what | EV_PERSIST, probe_on_io, pb);
+    pb->waiting = what;
+    pb->ev = event_new(pb->pr->base, pb->tr.fd, what | EV_PERSIST, probe_on_io, pb);
     return pb->ev != NULL && event_add(pb->ev, NULL) == 0 ? 0 : -ENOMEM;
+}
+
+/* Waits for what the transport's last call said it waits for. */
+static int probe_wait_transport(struct probe *pb)
+{
+    return probe_wait(pb, (pb->tr.want & TRANSPORT_WANT_WRITE) ? EV_WRITE : EV_READ);
+}
+
+/* One step of the probe: connect, handshake, the request, the reply. Returns 0 (it waits), 1
+ * (the reply is in) or -1 (the server failed). */
+static int probe_step(struct probe *pb)
+{
+    if (pb->connecting) {
+        if (sock_connect_result(pb->tr.fd) < 0) return -1;
+        pb->connecting = false;
+        pb->handshaking = transport_has_handshake(&pb->tr);
+    }
+    if (pb->handshaking) {
+        int rc = pb->tr.ops->handshake(&pb->tr);
+        if (rc == -EAGAIN) return probe_wait_transport(pb) < 0 ? -1 : 0;
+        if (rc < 0) return -1;
+        pb->handshaking = false;
+    }
+    if (pb->req_off < pb->req_len) {
+        ssize_t n = transport_write(&pb->tr, pb->req + pb->req_off, pb->req_len - pb->req_off);
+        if (n < 0) return -1;
+        pb->req_off += (size_t)n;
+        if (pb->req_off < pb->req_len) return probe_wait_transport(pb) < 0 ? -1 : 0;
+    }
+    ssize_t n = transport_read(&pb->tr, pb->reply + pb->reply_len, sizeof(pb->reply) - 1 - pb->reply_len);
+    if (n == -EAGAIN) return probe_wait_transport(pb) < 0 ? -1 : 0;
+    if (n <= 0) return -1;
+    pb->reply_len += (size_t)n;
+    if (memchr(pb->reply, '\n', pb->reply_len) != NULL || pb->reply_len == sizeof(pb->reply) - 1) return 1;
+    return probe_wait(pb, EV_READ) < 0 ? -1 : 0;
 }
 
 static void probe_on_io(int fd, short what, void *arg)
 {
     struct probe *pb = arg;
-    if (what & EV_WRITE) {
-        if (pb->connecting) {
-            if (sock_connect_result(fd) < 0) {
-                probe_end(pb, false);
-                return;
-            }
-            pb->connecting = false;
-        }
-        ssize_t n = write(fd, pb->req + pb->req_off, pb->req_len - pb->req_off);
-        if (n < 0 && errno != EAGAIN && errno != EINTR) {
-            probe_end(pb, false);
-            return;
-        }
-        if (n > 0) pb->req_off += (size_t)n;
-        if (pb->req_off == pb->req_len && probe_wait(pb, EV_READ) < 0) probe_end(pb, false);
-        return;
-    }
-    ssize_t n = read(fd, pb->reply + pb->reply_len, sizeof(pb->reply) - 1 - pb->reply_len);
-    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
-        probe_end(pb, false);
-        return;
-    }
-    if (n < 0) return;
-    pb->reply_len += (size_t)n;
-    if (memchr(pb->reply, '\n', pb->reply_len) != NULL || pb->reply_len == sizeof(pb->reply) - 1)
-        probe_end(pb, pb->pool->proto->probe_alive((const uint8_t *)pb->reply, pb->reply_len));
+    (void)fd;
+    (void)what;
+    int rc = probe_step(pb);
+    if (rc < 0) probe_end(pb, false);
+    else if (rc > 0) probe_end(pb, pb->pool->proto->probe_alive((const uint8_t *)pb->reply, pb->reply_len));
 }
 
 static void probe_on_timeout(int fd, short what, void *arg)
@@ -129,15 +149,16 @@ static void probe_start(struct prober *pr, struct pool_shared *p, uint32_t s)
     pb->server = s;
     pb->req = p->proto->probe_request;
     pb->req_len = strlen(pb->req);
+    transport_init_closed(&pb->tr);
     LIST_INSERT_HEAD(&pr->active, pb, link);
     bool in_progress = false;
-    pb->fd = cs->addr.is_unix ? sock_connect_unix(cs->addr.host, &in_progress)
+    int fd = cs->addr.is_unix ? sock_connect_unix(cs->addr.host, &in_progress)
                               : sock_connect_tcp(cs->addr.host, cs->addr.port, &in_progress);
-    if (pb->fd < 0) {
+    if (fd < 0 || transport_open(&pb->tr, p->server_tp, fd, cs->addr.host) < 0) {
         probe_end(pb, false);
         return;
     }
-    pb->connecting = in_progress;
+    pb->connecting = true; /* (a connect done at once is seen done at the first write event) */
     int64_t ms = cp->timeout > 0 ? cp->timeout : PROBE_DEFAULT_TIMEOUT_MS;
     struct timeval tv = { .tv_sec = (time_t)(ms / 1000), .tv_usec = (suseconds_t)(ms % 1000) * 1000 };
     pb->timer = evtimer_new(pr->base, probe_on_timeout, pb);
@@ -185,7 +206,7 @@ void prober_destroy(struct prober *pr)
         LIST_REMOVE(pb, link);
         if (pb->ev) event_free(pb->ev);
         if (pb->timer) event_free(pb->timer);
-        if (pb->fd >= 0) close(pb->fd);
+        transport_close(&pb->tr);
         free(pb);
     }
     if (pr->tick) event_free(pr->tick);

@@ -797,8 +797,8 @@ static int pubsub_on_msg(struct conn *d, struct msg *m)
 
 static void pubsub_msg_begin(struct conn *d)
 {
-    parse_state_reset(&d->ps);
-    d->ps.want_elems = true; /* the kind of message and its channel */
+    parse_state_reset(&d->rd.ps);
+    d->rd.ps.want_elems = true; /* the kind of message and its channel */
 }
 
 static void pubsub_on_readable(struct conn *d)
@@ -816,6 +816,7 @@ const struct conn_ops pubsub_conn_ops = {
     .flush = server_flush,
     .msg_begin = pubsub_msg_begin,
     .parse = server_parse,
+    .on_handshake = server_on_handshake,
     .on_close = dedicated_on_close,
     .msg_max = UINT64_MAX,
 };

@@ -14,6 +14,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "core/route.h"
+#include "net/transport.h"
 
 static bool runtime_str_eq(const char *a, const char *b)
 {
@@ -77,6 +78,8 @@ struct runtime *runtime_create(struct conf *conf, const struct runtime *prev, si
         p->idx = (uint32_t)i;
         p->cp = &conf->pools[i];
         p->proto = proto_for_pool(p->cp);
+        p->client_tp = &transport_plain_ctx; /* the one transport there is: plain sockets */
+        p->server_tp = &transport_plain_ctx;
         atomic_init(&p->version, 1);
         pthread_mutex_init(&p->lock, NULL);
         size_t ns = p->cp->nservers ? p->cp->nservers : 1;

@@ -31,6 +31,7 @@ struct stats_server_block;
 struct route;
 struct server_health;
 struct nc_ratelimit;
+struct transport_ctx;
 
 /* The client count of a pool name: shared by the generations in which the pool has that name, so
  * that client_connections counts the clients still on an older generation too. */
@@ -47,6 +48,8 @@ struct pool_shared {
                                       * generations (a reference) */
     struct server_health *health;    /* cp->nservers */
     struct nc_ratelimit *refused_log; /* log lines of refused commands: proto->nrefused + 1 */
+    const struct transport_ctx *client_tp; /* how its listener's clients move bytes (net/transport.h) */
+    const struct transport_ctx *server_tp; /* how its server connections (and probes) move bytes */
     _Atomic uint64_t version;        /* bumped with every new route */
     pthread_mutex_t lock;            /* guards route (publication and pick-up) */
     struct route *route;             /* current routing table */

@@ -98,7 +98,7 @@ static void server_fail(struct conn *c, int err, enum server_end how)
     struct loop *l = c->loop;
     struct msg *m;
     bool outstanding = c->nto_send + c->nsent > 0;
-    bool was_open = c->fd >= 0;
+    bool was_open = conn_open(c);
     if (c->ops->on_close != NULL) c->ops->on_close(c, err);
     /* the requests of the clients (not the proxy's own set-up) that this failure fails */
     uint32_t lost = 0;
@@ -116,7 +116,7 @@ static void server_fail(struct conn *c, int err, enum server_end how)
     }
     /* an idle connection the server closed is not a failure; a failed connect or a lost request is */
     if (how != SERVER_END_SHUTDOWN && (outstanding || c->connecting)) server_count_failure(c);
-    conn_detach_fd(c);
+    conn_detach(c);
     c->connected = c->connecting = false;
     c->out_off = 0;
     c->t_wblocked = 0;
@@ -175,6 +175,41 @@ static void server_timer_at(struct conn *c, uint64_t deadline)
     evtimer_add(c->tev, &tv);
 }
 
+/* The TCP connect of c completed: its transport's handshake starts (where it has one). Returns 0
+ * (c->connecting false: connected now; true: the handshake runs, server_on_handshake ends it) or
+ * -errno. */
+static int server_connect_done(struct conn *c)
+{
+    int rc = conn_handshake_start(c);
+    if (rc < 0) return rc;
+    if (rc > 0) return 0;
+    c->connecting = false;
+    c->connected = true;
+    if (c->tev) evtimer_del(c->tev);
+    return 0;
+}
+
+static int server_write(struct conn *c);
+
+/* conn_ops.on_handshake (server.h): the transport's handshake with the server ended. A failed one
+ * is the server's failure (counted, logged, its requests failed); a done one writes what waits. */
+void server_on_handshake(struct conn *c, int err)
+{
+    if (err == 0) {
+        c->connecting = false;
+        c->connected = true;
+        if (c->tev) evtimer_del(c->tev);
+        int rc = server_write(c);
+        if (rc < 0) server_fail(c, -rc, SERVER_END_ERR);
+        return;
+    }
+    uint64_t sup;
+    if (server_log_allowed(&c->pool->shared->health[c->server->idx].fail_log, &sup))
+        log_warn("server %s: %s handshake failed: %s%s", c->server->cs->stats_name, c->tr.ops->name,
+                 transport_strerror(&c->tr, -err), NC_RATELIMIT_NOTE(sup));
+    server_fail(c, -err, SERVER_END_ERR);
+}
+
 static int server_connect(struct conn *c)
 {
     const struct conf_server *cs = c->server->cs;
@@ -190,21 +225,19 @@ static int server_connect(struct conn *c)
     }
     if (cp->tcpkeepalive && !cs->addr.is_unix)
         sock_set_keepalive(fd, cp->tcpkeepidle, cp->tcpkeepcnt, cp->tcpkeepintvl);
-    int rc = conn_attach_fd(c, fd);
-    if (rc < 0) {
-        close(fd);
-        return rc;
-    }
+    int rc = conn_attach(c, c->pool->shared->server_tp, fd, cs->addr.host); /* fd is c's */
+    if (rc < 0) return rc;
     SSTAT(c, server_connections, 1);
-    c->connecting = in_progress;
-    c->connected = !in_progress;
+    /* connected once the transport's handshake, where it has one, is done too */
+    c->connecting = true;
     rc = server_queue_setup(c);
+    if (rc == 0 && !in_progress) rc = server_connect_done(c);
     if (rc < 0) {
         server_fail(c, -rc, SERVER_END_ERR);
         return rc;
     }
     /* a connect that hangs (a host that drops packets) fails after `timeout` too */
-    if (in_progress && cp->timeout > 0) server_timer_at(c, nc_usec_now() + (uint64_t)cp->timeout * 1000u);
+    if (c->connecting && cp->timeout > 0) server_timer_at(c, nc_usec_now() + (uint64_t)cp->timeout * 1000u);
     conn_want_read(c, true);
     conn_want_write(c, true);
     return 0;
@@ -219,7 +252,7 @@ static struct conn *server_conn_new(struct server_rt *s, uint32_t slot, uint8_t 
     if (be->conns[variant] == NULL &&
         (be->conns[variant] = calloc(be->nconns ? be->nconns : 1, sizeof(struct conn *))) == NULL)
         return NULL;
-    struct conn *c = conn_create(s->pool->loop, &server_conn_ops, -1, be->owner->pool);
+    struct conn *c = conn_create(s->pool->loop, &server_conn_ops, be->owner->pool);
     if (c == NULL) return NULL;
     c->server = be->owner;
     c->slot = slot;
@@ -237,7 +270,7 @@ static inline struct conn *server_conn(struct server_rt *s, uint32_t slot, uint8
 
 int server_conn_enqueue(struct conn *c, struct msg *req, uint32_t server_idx)
 {
-    if (c->fd < 0) {
+    if (!conn_open(c)) {
         int rc = server_connect(c);
         if (rc < 0) return rc;
     }
@@ -264,7 +297,7 @@ void server_preconnect(struct server_rt *s)
 {
     for (uint32_t i = 0; i < s->be->nconns; i++) {
         struct conn *c = server_conn(s, i, 0);
-        if (c != NULL && c->fd < 0) server_connect(c);
+        if (c != NULL && !conn_open(c)) server_connect(c);
     }
 }
 
@@ -370,14 +403,13 @@ static int server_write(struct conn *c)
 bool server_on_writable(struct conn *c)
 {
     if (c->connecting) {
-        int rc = sock_connect_result(c->fd);
+        int rc = sock_connect_result(c->tr.fd);
+        if (rc == 0) rc = server_connect_done(c);
         if (rc < 0) {
             server_fail(c, -rc, SERVER_END_ERR);
             return true; /* the socket is closed */
         }
-        c->connecting = false;
-        c->connected = true;
-        if (c->tev) evtimer_del(c->tev);
+        if (c->connecting) return true; /* its handshake has the socket (server_on_handshake) */
     }
     int rc = server_write(c);
     if (rc < 0) {
@@ -389,7 +421,7 @@ bool server_on_writable(struct conn *c)
 
 void server_flush(struct conn *c)
 {
-    if (c->fd < 0 || !c->connected || c->wev_on) return;
+    if (!conn_open(c) || !c->connected || c->wev_on) return;
     int rc = server_write(c);
     if (rc < 0) server_fail(c, -rc, SERVER_END_ERR);
 }
@@ -427,13 +459,13 @@ void server_msg_begin(struct conn *c)
     const struct msg *req = TAILQ_FIRST(&c->sent);
     bool want = req != NULL && req->frag_owner != NULL &&
                 (req->cmd_flags & (CMD_F_FRAG_MGET | CMD_F_FRAG_MCGET | CMD_F_FRAG_ELEMS)) != 0;
-    parse_state_reset(&c->ps);
-    c->ps.want_elems = want;
+    parse_state_reset(&c->rd.ps);
+    c->rd.ps.want_elems = want;
 }
 
 int server_parse(struct conn *c, const uint8_t *buf, size_t len, size_t *consumed)
 {
-    return c->pool->proto->parse_rsp(&c->ps, c->rmsg, buf, len, consumed);
+    return c->pool->proto->parse_rsp(&c->rd.ps, c->rd.msg, buf, len, consumed);
 }
 
 /* conn_ops.on_readable */
@@ -448,7 +480,7 @@ void server_on_readable(struct conn *c)
          * garbage under load cannot flood the log) */
         if (rc == -EPROTO && server_log_allowed(&c->pool->shared->health[c->server->idx].fail_log, &sup))
             log_warn("server %s: unparseable reply (%s): closing the connection%s", c->server->cs->stats_name,
-                     c->ps.error ? c->ps.error : "unexpected data", NC_RATELIMIT_NOTE(sup));
+                     c->rd.ps.error ? c->rd.ps.error : "unexpected data", NC_RATELIMIT_NOTE(sup));
         server_fail(c, err, SERVER_END_ERR);
         return;
     }
@@ -463,6 +495,7 @@ const struct conn_ops server_conn_ops = {
     .flush = server_flush,
     .msg_begin = server_msg_begin,
     .parse = server_parse,
+    .on_handshake = server_on_handshake,
     .on_close = NULL,
     .msg_max = UINT64_MAX, /* a reply is as large as the server makes it */
 };

@@ -45,6 +45,7 @@ void server_on_readable(struct conn *c);
 void server_flush(struct conn *c);
 void server_msg_begin(struct conn *c);
 int server_parse(struct conn *c, const uint8_t *buf, size_t len, size_t *consumed);
+void server_on_handshake(struct conn *c, int err);
 /* rsp read on c is the reply to the oldest request written on it (FIFO): completes that request.
  * Returns 0, or -EPROTO when none waits (a reply nobody asked for). */
 int server_on_reply(struct conn *c, struct msg *rsp);

@@ -23,6 +23,7 @@
 #include "common/log.h"
 #include "common/sock.h"
 #include "manage/manage_http.h"
+#include "net/transport.h"
 
 #define MANAGE_ACCEPTS_PER_EVENT 32
 #define MANAGE_KEEP_BUF (64u << 10) /* reply buffer kept between replies */
@@ -32,7 +33,7 @@ enum manage_state { MC_READING, MC_WRITING, MC_LINGERING };
 struct manage_client {
     TAILQ_ENTRY(manage_client) link;
     struct manage_server *ms;
-    int fd;
+    struct transport tr;    /* its socket (the plain transport: net/transport.h) */
     struct event *rev, *wev, *tev;
     struct event *pev;      /* "more lines are waiting": run the next one on the next loop turn */
     enum manage_state state;
@@ -53,7 +54,7 @@ struct manage_client {
 
 struct manage_server {
     struct event_base *base;
-    int lfd;
+    struct transport ltr;   /* the listening socket */
     struct event *lev;
     struct accept_pause pause; /* out of fds: lev rests a while (common/accept_pause.h) */
     struct manage_ctx *ctx;
@@ -70,7 +71,7 @@ static void manage_client_close(struct manage_client *c)
     if (c->wev) event_free(c->wev);
     if (c->tev) event_free(c->tev);
     if (c->pev) event_free(c->pev);
-    close(c->fd);
+    transport_close(&c->tr);
     textbuf_deinit(&c->out);
     free(c);
 }
@@ -84,7 +85,7 @@ static void manage_timer(struct manage_client *c, long msec)
 static void manage_linger(struct manage_client *c)
 {
     c->state = MC_LINGERING;
-    shutdown(c->fd, SHUT_WR);
+    transport_shutdown(&c->tr);
     event_del(c->wev);
     event_add(c->rev, NULL);
     manage_timer(c, MANAGE_LINGER_MSEC);
@@ -95,14 +96,13 @@ static void manage_linger(struct manage_client *c)
 static bool manage_flush(struct manage_client *c)
 {
     while (c->out_off < c->out.len) {
-        ssize_t n = send(c->fd, c->out.data + c->out_off, c->out.len - c->out_off, MSG_NOSIGNAL);
+        ssize_t n = transport_write(&c->tr, c->out.data + c->out_off, c->out.len - c->out_off);
         if (n > 0) {
             c->out_off += (size_t)n;
             manage_timer(c, MANAGE_IDLE_SEC * 1000L);
             continue;
         }
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+        if (n == 0) { /* the socket is full */
             c->state = MC_WRITING;
             event_del(c->rev);
             event_add(c->wev, NULL);
@@ -232,14 +232,15 @@ static void manage_on_eof(struct manage_client *c)
 static void manage_on_read(evutil_socket_t fd, short what, void *arg)
 {
     struct manage_client *c = arg;
+    (void)fd;
     (void)what;
     if (c->state == MC_LINGERING) {
         char sink[16384];
-        ssize_t n = recv(fd, sink, sizeof(sink), 0);
+        ssize_t n = transport_read(&c->tr, sink, sizeof(sink));
         if (n > 0) {
             c->drained += (size_t)n;
             if (c->drained > MANAGE_LINGER_BYTES) manage_client_close(c);
-        } else if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
+        } else if (n != -EAGAIN) {
             manage_client_close(c);
         }
         return;
@@ -249,9 +250,9 @@ static void manage_on_read(evutil_socket_t fd, short what, void *arg)
         manage_process(c);
         return;
     }
-    ssize_t n = recv(fd, c->in + c->inlen, sizeof(c->in) - c->inlen, 0);
+    ssize_t n = transport_read(&c->tr, c->in + c->inlen, sizeof(c->in) - c->inlen);
     if (n < 0) {
-        if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) manage_client_close(c);
+        if (n != -EAGAIN) manage_client_close(c);
         return;
     }
     if (n == 0) {
@@ -288,9 +289,11 @@ static void manage_on_timer(evutil_socket_t fd, short what, void *arg)
 static void manage_refuse(int fd)
 {
     static const char msg[] = "ERR: too many manage clients\r\n";
-    ssize_t n = send(fd, msg, sizeof(msg) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+    struct transport t;
+    if (transport_open(&t, &transport_plain_ctx, fd, NULL) < 0) return;
+    ssize_t n = transport_write(&t, msg, sizeof(msg) - 1); /* what the socket takes at once */
     (void)n;
-    close(fd);
+    transport_close(&t);
 }
 
 static void manage_accept_one(struct manage_server *ms, int fd, const struct sockaddr *sa, socklen_t salen)
@@ -305,7 +308,10 @@ static void manage_accept_one(struct manage_server *ms, int fd, const struct soc
         return;
     }
     c->ms = ms;
-    c->fd = fd;
+    if (transport_open(&c->tr, &transport_plain_ctx, fd, NULL) < 0) {
+        free(c);
+        return;
+    }
     c->sess.trusted = ms->ctx->auth == NULL || manage_auth_trusted(ms->ctx->auth, sa, salen);
     sock_addr_text(fd, true, c->peer, sizeof(c->peer));
     c->sess.peer = c->peer;
@@ -329,17 +335,18 @@ static void manage_accept_one(struct manage_server *ms, int fd, const struct soc
 static void manage_on_accept(evutil_socket_t lfd, short what, void *arg)
 {
     struct manage_server *ms = arg;
+    (void)lfd;
     (void)what;
     for (int i = 0; i < MANAGE_ACCEPTS_PER_EVENT; i++) {
         struct sockaddr_storage ss;
         socklen_t salen = sizeof(ss);
-        int fd = accept4(lfd, (struct sockaddr *)&ss, &salen, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        int fd = transport_accept(&ms->ltr, (struct sockaddr *)&ss, &salen);
         if (fd < 0) {
-            if (errno == EINTR || errno == ECONNABORTED) continue;
-            if (accept_short_of(errno))
-                accept_pause(&ms->pause, ms->base, ms->lev, "manage port", errno);
-            else if (errno != EAGAIN && errno != EWOULDBLOCK)
-                log_warn("manage port: accept failed: %s", strerror(errno));
+            if (fd == -ECONNABORTED) continue;
+            if (accept_short_of(-fd))
+                accept_pause(&ms->pause, ms->base, ms->lev, "manage port", -fd);
+            else if (fd != -EAGAIN)
+                log_warn("manage port: accept failed: %s", strerror(-fd));
             return;
         }
         accept_resumed(&ms->pause, "manage port");
@@ -355,7 +362,7 @@ struct manage_server *manage_server_create(struct event_base *base, int lfd, str
         return NULL;
     }
     ms->base = base;
-    ms->lfd = lfd;
+    transport_open(&ms->ltr, &transport_plain_ctx, lfd, NULL); /* (the plain one cannot fail) */
     ms->ctx = ctx;
     TAILQ_INIT(&ms->clients);
     ms->lev = event_new(base, lfd, EV_READ | EV_PERSIST, manage_on_accept, ms);
@@ -373,6 +380,6 @@ void manage_server_destroy(struct manage_server *ms)
     while ((c = TAILQ_FIRST(&ms->clients)) != NULL) manage_client_close(c);
     if (ms->lev) event_free(ms->lev);
     accept_pause_deinit(&ms->pause);
-    close(ms->lfd);
+    transport_close(&ms->ltr);
     free(ms);
 }

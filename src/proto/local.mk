@@ -1,5 +1,7 @@
 # src/proto: the protocol contract (proto.h) and the redis and memcached implementations.
 src_libnutcrackers_la_SOURCES += src/proto/proto.h src/proto/proto.c
+# the read-and-parse loop every connection (and the parser tests and fuzzers) runs
+src_libnutcrackers_la_SOURCES += src/proto/reader.h src/proto/reader.c
 # memcached ASCII protocol (memcache_proto): command table, tokenizer, parsers, fragments
 src_libnutcrackers_la_SOURCES += \
 	src/proto/memcache.h \
