@@ -55,6 +55,10 @@ void backend_release(struct loop *l, struct server_rt *s);
 /* Whether any connection of the backend (shared or dedicated) has a request queued or awaiting
  * its reply. */
 bool backend_busy(const struct backend *be);
+/* The backend's server moved to another address (its topology source said so): every open
+ * connection, shared or dedicated, is closed (its requests fail; a holder loses its dedicated
+ * one); they connect to the new address when next used. */
+void backend_moved(struct backend *be);
 /* Whether s is the backend's only user. */
 bool backend_used_only_by(const struct backend *be, const struct server_rt *s);
 

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/backend.h"
 #include "core/gen.h"
 #include "core/loop.h"
 
@@ -52,7 +53,25 @@ void pool_rt_deinit(struct pool_rt *p)
 void pool_rt_refresh(struct pool_rt *p)
 {
     struct route *r = pool_route_get(p->shared);
-    route_put(p->route);
+    struct route *old = p->route;
     p->route = r;
     p->route_version = r->version;
+    /* a server its source moved (the same name, another address): its connections to the old
+     * address are closed now, before anything more is written on them (what is in flight fails:
+     * it may have run there); the next request connects to the new address. The caller may be
+     * routing a request: closing fails other requests (their clients are answered from the flush
+     * queue) and may take a held dedicated connection from its holder (which takes another) */
+    if (r->set != old->set) {
+        for (uint32_t i = 0; i < p->nservers; i++) {
+            if (!topo_same_addr(old->set, r->set, i)) backend_moved(p->servers[i].be);
+        }
+    }
+    route_put(old);
+}
+
+const struct conf_addr *pool_rt_server_addr(struct pool_rt *p, uint32_t s)
+{
+    if (atomic_load_explicit(&p->shared->version, memory_order_relaxed) != p->route_version)
+        pool_rt_refresh(p);
+    return &p->route->set->servers[s].addr;
 }

@@ -53,8 +53,11 @@ int pool_rt_init(struct pool_rt *p, struct gen *g, struct pool_shared *shared);
 /* Frees p (its servers must have released their backends). */
 void pool_rt_deinit(struct pool_rt *p);
 
-/* Picks up the pool's new routing table (after an ejection or a return). */
+/* Picks up the pool's new routing table (after an ejection or a return, or a new server set from
+ * its topology source: the connections of a server whose address changed are closed). */
 void pool_rt_refresh(struct pool_rt *p);
+/* Where server s of p is now (its topology's newest address this loop has picked up). */
+const struct conf_addr *pool_rt_server_addr(struct pool_rt *p, uint32_t s);
 
 /* The server for a key: one relaxed load to see whether the table changed, then the lookup. */
 static inline uint32_t pool_rt_route(struct pool_rt *p, const uint8_t *key, size_t len)

@@ -136,7 +136,6 @@ static void probe_on_timeout(int fd, short what, void *arg)
 static void probe_start(struct prober *pr, struct pool_shared *p, uint32_t s)
 {
     const struct conf_pool *cp = p->cp;
-    const struct conf_server *cs = &cp->servers[s];
     bool expected = false;
     if (!atomic_compare_exchange_strong(&p->health[s].probing, &expected, true)) return;
     struct probe *pb = calloc(1, sizeof(*pb));
@@ -151,10 +150,14 @@ static void probe_start(struct prober *pr, struct pool_shared *p, uint32_t s)
     pb->req_len = strlen(pb->req);
     transport_init_closed(&pb->tr);
     LIST_INSERT_HEAD(&pr->active, pb, link);
+    struct route *r = pool_route_get(p); /* where the server is now */
+    const struct conf_addr *addr = &r->set->servers[s].addr;
     bool in_progress = false;
-    int fd = cs->addr.is_unix ? sock_connect_unix(cs->addr.host, &in_progress)
-                              : sock_connect_tcp(cs->addr.host, cs->addr.port, &in_progress);
-    if (fd < 0 || transport_open(&pb->tr, p->server_tp, fd, cs->addr.host) < 0) {
+    int fd = addr->is_unix ? sock_connect_unix(addr->host, &in_progress)
+                           : sock_connect_tcp(addr->host, addr->port, &in_progress);
+    int rc = fd < 0 ? fd : transport_open(&pb->tr, p->server_tp, fd, addr->host);
+    route_put(r);
+    if (rc < 0) {
         probe_end(pb, false);
         return;
     }

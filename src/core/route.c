@@ -12,31 +12,25 @@
 #include "common/clock.h"
 #include "common/log.h"
 
-/* Builds a route over the servers that are not ejected. Called with p->lock held (or before the
- * pool is shared). */
+/* Builds a route over the servers of p->set that are not ejected. Called with p->lock held (or
+ * before the pool is shared). */
 static struct route *route_build(struct pool_shared *p, uint64_t version)
 {
-    const struct conf_pool *cp = p->cp;
-    size_t n = cp->nservers;
-    struct dist_server *ds = calloc(n ? n : 1, sizeof(*ds));
+    const struct topo_set *set = p->set;
+    size_t n = set->nservers;
     bool *live = calloc(n ? n : 1, sizeof(*live));
     struct route *r = calloc(1, sizeof(*r));
-    if (ds == NULL || live == NULL || r == NULL) goto fail;
-    for (size_t i = 0; i < n; i++) {
-        ds[i].ketama_name = cp->servers[i].ketama_name;
-        ds[i].sort_name = cp->servers[i].stats_name; /* name, else host:port:weight */
-        ds[i].weight = cp->servers[i].weight;
-        live[i] = atomic_load(&p->health[i].ejected_until) == 0;
-    }
-    r->dist = dist_build(cp->distribution, ds, n, live);
+    if (live == NULL || r == NULL) goto fail;
+    for (size_t i = 0; i < n; i++) live[i] = atomic_load(&p->health[i].ejected_until) == 0;
+    const struct topo_source_ops *src = p->source_ops;
+    r->dist = src->build_dist != NULL ? src->build_dist(p->cp, set, live) : topo_build_dist(p->cp, set, live);
     if (r->dist == NULL) goto fail;
     atomic_init(&r->refs, 1);
+    r->set = topo_set_ref(p->set);
     r->version = version;
-    free(ds);
     free(live);
     return r;
 fail:
-    free(ds);
     free(live);
     free(r);
     return NULL;
@@ -46,6 +40,7 @@ void route_put(struct route *r)
 {
     if (r != NULL && atomic_fetch_sub(&r->refs, 1) == 1) {
         dist_destroy(r->dist);
+        topo_set_put(r->set);
         free(r);
     }
 }
@@ -81,6 +76,24 @@ static void pool_publish(struct pool_shared *p)
 struct route *route_build_first(struct pool_shared *p)
 {
     return route_build(p, 1);
+}
+
+void pool_publish_set(void *arg, struct topo_set *set)
+{
+    struct pool_shared *p = arg;
+    if (set->nservers != p->cp->nservers) { /* a source of a fixed server list cannot do that */
+        log_error("pool '%s': a server set of %u servers for %zu: ignored", p->cp->name, set->nservers,
+                  p->cp->nservers);
+        topo_set_put(set);
+        return;
+    }
+    pthread_mutex_lock(&p->lock);
+    struct topo_set *old = p->set;
+    set->serial = old->serial + 1;
+    p->set = set;
+    pthread_mutex_unlock(&p->lock);
+    topo_set_put(old);
+    pool_publish(p);
 }
 
 uint32_t pool_key_hash(const struct pool_shared *p, const uint8_t *key, size_t len)

@@ -3,7 +3,8 @@
  * tables built from it, and the hash of a key (hash_tag applied).
  *
  * Routing tables are immutable and refcounted (struct route). A pool publishes a new one when its
- * live set changes (a server ejected or re-admitted): under the pool's mutex it builds the table,
+ * live set changes (a server ejected or re-admitted) or its topology source publishes a new server
+ * set (topo/topology.h): under the pool's mutex it builds the table,
  * swaps it in and bumps `version`. A worker keeps a reference to the table it routes with and
  * checks `version` (one relaxed load) per request (core/pool.h); only when it changed does it take
  * the mutex to pick up the new table. So every worker routes with the same live set, except for
@@ -23,11 +24,14 @@
 #include "common/ratelimit.h"
 #include "core/runtime.h"
 #include "hash/dist.h"
+#include "topo/topology.h"
 
-/* An immutable routing table with its reference count. */
+/* An immutable routing table with its reference count: the key -> server table, and the server
+ * set it was built from (where each server is now). */
 struct route {
     atomic_uint refs;
     struct dist *dist;
+    struct topo_set *set;            /* a reference */
     uint64_t version;
 };
 
@@ -48,8 +52,13 @@ struct server_health {
  * written now; then *suppressed is the number of lines left out before it. */
 bool server_log_allowed(struct nc_ratelimit *rl, uint64_t *suppressed);
 
-/* Builds the first table of p (before p is shared). NULL when out of memory. */
+/* Builds the first table of p (before p is shared), from p->set. NULL when out of memory. */
 struct route *route_build_first(struct pool_shared *p);
+
+/* A topology source published a new set of p's servers (struct topo_sink.publish; arg: p, set
+ * taken over): the routing table is rebuilt from it and published. Servers keep their index and
+ * name; one whose address changed has its connections moved there by every worker (pool.c). */
+void pool_publish_set(void *arg, struct topo_set *set);
 
 /* The current routing table of p, with a reference for the caller. */
 struct route *pool_route_get(struct pool_shared *p);

@@ -15,6 +15,7 @@
 #include "common/log.h"
 #include "core/route.h"
 #include "net/transport.h"
+#include "topo/topology.h"
 
 static bool runtime_str_eq(const char *a, const char *b)
 {
@@ -105,6 +106,9 @@ struct runtime *runtime_create(struct conf *conf, const struct runtime *prev, si
             atomic_init(&p->clients->n, 0);
         }
         if (prev != NULL) runtime_inherit_health(p, prev);
+        p->source_ops = topo_source_for_pool(p->cp);
+        p->set = p->source_ops->first(p->cp);
+        if (p->set == NULL) goto fail;
         p->route = route_build_first(p);
         if (p->route == NULL) {
             log_error("pool '%s': cannot build its distribution", p->cp->name);
@@ -130,6 +134,7 @@ void runtime_put(struct runtime *rt)
         struct pool_shared *p = &rt->pools[i];
         if (p->cp == NULL) continue;
         route_put(p->route);
+        topo_set_put(p->set);
         if (p->clients != NULL && atomic_fetch_sub(&p->clients->refs, 1) == 1) free(p->clients);
         free(p->health);
         free(p->refused_log);
@@ -142,3 +147,25 @@ void runtime_put(struct runtime *rt)
     free(rt);
 }
 
+
+void runtime_sources_start(struct runtime *rt, struct event_base *base)
+{
+    for (size_t i = 0; i < rt->npools; i++) {
+        struct pool_shared *p = &rt->pools[i];
+        if (p->source_ops->start == NULL || p->source != NULL) continue;
+        struct topo_sink sink = { .publish = pool_publish_set, .arg = p };
+        p->source = p->source_ops->start(p->cp, base, &sink);
+        if (p->source == NULL)
+            log_error("pool '%s': cannot start its %s topology source: its servers stay as configured",
+                      p->cp->name, p->source_ops->name);
+    }
+}
+
+void runtime_sources_stop(struct runtime *rt)
+{
+    for (size_t i = 0; i < rt->npools; i++) {
+        struct pool_shared *p = &rt->pools[i];
+        if (p->source != NULL) p->source_ops->stop(p->source);
+        p->source = NULL;
+    }
+}

@@ -3,6 +3,9 @@
  * protocol, its client count, the health of its servers and its routing table (core/route.h: how
  * they are built, published and read).
  *
+ * Each pool's servers come from its topology source (topo/topology.h): the set it published last
+ * and the routing table built from it live here (core/route.h).
+ *
  * A runtime is one config generation (1 at start, +1 per reload). It is refcounted: the master
  * holds the current one, each worker holds every generation some of its clients still use, the
  * stats thread holds the one it renders; the last runtime_put() frees it, on whatever thread.
@@ -32,6 +35,10 @@ struct route;
 struct server_health;
 struct nc_ratelimit;
 struct transport_ctx;
+struct topo_source;
+struct topo_source_ops;
+struct topo_set;
+struct event_base;
 
 /* The client count of a pool name: shared by the generations in which the pool has that name, so
  * that client_connections counts the clients still on an older generation too. */
@@ -50,9 +57,13 @@ struct pool_shared {
     struct nc_ratelimit *refused_log; /* log lines of refused commands: proto->nrefused + 1 */
     const struct transport_ctx *client_tp; /* how its listener's clients move bytes (net/transport.h) */
     const struct transport_ctx *server_tp; /* how its server connections (and probes) move bytes */
+    const struct topo_source_ops *source_ops; /* where its servers come from (topo/topology.h) */
+    struct topo_source *source;      /* a source running on the master (runtime_sources_start);
+                                      * NULL: its set never changes */
     _Atomic uint64_t version;        /* bumped with every new route */
-    pthread_mutex_t lock;            /* guards route (publication and pick-up) */
-    struct route *route;             /* current routing table */
+    pthread_mutex_t lock;            /* guards set and route (publication and pick-up) */
+    struct topo_set *set;            /* its servers as its source last published them */
+    struct route *route;             /* current routing table, built from set and health */
     /* where each worker counts for this pool: wstats[worker], wservers[worker * nservers + s] */
     struct stats_pool_block **wstats;
     struct stats_server_block **wservers;
@@ -77,6 +88,12 @@ struct runtime {
 struct runtime *runtime_create(struct conf *conf, const struct runtime *prev, size_t nworkers);
 struct runtime *runtime_get(struct runtime *rt);
 void runtime_put(struct runtime *rt);
+
+/* Starts the sources of rt's pools that follow their servers at run time, on base (the master's,
+ * after rt is published); each publishes new sets into its pool (pool_publish_set, route.h). */
+void runtime_sources_start(struct runtime *rt, struct event_base *base);
+/* Stops them (rt is replaced, or the process stops): its pools keep their last sets. */
+void runtime_sources_stop(struct runtime *rt);
 
 /* The client count of pool p (all workers, all generations). */
 static inline atomic_long *pool_nclients(const struct pool_shared *p)

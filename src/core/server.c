@@ -88,7 +88,8 @@ static void server_log_failure(const struct conn *c, bool connecting, int err, e
     bool say_err = how == SERVER_END_ERR;
     char nlost[40] = "";
     if (lost > 0) snprintf(nlost, sizeof(nlost), ", %u request%s failed", lost, lost == 1 ? "" : "s");
-    log_notice("pool '%s': server %s (%s): %s%s%s%s%s", c->pool->cp->name, cs->stats_name, cs->addr.text,
+    const char *addr = c->pool->route->set->servers[c->server->idx].addr.text; /* as this loop knows it */
+    log_notice("pool '%s': server %s (%s): %s%s%s%s%s", c->pool->cp->name, cs->stats_name, addr,
                what, say_err ? ": " : "", say_err ? strerror(err) : "", nlost, NC_RATELIMIT_NOTE(sup));
 }
 
@@ -212,20 +213,20 @@ void server_on_handshake(struct conn *c, int err)
 
 static int server_connect(struct conn *c)
 {
-    const struct conf_server *cs = c->server->cs;
     const struct conf_pool *cp = c->pool->cp;
+    const struct conf_addr *addr = pool_rt_server_addr(c->pool, c->server->idx); /* where it is now */
     bool in_progress = false;
-    int fd = cs->addr.is_unix ? sock_connect_unix(cs->addr.host, &in_progress)
-                              : sock_connect_tcp(cs->addr.host, cs->addr.port, &in_progress);
+    int fd = addr->is_unix ? sock_connect_unix(addr->host, &in_progress)
+                           : sock_connect_tcp(addr->host, addr->port, &in_progress);
     if (fd < 0) {
         server_log_failure(c, true, -fd, SERVER_END_ERR, 0);
         SSTAT(c, server_err, 1);
         server_count_failure(c);
         return fd;
     }
-    if (cp->tcpkeepalive && !cs->addr.is_unix)
+    if (cp->tcpkeepalive && !addr->is_unix)
         sock_set_keepalive(fd, cp->tcpkeepidle, cp->tcpkeepcnt, cp->tcpkeepintvl);
-    int rc = conn_attach(c, c->pool->shared->server_tp, fd, cs->addr.host); /* fd is c's */
+    int rc = conn_attach(c, c->pool->shared->server_tp, fd, addr->host); /* fd is c's */
     if (rc < 0) return rc;
     SSTAT(c, server_connections, 1);
     /* connected once the transport's handshake, where it has one, is done too */

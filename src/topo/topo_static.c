@@ -1,0 +1,46 @@
+/*
+ * topo_static.c - the static topology source: a pool's servers are its YAML `servers:` list, in
+ * that order, all masters, at the addresses written; the set never changes while the config
+ * generation lives (a reload builds a new generation with a new first set).
+ *
+ * Threads: first() runs on the thread that builds a generation (the master).
+ */
+#include "config.h"
+#include "topo/topology.h"
+
+#include <stdlib.h>
+
+static struct topo_set *topo_static_first(const struct conf_pool *cp)
+{
+    uint32_t n = (uint32_t)cp->nservers;
+    struct topo_server *servers = calloc(n ? n : 1, sizeof(*servers));
+    if (servers == NULL) return NULL;
+    for (uint32_t i = 0; i < n; i++) {
+        const struct conf_server *cs = &cp->servers[i];
+        servers[i] = (struct topo_server){
+            .name = cs->stats_name,
+            .ketama_name = cs->ketama_name,
+            .addr = cs->addr,
+            .weight = cs->weight,
+            .role = TOPO_ROLE_MASTER,
+        };
+    }
+    struct topo_set *set = topo_set_create(servers, n);
+    free(servers);
+    if (set != NULL) set->serial = 1;
+    return set;
+}
+
+static const struct topo_source_ops topo_static_ops = {
+    .name = "static",
+    .first = topo_static_first,
+    .start = NULL,
+    .stop = NULL,
+    .build_dist = NULL,
+};
+
+const struct topo_source_ops *topo_source_for_pool(const struct conf_pool *cp)
+{
+    (void)cp; /* every pool has its servers: list; Sentinel and Cluster pools will say otherwise */
+    return &topo_static_ops;
+}

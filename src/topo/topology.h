@@ -1,0 +1,88 @@
+/*
+ * topology.h - where a pool's servers come from: a topology source produces the pool's server set
+ * (each server's name, address, role and weight), and the core builds the routing table that
+ * workers and the manage port read from the newest set it published (core/route.h).
+ *
+ * A server's identity is its name (the stats key, and the name its ketama points are made from):
+ * a set that changes only a server's address keeps its identity, its points, its counters and its
+ * connections' accounting; the workers close the connections to the old address and connect to
+ * the new one (core/pool.c). Sources:
+ *   - static (topo_static.c): the YAML `servers:` list; the set never changes (a reload builds a
+ *     new generation). The only source today.
+ *   - a source that follows addresses and roles at run time (Redis Sentinel) implements start():
+ *     it runs on the master's event base and publishes each new set through its sink.
+ *   - a source that replaces the key -> server routing (Redis Cluster's slot map) also implements
+ *     build_dist(): the routing table is then its slot table instead of the pool's distribution.
+ * The design: notes/topology.md.
+ *
+ * Threads: a set is immutable once published and refcounted (any thread reads it and drops its
+ * reference); a source runs on the thread that started it (the master).
+ */
+#ifndef NC_TOPOLOGY_H
+#define NC_TOPOLOGY_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "conf/conf.h"
+#include "hash/dist.h"
+
+struct event_base;
+
+enum topo_role { TOPO_ROLE_MASTER = 0, TOPO_ROLE_REPLICA = 1 };
+
+/* One server as its source sees it. */
+struct topo_server {
+    const char *name;             /* its identity: the key of its counters (stats_name) */
+    const char *ketama_name;      /* what its ketama points are made from */
+    struct conf_addr addr;        /* where it is now */
+    uint32_t weight;
+    uint8_t role;                 /* enum topo_role */
+};
+
+/* The servers of one pool at one moment (index i: the pool's server i). Immutable once published. */
+struct topo_set {
+    atomic_uint refs;
+    uint64_t serial;              /* 1 for a pool's first set, +1 for each one published after it */
+    uint32_t nservers;
+    struct topo_server servers[];
+};
+
+/* A set of n servers (refs = 1, serial 0) whose strings are copied from the given ones. */
+struct topo_set *topo_set_create(const struct topo_server *servers, uint32_t n);
+struct topo_set *topo_set_ref(struct topo_set *s);
+void topo_set_put(struct topo_set *s);
+/* Whether server i is at the same address in a and b. */
+bool topo_same_addr(const struct topo_set *a, const struct topo_set *b, uint32_t i);
+
+/* Where a running source publishes a new set of its pool (it takes over the reference). */
+struct topo_sink {
+    void (*publish)(void *arg, struct topo_set *set);
+    void *arg;
+};
+
+struct topo_source;
+
+struct topo_source_ops {
+    const char *name;             /* "static", ...: for logs and stats */
+    /* The pool's first set, from its config (serial 1). NULL when out of memory. */
+    struct topo_set *(*first)(const struct conf_pool *cp);
+    /* Follows the pool at run time on base (the master's), publishing through sink. Returns a
+     * source for stop(), or NULL (out of memory: the pool keeps its first set). NULL op: the set
+     * never changes. */
+    struct topo_source *(*start)(const struct conf_pool *cp, struct event_base *base, const struct topo_sink *sink);
+    void (*stop)(struct topo_source *src);
+    /* The routing table over set (live[i]: server i takes keys). NULL op: the pool's distribution
+     * (ketama, modula, random) over the servers' names and weights (topo_build_dist). */
+    struct dist *(*build_dist)(const struct conf_pool *cp, const struct topo_set *set, const bool *live);
+};
+
+/* The source of a pool's servers, chosen by its config. */
+const struct topo_source_ops *topo_source_for_pool(const struct conf_pool *cp);
+
+/* The pool's own distribution over set: ketama points from each server's ketama_name, modula's
+ * order by name, weights; servers with !live[i] take no keys. NULL when out of memory. */
+struct dist *topo_build_dist(const struct conf_pool *cp, const struct topo_set *set, const bool *live);
+
+#endif

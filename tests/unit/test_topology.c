@@ -1,0 +1,152 @@
+/*
+ * test_topology.c - unit tests of topology sources and the routing tables built from their server
+ * sets (topo/topology.h, core/route.h): the static source's set is the YAML list; a new set that
+ * moves a server to another address keeps its identity (every key routes to the same index, its
+ * health stays) and the table points at the new address; a set of another size is refused.
+ *
+ * Threads: the test's only.
+ */
+#include "config.h"
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "conf/conf.h"
+#include "core/route.h"
+#include "core/runtime.h"
+#include "topo/topology.h"
+
+#define NKEYS 2000
+
+static const char pool_yaml[] =
+    "alpha:\n"
+    "  listen: 127.0.0.1:22121\n"
+    "  redis: true\n"
+    "  auto_eject_hosts: true\n"
+    "  server_failure_limit: 1\n"
+    "  servers:\n"
+    "   - 127.0.0.1:6379:1 s1\n"
+    "   - 127.0.0.1:6380:2 s2\n"
+    "   - /tmp/nc-topo-s3.sock:1 s3\n";
+
+static struct runtime *load(void)
+{
+    struct conf *c = conf_load_string(pool_yaml, strlen(pool_yaml), "test.yml", NULL, NULL);
+    assert_non_null(c);
+    struct runtime *rt = runtime_create(c, NULL, 1);
+    conf_unref(c);
+    assert_non_null(rt);
+    return rt;
+}
+
+static void test_static_set_is_the_yaml_list(void **state)
+{
+    (void)state;
+    struct runtime *rt = load();
+    struct pool_shared *p = runtime_pool_find(rt, "alpha");
+    assert_string_equal(p->source_ops->name, "static");
+    assert_null(p->source_ops->start); /* it never changes */
+    struct route *r = pool_route_get(p);
+    const struct topo_set *set = r->set;
+    assert_int_equal(set->nservers, 3);
+    assert_int_equal(set->serial, 1);
+    assert_string_equal(set->servers[0].name, "s1");
+    assert_string_equal(set->servers[0].ketama_name, "s1");
+    assert_string_equal(set->servers[1].addr.host, "127.0.0.1");
+    assert_int_equal(set->servers[1].addr.port, 6380);
+    assert_int_equal(set->servers[1].weight, 2);
+    assert_true(set->servers[2].addr.is_unix);
+    assert_string_equal(set->servers[2].addr.host, "/tmp/nc-topo-s3.sock");
+    for (uint32_t i = 0; i < 3; i++) assert_int_equal(set->servers[i].role, TOPO_ROLE_MASTER);
+    route_put(r);
+    runtime_put(rt);
+}
+
+/* The set of p with server i moved to 127.0.0.1:port. */
+static struct topo_set *moved_set(struct pool_shared *p, uint32_t i, uint16_t port)
+{
+    struct route *r = pool_route_get(p);
+    struct topo_server servers[3];
+    memcpy(servers, r->set->servers, sizeof(servers));
+    char text[32];
+    snprintf(text, sizeof(text), "127.0.0.1:%u", port);
+    servers[i].addr.host = "127.0.0.1";
+    servers[i].addr.port = port;
+    servers[i].addr.is_unix = false;
+    servers[i].addr.text = text;
+    struct topo_set *set = topo_set_create(servers, 3);
+    route_put(r);
+    assert_non_null(set);
+    return set;
+}
+
+static void test_moved_server_keeps_its_identity(void **state)
+{
+    (void)state;
+    struct runtime *rt = load();
+    struct pool_shared *p = runtime_pool_find(rt, "alpha");
+    assert_true(pool_server_failed(p, 2, 1000)); /* s3 ejected: its health must stay */
+    static uint32_t before[NKEYS];
+    char key[32];
+    uint32_t on[3] = { 0, 0, 0 };
+    for (int k = 0; k < NKEYS; k++) {
+        int n = snprintf(key, sizeof(key), "key:%d", k);
+        before[k] = pool_route(p, (const uint8_t *)key, (size_t)n);
+        assert_true(before[k] < 2);
+        on[before[k]]++;
+    }
+    assert_true(on[0] > NKEYS / 10 && on[1] > NKEYS / 10); /* both live servers take keys */
+    uint64_t v = atomic_load(&p->version);
+    struct route *r0 = pool_route_get(p);
+    pool_publish_set(p, moved_set(p, 1, 7000)); /* s2 moves */
+    assert_true(atomic_load(&p->version) > v);
+    struct route *r1 = pool_route_get(p);
+    assert_ptr_not_equal(r1->set, r0->set);
+    assert_int_equal(r1->set->serial, r0->set->serial + 1);
+    assert_int_equal(r1->set->servers[1].addr.port, 7000);
+    assert_string_equal(r1->set->servers[1].addr.text, "127.0.0.1:7000");
+    assert_string_equal(r1->set->servers[1].name, "s2");
+    assert_false(topo_same_addr(r0->set, r1->set, 1));
+    assert_true(topo_same_addr(r0->set, r1->set, 0));
+    assert_int_equal(r0->set->servers[1].addr.port, 6380); /* the old table's set is untouched */
+    assert_true(pool_server_ejected(p, 2));
+    for (int k = 0; k < NKEYS; k++) {
+        int n = snprintf(key, sizeof(key), "key:%d", k);
+        assert_int_equal(pool_route(p, (const uint8_t *)key, (size_t)n), before[k]);
+    }
+    route_put(r0);
+    route_put(r1);
+    runtime_put(rt);
+}
+
+static void test_set_of_another_size_is_refused(void **state)
+{
+    (void)state;
+    struct runtime *rt = load();
+    struct pool_shared *p = runtime_pool_find(rt, "alpha");
+    struct route *r = pool_route_get(p);
+    struct topo_set *two = topo_set_create(r->set->servers, 2);
+    assert_non_null(two);
+    uint64_t v = atomic_load(&p->version);
+    pool_publish_set(p, two); /* taken over and dropped */
+    assert_int_equal(atomic_load(&p->version), v);
+    struct route *r1 = pool_route_get(p);
+    assert_ptr_equal(r1, r);
+    route_put(r1);
+    route_put(r);
+    runtime_put(rt);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_static_set_is_the_yaml_list),
+        cmocka_unit_test(test_moved_server_keeps_its_identity),
+        cmocka_unit_test(test_set_of_another_size_is_refused),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
