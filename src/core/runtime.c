@@ -79,8 +79,9 @@ struct runtime *runtime_create(struct conf *conf, const struct runtime *prev, si
         p->idx = (uint32_t)i;
         p->cp = &conf->pools[i];
         p->proto = proto_for_pool(p->cp);
-        p->client_tp = &transport_plain_ctx; /* the one transport there is: plain sockets */
-        p->server_tp = &transport_plain_ctx;
+        p->client_tp = transport_ctx_for_pool(p->cp, TRANSPORT_CLIENTS);
+        p->server_tp = transport_ctx_for_pool(p->cp, TRANSPORT_SERVERS);
+        if (p->client_tp == NULL || p->server_tp == NULL) goto fail;
         atomic_init(&p->version, 1);
         pthread_mutex_init(&p->lock, NULL);
         size_t ns = p->cp->nservers ? p->cp->nservers : 1;
@@ -135,6 +136,8 @@ void runtime_put(struct runtime *rt)
         if (p->cp == NULL) continue;
         route_put(p->route);
         topo_set_put(p->set);
+        if (p->client_tp != NULL) transport_ctx_put(p->client_tp);
+        if (p->server_tp != NULL) transport_ctx_put(p->server_tp);
         if (p->clients != NULL && atomic_fetch_sub(&p->clients->refs, 1) == 1) free(p->clients);
         free(p->health);
         free(p->refused_log);

@@ -87,6 +87,15 @@ struct transport_ctx {
 extern const struct transport_ops transport_plain_ops;
 extern const struct transport_ctx transport_plain_ctx;
 
+struct conf_pool;
+enum transport_side { TRANSPORT_CLIENTS, TRANSPORT_SERVERS };
+
+/* The context of one side of a pool (its listener's clients, its servers), as its config says,
+ * for one config generation: transport_ctx_put when the generation goes. NULL when it cannot be
+ * built (the config check has said why). */
+const struct transport_ctx *transport_ctx_for_pool(const struct conf_pool *cp, enum transport_side side);
+void transport_ctx_put(const struct transport_ctx *ctx);
+
 /* Makes t the transport of fd for ctx (takes fd over: a failure closes it). server_name: the
  * peer's name for a client-side handshake (TLS SNI), or NULL. Returns 0 or -errno. */
 int transport_open(struct transport *t, const struct transport_ctx *ctx, int fd, const char *server_name);
