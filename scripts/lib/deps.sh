@@ -8,7 +8,11 @@
 #                        redis, memcached, nc, python3. `test` (the default; scripts/test.sh): those
 #                        and what only the tests need: cmocka (unit tests), pip, clang and its
 #                        sanitizer/libFuzzer runtimes for `make fuzz`, jemalloc for a unit test
-#                        that runs the proxy's code under another malloc
+#                        that runs the proxy's code under another malloc; and the client tests'
+#                        toolchains that are missing from PATH, where Debian's version is enough:
+#                        golang-go (Go >= 1.21), default-jdk-headless (Java >= 17), maven, nodejs
+#                        and npm (Node.js >= 20); Debian 12's JDK and Maven are, its Go (1.19) and
+#                        Node.js (18) are not
 #   nc_install_pyreqs    the pinned Python test requirements (tests/integration/requirements.txt)
 #   nc_go_toolchain, nc_java_toolchain, nc_node_toolchain
 #                        whether a client group's tests can run here; if not, print why
@@ -59,7 +63,9 @@ nc_deb_set() {
 }
 
 # Prints the packages of set $1 that are not installed, plus python3 (and, for test, python3-pip)
-# when no usable python3 (with pip) is on PATH: a python3 from elsewhere (pyenv, a venv) is fine.
+# when no usable python3 (with pip) is on PATH: a python3 from elsewhere (pyenv, a venv) is fine;
+# for test, also the client toolchains that are missing where Debian's are enough
+# (nc_toolchain_debs).
 nc_missing_debs() {
     local p
     while read -r p; do
@@ -71,6 +77,7 @@ nc_missing_debs() {
     elif [ "$1" = test ] && ! python3 -m pip --version >/dev/null 2>&1; then
         printf '%s\n' python3-pip
     fi
+    if [ "$1" = test ]; then nc_toolchain_debs; fi
 }
 
 nc_install_debs() {
@@ -125,9 +132,13 @@ nc_install_pyreqs() {
 # ------------------------------------------------------------------------------------------------
 # The toolchains of the client tests: Go for go-redis (tests/clients/go), a JDK >= 17 and Maven for
 # Jedis (tests/clients/java), Node.js >= 20 and npm for the Node clients and BullMQ
-# (tests/clients/node). nc_go_toolchain, nc_java_toolchain and nc_node_toolchain say whether a
-# group's tests can run here: they return 0 silently, or print why not (what is missing or too
-# old, and what to install) and return NC_NO_TOOLCHAIN; the tests skip with that line.
+# (tests/clients/node). nc_install_debs test installs Debian's package of a toolchain only when
+# the tool is missing from PATH (never beside or over one already there) and Debian's version is
+# enough for its client; Debian 12's JDK (17) and Maven (3.8.7) are, its Go (1.19) and Node.js (18)
+# are not. nc_go_toolchain, nc_java_toolchain and nc_node_toolchain say whether a group's tests
+# can run here: they return 0 silently, or print why not (what is missing or too old, and what to
+# install) and return NC_NO_TOOLCHAIN. scripts/test.sh's summary prints that reason on one line
+# per group that did not run, and the tests skip with the same line.
 
 NC_CLIENTS_SRC="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/tests/clients"
 NC_NO_TOOLCHAIN=3
@@ -156,6 +167,12 @@ nc_deb_hint() {
     if nc_version_ge "$2" "$3"; then printf 'Debian: apt-get install %s' "$1"; else
         printf "Debian's %s is %s, too old" "$1" "$2"
     fi
+}
+
+# nc_deb_owned CMD: the CMD on PATH comes from a Debian package (installing another one of the same
+# kind from Debian then hides nothing)
+nc_deb_owned() {
+    dpkg -S "$(readlink -f "$(command -v "$1")")" >/dev/null 2>&1
 }
 
 nc_go_wanted() {  # the Go that tests/clients/go/go.mod asks for
@@ -246,6 +263,37 @@ nc_node_toolchain() {
     if ! command -v npm >/dev/null 2>&1; then
         nc_why "no npm on PATH (Node.js $have is there)" npm
         return "$NC_NO_TOOLCHAIN"
+    fi
+}
+
+# The Debian packages of the client toolchains that are missing from PATH, where Debian's version
+# is enough (nc_missing_debs test). Go and Java only when the go-redis and Jedis programs are
+# wanted (not NC_CLIENTS=0). A JDK or Maven only when no java is on PATH or it is Debian's own:
+# Maven brings Debian's Java, which could hide another one.
+nc_toolchain_debs() {
+    if [ "${NC_CLIENTS:-1}" != 0 ]; then
+        if ! command -v go >/dev/null 2>&1 &&
+            nc_version_ge "$(nc_deb_candidate golang-go)" "$NC_GO_SWITCH"; then
+            echo golang-go
+        fi
+        if ! command -v java >/dev/null 2>&1 || nc_deb_owned java; then
+            if ! command -v javac >/dev/null 2>&1 &&
+                nc_version_ge "$(nc_deb_java)" "$(nc_java_min)"; then
+                echo default-jdk-headless
+            fi
+            if ! command -v mvn >/dev/null 2>&1 && [ -n "$(nc_deb_candidate maven)" ]; then
+                echo maven
+            fi
+        fi
+    fi
+    if ! command -v node >/dev/null 2>&1 &&
+        nc_version_ge "$(nc_deb_candidate nodejs)" "$(nc_node_min)"; then
+        echo nodejs
+        # a nodejs that carries its own npm (NodeSource's) conflicts with Debian's npm
+        if ! command -v npm >/dev/null 2>&1 && ! LC_ALL=C apt-cache show --no-all-versions nodejs \
+            2>/dev/null | grep -q '^Provides:.*\bnpm\b'; then
+            echo npm
+        fi
     fi
 }
 
