@@ -8,11 +8,17 @@
 #                        redis, memcached, nc, python3. `test` (the default; scripts/test.sh): those
 #                        and what only the tests need: cmocka (unit tests), pip, clang and its
 #                        sanitizer/libFuzzer runtimes for `make fuzz`, jemalloc for a unit test
-#                        that runs the proxy's code under another malloc
+#                        that runs the proxy's code under another malloc; and the client tests'
+#                        toolchains that are missing from PATH, where Debian's version is enough:
+#                        golang-go (Go >= 1.21), default-jdk-headless (Java >= 17), maven, nodejs
+#                        and npm (Node.js >= 20); Debian 12's JDK and Maven are, its Go (1.19) and
+#                        Node.js (18) are not
 #   nc_install_pyreqs    the pinned Python test requirements (tests/integration/requirements.txt)
+#   nc_go_toolchain, nc_java_toolchain, nc_node_toolchain
+#                        whether a client group's tests can run here; if not, print why
 #   nc_build_go_client   the go-redis test program (tests/clients/go), built once per source
 #   nc_build_java_client the Jedis test program (tests/clients/java), built once per source
-#   nc_build_clients     both (what scripts/test.sh runs)
+#   nc_build_clients     both, where their toolchain is here (what scripts/test.sh runs)
 #   nc_install_node_clients  the pinned Node packages of tests/clients/node (redis clients,
 #                        BullMQ: npm ci), when node_modules is missing or out of date; needs
 #                        Node.js >= 20 and npm
@@ -57,7 +63,9 @@ nc_deb_set() {
 }
 
 # Prints the packages of set $1 that are not installed, plus python3 (and, for test, python3-pip)
-# when no usable python3 (with pip) is on PATH: a python3 from elsewhere (pyenv, a venv) is fine.
+# when no usable python3 (with pip) is on PATH: a python3 from elsewhere (pyenv, a venv) is fine;
+# for test, also the client toolchains that are missing where Debian's are enough
+# (nc_toolchain_debs).
 nc_missing_debs() {
     local p
     while read -r p; do
@@ -69,6 +77,7 @@ nc_missing_debs() {
     elif [ "$1" = test ] && ! python3 -m pip --version >/dev/null 2>&1; then
         printf '%s\n' python3-pip
     fi
+    if [ "$1" = test ]; then nc_toolchain_debs; fi
 }
 
 nc_install_debs() {
@@ -121,14 +130,180 @@ nc_install_pyreqs() {
 }
 
 # ------------------------------------------------------------------------------------------------
+# The toolchains of the client tests: Go for go-redis (tests/clients/go), a JDK >= 17 and Maven for
+# Jedis (tests/clients/java), Node.js >= 20 and npm for the Node clients and BullMQ
+# (tests/clients/node). nc_install_debs test installs Debian's package of a toolchain only when
+# the tool is missing from PATH (never beside or over one already there) and Debian's version is
+# enough for its client; Debian 12's JDK (17) and Maven (3.8.7) are, its Go (1.19) and Node.js (18)
+# are not. nc_go_toolchain, nc_java_toolchain and nc_node_toolchain say whether a group's tests
+# can run here: they return 0 silently, or print why not (what is missing or too old, and what to
+# install) and return NC_NO_TOOLCHAIN. scripts/test.sh's summary prints that reason on one line
+# per group that did not run, and the tests skip with the same line.
+
+NC_CLIENTS_SRC="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/tests/clients"
+NC_NO_TOOLCHAIN=3
+NC_GO_SWITCH=1.21  # the first Go that fetches the newer Go a go.mod asks for (GOTOOLCHAIN)
+NC_GROUP_GO="go-redis client tests"
+NC_GROUP_JAVA="Jedis client tests"
+NC_GROUP_NODE="Node client tests (ioredis, node-redis, BullMQ)"
+
+# nc_version_ge A B: A >= B, both dotted versions ("1.21" < "1.26.0"; an empty A is the oldest)
+nc_version_ge() {
+    [ "$(printf '%s\n%s\n' "$1" "$2" | sort -V | head -n 1)" = "$2" ]
+}
+
+# nc_deb_candidate PKG: the upstream version of the package apt would install ("2:1.19~1" ->
+# "1.19"); nothing when there is none or this is not a Debian system
+nc_deb_candidate() {
+    command -v apt-cache >/dev/null 2>&1 || return 0
+    LC_ALL=C apt-cache policy "$1" 2>/dev/null | awk '$1 == "Candidate:" && $2 != "(none)" {
+        v = $2; sub(/^[0-9]+:/, "", v); sub(/[-~+].*/, "", v); print v }'
+}
+
+# nc_deb_hint PKG VERSION MIN: what Debian offers, for a reason: "Debian's PKG is VERSION, too old"
+# or "Debian: apt-get install PKG"; nothing without a candidate
+nc_deb_hint() {
+    if [ -z "$2" ]; then return 0; fi
+    if nc_version_ge "$2" "$3"; then printf 'Debian: apt-get install %s' "$1"; else
+        printf "Debian's %s is %s, too old" "$1" "$2"
+    fi
+}
+
+# nc_deb_owned CMD: the CMD on PATH comes from a Debian package (installing another one of the same
+# kind from Debian then hides nothing)
+nc_deb_owned() {
+    dpkg -S "$(readlink -f "$(command -v "$1")")" >/dev/null 2>&1
+}
+
+nc_go_wanted() {  # the Go that tests/clients/go/go.mod asks for
+    sed -n 's/^go \([0-9][0-9.]*\).*/\1/p' "$NC_CLIENTS_SRC/go/go.mod"
+}
+nc_go_version() {  # the go on PATH's own version (outside any module: no toolchain switch)
+    (cd / && GOTOOLCHAIN=local go env GOVERSION 2>/dev/null) | grep -o 'go[0-9][0-9.]*' |
+        head -n 1 | cut -c3-
+}
+nc_java_min() {  # the Java release tests/clients/java/pom.xml compiles for
+    sed -n 's/.*<maven.compiler.release>\([0-9]*\)<.*/\1/p' "$NC_CLIENTS_SRC/java/pom.xml"
+}
+nc_java_major() {  # the java on PATH's major version ("1.8.0_392" -> 8, "17.0.15" -> 17)
+    java -version 2>&1 | sed -n '1s/^[^"]*"\([0-9][0-9.]*\).*/\1/p' |
+        awk -F. '{ print ($1 == 1 ? $2 : $1) }'
+}
+nc_deb_java() {  # the Java of Debian's default-jdk-headless ("1.17" -> 17)
+    nc_deb_candidate default-jdk-headless | sed 's/^1\.//'
+}
+nc_node_min() {  # the Node.js major version tests/clients/node/package.json's engines ask for
+    sed -n 's/.*"node": *">= *\([0-9]*\).*/\1/p' "$NC_CLIENTS_SRC/node/package.json" | head -n 1
+}
+
+# nc_why PROBLEM WHAT [DETAIL...]: a reason, "PROBLEM: install WHAT to run them (DETAIL; ...)",
+# empty DETAILs left out
+nc_why() {
+    local problem="$1" what="$2" d details=""
+    shift 2
+    for d in "$@"; do
+        if [ -n "$d" ]; then details="${details:+$details; }$d"; fi
+    done
+    printf '%s: install %s to run them%s\n' "$problem" "$what" "${details:+ ($details)}"
+}
+
+nc_go_toolchain() {
+    local want have detail hint
+    want=$(nc_go_wanted)
+    detail="go.mod asks for Go $want, which a Go >= $NC_GO_SWITCH fetches itself"
+    hint=$(nc_deb_hint golang-go "$(nc_deb_candidate golang-go)" "$NC_GO_SWITCH")
+    if ! command -v go >/dev/null 2>&1; then
+        nc_why "no go on PATH" "Go >= $NC_GO_SWITCH" "$detail" "$hint"
+        return "$NC_NO_TOOLCHAIN"
+    fi
+    have=$(nc_go_version)
+    if ! nc_version_ge "$have" "$want" && ! nc_version_ge "$have" "$NC_GO_SWITCH"; then
+        nc_why "Go ${have:-?} < $NC_GO_SWITCH" "Go >= $NC_GO_SWITCH" "$detail" "$hint"
+        return "$NC_NO_TOOLCHAIN"
+    fi
+}
+
+nc_java_toolchain() {
+    local min have hint
+    min=$(nc_java_min)
+    hint=$(nc_deb_hint default-jdk-headless "$(nc_deb_java)" "$min")
+    if ! command -v java >/dev/null 2>&1; then
+        nc_why "no java on PATH" "a JDK >= $min" "$hint"
+        return "$NC_NO_TOOLCHAIN"
+    fi
+    have=$(nc_java_major)
+    if ! nc_version_ge "$have" "$min"; then
+        nc_why "Java ${have:-?} < $min" "a JDK >= $min" "pom.xml compiles for Java $min" "$hint"
+        return "$NC_NO_TOOLCHAIN"
+    fi
+    if ! command -v javac >/dev/null 2>&1; then
+        nc_why "no javac on PATH (Java $have without its compiler)" "a JDK >= $min" "$hint"
+        return "$NC_NO_TOOLCHAIN"
+    fi
+    if ! command -v mvn >/dev/null 2>&1; then
+        nc_why "no mvn on PATH" Maven "$(nc_deb_hint maven "$(nc_deb_candidate maven)" 0)"
+        return "$NC_NO_TOOLCHAIN"
+    fi
+}
+
+nc_node_toolchain() {
+    local min have detail hint
+    min=$(nc_node_min)
+    detail="ioredis 6 and node-redis 6 need Node.js $min"
+    hint=$(nc_deb_hint nodejs "$(nc_deb_candidate nodejs)" "$min")
+    if ! command -v node >/dev/null 2>&1; then
+        nc_why "no node on PATH" "Node.js >= $min" "$detail" "$hint"
+        return "$NC_NO_TOOLCHAIN"
+    fi
+    have=$(node -p process.versions.node 2>/dev/null)
+    if ! nc_version_ge "${have%%.*}" "$min"; then
+        nc_why "Node.js ${have:-?} < $min" "Node.js >= $min" "$detail" "$hint"
+        return "$NC_NO_TOOLCHAIN"
+    fi
+    if ! command -v npm >/dev/null 2>&1; then
+        nc_why "no npm on PATH (Node.js $have is there)" npm
+        return "$NC_NO_TOOLCHAIN"
+    fi
+}
+
+# The Debian packages of the client toolchains that are missing from PATH, where Debian's version
+# is enough (nc_missing_debs test). Go and Java only when the go-redis and Jedis programs are
+# wanted (not NC_CLIENTS=0). A JDK or Maven only when no java is on PATH or it is Debian's own:
+# Maven brings Debian's Java, which could hide another one.
+nc_toolchain_debs() {
+    if [ "${NC_CLIENTS:-1}" != 0 ]; then
+        if ! command -v go >/dev/null 2>&1 &&
+            nc_version_ge "$(nc_deb_candidate golang-go)" "$NC_GO_SWITCH"; then
+            echo golang-go
+        fi
+        if ! command -v java >/dev/null 2>&1 || nc_deb_owned java; then
+            if ! command -v javac >/dev/null 2>&1 &&
+                nc_version_ge "$(nc_deb_java)" "$(nc_java_min)"; then
+                echo default-jdk-headless
+            fi
+            if ! command -v mvn >/dev/null 2>&1 && [ -n "$(nc_deb_candidate maven)" ]; then
+                echo maven
+            fi
+        fi
+    fi
+    if ! command -v node >/dev/null 2>&1 &&
+        nc_version_ge "$(nc_deb_candidate nodejs)" "$(nc_node_min)"; then
+        echo nodejs
+        # a nodejs that carries its own npm (NodeSource's) conflicts with Debian's npm
+        if ! command -v npm >/dev/null 2>&1 && ! LC_ALL=C apt-cache show --no-all-versions nodejs \
+            2>/dev/null | grep -q '^Provides:.*\bnpm\b'; then
+            echo npm
+        fi
+    fi
+}
+
+# ------------------------------------------------------------------------------------------------
 # The client programs the integration tests drive the proxy with (test_clients_go_java.py): built
 # into $NC_TEST_CACHE (default ~/.cache/nutcrackers-tests, shared with tests/nctest/pinned.py)
 # under clients/<name>-<hash of the sources>/, so a build happens once per version of the sources
 # and a changed pin or program is rebuilt. Each prints the path of what it built on stdout (its
-# log goes to stderr); it returns 3 when its toolchain (go, or mvn and java) is not on PATH.
-
-NC_CLIENTS_SRC="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/tests/clients"
-NC_NO_TOOLCHAIN=3
+# log goes to stderr); without its toolchain it logs "<group> not run: <why>" and returns
+# NC_NO_TOOLCHAIN.
 
 nc_clients_cache() {
     printf '%s/clients\n' "${NC_TEST_CACHE:-$HOME/.cache/nutcrackers-tests}"
@@ -163,8 +338,17 @@ nc_client_build() {
     printf '%s\n' "$dir/$product"
 }
 
-nc_go_builder() {  # in tests/clients/go: go.sum pins every module; -mod=readonly keeps it so
-    go build -mod=readonly -buildvcs=false -trimpath -o "$1/client" .
+nc_go_builder() {  # in tests/clients/go: go.sum pins every module; -mod=readonly keeps it so.
+    # A go older than go.mod's fetches that version through the module proxy (GOTOOLCHAIN=auto:
+    # Debian's and Go's own go.env may say local)
+    local have want
+    have=$(nc_go_version) want=$(nc_go_wanted)
+    if nc_version_ge "$have" "$want"; then
+        go build -mod=readonly -buildvcs=false -trimpath -o "$1/client" .
+    else
+        nc_log "Go $have < $want (go.mod): go fetches Go $want (GOTOOLCHAIN=auto)"
+        GOTOOLCHAIN=auto go build -mod=readonly -buildvcs=false -trimpath -o "$1/client" .
+    fi
 }
 
 nc_java_builder() {  # in tests/clients/java: offline from the local Maven repository when it
@@ -173,46 +357,46 @@ nc_java_builder() {  # in tests/clients/java: offline from the local Maven repos
 }
 
 nc_build_go_client() {
-    if ! command -v go >/dev/null 2>&1; then
-        nc_log "go is not installed: the go-redis client tests cannot run"
+    local why
+    if ! why=$(nc_go_toolchain); then
+        nc_log "$NC_GROUP_GO not run: $why"
         return "$NC_NO_TOOLCHAIN"
     fi
     nc_client_build go client nc_go_builder
 }
 
 nc_build_java_client() {
-    local t
-    for t in mvn java; do
-        if ! command -v "$t" >/dev/null 2>&1; then
-            nc_log "$t is not installed: the Jedis client tests cannot run"
-            return "$NC_NO_TOOLCHAIN"
-        fi
-    done
+    local why
+    if ! why=$(nc_java_toolchain); then
+        nc_log "$NC_GROUP_JAVA not run: $why"
+        return "$NC_NO_TOOLCHAIN"
+    fi
     nc_client_build java nc-jedis-client.jar nc_java_builder
 }
 
+# Both, where their toolchain is here: fails only when one whose toolchain is here did not build
 nc_build_clients() {
-    local rc=0
-    nc_build_go_client >/dev/null || rc=$?
-    nc_build_java_client >/dev/null || rc=$?
+    local rc=0 one f
+    for f in nc_build_go_client nc_build_java_client; do
+        one=0
+        "$f" >/dev/null || one=$?
+        if [ "$one" -ne 0 ] && [ "$one" -ne "$NC_NO_TOOLCHAIN" ]; then rc="$one"; fi
+    done
     return "$rc"
 }
 
-# Installs tests/clients/node's pinned packages (redis clients, BullMQ) with `npm ci` (exactly its package-lock.json, no
-# install scripts), only when node_modules is missing or was installed from another lock file or
-# Node.js major version (a stamp file records which). Fails (with a line saying why) without
-# Node.js >= 20 and npm. A lock on the folder keeps two test runs from installing at once.
+# Installs tests/clients/node's pinned packages (redis clients, BullMQ) with `npm ci` (exactly its
+# package-lock.json, no install scripts), only when node_modules is missing or was installed from
+# another lock file or Node.js major version (a stamp file records which). Without Node.js >= 20
+# and npm it logs "<group> not run: <why>" and returns NC_NO_TOOLCHAIN. A lock on the folder keeps
+# two test runs from installing at once.
 nc_install_node_clients() {
-    local dir="${1:-tests/clients/node}" major want rc=0
-    if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
-        nc_log "Node.js and npm are not installed: the Node client tests need Node.js >= 20 and npm"
-        return 1
+    local dir="${1:-tests/clients/node}" why major want rc=0
+    if ! why=$(nc_node_toolchain); then
+        nc_log "$NC_GROUP_NODE not run: $why"
+        return "$NC_NO_TOOLCHAIN"
     fi
     major=$(node -p 'process.versions.node.split(".")[0]')
-    if [ "$major" -lt 20 ]; then
-        nc_log "Node.js $(node --version) is too old: the Node client tests need Node.js >= 20"
-        return 1
-    fi
     want="node $major $(cat "$dir/package.json" "$dir/package-lock.json" | sha256sum | cut -d' ' -f1)"
     (
         flock -w 900 9 || { nc_log "another install holds $dir/.install.lock"; exit 1; }

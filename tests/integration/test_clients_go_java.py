@@ -11,17 +11,19 @@ answer EXECABORT with nothing written (the program checks each backend directly)
 connection again. It checks every value itself and prints what it saw, which is checked here too,
 with the backends: nothing left on them, and no dedicated server connection left held.
 
-Without go (or mvn and java) the tests skip, naming what is missing; scripts/test.sh fails its
-client programs step instead, unless NC_CLIENTS=0.
+Without their toolchain (Go >= 1.21, which fetches the Go that go.mod asks for; a JDK >= 17 and
+Maven), or with one too old, the tests skip with deps.sh's line "<group> not run: <why>", the one
+scripts/test.sh's summary prints. A program that does not build with its toolchain there fails
+the tests (and test.sh's client programs step).
 """
 import json
 import subprocess
 
 import pytest
 
-from nctest import manage, procs
+from nctest import deps, manage, procs
 from nctest.conn import redis_client
-from nctest.procs import HOST, REPO
+from nctest.procs import HOST
 from nctest.wait import scale, wait_for
 
 THREADED = True  # a -T 4 proxy: the TSan stage runs these too (conftest.py)
@@ -30,32 +32,30 @@ GO_REDIS = "9.23.0"   # tests/clients/go/go.mod
 JEDIS = "8.0.2"       # tests/clients/java/pom.xml
 BUILD_TIMEOUT = 900   # seconds: a first build fetches the modules and compiles go-redis
 RUN_TIMEOUT = 120     # seconds for one program's whole run
-NO_TOOLCHAIN = 3      # what deps.sh's builders return without their toolchain
 
 TX = ["OK", 2, 2, ["x", "y"], 1, {"f": "v"}, "2"]
 EXECABORT = "EXECABORT Transaction discarded because of previous errors."
 
 
-def build(function, what):
+def build(function):
     """Runs a builder of scripts/lib/deps.sh; the path of the program, or a skip without its
     toolchain."""
-    out = subprocess.run(["bash", "-c", f'. scripts/lib/deps.sh && {function}'], cwd=REPO,
-                         stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                         timeout=BUILD_TIMEOUT)
-    if out.returncode == NO_TOOLCHAIN:
-        pytest.skip(f"{what}: {out.stderr.strip()}")
+    try:
+        out = deps.call(function, BUILD_TIMEOUT)
+    except deps.NoToolchain as e:
+        pytest.skip(str(e))
     assert out.returncode == 0, f"{function} failed:\n{out.stderr}"
     return out.stdout.strip().splitlines()[-1]
 
 
 @pytest.fixture(scope="session")
 def go_client():
-    return [build("nc_build_go_client", "go-redis")]
+    return [build("nc_build_go_client")]
 
 
 @pytest.fixture(scope="session")
 def java_client():
-    return ["java", "-jar", build("nc_build_java_client", "Jedis")]
+    return ["java", "-jar", build("nc_build_java_client")]
 
 
 @pytest.fixture(scope="module")

@@ -18,9 +18,10 @@ count the job keeps itself), the servers hold what the frameworks wrote where th
 and afterwards the proxy holds no dedicated server connection and its descriptors other than
 its pooled server connections are back to their count before the run.
 
-A framework that cannot be had here (rq not importable; Node.js >= 20 or the npm packages
-missing) fails the test, unless NC_CLIENTS=0 (or, for BullMQ, NC_REQUIRE_NODE_CLIENTS=0): then it
-skips, saying why.
+A framework that cannot be had here (rq not importable, the npm packages not installed) fails
+the test, unless NC_CLIENTS=0 (or, for BullMQ, NC_REQUIRE_NODE_CLIENTS=0): then it skips, saying
+why. Without Node.js >= 20 and npm, BullMQ skips with deps.sh's line "Node client tests (...) not
+run: <why>" (scripts/test.sh's summary prints it too), unless NC_REQUIRE_NODE_CLIENTS=1.
 """
 import json
 import os
@@ -31,7 +32,7 @@ import uuid
 
 import pytest
 
-from nctest import manage, nodeclients, procfs
+from nctest import deps, manage, nodeclients, procfs
 from nctest.conn import redis_client
 from nctest.keys import spread_keys
 from nctest.procs import HOST, REPO, free_port
@@ -199,6 +200,10 @@ def test_rq_worker_pool_of_one_server(rq, redis_server, write_conf, nutcrackers,
 def node():
     try:
         return nodeclients.node_with_packages()
+    except deps.NoToolchain as e:
+        if os.environ.get("NC_REQUIRE_NODE_CLIENTS") == "1":
+            pytest.fail(f"{e} (NC_REQUIRE_NODE_CLIENTS=1: the Node client tests must run)")
+        pytest.skip(str(e))
     except nodeclients.Unavailable as e:
         unavailable(str(e), node=True)
 

@@ -16,6 +16,8 @@ the benchmark (bench/bench.py). One module per concern:
   fake     fake backends that misbehave on purpose
   vectors  the shared key-distribution vectors
   nodeclients  the pinned Node.js packages (tests/clients/node): node, once they are installed
+  deps     scripts/lib/deps.sh's functions (client builds and installs), a missing toolchain
+           told apart from a failure
 
 Nothing is installed: tests/ goes on sys.path in one place each (tests/integration/conftest.py,
 tests/soak/soak.py, bench/bench.py, tests/fuzz/seeds.py), then `from nctest import ...`.

@@ -8,6 +8,7 @@ import json
 import shutil
 import subprocess
 
+from nctest import deps
 from nctest.procs import REPO
 
 NODE_DIR = REPO / "tests" / "clients" / "node"
@@ -15,33 +16,27 @@ INSTALL_TIMEOUT = 600.0  # seconds for npm ci, downloads included
 
 
 class Unavailable(RuntimeError):
-    """Node.js (>= 20) or the packages cannot be had here; the message says why."""
+    """The packages cannot be installed here (Node.js >= 20 and npm are there); the message says
+    why."""
 
 
 def pinned_versions():
     """{name or alias: version} from package.json ("npm:ioredis@5.11.1" -> "5.11.1")."""
-    deps = json.loads((NODE_DIR / "package.json").read_text())["dependencies"]
-    return {name: spec.rsplit("@", 1)[-1] for name, spec in deps.items()}
+    pins = json.loads((NODE_DIR / "package.json").read_text())["dependencies"]
+    return {name: spec.rsplit("@", 1)[-1] for name, spec in pins.items()}
 
 
 def node_with_packages():
-    """The node binary, with the pinned packages installed in NODE_DIR; raises Unavailable."""
-    node, npm = shutil.which("node"), shutil.which("npm")
-    if node is None or npm is None:
-        raise Unavailable("Node.js and npm are not installed: the Node client tests need Node >= 20")
-    major = subprocess.run([node, "-p", "process.versions.node.split('.')[0]"], capture_output=True,
-                           text=True, timeout=30, stdin=subprocess.DEVNULL).stdout.strip()
-    if not major.isdigit() or int(major) < 20:
-        raise Unavailable(f"Node.js {major or '?'} is too old: the Node client tests need Node >= 20")
+    """The node binary, with the pinned packages installed in NODE_DIR. Raises
+    deps.NoToolchain without Node.js >= 20 and npm (deps.sh's nc_node_toolchain says why), and
+    Unavailable when the install fails."""
     try:
-        out = subprocess.run(["bash", "-c", ". scripts/lib/deps.sh && nc_install_node_clients"],
-                             cwd=REPO, capture_output=True, text=True, timeout=INSTALL_TIMEOUT,
-                             stdin=subprocess.DEVNULL)
+        out = deps.call("nc_install_node_clients", INSTALL_TIMEOUT)
     except subprocess.TimeoutExpired:
         raise Unavailable(f"npm ci in {NODE_DIR} took over {INSTALL_TIMEOUT} s") from None
     if out.returncode != 0:
         raise Unavailable(f"the Node packages cannot be installed here:\n{out.stdout}{out.stderr}")
-    return node
+    return shutil.which("node")
 
 
 def run(node, args, timeout, env=None):

@@ -1,1 +1,0 @@
-# unit tests of thread: add to check_PROGRAMS and TESTS here
