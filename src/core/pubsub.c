@@ -72,6 +72,7 @@ static int ps_no_conn(struct conn *c, struct msg *req, uint32_t server, int rc)
                                          sizeof(buf));
     return ps_answer_text(c, req, buf, n);
 }
+
 /* The server a channel (shard channel) lives on, or DIST_NONE. */
 static uint32_t ps_route(struct conn *c, const struct msg_key *k)
 {
@@ -79,20 +80,15 @@ static uint32_t ps_route(struct conn *c, const struct msg_key *k)
     return s < c->pool->nservers ? s : DIST_NONE;
 }
 
-/* (P|S)SUBSCRIBE name...: the links it needs, the requests to their servers, and the
- * confirmations, written once every server confirmed. */
-static int ps_subscribe(struct conn *c, struct msg *req, uint8_t kind)
+/* The links (P|S)SUBSCRIBE req needs, taken, and each name in b on its server (a pattern on every
+ * server not ejected; an ejected one is marked as missing the client's patterns). Stops at the
+ * first failure: -ECONNREFUSED (a name with no server to go to), or ps_link_take's error with
+ * *bad the server it could not take a link to. Returns 0 or that error. */
+static int ps_subscribe_links(struct conn *c, struct pubsub *ps, struct msg *req, uint8_t kind,
+                              struct ps_batch *b, uint32_t *bad)
 {
-    struct pubsub *ps = ps_get(c);
-    if (ps == NULL) return ps_fail(c, req, ENOMEM);
     struct pool_rt *p = c->pool;
-    struct ps_batch b;
-    if (ps_batch_init(&b, ps->nlinks) < 0) {
-        ps_batch_free(&b);
-        return ps_fail(c, req, ENOMEM);
-    }
     int rc = 0;
-    uint32_t bad = 0;
     for (uint32_t i = 0; i < req->nkeys && rc == 0; i++) {
         const struct msg_key *k = &req->keys[i];
         if (kind == PROTO_PS_PATTERN) {
@@ -103,8 +99,8 @@ static int ps_subscribe(struct conn *c, struct msg *req, uint8_t kind)
                     ps->links[s].pat_missing = true;
                     continue;
                 }
-                if ((rc = ps_link_take(c, ps, s)) < 0) bad = s;
-                else ps_batch_add(c, &b, s, k->ptr, k->len);
+                if ((rc = ps_link_take(c, ps, s)) < 0) *bad = s;
+                else ps_batch_add(c, b, s, k->ptr, k->len);
                 any = true;
             }
             if (!any) rc = -ECONNREFUSED;
@@ -112,9 +108,42 @@ static int ps_subscribe(struct conn *c, struct msg *req, uint8_t kind)
         }
         uint32_t s = ps_route(c, k);
         if (s == DIST_NONE) rc = -ECONNREFUSED;
-        else if ((rc = ps_link_take(c, ps, s)) < 0) bad = s;
-        else ps_batch_add(c, &b, s, k->ptr, k->len);
+        else if ((rc = ps_link_take(c, ps, s)) < 0) *bad = s;
+        else ps_batch_add(c, b, s, k->ptr, k->len);
     }
+    return rc;
+}
+
+/* (P|S)SUBSCRIBE req, sent to its servers: its names join the client's set, and their
+ * confirmations, in the order of the arguments, are op's reply (written once every server
+ * confirmed). */
+static void ps_subscribe_confirm(struct conn *c, struct pubsub *ps, struct msg *req, uint8_t kind,
+                                 struct ps_op *op)
+{
+    const struct proto_pubsub *pp = c->pool->proto->pubsub;
+    for (uint32_t i = 0; i < req->nkeys; i++) {
+        const struct msg_key *k = &req->keys[i];
+        uint32_t s = kind == PROTO_PS_PATTERN ? DIST_NONE : ps_route(c, k);
+        int added = ps_add(ps, kind, k->ptr, k->len, s);
+        if (added < 0) op->reply.failed = true;
+        else if (op->added != NULL) op->added[i] = (uint8_t)added;
+        pp->confirm(&op->reply, c->sess.variant, kind, false, k->ptr, k->len, ps_count(ps, kind));
+    }
+}
+
+/* (P|S)SUBSCRIBE name...: the links it needs, the requests to their servers, and the
+ * confirmations, written once every server confirmed. */
+static int ps_subscribe(struct conn *c, struct msg *req, uint8_t kind)
+{
+    struct pubsub *ps = ps_get(c);
+    if (ps == NULL) return ps_fail(c, req, ENOMEM);
+    struct ps_batch b;
+    if (ps_batch_init(&b, ps->nlinks) < 0) {
+        ps_batch_free(&b);
+        return ps_fail(c, req, ENOMEM);
+    }
+    uint32_t bad = 0;
+    int rc = ps_subscribe_links(c, ps, req, kind, &b, &bad);
     struct ps_op *op = rc == 0 ? calloc(1, sizeof(*op)) : NULL;
     if (rc == 0 && op == NULL) rc = -ENOMEM;
     if (rc < 0) {
@@ -130,31 +159,56 @@ static int ps_subscribe(struct conn *c, struct msg *req, uint8_t kind)
     ps_batch_free(&b);
     if (err != 0) { /* a server cannot be reached: the request fails, what was sent is orphaned
                      * (its messages are dropped: the names are not in the set) */
-        for (uint32_t s = 0; s < ps->nlinks; s++) {
-            struct ps_link *lk = &ps->links[s];
-            for (uint32_t w = 0; w < lk->nwait; w++) {
-                struct ps_wait *wt = &lk->waits[(lk->whead + w) % lk->wcap];
-                if (wt->op == op) wt->op = NULL;
-            }
-        }
+        ps_op_orphan(ps, op);
         free(op->added);
         free(op);
         return ps_fail(c, req, err);
     }
-    /* the client's set, and its confirmations in the order of the arguments */
-    const struct proto_pubsub *pp = p->proto->pubsub;
-    for (uint32_t i = 0; i < req->nkeys; i++) {
-        const struct msg_key *k = &req->keys[i];
-        uint32_t s = kind == PROTO_PS_PATTERN ? DIST_NONE : ps_route(c, k);
-        int added = ps_add(ps, kind, k->ptr, k->len, s);
-        if (added < 0) op->reply.failed = true;
-        else if (op->added != NULL) op->added[i] = (uint8_t)added;
-        pp->confirm(&op->reply, c->sess.variant, kind, false, k->ptr, k->len, ps_count(ps, kind));
-    }
+    ps_subscribe_confirm(c, ps, req, kind, op);
     op->servers_left = nsent;
     if (nsent == 0) ps_op_finish(c->loop, op, false, false); /* cannot happen: each name has a server */
     else ps_arm_timer(ps);
     return 0;
+}
+
+/* e's name (of the kind being unsubscribed) into b, on each of its servers the client has a link
+ * to: a pattern's are all the servers, a channel's the one it is on. */
+static void ps_batch_unsub(struct conn *c, struct pubsub *ps, struct ps_batch *b, const struct ps_name *e)
+{
+    if (e->kind == PROTO_PS_PATTERN) {
+        for (uint32_t s = 0; s < ps->nlinks; s++)
+            if (ps->links[s].d != NULL) ps_batch_add(c, b, s, e->bytes, e->len);
+    } else if (e->server < ps->nlinks && ps->links[e->server].d != NULL) {
+        ps_batch_add(c, b, e->server, e->bytes, e->len);
+    }
+}
+
+/* (P|S)UNSUBSCRIBE with no name: every name of the kind leaves the set, unsubscribed on its
+ * servers (into b) and confirmed (into reply) with the count after it; with none, one
+ * confirmation with no name. */
+static void ps_unsubscribe_all(struct conn *c, struct pubsub *ps, uint8_t kind, struct ps_batch *b,
+                               struct textbuf *reply)
+{
+    const struct proto_pubsub *pp = c->pool->proto->pubsub;
+    uint8_t v = c->sess.variant;
+    uint32_t removed = 0;
+    for (uint32_t i = 0; i < ps->nbuckets; i++) {
+        struct ps_name **at = &ps->table[i];
+        while (*at != NULL) {
+            struct ps_name *e = *at;
+            if (e->kind != kind) {
+                at = &e->next;
+                continue;
+            }
+            ps_batch_unsub(c, ps, b, e);
+            ps->count[kind]--;
+            pp->confirm(reply, v, kind, true, e->bytes, e->len, ps_count(ps, kind));
+            ps->count[kind]++;
+            ps_unlink(ps, at);
+            removed++;
+        }
+    }
+    if (removed == 0) pp->confirm(reply, v, kind, true, NULL, 0, ps_count(ps, kind));
 }
 
 /* (P|S)UNSUBSCRIBE [name...]: answered at once from the client's set; the names it had are
@@ -177,42 +231,12 @@ static int ps_unsubscribe(struct conn *c, struct msg *req, uint8_t kind)
         ps_batch_free(&b);
         return ps_fail(c, req, ENOMEM);
     }
-    uint32_t removed = 0;
-    if (req->nkeys == 0) { /* every name of the kind */
-        for (uint32_t i = 0; i < ps->nbuckets; i++) {
-            struct ps_name **at = &ps->table[i];
-            while (*at != NULL) {
-                struct ps_name *e = *at;
-                if (e->kind != kind) {
-                    at = &e->next;
-                    continue;
-                }
-                if (kind == PROTO_PS_PATTERN) {
-                    for (uint32_t s = 0; s < ps->nlinks; s++)
-                        if (ps->links[s].d != NULL) ps_batch_add(c, &b, s, e->bytes, e->len);
-                } else if (e->server < ps->nlinks && ps->links[e->server].d != NULL) {
-                    ps_batch_add(c, &b, e->server, e->bytes, e->len);
-                }
-                ps->count[kind]--;
-                pp->confirm(&reply, v, kind, true, e->bytes, e->len, ps_count(ps, kind));
-                ps->count[kind]++;
-                ps_unlink(ps, at);
-                removed++;
-            }
-        }
-        if (removed == 0) pp->confirm(&reply, v, kind, true, NULL, 0, ps_count(ps, kind));
-    }
+    if (req->nkeys == 0) ps_unsubscribe_all(c, ps, kind, &b, &reply);
     for (uint32_t i = 0; i < req->nkeys; i++) {
         const struct msg_key *k = &req->keys[i];
         struct ps_name **at = ps_slot(ps, kind, k->ptr, k->len);
         if (*at != NULL) {
-            struct ps_name *e = *at;
-            if (kind == PROTO_PS_PATTERN) {
-                for (uint32_t s = 0; s < ps->nlinks; s++)
-                    if (ps->links[s].d != NULL) ps_batch_add(c, &b, s, k->ptr, k->len);
-            } else if (e->server < ps->nlinks && ps->links[e->server].d != NULL) {
-                ps_batch_add(c, &b, e->server, k->ptr, k->len);
-            }
+            ps_batch_unsub(c, ps, &b, *at);
             ps_unlink(ps, at);
         }
         pp->confirm(&reply, v, kind, true, k->ptr, k->len, ps_count(ps, kind));

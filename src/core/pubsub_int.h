@@ -101,6 +101,8 @@ void ps_end(struct conn *c, bool client_gone);
 void ps_op_finish(struct loop *l, struct ps_op *op, bool client_gone, bool rollback);
 /* One more of op's servers is done with it (op NULL: nobody waits). */
 void ps_op_step(struct loop *l, struct ps_op *op, bool client_gone, bool rollback);
+/* op's request could not be sent to every server: no wait queued for it waits for it any more. */
+void ps_op_orphan(struct pubsub *ps, const struct ps_op *op);
 /* The oldest request waiting on lk, or NULL. */
 struct ps_wait *ps_wait_head(struct ps_link *lk);
 /* Takes the oldest request waiting on lk (there is one) off its FIFO: its op. */

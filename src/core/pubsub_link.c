@@ -121,6 +121,19 @@ struct ps_op *ps_wait_pop(struct ps_link *lk)
     return op;
 }
 
+/* op's request could not be sent to every server it needs: the waits queued for it on the others
+ * are orphaned (their confirmations are for nobody). */
+void ps_op_orphan(struct pubsub *ps, const struct ps_op *op)
+{
+    for (uint32_t s = 0; s < ps->nlinks; s++) {
+        struct ps_link *lk = &ps->links[s];
+        for (uint32_t w = 0; w < lk->nwait; w++) {
+            struct ps_wait *wt = &lk->waits[(lk->whead + w) % lk->wcap];
+            if (wt->op == op) wt->op = NULL;
+        }
+    }
+}
+
 /* --- the confirmations' timeout, the patterns' repair -------------------------------------- */
 
 /* When the first link whose server owes a confirmation times out: the pool's `timeout` after the
