@@ -16,7 +16,6 @@
 #include <string.h>
 
 #include "common/log.h"
-#include "core/client.h"
 #include "core/dedicated.h"
 #include "core/loop.h"
 #include "core/pool.h"

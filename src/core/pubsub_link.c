@@ -16,7 +16,6 @@
 
 #include "common/clock.h"
 #include "common/log.h"
-#include "core/client.h"
 #include "core/loop.h"
 #include "core/pool.h"
 #include "core/pubsub.h"
