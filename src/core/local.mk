@@ -12,6 +12,7 @@ src_libnutcrackers_la_SOURCES += \
 	src/core/dedicated.c src/core/dedicated.h \
 	src/core/txn.c src/core/txn.h \
 	src/core/pubsub.c src/core/pubsub.h \
+	src/core/pubsub_set.c src/core/pubsub_link.c src/core/pubsub_int.h \
 	src/core/backend.c src/core/backend.h \
 	src/core/gen.c src/core/gen.h \
 	src/core/request.c src/core/request.h \
