@@ -19,8 +19,6 @@
 #include "core/loop.h"
 #include "core/pool.h"
 #include "core/request.h"
-#include "core/pubsub.h"
-#include "core/txn.h"
 
 /*
  * Back-pressure: a client with this many requests queued, or this many bytes held (below), is no
@@ -89,8 +87,8 @@ void client_close(struct conn *c)
 {
     struct loop *l = c->loop;
     struct msg *req;
-    txn_client_close(c); /* before the queue: the requests it holds back were never sent */
-    pubsub_client_close(c); /* its requests waiting for confirmations are freed with the queue */
+    if (c->feat_on != 0) feature_close(c); /* before the queue: what a feature holds back was
+                                             * never sent; what waits for it is freed with it */
     while ((req = TAILQ_FIRST(&c->reqs)) != NULL) {
         TAILQ_REMOVE(&c->reqs, req, client_link);
         c->nreqs--;
@@ -124,8 +122,8 @@ int client_follow_reload(struct conn *c)
     struct pool_rt *old = c->pool;
     struct pool_rt *np = gen_pool_find(l->gen, old->cp->name);
     if (np == NULL || np->proto != old->proto) return -1;
-    /* its transaction (its subscriptions) stays on the servers it started on */
-    if (c->txn != NULL || c->psub != NULL) return 0;
+    /* a feature's state (a transaction, subscriptions) stays on the servers it started on */
+    if (c->feat_on != 0) return 0;
     atomic_fetch_sub(pool_nclients(old->shared), 1);
     atomic_fetch_add(pool_nclients(np->shared), 1);
     /* the same name: the same counter block, unless the pool is new in the registry */
@@ -329,7 +327,7 @@ static void client_on_readable(struct conn *c)
         return;
     }
     c->eof = eof;
-    if (eof && c->txn != NULL && txn_blocked(c)) { /* gone while blocked: free the server at once */
+    if (eof && feature_blocked(c)) { /* gone while blocked: free the server at once */
         client_close(c);
         return;
     }
@@ -346,7 +344,7 @@ static void client_on_readable(struct conn *c)
  * no longer blocked, its EOF is read once its reading resumes. */
 static void client_on_hangup(struct conn *c)
 {
-    if (c->txn != NULL && txn_blocked(c)) {
+    if (feature_blocked(c)) {
         c->eof = true;
         client_close(c);
         return;
@@ -399,26 +397,26 @@ const struct conn_ops client_conn_ops = {
     .msg_max = CLIENT_REQUEST_MAX,
 };
 
-/* A client with a transaction state (core/txn.h): once its replies are written, the requests
- * held behind a step of its transaction may go on (txn_resume). Its own ops, so that a client
- * without one does not test for it. */
-static bool client_txn_on_writable(struct conn *c)
+/* A client in a feature's state (core/feature.h): once its replies are written, its features
+ * are told (feature_written: the requests held behind a step of a transaction may go on). Its own
+ * ops, so that a client in none does not test for it. */
+static bool client_feature_on_writable(struct conn *c)
 {
     if (client_flush(c)) return true;
-    txn_resume(c);
+    feature_written(c);
     return false;
 }
 
-static void client_txn_flush(struct conn *c)
+static void client_feature_flush(struct conn *c)
 {
-    if (!client_flush(c)) txn_resume(c);
+    if (!client_flush(c)) feature_written(c);
 }
 
-static const struct conn_ops client_txn_conn_ops = {
+static const struct conn_ops client_feature_conn_ops = {
     .role = "client",
-    .on_writable = client_txn_on_writable,
+    .on_writable = client_feature_on_writable,
     .on_readable = client_on_readable,
-    .flush = client_txn_flush,
+    .flush = client_feature_flush,
     .msg_begin = client_msg_begin,
     .parse = client_parse,
     .on_handshake = client_on_handshake,
@@ -426,7 +424,7 @@ static const struct conn_ops client_txn_conn_ops = {
     .msg_max = CLIENT_REQUEST_MAX,
 };
 
-void client_txn_ops(struct conn *c, bool on)
+void client_features_on(struct conn *c, bool on)
 {
-    c->ops = on ? &client_txn_conn_ops : &client_conn_ops;
+    c->ops = on ? &client_feature_conn_ops : &client_conn_ops;
 }

@@ -34,8 +34,8 @@ bool client_hold(struct conn *c, int64_t delta);
  * head of the queue. A client over its limit is dropped (closed from the loop's flush queue). */
 void client_reply_ready(struct conn *c, struct msg *req);
 
-/* c has a transaction state (on) or no longer has one (core/txn.h): its ops follow. */
-void client_txn_ops(struct conn *c, bool on);
+/* c is in some feature's state (on) or in none any more (core/feature.h): its ops follow. */
+void client_features_on(struct conn *c, bool on);
 
 /* The process stops (loop_drain): an idle client is closed now; a busy one stops reading and is
  * closed once the replies to what it already sent are written. */

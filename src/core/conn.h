@@ -32,6 +32,7 @@
 #include <stdint.h>
 #include <sys/queue.h>
 
+#include "core/feature.h"
 #include "msg/msg.h"
 #include "net/transport.h"
 #include "proto/proto.h"
@@ -42,8 +43,6 @@ struct pool_rt;
 struct server_rt;
 struct event;
 struct conn;
-struct txn;
-struct pubsub;
 struct dedicated_holder;
 
 TAILQ_HEAD(conn_tqh, conn);
@@ -94,11 +93,11 @@ struct conn {
                                     * while output waits for room */
     struct event *tev;             /* server conns: timeout */
     union {
-        struct txn *txn;           /* client: its transaction state (core/txn.h), NULL when none */
+        void *feat[FEATURE_SLOTS]; /* client: each feature's state (core/feature.h), NULL when
+                                    * it is not in it */
         struct dedicated_holder *holder; /* dedicated: who holds it (a transaction, a
                                     * subscriber), NULL when free */
     };
-    struct pubsub *psub;           /* client: its subscriptions (core/pubsub.h), NULL when none */
 
     struct transport tr;           /* its socket and how bytes move on it (tr.fd < 0: none) */
     struct reader rd;              /* the read buffer, the message being parsed, the parser state */
@@ -119,6 +118,7 @@ struct conn {
     bool quit;                     /* client: it sent QUIT (the protocol's close, counted as eof) */
     uint8_t hup;                   /* CONN_HUP_*: the peer's close watched while not reading */
     uint8_t tio;                   /* CONN_TIO_*: what its transport waits for (0 on the plain path) */
+    uint8_t feat_on;               /* client: bit i set while feat[i] is (feature_attach) */
     uint8_t armed;                 /* the EV_* flags its event was last added with (0: none) */
 
     uint64_t id;

@@ -7,14 +7,11 @@ src_libnutcrackers_la_SOURCES += \
 	src/core/pool.c src/core/pool.h \
 	src/core/conn.c src/core/conn.h \
 	src/core/client.c src/core/client.h \
-	src/core/clientlist.c src/core/clientlist.h \
 	src/core/server.c src/core/server.h \
 	src/core/dedicated.c src/core/dedicated.h \
-	src/core/txn.c src/core/txn.h \
-	src/core/pubsub.c src/core/pubsub.h \
-	src/core/pubsub_set.c src/core/pubsub_link.c src/core/pubsub_int.h \
 	src/core/backend.c src/core/backend.h \
 	src/core/gen.c src/core/gen.h \
 	src/core/request.c src/core/request.h \
+	src/core/feature.c src/core/feature.h \
 	src/core/refused.c src/core/refused.h \
 	src/core/probe.c src/core/probe.h

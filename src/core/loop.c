@@ -150,11 +150,11 @@ int loop_init(struct loop *l, uint32_t id, struct event_base *base, struct runti
     l->id = id;
     l->base = base;
     l->stats = stats;
+    feature_install(l, &feature_table_none); /* the thread layer installs the real table */
     TAILQ_INIT(&l->clients);
     TAILQ_INIT(&l->flushq);
     TAILQ_INIT(&l->gens);
     TAILQ_INIT(&l->backends);
-    TAILQ_INIT(&l->clientlists);
     mbuf_pool_init(&l->mbufs, mbuf_size, LOOP_MBUF_FREE_MAX);
     msg_pool_init(&l->msgs, LOOP_MSG_FREE_MAX);
     l->gen = gen_create(l, rt);
@@ -178,7 +178,7 @@ void loop_deinit(struct loop *l)
 {
     struct conn *c;
     while ((c = TAILQ_FIRST(&l->clients)) != NULL) client_close(c);
-    clientlist_loop_deinit(l); /* after the clients: their waiting lists are orphaned */
+    feature_loop_deinit(l); /* after the clients: what they waited for is orphaned */
     struct gen *g;
     l->gen = NULL;
     while ((g = TAILQ_FIRST(&l->gens)) != NULL) gen_destroy(g);

@@ -4,7 +4,9 @@
  * config generations (core/gen.h) and backend connections (core/backend.h), its clients, its
  * counter block and its read clock. thread/worker.c creates one per worker thread and feeds it
  * through loop_take_client() and loop_reload(); nothing in core/ knows about threads or inboxes
- * (a CLIENT LIST reaches the other loops through the post() the thread layer gives it, peers).
+ * (a feature's message reaches the other loops through the post() the thread layer gives it,
+ * peers). The features its clients may be in are a table the thread layer installs
+ * (feature_install; none until then).
  *
  * A client is served entirely by one loop; no lock is taken per request. A reload gives the loop
  * a new current generation: idle clients move to it, busy ones when their queue empties, and old
@@ -24,8 +26,8 @@
 #include <sys/queue.h>
 
 #include "core/backend.h"
-#include "core/clientlist.h"
 #include "core/conn.h"
+#include "core/feature.h"
 #include "core/gen.h"
 #include "msg/mbuf.h"
 #include "msg/msg.h"
@@ -34,6 +36,15 @@
 struct event_base;
 struct event;
 struct runtime;
+
+/* How a loop reaches the others (set by the thread layer before the loops run; n == 1 or post
+ * NULL: a loop alone). post hands m to loop `to`'s thread, which gives it to feature_loop_msg; it
+ * cannot fail. */
+struct loop_peers {
+    uint32_t n;
+    void (*post)(void *arg, uint32_t to, struct loop_msg *m);
+    void *arg;
+};
 
 struct loop {
     uint32_t id;                  /* the worker's index: its column in the runtime's stats blocks */
@@ -54,9 +65,11 @@ struct loop {
     uint64_t read_usec;           /* when the last read returned data (conn_recv): the time
                                    * stamp of the requests and replies parsed from it */
     struct stats_worker *stats;   /* this loop's counters (it is their only writer) */
-    struct loop_peers peers;      /* the other loops, for CLIENT LIST (set by the thread layer) */
-    struct clientlist_tqh clientlists; /* its CLIENT LISTs waiting for the others' answers */
-    uint64_t clientlist_token;
+    const struct feature_table *features; /* what its clients may be in (core/feature.h) */
+    uint32_t feature_flags;       /* the commands (CMD_F_*) some feature orders or serves */
+    void *feat[FEATURE_LOOP_SLOTS]; /* each feature's state of the loop (NULL: none yet) */
+    struct loop_peers peers;      /* the other loops, for the features' messages (the thread
+                                   * layer sets it) */
     bool draining;                /* loop_drain was called: no client stays once answered */
     atomic_bool drained;          /* draining and no client left: the one field another thread
                                    * (the master, waiting to stop) reads */

@@ -14,13 +14,11 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "core/client.h"
-#include "core/clientlist.h"
+#include "core/feature.h"
 #include "core/loop.h"
 #include "core/pool.h"
 #include "core/refused.h"
 #include "core/server.h"
-#include "core/pubsub.h"
-#include "core/txn.h"
 
 #define REPLY_MAX 512
 #define REQUEST_STACK_KEYS 64 /* a multi-key request's routing up to this many keys: no malloc */
@@ -293,11 +291,9 @@ static int request_local(struct conn *c, struct msg *req)
         msg_put(&l->msgs, rsp);
         return -1;
     }
-    if (rc == PROTO_CLIENT_LIST) { /* gathered from every loop: done when it is in */
-        clientlist_serve(c, req, rsp);
-        return 0;
-    }
-    if (rc < 0 || rsp->len == 0) { /* out of memory, or no reply at all (memcached noreply) */
+    if (rc > PROTO_ANSWERED_CLOSE && feature_local(c, req, rsp, rc)) return 0; /* a feature's to
+                                    * complete (CLIENT LIST: gathered from every loop) */
+    if (rc < 0 || rc > PROTO_ANSWERED_CLOSE || rsp->len == 0) { /* out of memory, or no reply at all (memcached noreply) */
         if (rsp != NULL) msg_put(&l->msgs, rsp);
         if (rc < 0) {
             request_fail(l, req, ENOMEM);
@@ -314,8 +310,8 @@ static int request_local(struct conn *c, struct msg *req)
 
 int request_serve(struct conn *c, struct msg *req)
 {
-    if (c->psub != NULL || (req->cmd_flags & (CMD_F_PUBSUB | CMD_F_RESET))) {
-        int rc = pubsub_serve(c, req);
+    if (c->feat_on != 0 || (req->cmd_flags & c->loop->feature_flags)) {
+        int rc = feature_serve(c, req);
         if (rc >= 0) return rc;
     }
     if (req->reject != REJECT_NONE || req->quit || (req->cmd_flags & CMD_F_LOCAL_MASK) || !c->sess.admitted) {
@@ -344,18 +340,19 @@ int request_dispatch(struct conn *c, struct msg *req)
         return 1;
     }
 
-    /* one test for everything off the plain path: rejects, the proxy's own answers, transactions,
-     * blocking commands, subscriptions (a client in none pays the c->txn and c->psub tests only) */
-    if (req->reject != REJECT_NONE || req->quit ||
-        (req->cmd_flags & (CMD_F_LOCAL_MASK | CMD_F_TXN_MASK | CMD_F_BLOCK | CMD_F_PUBSUB)) ||
-        !c->sess.admitted || c->txn != NULL || c->psub != NULL) {
-        /* (a client with requests held, c->txn, has them checked when they are served) */
-        if (c->psub != NULL && c->txn == NULL && pubsub_restricted(c, req)) return 0;
-        if (c->txn != NULL || (req->cmd_flags & (CMD_F_TXN_MASK | CMD_F_BLOCK))) return txn_dispatch(c, req);
-        return request_serve(c, req);
-    }
+    /* one test for everything off the plain path: rejects, the proxy's own answers, the
+     * features' commands and clients in a feature's state (core/feature.h) */
+    if (req->reject != REJECT_NONE || req->quit || (req->cmd_flags & (CMD_F_LOCAL_MASK | l->feature_flags)) ||
+        !c->sess.admitted || c->feat_on != 0)
+        return feature_dispatch(c, req);
     request_forward(l, c, req);
     return 0;
+}
+
+int request_run(struct conn *c, struct msg *req)
+{
+    if (c->feat_on != 0 && feature_gate(c, req)) return 0;
+    return request_serve(c, req);
 }
 
 /* The slowlog entry of a request that took usec (its keys and name are still valid here). */

@@ -22,8 +22,11 @@ struct loop;
  * when the client should stop reading: quit (or a memcached flush_all/verbosity with noreply),
  * or the client was dropped (over its held-bytes limit, client.c). */
 int request_dispatch(struct conn *c, struct msg *req);
-/* What request_dispatch does with a request outside a transaction: answered by the proxy when its
- * protocol answers it (local()), else forwarded. Returns as request_dispatch. */
+/* A request whose turn has come (no feature holds it back): a feature of its client may answer it
+ * outright (feature_gate), else request_serve. Returns as request_dispatch. */
+int request_run(struct conn *c, struct msg *req);
+/* Serves a request: a feature's (feature_serve), answered by the proxy when its protocol answers
+ * it (local()), else forwarded. Returns as request_dispatch. */
 int request_serve(struct conn *c, struct msg *req);
 /* Routes req (of client c) by its keys and queues it (or its fragments) on server connections. */
 void request_forward(struct loop *l, struct conn *c, struct msg *req);

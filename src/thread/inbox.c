@@ -11,7 +11,8 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-#include "core/clientlist.h"
+#include "core/feature.h"
+#include "feature/features.h"
 #include "core/runtime.h"
 #include "manage/manage_auth.h"
 #include "thread/reload_req.h"
@@ -45,7 +46,8 @@ static void inbox_discard(void *arg, const struct inbox_item *it)
 static void inbox_discard_msg(void *arg, struct loop_msg *m)
 {
     (void)arg;
-    clientlist_msg_free(m); /* its asker is gone too (the loops stop before their inboxes go) */
+    feature_loop_msg_free(&features_all, m); /* its asker is gone too (the loops stop before
+                                              * their inboxes go) */
 }
 
 void inbox_deinit(struct inbox *ib)

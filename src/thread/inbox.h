@@ -46,7 +46,7 @@ struct inbox {
     pthread_mutex_t lock;
     struct inbox_item *head, *tail;
     int efd;            /* eventfd, readable when items wait */
-    struct loop_msg *mhead, *mtail; /* messages from other loops (core/clientlist.h), linked as
+    struct loop_msg *mhead, *mtail; /* messages from other loops (core/feature.h), linked as
                                      * they are: posting one allocates nothing, cannot fail */
 };
 

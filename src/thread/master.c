@@ -81,6 +81,20 @@ static int master_first_runtime(struct master *m, struct conf *conf)
     return stats_bind(m->rt, m->blocks, n);
 }
 
+/* What the master runs for the servers of the current runtime: the prober of ejected servers, and
+ * the topology sources that follow the pools' servers at run time (none for a static list).
+ * Returns 0 or -1 (logged). */
+static int master_watch_servers(struct master *m)
+{
+    m->prober = prober_create(m->base, m->rt);
+    if (m->prober == NULL) {
+        log_error("cannot start the liveness prober: out of memory");
+        return -1;
+    }
+    runtime_sources_start(m->rt, m->base);
+    return 0;
+}
+
 int master_run(const struct nc_options *opts, struct conf *conf)
 {
     struct master m;
@@ -107,11 +121,7 @@ int master_run(const struct nc_options *opts, struct conf *conf)
         log_error("cannot start the worker threads: %s", strerror(-err));
         goto out;
     }
-    m.prober = prober_create(m.base, m.rt);
-    if (m.prober == NULL) {
-        log_error("cannot start the liveness prober: out of memory");
-        goto out;
-    }
+    if (master_watch_servers(&m) < 0) goto out;
     m.stats = stats_thread_start(opts, m.rt, m.blocks, m.nstarted, &m.inbox, &m.stopping);
     if (m.stats == NULL) goto out;
     if (master_listen(&m) < 0) goto out;
@@ -128,6 +138,7 @@ out:
     if (m.inbox_ok) master_on_inbox(-1, 0, &m); /* answers a reload request still waiting */
     master_unlisten(&m);
     prober_destroy(m.prober);
+    if (m.rt != NULL) runtime_sources_stop(m.rt);
     stats_thread_stop(m.stats);
     master_stop_workers(&m);
     runtime_put(m.rt);

@@ -23,6 +23,7 @@
 #include "common/log.h"
 #include "common/sock.h"
 #include "core/runtime.h"
+#include "net/transport.h"
 #include "thread/master_int.h"
 #include "thread/worker.h"
 
@@ -31,7 +32,7 @@
 struct listener {
     struct master *m;
     uint32_t pool;           /* index in the current runtime */
-    int fd;
+    struct transport tr;     /* the listening socket (its accepts: net/transport.h) */
     struct event *ev;
     struct accept_pause pause; /* out of fds: ev rests a while (common/accept_pause.h) */
     char *text;              /* the listen address as written: what a reload matches */
@@ -48,13 +49,17 @@ static bool listener_owns_file(const struct listener *l, const char *path)
            st.st_dev == l->dev && st.st_ino == l->ino;
 }
 
-/* Refuses a client over the pool's client_connections limit, with its protocol's one-line error. */
+/* Refuses a client over the pool's client_connections limit, with its protocol's one-line error
+ * written through the pool's client transport as far as the socket takes it at once (a transport
+ * whose handshake must come first writes nothing: the refusal is then the close). */
 static void master_refuse(const struct pool_shared *p, int fd)
 {
     const char *msg = p->proto->max_clients_reply;
-    ssize_t n = send(fd, msg, strlen(msg), MSG_NOSIGNAL | MSG_DONTWAIT);
+    struct transport t;
+    if (transport_open(&t, p->client_tp, fd, NULL) < 0) return;
+    ssize_t n = transport_write(&t, msg, strlen(msg));
     (void)n;
-    close(fd);
+    transport_close(&t);
 }
 
 /* How the log names a pool's listener. */
@@ -69,16 +74,17 @@ static void master_on_accept(evutil_socket_t lfd, short what, void *arg)
     struct listener *l = arg;
     struct master *m = l->m;
     struct pool_shared *p = &m->rt->pools[l->pool];
+    (void)lfd;
     (void)what;
     for (int i = 0; i < MASTER_ACCEPTS_PER_EVENT; i++) {
-        int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        int fd = transport_accept(&l->tr, NULL, NULL);
         if (fd < 0) {
-            int err = errno;
-            if (err == EINTR || err == ECONNABORTED) continue;
+            int err = -fd;
+            if (err == ECONNABORTED) continue;
             char who[200];
             if (accept_short_of(err))
                 accept_pause(&l->pause, m->base, l->ev, listener_who(p, who, sizeof(who)), err);
-            else if (err != EAGAIN && err != EWOULDBLOCK)
+            else if (err != EAGAIN)
                 log_warn("pool '%s': accept failed: %s", p->cp->name, strerror(err));
             return;
         }
@@ -111,7 +117,7 @@ static void listener_close(struct listener *l)
     if (l == NULL) return;
     if (l->ev) event_free(l->ev);
     accept_pause_deinit(&l->pause);
-    if (l->fd >= 0) close(l->fd);
+    transport_close(&l->tr);
     if (l->unix_path != NULL && listener_owns_file(l, l->unix_path)) unlink(l->unix_path);
     free(l->text);
     free(l->unix_path);
@@ -125,7 +131,7 @@ static struct listener *listener_open(struct master *m, const struct conf_pool *
     if (l == NULL) return NULL;
     l->m = m;
     l->pool = i;
-    l->fd = -1;
+    transport_init_closed(&l->tr);
     l->text = strdup(cp->listen.text);
     if (l->text == NULL) goto oom;
     int fd = cp->listen.is_unix ? sock_listen_unix(cp->listen.host, cp->listen.perm, cp->backlog)
@@ -136,7 +142,8 @@ static struct listener *listener_open(struct master *m, const struct conf_pool *
         free(l);
         return NULL;
     }
-    l->fd = fd;
+    transport_open(&l->tr, &transport_plain_ctx, fd, NULL); /* a listener accepts plain TCP; its
+                                    * clients get the pool's client transport (core/client.c) */
     if (cp->listen.is_unix) {
         struct stat st;
         if (stat(cp->listen.host, &st) == 0) {
@@ -211,7 +218,7 @@ void master_listeners_commit(struct master *m, struct listener **ls, const struc
     }
     for (size_t i = 0; i < conf->npools; i++) {
         ls[i]->pool = (uint32_t)i;
-        if (listen(ls[i]->fd, conf->pools[i].backlog) < 0)
+        if (listen(ls[i]->tr.fd, conf->pools[i].backlog) < 0)
             log_warn("pool '%s': cannot apply backlog %d: %s", conf->pools[i].name, conf->pools[i].backlog,
                      strerror(errno));
     }

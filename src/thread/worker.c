@@ -14,8 +14,9 @@
 #include <string.h>
 
 #include "common/log.h"
-#include "core/clientlist.h"
+#include "core/feature.h"
 #include "core/runtime.h"
+#include "feature/features.h"
 #include "thread/evloop.h"
 
 static void worker_inbox_item(void *arg, const struct inbox_item *it)
@@ -34,7 +35,7 @@ static void worker_inbox_item(void *arg, const struct inbox_item *it)
 static void worker_inbox_msg(void *arg, struct loop_msg *m)
 {
     struct worker *w = arg;
-    clientlist_on_msg(&w->loop, m);
+    feature_loop_msg(&w->loop, m);
 }
 
 static void worker_on_inbox(int fd, short what, void *arg)
@@ -69,6 +70,7 @@ int worker_init(struct worker *w, uint32_t id, struct runtime *rt, struct stats_
     }
     int rc = loop_init(&w->loop, id, w->base, rt, stats, mbuf_size);
     if (rc < 0) return rc;
+    feature_install(&w->loop, &features_all);
     rc = inbox_init(&w->inbox);
     if (rc < 0) return rc;
     w->inbox_ok = true;

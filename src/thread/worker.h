@@ -36,8 +36,8 @@ struct worker {
  * stats: its counter block) on the calling thread. Returns 0 or -errno. */
 int worker_init(struct worker *w, uint32_t id, struct runtime *rt, struct stats_worker *stats,
                 size_t mbuf_size);
-/* Lets the loops of ws[0..n) reach each other (CLIENT LIST, core/clientlist.h): before their
- * threads start, after every worker_init. */
+/* Lets the loops of ws[0..n) reach each other (the features' messages: CLIENT LIST,
+ * core/feature.h): before their threads start, after every worker_init. */
 void worker_peers(struct worker *ws, uint32_t n);
 /* Starts its thread. Returns 0 or -errno. */
 int worker_start(struct worker *w);

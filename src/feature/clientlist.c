@@ -6,7 +6,7 @@
  * between them by post(), never shared.
  */
 #include "config.h"
-#include "core/clientlist.h"
+#include "feature/clientlist.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -17,10 +17,12 @@
 #include "core/conn.h"
 #include "core/loop.h"
 #include "core/pool.h"
-#include "core/pubsub.h"
 #include "core/request.h"
+#include "feature/slots.h"
 
 /* One CLIENT LIST waiting for the other loops' answers. */
+struct clientlist_gather;
+TAILQ_HEAD(clientlist_tqh, clientlist_gather);
 struct clientlist_gather {
     TAILQ_ENTRY(clientlist_gather) link;
     uint64_t token;
@@ -33,6 +35,23 @@ struct clientlist_gather {
     struct proto_list_filter filter; /* by_id: the order of the reply */
     struct clientlist_part *parts; /* the lines of each loop, by loop id */
 };
+
+/* A loop's gatherings (its state slot, loop.feat). */
+struct clientlist_loop {
+    struct clientlist_tqh gathers;
+    uint64_t token;
+};
+
+/* l's state, made when first needed (NULL: out of memory). */
+static struct clientlist_loop *clientlist_loop_get(struct loop *l)
+{
+    struct clientlist_loop *cl = l->feat[FEATURE_LOOP_SLOT_CLIENTLIST];
+    if (cl == NULL && (cl = calloc(1, sizeof(*cl))) != NULL) {
+        TAILQ_INIT(&cl->gathers);
+        l->feat[FEATURE_LOOP_SLOT_CLIENTLIST] = cl;
+    }
+    return cl;
+}
 
 static void clientlist_part_free(struct clientlist_part *p)
 {
@@ -57,13 +76,12 @@ static void clientlist_part_note(struct clientlist_part *p, uint64_t id, size_t 
     p->lines[p->nlines++] = (struct clientlist_line){ .id = id, .off = off, .len = p->text.len - off };
 }
 
-/* Appends client c's line to p. */
-static void clientlist_line(struct conn *c, struct clientlist_part *p, bool by_id)
+/* Appends client c's line to p (st: what its features show of it). */
+static void clientlist_line(struct conn *c, const struct proto_client_state *st, struct clientlist_part *p,
+                            bool by_id)
 {
-    struct proto_client_state st;
-    pubsub_client_state(c, &st);
     size_t off = p->text.len;
-    c->pool->proto->client_line(&p->text, &c->sess, c->pool->cp, &st);
+    c->pool->proto->client_line(&p->text, &c->sess, c->pool->cp, st);
     if (by_id) clientlist_part_note(p, c->sess.id, off);
     if (textbuf_failed(&p->text)) p->failed = true;
 }
@@ -77,11 +95,13 @@ static void clientlist_render(struct loop *l, const char *pool, const struct pro
     TAILQ_FOREACH(c, &l->clients, link)
     {
         if (c->pool->proto != proto || strcmp(c->pool->cp->name, pool) != 0) continue;
-        if (proto_list_match(f, c->sess.id, c->psub != NULL)) clientlist_line(c, p, f->by_id);
+        struct proto_client_state st;
+        feature_describe(c, &st);
+        if (proto_list_match(f, c->sess.id, st.subscribed)) clientlist_line(c, &st, p, f->by_id);
     }
 }
 
-void clientlist_msg_free(struct loop_msg *m)
+static void clientlist_msg_free(struct clientlist_msg *m)
 {
     if (m == NULL) return;
     free(m->pool);
@@ -90,12 +110,13 @@ void clientlist_msg_free(struct loop_msg *m)
     free(m);
 }
 
-static struct loop_msg *clientlist_msg_new(struct loop *l, const struct clientlist_gather *g, const char *pool,
-                                           const struct proto_list_filter *f)
+static struct clientlist_msg *clientlist_msg_new(struct loop *l, const struct clientlist_gather *g,
+                                                const char *pool, const struct proto_list_filter *f)
 {
-    struct loop_msg *m = calloc(1, sizeof(*m));
+    struct clientlist_msg *m = calloc(1, sizeof(*m));
     if (m == NULL) return NULL;
-    m->from = l->id;
+    m->head.feature = feature_index(l, &clientlist_feature);
+    m->head.from = l->id;
     m->token = g->token;
     m->proto = g->proto;
     if ((m->pool = strdup(pool)) == NULL || proto_list_filter_copy(&m->filter, f) < 0) {
@@ -184,28 +205,54 @@ static void clientlist_finish(struct loop *l, struct clientlist_gather *g)
     }
 }
 
-void clientlist_serve(struct conn *c, struct msg *req, struct msg *rsp)
+/* The protocol's checks of req's arguments (rsp: its reply, taken over). Returns 0 with *f set
+ * when the gathering goes on, else 1 (req answered or failed). */
+static int clientlist_check(struct conn *c, struct msg *req, struct msg *rsp, struct proto_list_filter *f)
 {
     struct loop *l = c->loop;
-    const struct proto_ops *proto = c->pool->proto;
-    struct proto_list_filter f;
-    int rc = proto->list_filter(req, &f, rsp); /* kept by the gathering: the order of ID */
-    if (rc != 0) { /* its arguments' error, or out of memory */
-        if (rc < 0) {
-            msg_put(&l->msgs, rsp);
-            request_fail(l, req, ENOMEM);
-            return;
-        }
-        req->peer = rsp;
-        rsp->peer = req;
-        request_complete(l, req);
-        return;
+    int rc = c->pool->proto->list_filter(req, f, rsp); /* kept by the gathering: the order of ID */
+    if (rc == 0) {
+        msg_put(&l->msgs, rsp);
+        return 0;
     }
-    msg_put(&l->msgs, rsp);
+    if (rc < 0) { /* out of memory */
+        msg_put(&l->msgs, rsp);
+        request_fail(l, req, ENOMEM);
+        return 1;
+    }
+    req->peer = rsp; /* its arguments' error */
+    rsp->peer = req;
+    request_complete(l, req);
+    return 1;
+}
+
+/* Sends g's question to every other loop. */
+static void clientlist_ask(struct loop *l, struct clientlist_gather *g, const char *pool, uint32_t npeers)
+{
+    for (uint32_t i = 0; i < npeers && g->filter.type != PROTO_LIST_NONE; i++) {
+        if (i == l->id) continue;
+        struct clientlist_msg *m = clientlist_msg_new(l, g, pool, &g->filter);
+        if (m == NULL) {
+            g->err = -ENOMEM; /* the request fails once the questions already sent are back */
+            break;
+        }
+        g->pending++;
+        l->peers.post(l->peers.arg, i, &m->head);
+    }
+}
+
+/* feature_ops.local: req of client c, which the protocol's local() answered PROTO_CLIENT_LIST
+ * (rsp: an empty msg, taken over). Answers an error at once, or starts the gathering. */
+static void clientlist_serve(struct conn *c, struct msg *req, struct msg *rsp)
+{
+    struct loop *l = c->loop;
+    struct proto_list_filter f;
+    if (clientlist_check(c, req, rsp, &f) != 0) return;
     /* parts: one per loop, by id (alone, with -T 1: its own only) */
     uint32_t npeers = l->peers.post != NULL ? l->peers.n : 0;
     uint32_t n = npeers > l->id ? npeers : l->id + 1;
-    struct clientlist_gather *g = calloc(1, sizeof(*g));
+    struct clientlist_loop *cl = clientlist_loop_get(l);
+    struct clientlist_gather *g = cl != NULL ? calloc(1, sizeof(*g)) : NULL;
     if (g == NULL || (g->parts = calloc(n, sizeof(*g->parts))) == NULL) {
         free(g);
         proto_list_filter_free(&f);
@@ -213,51 +260,48 @@ void clientlist_serve(struct conn *c, struct msg *req, struct msg *rsp)
         return;
     }
     g->nparts = n;
-    g->token = ++l->clientlist_token;
+    g->token = ++cl->token;
     g->req = req;
-    g->proto = proto;
+    g->proto = c->pool->proto;
     g->variant = c->sess.variant;
     g->filter = f;
-    const char *pool = c->pool->cp->name;
     if (f.type == PROTO_LIST_SELF) { /* CLIENT INFO */
-        clientlist_line(c, &g->parts[l->id], false);
+        struct proto_client_state st;
+        feature_describe(c, &st);
+        clientlist_line(c, &st, &g->parts[l->id], false);
         clientlist_finish(l, g);
         return;
     }
-    clientlist_render(l, pool, proto, &f, &g->parts[l->id]);
-    for (uint32_t i = 0; i < npeers && f.type != PROTO_LIST_NONE; i++) {
-        if (i == l->id) continue;
-        struct loop_msg *m = clientlist_msg_new(l, g, pool, &f);
-        if (m == NULL) {
-            g->err = -ENOMEM; /* the request fails once the questions already sent are back */
-            break;
-        }
-        g->pending++;
-        l->peers.post(l->peers.arg, i, m);
-    }
+    clientlist_render(l, c->pool->cp->name, g->proto, &f, &g->parts[l->id]);
+    clientlist_ask(l, g, c->pool->cp->name, npeers);
     if (g->pending == 0) clientlist_finish(l, g);
-    else TAILQ_INSERT_TAIL(&l->clientlists, g, link);
+    else TAILQ_INSERT_TAIL(&cl->gathers, g, link);
 }
 
 /* Another loop's question: render this loop's clients into it and send it back. */
-static void clientlist_answer(struct loop *l, struct loop_msg *m)
+static void clientlist_answer(struct loop *l, struct clientlist_msg *m)
 {
     m->at = l->id;
     m->answered = true;
     clientlist_render(l, m->pool, m->proto, &m->filter, &m->part);
-    l->peers.post(l->peers.arg, m->from, m);
+    l->peers.post(l->peers.arg, m->head.from, &m->head);
 }
 
-void clientlist_on_msg(struct loop *l, struct loop_msg *m)
+/* feature_ops.loop_msg: a question to answer, or an answer to one of l's gatherings. */
+static void clientlist_on_msg(struct loop *l, struct loop_msg *lm)
 {
+    struct clientlist_msg *m = (struct clientlist_msg *)lm;
     if (!m->answered) {
         clientlist_answer(l, m);
         return;
     }
-    struct clientlist_gather *g;
-    TAILQ_FOREACH(g, &l->clientlists, link)
-    {
-        if (g->token == m->token) break;
+    struct clientlist_loop *cl = l->feat[FEATURE_LOOP_SLOT_CLIENTLIST]; /* it asked: it has one */
+    struct clientlist_gather *g = NULL;
+    if (cl != NULL) {
+        TAILQ_FOREACH(g, &cl->gathers, link)
+        {
+            if (g->token == m->token) break;
+        }
     }
     if (g != NULL && m->at < g->nparts) {
         clientlist_part_free(&g->parts[m->at]);
@@ -266,18 +310,41 @@ void clientlist_on_msg(struct loop *l, struct loop_msg *m)
     }
     clientlist_msg_free(m);
     if (g != NULL && --g->pending == 0) {
-        TAILQ_REMOVE(&l->clientlists, g, link);
+        TAILQ_REMOVE(&cl->gathers, g, link);
         clientlist_finish(l, g);
     }
 }
 
-void clientlist_loop_deinit(struct loop *l)
+/* feature_ops.loop_msg_free */
+static void clientlist_on_msg_free(struct loop_msg *m)
 {
+    clientlist_msg_free((struct clientlist_msg *)m);
+}
+
+/* feature_ops.loop_deinit: l is torn down (its clients closed): its gatherings are freed with
+ * their requests. */
+static void clientlist_loop_deinit(struct loop *l)
+{
+    struct clientlist_loop *cl = l->feat[FEATURE_LOOP_SLOT_CLIENTLIST];
+    if (cl == NULL) return;
     struct clientlist_gather *g;
-    while ((g = TAILQ_FIRST(&l->clientlists)) != NULL) {
-        TAILQ_REMOVE(&l->clientlists, g, link);
+    while ((g = TAILQ_FIRST(&cl->gathers)) != NULL) {
+        TAILQ_REMOVE(&cl->gathers, g, link);
         struct msg *req = g->req;
         if (req->owner == NULL) request_free(l, req); /* its client is closed: orphaned */
         clientlist_gather_free(g);
     }
+    free(cl);
+    l->feat[FEATURE_LOOP_SLOT_CLIENTLIST] = NULL;
 }
+
+const struct feature_ops clientlist_feature = {
+    .name = "client list",
+    .slot = FEATURE_NONE,
+    .loop_slot = FEATURE_LOOP_SLOT_CLIENTLIST,
+    .local_code = PROTO_CLIENT_LIST,
+    .local = clientlist_serve,
+    .loop_msg = clientlist_on_msg,
+    .loop_msg_free = clientlist_on_msg_free,
+    .loop_deinit = clientlist_loop_deinit,
+};

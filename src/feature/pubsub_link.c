@@ -18,8 +18,8 @@
 #include "common/log.h"
 #include "core/loop.h"
 #include "core/pool.h"
-#include "core/pubsub.h"
-#include "core/pubsub_int.h"
+#include "feature/pubsub.h"
+#include "feature/pubsub_int.h"
 #include "core/request.h"
 #include "core/server.h"
 
@@ -31,7 +31,7 @@
 /* c's state: made at its first (P|S)SUBSCRIBE, with an empty set and no link held yet. */
 struct pubsub *ps_get(struct conn *c)
 {
-    if (c->psub != NULL) return c->psub;
+    if (ps_of(c) != NULL) return ps_of(c);
     struct pubsub *ps = calloc(1, sizeof(*ps));
     if (ps == NULL) return NULL;
     ps->c = c;
@@ -45,7 +45,7 @@ struct pubsub *ps_get(struct conn *c)
         free(ps);
         return NULL;
     }
-    c->psub = ps;
+    feature_attach(c, &pubsub_feature, ps);
     return ps;
 }
 
@@ -55,7 +55,7 @@ struct pubsub *ps_get(struct conn *c)
 static void ps_op_rollback(struct ps_op *op)
 {
     struct msg *req = op->req;
-    struct pubsub *ps = req->owner->psub;
+    struct pubsub *ps = ps_of(req->owner);
     for (uint32_t i = 0; op->added != NULL && i < req->nkeys; i++) {
         if (!op->added[i]) continue;
         struct ps_name **at = ps_slot(ps, op->kind, req->keys[i].ptr, req->keys[i].len);
@@ -213,7 +213,7 @@ static void ps_link_drop(struct loop *l, struct ps_link *lk, bool client_gone)
 /* The client has no subscription left (or is leaving): every link dropped, the state freed. */
 void ps_end(struct conn *c, bool client_gone)
 {
-    struct pubsub *ps = c->psub;
+    struct pubsub *ps = ps_of(c);
     if (ps == NULL) return;
     for (uint32_t i = 0; i < ps->nlinks; i++) {
         ps_link_drop(c->loop, &ps->links[i], client_gone);
@@ -226,7 +226,7 @@ void ps_end(struct conn *c, bool client_gone)
     free(ps->links);
     if (ps->tev != NULL) event_free(ps->tev);
     free(ps);
-    c->psub = NULL;
+    feature_detach(c, &pubsub_feature);
 }
 
 /* dedicated_holder.lost: a subscribed connection failed (or its server did not confirm in time):
@@ -300,7 +300,7 @@ void ps_batch_add(struct conn *c, struct ps_batch *b, uint32_t server, const uin
 uint32_t ps_batch_send(struct conn *c, struct ps_batch *b, uint8_t kind, bool unsub, struct ps_op *op,
                        int *err)
 {
-    struct pubsub *ps = c->psub;
+    struct pubsub *ps = ps_of(c);
     const struct proto_pubsub *pp = c->pool->proto->pubsub;
     uint32_t sent = 0;
     *err = 0;

@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "core/client.h"
-#include "core/pubsub_int.h"
+#include "feature/pubsub_int.h"
 
 static uint32_t ps_hash(uint8_t kind, const uint8_t *p, size_t n)
 {

@@ -4,7 +4,7 @@
  * Threads: the loop owning the client.
  */
 #include "config.h"
-#include "core/txn.h"
+#include "feature/txn.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -14,9 +14,9 @@
 #include "core/dedicated.h"
 #include "core/loop.h"
 #include "core/pool.h"
-#include "core/pubsub.h"
 #include "core/request.h"
 #include "core/server.h"
+#include "feature/slots.h"
 
 /* What a transaction's queued commands may hold (their bytes, the read buffers they keep alive,
  * their msgs); a command past it is refused and aborts the transaction. */
@@ -37,7 +37,7 @@ struct txn {
                                    * later requests wait for it */
     uint32_t nwait;               /* the client's requests held back (msg.txn_wait) */
     uint32_t server;              /* the server its keys map to (when has_server): an index in the
-                                   * client's pool, which does not change while c->txn is set */
+                                   * client's pool, which does not change while c has it */
     int err;                      /* dconn closed while it held a WATCH: EXEC fails with it */
     bool has_server;
     bool in_multi;
@@ -46,30 +46,37 @@ struct txn {
 };
 
 static void txn_dedicated_lost(struct dedicated_holder *h, struct conn *d, int err);
+extern const struct feature_ops txn_feature;
+
+/* c's transaction state, NULL when it has none. */
+static inline struct txn *txn_of(const struct conn *c)
+{
+    return c->feat[FEATURE_SLOT_TXN];
+}
 
 static struct txn *txn_get(struct conn *c)
 {
-    if (c->txn == NULL) {
-        c->txn = calloc(1, sizeof(*c->txn));
-        if (c->txn == NULL) return NULL;
-        TAILQ_INIT(&c->txn->queue);
-        c->txn->holder.lost = txn_dedicated_lost;
-        client_txn_ops(c, true);
+    struct txn *t = txn_of(c);
+    if (t == NULL) {
+        t = calloc(1, sizeof(*t));
+        if (t == NULL) return NULL;
+        TAILQ_INIT(&t->queue);
+        t->holder.lost = txn_dedicated_lost;
+        feature_attach(c, &txn_feature, t);
     }
-    return c->txn;
+    return t;
 }
 
 static void txn_free(struct conn *c)
 {
-    free(c->txn);
-    c->txn = NULL;
-    client_txn_ops(c, false);
+    free(txn_of(c));
+    feature_detach(c, &txn_feature);
 }
 
 /* Frees c's state once nothing is left in it: the client is back on the plain path. */
 static void txn_maybe_free(struct conn *c)
 {
-    struct txn *t = c->txn;
+    struct txn *t = txn_of(c);
     if (t == NULL || t->in_multi || t->dconn != NULL || t->bconn != NULL || t->err != 0 || t->barrier != 0 ||
         t->nwait > 0)
         return;
@@ -212,7 +219,7 @@ static int txn_no_conn(struct conn *c, struct msg *req, uint32_t server, int rc)
 
 static int txn_multi(struct conn *c, struct msg *req)
 {
-    struct txn *t = c->txn;
+    struct txn *t = txn_of(c);
     if (t != NULL && t->in_multi) return txn_answer(c, req, PROTO_TXN_NESTED, NULL, NULL);
     if ((t = txn_get(c)) == NULL || (t->multi = txn_copy(c->loop, req)) == NULL)
         return txn_fail(c, req, ENOMEM);
@@ -263,7 +270,7 @@ static int txn_queue(struct conn *c, struct txn *t, struct msg *req)
 
 static int txn_exec(struct conn *c, struct msg *req)
 {
-    struct txn *t = c->txn;
+    struct txn *t = txn_of(c);
     if (t == NULL || !t->in_multi) return txn_answer(c, req, PROTO_TXN_EXEC_WITHOUT, NULL, NULL);
     if (t->aborted || t->err != 0) {
         int err = t->err;
@@ -311,7 +318,7 @@ static int txn_exec(struct conn *c, struct msg *req)
 
 static int txn_discard(struct conn *c, struct msg *req)
 {
-    struct txn *t = c->txn;
+    struct txn *t = txn_of(c);
     if (t == NULL || !t->in_multi) return txn_answer(c, req, PROTO_TXN_DISCARD_WITHOUT, NULL, NULL);
     txn_end(c, t);
     return txn_answer(c, req, PROTO_TXN_OK, NULL, NULL);
@@ -319,7 +326,7 @@ static int txn_discard(struct conn *c, struct msg *req)
 
 static int txn_watch(struct conn *c, struct msg *req)
 {
-    struct txn *t = c->txn;
+    struct txn *t = txn_of(c);
     if (t != NULL && t->in_multi) return txn_answer(c, req, PROTO_TXN_WATCH_INSIDE, NULL, NULL);
     uint32_t server = t != NULL ? t->server : 0, other = 0;
     bool has = t != NULL && t->has_server;
@@ -346,7 +353,7 @@ static int txn_watch(struct conn *c, struct msg *req)
 /* UNWATCH outside MULTI (inside, it is queued like any command). */
 static int txn_unwatch(struct conn *c, struct msg *req)
 {
-    struct txn *t = c->txn;
+    struct txn *t = txn_of(c);
     if (t == NULL || !t->watching) { /* nothing watched (or the WATCH was lost with its connection) */
         if (t != NULL) {
             t->err = 0;
@@ -404,7 +411,7 @@ static int txn_block(struct conn *c, struct msg *req)
 static int txn_switch(struct conn *c, struct msg *req)
 {
     if (txn_earlier_pending(c, req)) return txn_hold(c, req);
-    if ((req->cmd_flags & CMD_F_RESET) && c->txn != NULL) txn_end(c, c->txn);
+    if ((req->cmd_flags & CMD_F_RESET) && txn_of(c) != NULL) txn_end(c, txn_of(c));
     int rc = request_serve(c, req);
     txn_maybe_free(c);
     return rc;
@@ -413,8 +420,8 @@ static int txn_switch(struct conn *c, struct msg *req)
 /* A request whose turn it is (nothing held before it, no barrier). */
 static int txn_run(struct conn *c, struct msg *req)
 {
-    struct txn *t = c->txn;
-    if (c->psub != NULL && pubsub_restricted(c, req)) return 0; /* subscribed (RESP2): not allowed */
+    struct txn *t = txn_of(c);
+    if (c->feat_on != 0 && feature_gate(c, req)) return 0; /* subscribed (RESP2): not allowed */
     if ((req->cmd_flags & CMD_F_SWITCH) && req->reject == REJECT_NONE &&
         ((req->cmd_flags & CMD_F_RESET) || t == NULL || !t->in_multi))
         return txn_switch(c, req);
@@ -438,9 +445,9 @@ static int txn_run(struct conn *c, struct msg *req)
     return request_serve(c, req);
 }
 
-int txn_dispatch(struct conn *c, struct msg *req)
+static int txn_dispatch(struct conn *c, struct msg *req)
 {
-    struct txn *t = c->txn;
+    struct txn *t = txn_of(c);
     if (t != NULL && (t->barrier != 0 || t->nwait > 0)) return txn_hold(c, req);
     return txn_run(c, req);
 }
@@ -448,7 +455,7 @@ int txn_dispatch(struct conn *c, struct msg *req)
 /* Drops the requests c holds back (they were never sent anywhere). */
 static void txn_drop_held(struct conn *c)
 {
-    struct txn *t = c->txn;
+    struct txn *t = txn_of(c);
     struct msg *req, *next;
     for (req = TAILQ_FIRST(&c->reqs); req != NULL && t->nwait > 0; req = next) {
         next = TAILQ_NEXT(req, client_link);
@@ -473,9 +480,9 @@ static bool txn_barrier_done(const struct conn *c, const struct txn *t)
     return true;
 }
 
-void txn_resume(struct conn *c)
+static void txn_resume(struct conn *c)
 {
-    struct txn *t = c->txn;
+    struct txn *t = txn_of(c);
     if (t == NULL) return;
     if (t->barrier != 0) {
         if (!txn_barrier_done(c, t)) return;
@@ -495,7 +502,7 @@ void txn_resume(struct conn *c)
         req->txn_wait = false;
         t->nwait--;
         int stop = txn_run(c, req);
-        if (c->txn != t) return; /* freed: nothing was held behind it */
+        if (txn_of(c) != t) return; /* freed: nothing was held behind it */
         if (req->txn_wait) break;   /* held again: an earlier request still has no answer */
         if (stop != 0) {            /* QUIT: what follows it is not served */
             txn_drop_held(c);
@@ -529,14 +536,14 @@ static void txn_abandon_block(struct conn *c, struct txn *t)
     server_conn_close(t->bconn, ECONNABORTED); /* t->bconn (and t->dconn if it is) lost */
 }
 
-bool txn_blocked(const struct conn *c)
+static bool txn_blocked(const struct conn *c)
 {
-    return c->txn != NULL && c->txn->bconn != NULL;
+    return txn_of(c) != NULL && txn_of(c)->bconn != NULL;
 }
 
-void txn_client_close(struct conn *c)
+static void txn_client_close(struct conn *c)
 {
-    struct txn *t = c->txn;
+    struct txn *t = txn_of(c);
     if (t == NULL) return;
     txn_drop_held(c);
     if (t->bconn != NULL) txn_abandon_block(c, t);
@@ -556,3 +563,14 @@ static void txn_dedicated_lost(struct dedicated_holder *h, struct conn *d, int e
     t->watching = false;
     if (!t->in_multi) t->has_server = false;
 }
+
+const struct feature_ops txn_feature = {
+    .name = "transactions",
+    .slot = FEATURE_SLOT_TXN,
+    .loop_slot = FEATURE_NONE,
+    .order_flags = CMD_F_TXN_MASK | CMD_F_BLOCK,
+    .dispatch = txn_dispatch,
+    .written = txn_resume,
+    .blocked = txn_blocked,
+    .close = txn_client_close,
+};

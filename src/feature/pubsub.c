@@ -8,7 +8,7 @@
  * Threads: the loop owning the client (and its dedicated connections).
  */
 #include "config.h"
-#include "core/pubsub.h"
+#include "feature/pubsub.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -19,7 +19,7 @@
 #include "core/dedicated.h"
 #include "core/loop.h"
 #include "core/pool.h"
-#include "core/pubsub_int.h"
+#include "feature/pubsub_int.h"
 #include "core/request.h"
 #include "core/server.h"
 
@@ -31,7 +31,7 @@
  * SUBSCRIBE still waiting then is answered: its names are gone already). */
 static void ps_maybe_end(struct conn *c)
 {
-    struct pubsub *ps = c->psub;
+    struct pubsub *ps = ps_of(c);
     if (ps != NULL && ps->nnames == 0) ps_end(c, false);
 }
 
@@ -215,7 +215,7 @@ static void ps_unsubscribe_all(struct conn *c, struct pubsub *ps, uint8_t kind, 
  * the links are dropped. */
 static int ps_unsubscribe(struct conn *c, struct msg *req, uint8_t kind)
 {
-    struct pubsub *ps = c->psub;
+    struct pubsub *ps = ps_of(c);
     const struct proto_pubsub *pp = c->pool->proto->pubsub;
     struct textbuf reply = { 0 };
     uint8_t v = c->sess.variant;
@@ -249,9 +249,12 @@ static int ps_unsubscribe(struct conn *c, struct msg *req, uint8_t kind)
     return ps_answer_buf(c, req, &reply);
 }
 
-bool pubsub_restricted(struct conn *c, struct msg *req)
+/* feature_ops.gate: req of subscribed client c is one the protocol refuses in its subscribed mode,
+ * or answers otherwise (redis RESP2: PING): answers it, returns true. Asked when req's turn comes
+ * (request_run; a held one's when the transaction lets it go on). */
+static bool pubsub_gate(struct conn *c, struct msg *req)
 {
-    struct pubsub *ps = c->psub;
+    struct pubsub *ps = ps_of(c);
     if (ps == NULL || ps->nnames == 0 || req->reject != REJECT_NONE || !c->sess.admitted) return false;
     char buf[PS_REPLY_MAX];
     size_t n = c->pool->proto->pubsub->subscribed_reply(req, c->sess.variant, buf, sizeof(buf));
@@ -260,10 +263,12 @@ bool pubsub_restricted(struct conn *c, struct msg *req)
     return true;
 }
 
-int pubsub_serve(struct conn *c, struct msg *req)
+/* feature_ops.serve: a CMD_F_PUBSUB command, RESET (which ends the subscriptions), or any
+ * request of a subscribed client (its gate ran already). Returns -1 when it is not pub/sub's to
+ * serve (the core serves it as usual), else what request_dispatch returns. */
+static int pubsub_serve(struct conn *c, struct msg *req)
 {
     if (req->reject != REJECT_NONE || req->quit || !c->sess.admitted) return -1;
-    if (pubsub_restricted(c, req)) return 0; /* (one held until its turn: checked now) */
     if (req->cmd_flags & CMD_F_RESET) { /* RESET: the subscriptions end, quietly */
         ps_end(c, false);
         return -1;
@@ -276,7 +281,9 @@ int pubsub_serve(struct conn *c, struct msg *req)
     return ps_subscribe(c, req, kind);
 }
 
-void pubsub_client_close(struct conn *c)
+/* feature_ops.close: c is closing: its waiting requests are marked done (freed with the client),
+ * its dedicated connections closed, its state freed. */
+static void pubsub_client_close(struct conn *c)
 {
     ps_end(c, true);
 }
@@ -332,7 +339,7 @@ static void ps_confirmed(struct ps_link *lk, struct msg *m, bool error)
     ps_op_step(l, ps_wait_pop(lk), false, true);
     /* (a name leaves the set here only by a rollback; this closes lk's connection, which is
      * being read: conn_recv stops) */
-    if (c->psub != NULL && c->psub->nnames == 0) ps_end(c, false);
+    if (ps_of(c) != NULL && ps_of(c)->nnames == 0) ps_end(c, false);
 }
 
 static int pubsub_on_msg(struct conn *d, struct msg *m)
@@ -381,10 +388,20 @@ const struct conn_ops pubsub_conn_ops = {
     .msg_max = UINT64_MAX,
 };
 
-void pubsub_client_state(const struct conn *c, struct proto_client_state *st)
+/* feature_ops.describe: what c's line in a list of clients shows of its subscriptions. */
+static void pubsub_describe(const struct conn *c, struct proto_client_state *st)
 {
-    memset(st, 0, sizeof(*st));
-    if (c->psub == NULL) return;
     st->subscribed = true;
-    for (int k = 0; k < PROTO_PS_KINDS; k++) st->subs[k] = c->psub->count[k];
+    for (int k = 0; k < PROTO_PS_KINDS; k++) st->subs[k] = ps_of(c)->count[k];
 }
+
+const struct feature_ops pubsub_feature = {
+    .name = "pub/sub",
+    .slot = FEATURE_SLOT_PUBSUB,
+    .loop_slot = FEATURE_NONE,
+    .serve_flags = CMD_F_PUBSUB | CMD_F_RESET,
+    .gate = pubsub_gate,
+    .serve = pubsub_serve,
+    .close = pubsub_client_close,
+    .describe = pubsub_describe,
+};

@@ -1,9 +1,10 @@
 /*
  * clientlist.h - a list of a pool's clients over every loop (redis CLIENT LIST; the design:
- * notes/client-list.md), and the asker's own line (redis CLIENT INFO: no message). The protocol checks the request and renders each client's line
- * (proto_ops.list_filter, client_line, list_reply); the core gathers the lines:
+ * notes/client-list.md), and the asker's own line (redis CLIENT INFO: no message). The protocol
+ * checks the request and renders each client's line (proto_ops.list_filter, client_line,
+ * list_reply); this feature gathers the lines:
  *   - the asking loop renders its own clients of the pool and sends a question (a struct
- *     loop_msg) to every other loop, through the thread layer's post() (struct loop_peers);
+ *     clientlist_msg) to every other loop, through the thread layer's post() (struct loop_peers);
  *   - each of them renders its own clients of the pool (the pool's name, whatever generation they
  *     are on) into the message and posts it back;
  *   - when every answer is in, the request gets its reply (the lines in loop order; with ID, in
@@ -12,9 +13,9 @@
  *     it is freed when the last answer arrives).
  * With one loop no message is sent. A message is handed over without allocation (the inbox
  * links it), so a question always comes back; one whose asker is gone (its loop torn down) is
- * freed where it lies (clientlist_msg_free).
+ * freed where it lies (the feature's loop_msg_free).
  *
- * Threads: a loop_msg belongs to one thread at a time: the asker's until posted, then the
+ * Threads: a clientlist_msg belongs to one thread at a time: the asker's until posted, then the
  * receiver's until it posts it back. The gatherings belong to the asking loop.
  */
 #ifndef NC_CLIENTLIST_H
@@ -25,6 +26,7 @@
 #include <sys/queue.h>
 
 #include "common/textbuf.h"
+#include "core/feature.h"
 #include "proto/proto.h"
 
 struct conn;
@@ -44,10 +46,9 @@ struct clientlist_part {
     bool failed;                  /* out of memory: lines are missing */
 };
 
-/* A question from loop `from` (answered false) or its answer back (answered true). */
-struct loop_msg {
-    struct loop_msg *next;        /* the transport's link (thread/inbox.c) */
-    uint32_t from;                /* the asking loop */
+/* A question from loop head.from (answered false) or its answer back (answered true). */
+struct clientlist_msg {
+    struct loop_msg head;         /* first: what the loops' carrier takes (core/feature.h) */
     uint32_t at;                  /* the loop that renders its clients */
     uint64_t token;               /* the asker's gathering */
     bool answered;
@@ -57,26 +58,10 @@ struct loop_msg {
     struct clientlist_part part;  /* the answer: the lines of the loop's clients */
 };
 
-struct clientlist_gather;
-TAILQ_HEAD(clientlist_tqh, clientlist_gather);
-
-/* How a loop reaches the others (set by the thread layer before the loops run; n == 1 or post
- * NULL: a loop alone). post hands m to loop `to`'s thread, which calls clientlist_on_msg; it
- * cannot fail. */
-struct loop_peers {
-    uint32_t n;
-    void (*post)(void *arg, uint32_t to, struct loop_msg *m);
-    void *arg;
-};
-
-/* req of client c: the protocol's local() said PROTO_CLIENT_LIST (rsp: an empty msg, taken
- * over). Answers an error at once, or starts the gathering; the request is done when it is in. */
-void clientlist_serve(struct conn *c, struct msg *req, struct msg *rsp);
-/* A message posted to loop l (on l's thread): a question is answered, an answer collected. */
-void clientlist_on_msg(struct loop *l, struct loop_msg *m);
-/* loop l is torn down (its clients closed): its gatherings are freed with their requests. */
-void clientlist_loop_deinit(struct loop *l);
-/* Frees a message nobody will take (an inbox torn down). */
-void clientlist_msg_free(struct loop_msg *m);
+/* The feature (core/feature.h): local completes the protocol's PROTO_CLIENT_LIST answer (starts
+ * the gathering, or answers an error at once; the request is done when every loop's lines are
+ * in), loop_msg answers another loop's question or collects an answer, loop_msg_free frees a
+ * message nobody will take (an inbox torn down), loop_deinit frees the loop's gatherings. */
+extern const struct feature_ops clientlist_feature;
 
 #endif

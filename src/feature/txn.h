@@ -31,29 +31,22 @@
  *   When the dedicated connection fails while it holds a WATCH, the WATCH is lost: EXEC then
  *   answers the connection's error.
  *
- * A client has its state (c->txn) only while it is in a transaction, watches, or has requests
- * held; it then has the client role's transaction ops (client_txn_ops), which call txn_resume
- * after its replies are written. Otherwise c->txn is NULL: request_dispatch tests it, nothing
- * else on the plain path does.
+ * A client has its state (its feature slot, feature/features.h) only while it is in a transaction,
+ * watches, or has requests held; the core then calls the feature's hooks for it (core/feature.h):
+ * dispatch (txn_dispatch: every request of the client, and the CMD_F_TXN_MASK and CMD_F_BLOCK
+ * commands of any client), written (txn_resume: a request on the dedicated connection that got its
+ * answer lets the held requests go on, in order), blocked (its blocking command is unanswered on a
+ * server: a client that leaves frees it at once) and close (the requests it holds back, its queued
+ * commands and its state are freed, its dedicated connection given back clean). A client with no
+ * state pays nothing: request_dispatch's one test.
  *
  * Threads: the loop owning the client.
  */
 #ifndef NC_TXN_H
 #define NC_TXN_H
 
-#include "core/conn.h"
-#include "msg/msg.h"
+#include "core/feature.h"
 
-/* A request of client c with c->txn set or a CMD_F_TXN_MASK or CMD_F_BLOCK command (request_dispatch's
- * contract: non-zero when the client should stop reading). */
-int txn_dispatch(struct conn *c, struct msg *req);
-/* c has written replies (its transaction ops): a request on the dedicated connection that got its
- * answer lets the held requests go on, in order. */
-void txn_resume(struct conn *c);
-/* Whether c's blocking command is on a server connection, unanswered (or not yet written to c). */
-bool txn_blocked(const struct conn *c);
-/* c is closing: frees the requests it holds back, its queued commands and its state, and gives
- * its dedicated connection back clean. */
-void txn_client_close(struct conn *c);
+extern const struct feature_ops txn_feature;
 
 #endif

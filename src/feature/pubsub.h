@@ -20,8 +20,8 @@
  *   confirming within the pool's `timeout`, closes the client once its replies are written (its
  *   subscriptions there are gone; redis clients subscribe again when they reconnect).
  *
- * A client has its state (c->psub) only while it has subscriptions or one in progress; otherwise
- * c->psub is NULL and request_dispatch's one test for the unusual path is all it costs.
+ * A client has its state (its feature slot, feature/features.h) only while it has subscriptions or
+ * one in progress; otherwise request_dispatch's one test for the unusual path is all it costs.
  *
  * Threads: the loop owning the client.
  */
@@ -31,25 +31,15 @@
 #include <stdbool.h>
 
 #include "core/conn.h"
+#include "core/feature.h"
 #include "msg/msg.h"
 
 /* The role of a dedicated connection while a subscriber holds it: the server role's writes, its
  * own reads (confirmations and messages come unasked, not one reply per request). */
 extern const struct conn_ops pubsub_conn_ops;
 
-/* req of subscribed client c (c->psub set) is one the protocol refuses in its subscribed mode, or
- * answers otherwise (redis RESP2: PING): answers it, returns true. request_dispatch asks it of a
- * client with no request held (c->txn NULL); a held one is asked when its turn comes (txn_run,
- * pubsub_serve). */
-bool pubsub_restricted(struct conn *c, struct msg *req);
-/* A request of c that is a CMD_F_PUBSUB command, or RESET (which ends the subscriptions), or any
- * request of a subscribed client (request_serve calls it for those). Returns -1 when it is not
- * pub/sub's to serve (the caller serves it as usual), else what request_dispatch returns. */
-int pubsub_serve(struct conn *c, struct msg *req);
-/* What c's line in a list of clients shows of its subscriptions (core/clientlist.c). */
-void pubsub_client_state(const struct conn *c, struct proto_client_state *st);
-/* c is closing: its waiting requests are marked done (freed with the client), its dedicated
- * connections closed, its state freed. */
-void pubsub_client_close(struct conn *c);
+/* The feature (core/feature.h): gate (a subscribed client's refusals in RESP2), serve (the
+ * subscription commands and RESET), close and describe. */
+extern const struct feature_ops pubsub_feature;
 
 #endif

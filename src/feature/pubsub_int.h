@@ -15,6 +15,7 @@
 #include "common/textbuf.h"
 #include "core/conn.h"
 #include "core/dedicated.h"
+#include "feature/slots.h"
 #include "msg/msg.h"
 #include "proto/proto.h"
 
@@ -70,6 +71,13 @@ struct pubsub {
     uint64_t t_armed;          /* when tev fires, if it is pending (usec) */
     uint32_t nmissing;         /* links with pat_missing */
 };
+
+/* c's subscriptions (its feature slot), NULL when it has none. */
+static inline struct pubsub *ps_of(const struct conn *c)
+{
+    return c->feat[FEATURE_SLOT_PUBSUB];
+}
+
 
 /* Per-server request texts being built for one client request. */
 struct ps_batch {
