@@ -27,7 +27,7 @@ void client_close(struct conn *c);
 /* req was just queued on c (reqs): charge the memory it holds to c (see client.c). A client over
  * its limit is dropped (closed from the loop's flush queue): returns true then. */
 bool client_req_queued(struct conn *c, struct msg *req);
-/* delta bytes c holds besides its requests and replies (a subscriber's set of names, core/pubsub.c)
+/* delta bytes c holds besides its requests and replies (a subscriber's set of names, feature/pubsub.c)
  * are counted in its limits; returns true when that drops it (as client_req_queued). */
 bool client_hold(struct conn *c, int64_t delta);
 /* req (of client c) has its reply: account for its bytes and schedule a write when it is the
@@ -46,7 +46,7 @@ void client_drain(struct conn *c);
  * reading and is closed once answered. */
 void client_on_reload(struct conn *c);
 /* Moves c, which has nothing queued, to the pool of the same name in the loop's current
- * generation; a client in a transaction (core/txn.h) stays where it is until that is over.
+ * generation; a client in a transaction (feature/txn.h) stays where it is until that is over.
  * Returns -1 when there is none (or it changed protocol): the caller closes c. */
 int client_follow_reload(struct conn *c);
 

@@ -172,7 +172,7 @@ void conn_want_write(struct conn *c, bool on);
 void conn_want_read(struct conn *c, bool on);
 /* While on and c does not read, the peer's close (EV_CLOSED: epoll's RDHUP, seen without reading
  * the bytes before it) calls ops->on_hangup: a blocked client whose reading is paused is seen
- * leaving (core/txn.c). Where the event backend cannot tell, nothing is watched. */
+ * leaving (feature/txn.c). Where the event backend cannot tell, nothing is watched. */
 void conn_watch_hangup(struct conn *c, bool on);
 
 /*

@@ -1,6 +1,6 @@
 /*
  * dedicated.h - dedicated server connections, the third conn role (dedicated_conn_ops): a server
- * connection that one client holds at a time, for its transaction (core/txn.h). A client in
+ * connection that one client holds at a time, for its transaction (feature/txn.h). A client in
  * MULTI/EXEC or holding a WATCH needs a connection on which no other client's commands run
  * between its own: redis keeps the WATCH and MULTI state per connection.
  *
@@ -9,7 +9,7 @@
  * dedicated connection connects, writes, reads, times out and fails as a shared one (the server
  * role's ops, core/server.h), with the protocol's set-up requests (redis AUTH/SELECT) first; when
  * it closes while held, its holder is told (struct dedicated_holder: a transaction, or a
- * subscriber, core/pubsub.h, which gives it its own ops while it holds it). The stats count the held
+ * subscriber, feature/pubsub.h, which gives it its own ops while it holds it). The stats count the held
  * ones per server (`dedicated_connections`).
  *
  * Threads: the owning loop only, like every server connection.

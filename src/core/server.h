@@ -32,7 +32,7 @@ void server_preconnect(struct server_rt *s);
 /* Fails what c holds (errno err) and closes its socket; it reconnects on demand. */
 void server_conn_close(struct conn *c, int err);
 /* c's server did not answer within the pool's `timeout` something the proxy waits for outside
- * the connection's queue (a subscription's confirmations, core/pubsub.c): closed as a request that
+ * the connection's queue (a subscription's confirmations, feature/pubsub.c): closed as a request that
  * timed out (logged, counted in server_timedout and as a failure of the server). */
 void server_conn_timed_out(struct conn *c);
 /* Fails what c holds and frees it (its backend is going away). */

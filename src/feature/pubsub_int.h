@@ -1,6 +1,6 @@
 /*
  * pubsub_int.h - internals shared by the files of a client's Pub/Sub subscriptions (not for other
- * modules; the interface is core/pubsub.h): the state (struct pubsub), the set of names
+ * modules; the interface is feature/pubsub.h): the state (struct pubsub), the set of names
  * (pubsub_set.c), the links, the requests waiting for confirmations and the timer
  * (pubsub_link.c). The commands and the subscribed connection's role are pubsub.c's.
  *

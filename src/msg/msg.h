@@ -114,7 +114,7 @@ struct msg {
     int err;                       /* errno of a failed request (reply "-ERR strerror") */
     bool done;                     /* its reply (or error) is ready */
     bool swallow;                  /* proxy-internal (AUTH/SELECT on connect): drop the reply */
-    bool txn_wait;                 /* request held behind its client's transaction (core/txn.c) */
+    bool txn_wait;                 /* request held behind its client's transaction (feature/txn.c) */
     uint32_t server_idx;           /* the server it was routed to */
     uint64_t t_start, t_sent;      /* usec: read from client, written to server */
     uint64_t held;                 /* request: bytes charged to its client's held_bytes */

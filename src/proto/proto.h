@@ -84,7 +84,7 @@ enum parse_status { PARSE_ERROR = -1, PARSE_AGAIN = 0, PARSE_DONE = 1 };
                                        * the server like any command (redis PING, ECHO) */
 /* the commands the core hands to proto_ops.local() */
 #define CMD_F_LOCAL_MASK   (CMD_F_LOCAL_PING | CMD_F_QUIT | CMD_F_AUTH | CMD_F_LOCAL)
-/* transaction commands: the core's transaction logic (core/txn.c) handles them */
+/* transaction commands: the core's transaction logic (feature/txn.c) handles them */
 #define CMD_F_MULTI        (1u << 16) /* redis MULTI: start queueing */
 #define CMD_F_EXEC         (1u << 17) /* redis EXEC: run what was queued */
 #define CMD_F_DISCARD      (1u << 18) /* redis DISCARD: drop what was queued */
@@ -98,8 +98,8 @@ enum parse_status { PARSE_ERROR = -1, PARSE_AGAIN = 0, PARSE_DONE = 1 };
                             CMD_F_SWITCH | CMD_F_RESET)
 #define CMD_F_BLOCK        (1u << 23) /* may block the server connection until its own timeout
                                        * (redis BLPOP, ..., XREAD BLOCK; msg.block_ms): sent on a
-                                       * dedicated connection of its client (core/txn.c) */
-/* Pub/Sub subscriptions: the core's subscriber logic (core/pubsub.c) handles them; the arguments are
+                                       * dedicated connection of its client (feature/txn.c) */
+/* Pub/Sub subscriptions: the core's subscriber logic (feature/pubsub.c) handles them; the arguments are
  * recorded as keys (the channels or patterns) */
 #define CMD_F_PUBSUB       (1u << 24) /* redis (P|S)SUBSCRIBE, (P|S)UNSUBSCRIBE */
 #define CMD_F_PS_UNSUB     (1u << 25) /* the UNSUBSCRIBE of its kind */
@@ -145,7 +145,7 @@ enum proto_local {
     PROTO_ANSWERED_CLOSE = 2, /* answered, then close the client once its replies are written */
     PROTO_CLIENT_LIST = 3,  /* a list of the pool's clients (redis CLIENT LIST, and CLIENT INFO:
                              * the list of the asker alone; rsp left empty):
-                             * the core gathers it from every loop (core/clientlist.c) with
+                             * the core gathers it from every loop (feature/clientlist.c) with
                              * list_filter(), client_line() and list_reply() */
 };
 
@@ -169,7 +169,7 @@ bool proto_list_match(const struct proto_list_filter *f, uint64_t id, bool subsc
 int proto_list_filter_copy(struct proto_list_filter *dst, const struct proto_list_filter *src);
 void proto_list_filter_free(struct proto_list_filter *f);
 
-/* The proxy's own replies in a transaction (proto_ops.txn_reply; core/txn.c says when). */
+/* The proxy's own replies in a transaction (proto_ops.txn_reply; feature/txn.c says when). */
 enum proto_txn_reply {
     PROTO_TXN_OK,               /* MULTI, DISCARD, an UNWATCH with nothing watched */
     PROTO_TXN_QUEUED,           /* a command held until EXEC */
@@ -185,7 +185,7 @@ enum proto_txn_reply {
     PROTO_TXN_BLOCK_CROSS,      /* a blocking command whose keys map to two servers, a and b */
 };
 
-/* Pub/Sub (core/pubsub.c): the kinds of subscriptions, and what a message read on a subscribed
+/* Pub/Sub (feature/pubsub.c): the kinds of subscriptions, and what a message read on a subscribed
  * server connection is. */
 enum proto_ps_kind { PROTO_PS_CHANNEL = 0, PROTO_PS_PATTERN = 1, PROTO_PS_SHARD = 2, PROTO_PS_KINDS = 3 };
 enum proto_ps_what {
@@ -329,14 +329,14 @@ struct proto_ops {
     /* The one line sent to a client refused over client_connections before it is closed. */
     const char *max_clients_reply;
 
-    /* Transactions (core/txn.c; NULL for a protocol without CMD_F_TXN_MASK commands). Writes
+    /* Transactions (feature/txn.c; NULL for a protocol without CMD_F_TXN_MASK commands). Writes
      * the reply text for what (a, b: see enum proto_txn_reply, else NULL) into buf; returns its
      * length. */
     size_t (*txn_reply)(enum proto_txn_reply what, const char *a, const char *b, char *buf, size_t size);
     /* The request that leaves a dedicated connection clean for its next client after one that
      * watched keys (redis: UNWATCH); its reply is dropped. */
     const char *txn_clean_request;
-    /* Pub/Sub subscriptions (core/pubsub.c; NULL for a protocol without CMD_F_PUBSUB commands). */
+    /* Pub/Sub subscriptions (feature/pubsub.c; NULL for a protocol without CMD_F_PUBSUB commands). */
     const struct proto_pubsub *pubsub;
 };
 

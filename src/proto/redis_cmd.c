@@ -47,7 +47,7 @@
 /* blocking, the timeout at arg 1 and numkeys at arg 2 (BLMPOP, BZMPOP) */
 #define BLOCKNUMK(n, ar) { n, ar, 0, 0, 0, 2, W | CMD_F_BLOCK, 0, 0, 1 }
 #define LOCALALL(n, ar, fl, which, fan) { n, ar, 1, -1, 1, 0, CMD_F_LOCAL | CMD_F_FRAG_ALL | (fl), which, fan, 0 }
-/* Pub/Sub subscriptions (core/pubsub.c): every argument a channel or pattern */
+/* Pub/Sub subscriptions (feature/pubsub.c): every argument a channel or pattern */
 #define PUBSUB(n, ar, fl) { n, ar, 1, -1, 1, 0, CMD_F_PUBSUB | (fl), 0, 0, 0 }
 
 const struct redis_cmd redis_cmds[] = {

@@ -13,7 +13,7 @@
  *     of the pool's redis_db is +OK; RESET gives the session back its start;
  *   - CLIENT LIST and CLIENT INFO: their arguments are checked here (redis_list_filter), and the
  *     core renders the asker's line (INFO) or gathers the lines of the pool's clients from every
- *     worker (LIST; core/clientlist.c, notes/client-list.md), each by redis_client_line;
+ *     worker (LIST; feature/clientlist.c, notes/client-list.md), each by redis_client_line;
  *   - every new server connection starts with HELLO 3 (connections for RESP3 clients, with AUTH
  *     inside when redis_auth is set), AUTH (redis_auth) and SELECT (redis_db), their replies
  *     dropped by the core;

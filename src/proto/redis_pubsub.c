@@ -1,6 +1,6 @@
 /*
  * redis_pubsub.c - redis's side of Pub/Sub subscriptions (proto.h struct proto_pubsub, used by
- * core/pubsub.c): what a message read on a subscribed server connection is (a confirmation of
+ * feature/pubsub.c): what a message read on a subscribed server connection is (a confirmation of
  * (p|s)(un)subscribe, a message, pmessage or smessage, an error), the confirmations the proxy writes
  * to its client (RESP2 arrays, RESP3 pushes), the (un)subscribe requests it sends to a server, and
  * the replies of RESP2's subscribed mode (PING's ["pong", msg], redis 7's refusal of the other
