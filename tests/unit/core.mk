@@ -1,7 +1,7 @@
 # unit tests of core: config generations for reloads (test_generation: runtime health carried
 # over, backend identity, stats blocks by name, the manage port's reload hand-off); transactions
-# and blocking commands (test_txn), black-box at the loop level through core_harness (an
-# in-process loop, fake redis servers, socketpair clients)
+# and blocking commands (test_txn) and Pub/Sub (test_pubsub), black-box at the loop level through
+# core_harness (an in-process loop, fake redis servers, socketpair clients)
 check_PROGRAMS += tests/unit/test_generation
 TESTS += tests/unit/test_generation
 tests_unit_test_generation_SOURCES = tests/unit/test_generation.c
@@ -10,8 +10,11 @@ tests_unit_test_generation_LDADD = $(NC_UNIT_LIBS)
 
 NC_CORE_HARNESS = tests/unit/core_harness.c tests/unit/core_harness_wait.c tests/unit/core_harness.h \
 	tests/unit/core_harness_int.h
-check_PROGRAMS += tests/unit/test_txn
-TESTS += tests/unit/test_txn
+check_PROGRAMS += tests/unit/test_txn tests/unit/test_pubsub
+TESTS += tests/unit/test_txn tests/unit/test_pubsub
 tests_unit_test_txn_SOURCES = tests/unit/test_txn.c $(NC_CORE_HARNESS)
 tests_unit_test_txn_CFLAGS = $(NC_UNIT_CFLAGS)
 tests_unit_test_txn_LDADD = $(NC_UNIT_LIBS)
+tests_unit_test_pubsub_SOURCES = tests/unit/test_pubsub.c $(NC_CORE_HARNESS)
+tests_unit_test_pubsub_CFLAGS = $(NC_UNIT_CFLAGS)
+tests_unit_test_pubsub_LDADD = $(NC_UNIT_LIBS)
