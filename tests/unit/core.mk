@@ -1,5 +1,7 @@
 # unit tests of core: config generations for reloads (test_generation: runtime health carried
-# over, backend identity, stats blocks by name, the manage port's reload hand-off)
+# over, backend identity, stats blocks by name, the manage port's reload hand-off); transactions
+# and blocking commands (test_txn) and Pub/Sub (test_pubsub), black-box at the loop level through
+# core_harness (an in-process loop, fake redis servers, socketpair clients)
 check_PROGRAMS += tests/unit/test_generation
 TESTS += tests/unit/test_generation
 tests_unit_test_generation_SOURCES = tests/unit/test_generation.c
@@ -11,3 +13,14 @@ TESTS += tests/unit/test_topology
 tests_unit_test_topology_SOURCES = tests/unit/test_topology.c
 tests_unit_test_topology_CFLAGS = $(NC_UNIT_CFLAGS)
 tests_unit_test_topology_LDADD = $(NC_UNIT_LIBS)
+
+NC_CORE_HARNESS = tests/unit/core_harness.c tests/unit/core_harness_wait.c tests/unit/core_harness.h \
+	tests/unit/core_harness_int.h
+check_PROGRAMS += tests/unit/test_txn tests/unit/test_pubsub
+TESTS += tests/unit/test_txn tests/unit/test_pubsub
+tests_unit_test_txn_SOURCES = tests/unit/test_txn.c $(NC_CORE_HARNESS)
+tests_unit_test_txn_CFLAGS = $(NC_UNIT_CFLAGS)
+tests_unit_test_txn_LDADD = $(NC_UNIT_LIBS)
+tests_unit_test_pubsub_SOURCES = tests/unit/test_pubsub.c $(NC_CORE_HARNESS)
+tests_unit_test_pubsub_CFLAGS = $(NC_UNIT_CFLAGS)
+tests_unit_test_pubsub_LDADD = $(NC_UNIT_LIBS)

@@ -257,7 +257,7 @@ static const struct key_vector key_vectors[] = {
     { "PING", "" },
     { "PING hello", "hello" },      /* the message the proxy echoes */
     { "PSETEX k 100 v", "k" },
-    { "PSUBSCRIBE p* q?", "p* q?" }, /* the patterns, for core/pubsub.c */
+    { "PSUBSCRIBE p* q?", "p* q?" }, /* the patterns, for feature/pubsub.c */
     { "PTTL k", "k" },
     { "PUBLISH ch hello", "ch" },
     { "PUBSUB NUMSUB a b", "NUMSUB a b" },
