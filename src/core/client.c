@@ -224,8 +224,10 @@ void client_reply_ready(struct conn *c, struct msg *req)
     if (!c->closing && !c->kill && !c->reading) conn_want_read(c, true);
 }
 
-static int client_on_msg(struct conn *c, struct msg *req)
+/* sink.on_msg: a request parsed. */
+static int client_on_msg(void *ctx, struct msg *req)
 {
+    struct conn *c = ctx;
     int stop = request_dispatch(c, req);
     if (stop) return stop;
     if (c->kill) return 1; /* over its limit: closed from the flush queue */
@@ -309,7 +311,7 @@ static bool client_flush(struct conn *c)
 static void client_on_readable(struct conn *c)
 {
     bool eof = false;
-    int rc = conn_recv(c, &eof, client_on_msg);
+    int rc = conn_recv(c, &eof);
     if (rc == -EPROTO || rc == -E2BIG || rc == -EMSGSIZE) {
         const char *why = rc == -E2BIG      ? "request token larger than the buffer size (-m)"
                           : rc == -EMSGSIZE ? "request larger than 1 GB"
@@ -363,16 +365,22 @@ static void client_flush_queued(struct conn *c)
     client_flush(c);
 }
 
-static void client_msg_begin(struct conn *c)
+static void client_msg_begin(void *ctx, struct parse_state *ps)
 {
-    parse_state_reset(&c->rd.ps);
-    c->rd.ps.want_elems = false;
+    (void)ctx;
+    parse_state_reset(ps);
+    ps->want_elems = false;
 }
 
-static int client_parse(struct conn *c, const uint8_t *buf, size_t len, size_t *consumed)
+static int client_parse(void *ctx, struct parse_state *ps, struct msg *m, const uint8_t *buf, size_t len,
+                        size_t *consumed)
 {
-    return c->pool->proto->parse_req(&c->rd.ps, c->rd.msg, buf, len, consumed);
+    return ((struct conn *)ctx)->pool->proto->parse_req(ps, m, buf, len, consumed);
 }
+
+/* What a client does with the bytes it reads: its requests (both client ops tables). */
+#define CLIENT_SINK \
+    { .begin = client_msg_begin, .parse = client_parse, .on_msg = client_on_msg, .msg_max = CLIENT_REQUEST_MAX }
 
 /* conn_ops.on_handshake: the transport's handshake with the client ended (err 0: its requests are
  * read from now on, as conn_want_read asked at accept); a failed one closes the client alone. */
@@ -390,11 +398,9 @@ const struct conn_ops client_conn_ops = {
     .on_writable = client_on_writable,
     .on_readable = client_on_readable,
     .flush = client_flush_queued,
-    .msg_begin = client_msg_begin,
-    .parse = client_parse,
+    .sink = CLIENT_SINK,
     .on_handshake = client_on_handshake,
     .on_hangup = client_on_hangup,
-    .msg_max = CLIENT_REQUEST_MAX,
 };
 
 /* A client in a feature's state (core/feature.h): once its replies are written, its features
@@ -417,11 +423,9 @@ static const struct conn_ops client_feature_conn_ops = {
     .on_writable = client_feature_on_writable,
     .on_readable = client_on_readable,
     .flush = client_feature_flush,
-    .msg_begin = client_msg_begin,
-    .parse = client_parse,
+    .sink = CLIENT_SINK,
     .on_handshake = client_on_handshake,
     .on_hangup = client_on_hangup,
-    .msg_max = CLIENT_REQUEST_MAX,
 };
 
 void client_features_on(struct conn *c, bool on)

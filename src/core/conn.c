@@ -221,44 +221,8 @@ void conn_flush_queue(struct loop *l)
     if (!TAILQ_EMPTY(&l->flushq)) event_active(l->flush_ev, EV_TIMEOUT, 1);
 }
 
-/* The reader's side of c: its role's parser and message hand-off (the reader calls these with
- * ctx, a struct conn_recv_ctx). */
-struct conn_recv_ctx {
-    struct conn *c;
-    conn_msg_fn on_msg;
-};
-
-static void conn_sink_begin(void *ctx, struct parse_state *ps)
+int conn_recv(struct conn *c, bool *eof)
 {
-    (void)ps; /* c->rd.ps */
-    struct conn *c = ((struct conn_recv_ctx *)ctx)->c;
-    c->ops->msg_begin(c);
-}
-
-static int conn_sink_parse(void *ctx, struct parse_state *ps, struct msg *m, const uint8_t *buf, size_t len,
-                           size_t *consumed)
-{
-    (void)ps; /* c->rd.ps */
-    (void)m;  /* c->rd.msg */
-    struct conn *c = ((struct conn_recv_ctx *)ctx)->c;
-    return c->ops->parse(c, buf, len, consumed);
-}
-
-static int conn_sink_msg(void *ctx, struct msg *m)
-{
-    struct conn_recv_ctx *rc = ctx;
-    return rc->on_msg(rc->c, m);
-}
-
-int conn_recv(struct conn *c, bool *eof, conn_msg_fn on_msg)
-{
-    struct conn_recv_ctx ctx = { .c = c, .on_msg = on_msg };
-    const struct reader_sink sink = {
-        .begin = conn_sink_begin,
-        .parse = conn_sink_parse,
-        .on_msg = conn_sink_msg,
-        .msg_max = c->ops->msg_max,
-    };
     *eof = false;
     int rc = 0;
     for (int i = 0; i < CONN_READS_PER_EVENT && conn_open(c); i++) {
@@ -277,7 +241,7 @@ int conn_recv(struct conn *c, bool *eof, conn_msg_fn on_msg)
             break;
         }
         c->loop->read_usec = nc_usec_now(); /* one clock read per read, not per message */
-        rc = reader_parse(&c->rd, (uint32_t)n, &c->loop->msgs, &sink, &ctx);
+        rc = reader_parse(&c->rd, (uint32_t)n, &c->loop->msgs, &c->ops->sink, c);
         if (rc != 0 || !c->reading) break;
         /* a short read drained the socket, unless the transport holds more than it gave */
         if ((uint32_t)n < room && !transport_pending(&c->tr)) break;

@@ -57,11 +57,11 @@ struct conn_ops {
     void (*on_readable)(struct conn *c);
     /* c is taken from its loop's flush queue: write what is queued. */
     void (*flush)(struct conn *c);
-    /* A new message is about to be parsed into c->rd.msg: reset c->rd.ps for it. */
-    void (*msg_begin)(struct conn *c);
-    /* The protocol parser of this side of the connection (proto.h's contract) on c->rd.ps and
-     * c->rd.msg. */
-    int (*parse)(struct conn *c, const uint8_t *buf, size_t len, size_t *consumed);
+    /* What the role does with the bytes it reads (proto/reader.h; ctx: the conn): begin resets
+     * c->rd.ps for a new message, parse is the protocol's parser of this side, on_msg takes each
+     * completed message (non-zero stops the reading: conn_recv returns it), msg_max refuses a
+     * larger one (-EMSGSIZE). */
+    struct reader_sink sink;
     /* The transport's handshake (conn_handshake_start) ended: err 0, c carries the protocol's
      * bytes now; else it failed (c->tr says why) and the role closes c. NULL: the role never
      * starts one. */
@@ -71,7 +71,6 @@ struct conn_ops {
     void (*on_close)(struct conn *c, int err);
     /* The peer closed (EV_CLOSED) while c does not read (conn_watch_hangup); NULL: not watched. */
     void (*on_hangup)(struct conn *c);
-    uint64_t msg_max;                            /* a larger message is refused (-EMSGSIZE) */
 };
 
 #define CONN_HUP_WANTED 1u         /* conn.hup: conn_watch_hangup is on */
@@ -187,14 +186,13 @@ void conn_flush_later(struct conn *c);
 void conn_flush_queue(struct loop *l);
 
 /*
- * Reads what the transport has and parses it into messages (proto/reader.h), calling on_msg for
- * each one completed. Returns 0 when the socket is drained, or -errno (ECONNRESET / EPIPE ...), 0
- * with *eof set on end of stream, or -EPROTO on a parse error (rd.ps.error says why), -E2BIG for a
- * token larger than an mbuf, or -EMSGSIZE for a message over its role's msg_max. on_msg may stop
- * the loop by returning non-zero (its value is returned).
+ * Reads what the transport has and parses it into messages (proto/reader.h) with the role's sink,
+ * whose on_msg takes each one completed. Returns 0 when the socket is drained, or -errno
+ * (ECONNRESET / EPIPE ...), 0 with *eof set on end of stream, or -EPROTO on a parse error
+ * (rd.ps.error says why), -E2BIG for a token larger than an mbuf, or -EMSGSIZE for a message over
+ * the sink's msg_max. on_msg may stop the loop by returning non-zero (its value is returned).
  */
-typedef int (*conn_msg_fn)(struct conn *c, struct msg *m);
-int conn_recv(struct conn *c, bool *eof, conn_msg_fn on_msg);
+int conn_recv(struct conn *c, bool *eof);
 
 /*
  * Writes queued bytes through the transport: the spans of the given msgs starting first_off into

@@ -107,9 +107,7 @@ const struct conn_ops dedicated_conn_ops = {
     .on_writable = server_on_writable,
     .on_readable = server_on_readable,
     .flush = server_flush,
-    .msg_begin = server_msg_begin,
-    .parse = server_parse,
+    .sink = SERVER_SINK,
     .on_handshake = server_on_handshake,
     .on_close = dedicated_on_close,
-    .msg_max = UINT64_MAX,
 };

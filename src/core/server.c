@@ -427,8 +427,9 @@ void server_flush(struct conn *c)
     if (rc < 0) server_fail(c, -rc, SERVER_END_ERR);
 }
 
-int server_on_reply(struct conn *c, struct msg *rsp)
+int server_on_reply(void *ctx, struct msg *rsp)
 {
+    struct conn *c = ctx;
     struct msg *req = TAILQ_FIRST(&c->sent);
     if (req == NULL) {
         msg_put(&c->loop->msgs, rsp);
@@ -455,25 +456,27 @@ int server_on_reply(struct conn *c, struct msg *rsp)
 
 /* conn_ops.msg_begin: the reply of a fragment of a multi-key read (or of a request sent to every
  * server whose merge reads elements) has its top-level elements recorded, for the coalescing. */
-void server_msg_begin(struct conn *c)
+void server_msg_begin(void *ctx, struct parse_state *ps)
 {
+    struct conn *c = ctx;
     const struct msg *req = TAILQ_FIRST(&c->sent);
     bool want = req != NULL && req->frag_owner != NULL &&
                 (req->cmd_flags & (CMD_F_FRAG_MGET | CMD_F_FRAG_MCGET | CMD_F_FRAG_ELEMS)) != 0;
-    parse_state_reset(&c->rd.ps);
-    c->rd.ps.want_elems = want;
+    parse_state_reset(ps);
+    ps->want_elems = want;
 }
 
-int server_parse(struct conn *c, const uint8_t *buf, size_t len, size_t *consumed)
+int server_parse(void *ctx, struct parse_state *ps, struct msg *m, const uint8_t *buf, size_t len,
+                 size_t *consumed)
 {
-    return c->pool->proto->parse_rsp(&c->rd.ps, c->rd.msg, buf, len, consumed);
+    return ((struct conn *)ctx)->pool->proto->parse_rsp(ps, m, buf, len, consumed);
 }
 
 /* conn_ops.on_readable */
 void server_on_readable(struct conn *c)
 {
     bool eof = false;
-    int rc = conn_recv(c, &eof, server_on_reply);
+    int rc = conn_recv(c, &eof);
     if (rc < 0) {
         int err = (rc == -EPROTO || rc == -E2BIG) ? EINVAL : -rc;
         uint64_t sup;
@@ -494,9 +497,7 @@ const struct conn_ops server_conn_ops = {
     .on_writable = server_on_writable,
     .on_readable = server_on_readable,
     .flush = server_flush,
-    .msg_begin = server_msg_begin,
-    .parse = server_parse,
+    .sink = SERVER_SINK,
     .on_handshake = server_on_handshake,
     .on_close = NULL,
-    .msg_max = UINT64_MAX, /* a reply is as large as the server makes it */
 };

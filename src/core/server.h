@@ -43,11 +43,16 @@ void server_conn_destroy(struct conn *c);
 bool server_on_writable(struct conn *c);
 void server_on_readable(struct conn *c);
 void server_flush(struct conn *c);
-void server_msg_begin(struct conn *c);
-int server_parse(struct conn *c, const uint8_t *buf, size_t len, size_t *consumed);
+void server_msg_begin(void *ctx, struct parse_state *ps);
+int server_parse(void *ctx, struct parse_state *ps, struct msg *m, const uint8_t *buf, size_t len,
+                 size_t *consumed);
 void server_on_handshake(struct conn *c, int err);
 /* rsp read on c is the reply to the oldest request written on it (FIFO): completes that request.
  * Returns 0, or -EPROTO when none waits (a reply nobody asked for). */
-int server_on_reply(struct conn *c, struct msg *rsp);
+int server_on_reply(void *ctx, struct msg *rsp);
+/* What a server connection does with the bytes it reads (its replies are as large as the server
+ * makes them). */
+#define SERVER_SINK \
+    { .begin = server_msg_begin, .parse = server_parse, .on_msg = server_on_reply, .msg_max = UINT64_MAX }
 
 #endif

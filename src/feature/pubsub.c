@@ -342,8 +342,9 @@ static void ps_confirmed(struct ps_link *lk, struct msg *m, bool error)
     if (ps_of(c) != NULL && ps_of(c)->nnames == 0) ps_end(c, false);
 }
 
-static int pubsub_on_msg(struct conn *d, struct msg *m)
+static int pubsub_on_msg(void *ctx, struct msg *m)
 {
+    struct conn *d = ctx;
     struct ps_link *lk = (struct ps_link *)d->holder;
     if (d->nsent > 0 || lk == NULL) return server_on_reply(d, m); /* a set-up request's reply */
     struct proto_ps_msg pm;
@@ -362,16 +363,17 @@ static int pubsub_on_msg(struct conn *d, struct msg *m)
     return 0;
 }
 
-static void pubsub_msg_begin(struct conn *d)
+static void pubsub_msg_begin(void *ctx, struct parse_state *ps)
 {
-    parse_state_reset(&d->rd.ps);
-    d->rd.ps.want_elems = true; /* the kind of message and its channel */
+    (void)ctx;
+    parse_state_reset(ps);
+    ps->want_elems = true; /* the kind of message and its channel */
 }
 
 static void pubsub_on_readable(struct conn *d)
 {
     bool eof = false;
-    int rc = conn_recv(d, &eof, pubsub_on_msg);
+    int rc = conn_recv(d, &eof);
     if (rc < 0) server_conn_close(d, (rc == -EPROTO || rc == -E2BIG) ? EINVAL : -rc);
     else if (eof) server_conn_close(d, ECONNRESET);
 }
@@ -381,11 +383,10 @@ const struct conn_ops pubsub_conn_ops = {
     .on_writable = server_on_writable,
     .on_readable = pubsub_on_readable,
     .flush = server_flush,
-    .msg_begin = pubsub_msg_begin,
-    .parse = server_parse,
+    .sink = { .begin = pubsub_msg_begin, .parse = server_parse, .on_msg = pubsub_on_msg,
+              .msg_max = UINT64_MAX },
     .on_handshake = server_on_handshake,
     .on_close = dedicated_on_close,
-    .msg_max = UINT64_MAX,
 };
 
 /* feature_ops.describe: what c's line in a list of clients shows of its subscriptions. */

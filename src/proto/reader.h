@@ -13,14 +13,19 @@
  * its unconsumed tail (the start of a token the parser could not finish) moves to a fresh mbuf;
  * a tail that fills a whole mbuf is a token larger than the buffer size (-E2BIG).
  *
+ * The loop's functions are inline: the core's conn_recv passes a sink of known functions, which
+ * the compiler then calls directly (the loop runs twice per proxied request).
+ *
  * Threads: a reader belongs to the owner of its connection (one loop's thread; a test's, a
  * fuzzer's); the pools it takes from too.
  */
 #ifndef NC_READER_H
 #define NC_READER_H
 
+#include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "msg/mbuf.h"
 #include "msg/msg.h"
@@ -50,7 +55,29 @@ struct reader_sink {
  * Room for the next read: *at and *room (> 0) say where and how much. Returns 0, -ENOMEM, or
  * -E2BIG when the unconsumed tail alone fills a whole mbuf (a token larger than the buffer size).
  */
-int reader_room(struct reader *r, struct mbuf_pool *mp, uint8_t **at, uint32_t *room);
+static inline int reader_room(struct reader *r, struct mbuf_pool *mp, uint8_t **at, uint32_t *room)
+{
+    struct mbuf *rb = r->buf;
+    if (rb == NULL || mbuf_room(rb) == 0) {
+        struct mbuf *nb = mbuf_get(mp);
+        if (nb == NULL) return -ENOMEM;
+        if (rb != NULL) {
+            uint32_t tail = rb->len - r->pos;
+            if (tail > 0 && r->pos == 0) { /* a token as large as a whole mbuf */
+                mbuf_unref(nb);
+                return -E2BIG;
+            }
+            memcpy(nb->data, rb->data + r->pos, tail);
+            nb->len = tail;
+            mbuf_unref(rb);
+        }
+        r->buf = rb = nb;
+        r->pos = 0;
+    }
+    *at = rb->data + rb->len;
+    *room = mbuf_room(rb);
+    return 0;
+}
 
 /*
  * n bytes were read into the room reader_room gave: parses every message they complete, calling
@@ -59,8 +86,34 @@ int reader_room(struct reader *r, struct mbuf_pool *mp, uint8_t **at, uint32_t *
  * -ENOMEM. When on_msg resets the reader (reader_reset: the connection was closed under it), the
  * loop stops and returns 0.
  */
-int reader_parse(struct reader *r, uint32_t n, struct msg_pool *pp, const struct reader_sink *sink,
-                 void *ctx);
+static inline int reader_parse(struct reader *r, uint32_t n, struct msg_pool *pp, const struct reader_sink *sink,
+                 void *ctx)
+{
+    struct mbuf *rb = r->buf;
+    rb->len += n;
+    while (r->pos < rb->len) {
+        if (r->msg == NULL) {
+            r->msg = msg_get(pp);
+            if (r->msg == NULL) return -ENOMEM;
+            sink->begin(ctx, &r->ps);
+        }
+        size_t consumed = 0;
+        int st = sink->parse(ctx, &r->ps, r->msg, rb->data + r->pos, rb->len - r->pos, &consumed);
+        if (consumed > 0) {
+            if (msg_append(r->msg, rb, r->pos, (uint32_t)consumed) < 0) return -ENOMEM;
+            r->pos += (uint32_t)consumed;
+            if (r->msg->len > sink->msg_max) return -EMSGSIZE;
+        }
+        if (st == PARSE_ERROR) return -EPROTO;
+        if (st == PARSE_AGAIN) break;
+        struct msg *m = r->msg;
+        r->msg = NULL;
+        int rc = sink->on_msg(ctx, m);
+        if (rc != 0) return rc;
+        if (r->buf != rb) return 0; /* reset under us (the connection closed) */
+    }
+    return 0;
+}
 
 /*
  * After a burst of reads: an idle reader holds no buffer. One in the middle of a message keeps
@@ -68,7 +121,15 @@ int reader_parse(struct reader *r, uint32_t n, struct msg_pool *pp, const struct
  * next bytes go on filling it: a fresh buffer per read would let a peer that sends a message one
  * byte at a time pin a whole chunk per byte.
  */
-void reader_trim(struct reader *r);
+static inline void reader_trim(struct reader *r)
+{
+    struct mbuf *rb = r->buf;
+    if (rb != NULL && r->pos == rb->len && (r->msg == NULL || rb->len == 0 || mbuf_room(rb) == 0)) {
+        mbuf_unref(rb);
+        r->buf = NULL;
+        r->pos = 0;
+    }
+}
 
 /* Drops the buffer and the partial message (the parse state's memory stays for reuse). */
 void reader_reset(struct reader *r, struct msg_pool *pp);
