@@ -82,7 +82,8 @@ clean-local: clean-fuzz
 
 .PHONY: fuzz clean-fuzz
 
-EXTRA_DIST += tests/fuzz/fuzz.mk tests/fuzz/fuzz_check.h tests/fuzz/fuzz_feed.h \
+EXTRA_DIST += tests/common/reader_scrub.h \
+	tests/fuzz/fuzz.mk tests/fuzz/fuzz_check.h tests/fuzz/fuzz_feed.h \
 	tests/fuzz/fuzz_feed.c tests/fuzz/fuzz_proto.c tests/fuzz/fuzz_redis_req.c \
 	tests/fuzz/fuzz_redis_rsp.c tests/fuzz/fuzz_mc_req.c tests/fuzz/fuzz_mc_rsp.c \
 	tests/fuzz/fuzz_conf.c tests/fuzz/seeds.py tests/fuzz/corpus tests/fuzz/dict

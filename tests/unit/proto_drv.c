@@ -15,6 +15,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "../common/reader_scrub.h"
 #include "proto_drv.h"
 
 void tenv_init(struct tenv *e, size_t mbuf_size)
@@ -130,21 +131,6 @@ static const struct reader_sink drv_sink = {
     .begin = drv_begin, .parse = drv_parse, .on_msg = drv_msg, .msg_max = UINT64_MAX,
 };
 
-/* reader_room. When it moves a full buffer's unconsumed tail to a fresh one, the old tail is
- * overwritten after the copy, so a parser that kept pointers into unconsumed bytes reads garbage
- * (a reference of the driver's keeps the old buffer alive for that). */
-static int drv_room(struct drv *d, uint8_t **at, uint32_t *room)
-{
-    struct mbuf *old = d->rd.buf;
-    uint32_t pos = d->rd.pos;
-    if (old != NULL) mbuf_ref(old);
-    int rc = reader_room(&d->rd, &d->env->mp, at, room);
-    if (old == NULL) return rc;
-    if (d->rd.buf != old) memset(old->data + pos, '#', old->len - pos);
-    mbuf_unref(old);
-    return rc;
-}
-
 /* Keeps a copy of the bytes read, to check the msgs' bytes against. */
 static void drv_record(struct drv *d, const uint8_t *p, size_t k)
 {
@@ -163,7 +149,7 @@ void drv_read(struct drv *d, const void *data, size_t len)
     while (len > 0 && !d->failed) {
         uint8_t *at;
         uint32_t room;
-        int rc = drv_room(d, &at, &room);
+        int rc = reader_room_scrub(&d->rd, &d->env->mp, &at, &room);
         if (rc == -E2BIG) {
             d->failed = d->gave_up = true;
             break;

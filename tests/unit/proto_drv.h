@@ -4,9 +4,9 @@
  * reader_room for room (a read larger than the room becomes several room-sized reads, as a socket's
  * would), copies the bytes there and hands them to reader_parse; reader_trim ends each read. The
  * reader's sink wraps the parser with the checks. When the reader moves a full mbuf's unconsumed
- * tail to a fresh mbuf, the driver overwrites the old tail, so a parser keeping pointers into
- * unconsumed bytes reads garbage; when the tail alone fills an mbuf (-E2BIG) the driver gives up,
- * as the core does.
+ * tail to a fresh mbuf, the old tail is overwritten (and under ASan poisoned while a msg keeps the
+ * old mbuf: tests/common/reader_scrub.h), so a parser keeping pointers into unconsumed bytes reads
+ * garbage; when the tail alone fills an mbuf (-E2BIG) the driver gives up, as the core does.
  *
  * It checks the parser contract (src/proto/proto.h) on every call: *consumed is set and
  * consumed <= len; after PARSE_AGAIN a second call with the same bytes consumes nothing and
