@@ -22,15 +22,15 @@ FUZZ_PROTO_SRCS = src/common/log.c src/common/clock.c src/common/sock.c src/comm
 	src/proto/redis_cmd.c src/proto/redis_req.c src/proto/redis_rsp.c \
 	src/proto/redis_frag.c src/proto/redis_local.c src/proto/redis_info.c src/proto/redis_fanout.c src/proto/redis_pubsub.c \
 	src/proto/redis_proto.c \
-	src/proto/proto.c
+	src/proto/proto.c src/proto/reader.c
 FUZZ_CONF_SRCS = src/conf/conf.c src/conf/conf_yaml.c src/conf/conf_keys.c src/conf/conf_addr.c \
 	src/hash/hash.c src/hash/md5.c src/hash/crc.c src/hash/fnv.c src/hash/jenkins.c \
 	src/hash/hsieh.c src/hash/murmur.c src/hash/dist.c src/hash/ketama.c \
 	src/hash/modula.c src/hash/random.c
 FUZZ_HARNESS_SRCS = tests/fuzz/fuzz_feed.c tests/fuzz/fuzz_proto.c
-FUZZ_HDRS = tests/fuzz/fuzz_check.h tests/fuzz/fuzz_feed.h \
+FUZZ_HDRS = tests/fuzz/fuzz_check.h tests/fuzz/fuzz_feed.h tests/common/reader_scrub.h \
 	src/common/log.h src/common/util.h src/common/clock.h src/common/sock.h src/common/textbuf.h src/msg/mbuf.h src/msg/msg.h \
-	src/proto/proto.h src/proto/memcache.h src/proto/redis.h src/proto/redis_cmd.h \
+	src/proto/proto.h src/proto/reader.h src/proto/memcache.h src/proto/redis.h src/proto/redis_cmd.h \
 	src/conf/conf.h src/conf/conf_int.h src/hash/hash.h src/hash/hash_impl.h \
 	src/hash/md5.h src/hash/dist.h src/hash/dist_impl.h
 
@@ -41,7 +41,7 @@ FUZZ_PROTO_OBJS = $(FUZZ_OBJ)/log.o $(FUZZ_OBJ)/clock.o $(FUZZ_OBJ)/sock.o $(FUZ
 	$(FUZZ_OBJ)/redis_cmd.o $(FUZZ_OBJ)/redis_req.o $(FUZZ_OBJ)/redis_rsp.o \
 	$(FUZZ_OBJ)/redis_frag.o $(FUZZ_OBJ)/redis_local.o $(FUZZ_OBJ)/redis_info.o $(FUZZ_OBJ)/redis_fanout.o \
 	$(FUZZ_OBJ)/redis_pubsub.o \
-	$(FUZZ_OBJ)/redis_proto.o $(FUZZ_OBJ)/proto.o $(FUZZ_OBJ)/fuzz_feed.o $(FUZZ_OBJ)/fuzz_proto.o
+	$(FUZZ_OBJ)/redis_proto.o $(FUZZ_OBJ)/proto.o $(FUZZ_OBJ)/reader.o $(FUZZ_OBJ)/fuzz_feed.o $(FUZZ_OBJ)/fuzz_proto.o
 FUZZ_CONF_OBJS = $(FUZZ_OBJ)/log.o \
 	$(FUZZ_OBJ)/conf.o $(FUZZ_OBJ)/conf_yaml.o $(FUZZ_OBJ)/conf_keys.o $(FUZZ_OBJ)/conf_addr.o \
 	$(FUZZ_OBJ)/hash.o $(FUZZ_OBJ)/md5.o $(FUZZ_OBJ)/crc.o $(FUZZ_OBJ)/fnv.o \
@@ -82,7 +82,8 @@ clean-local: clean-fuzz
 
 .PHONY: fuzz clean-fuzz
 
-EXTRA_DIST += tests/fuzz/fuzz.mk tests/fuzz/fuzz_check.h tests/fuzz/fuzz_feed.h \
+EXTRA_DIST += tests/common/reader_scrub.h \
+	tests/fuzz/fuzz.mk tests/fuzz/fuzz_check.h tests/fuzz/fuzz_feed.h \
 	tests/fuzz/fuzz_feed.c tests/fuzz/fuzz_proto.c tests/fuzz/fuzz_redis_req.c \
 	tests/fuzz/fuzz_redis_rsp.c tests/fuzz/fuzz_mc_req.c tests/fuzz/fuzz_mc_rsp.c \
 	tests/fuzz/fuzz_conf.c tests/fuzz/seeds.py tests/fuzz/corpus tests/fuzz/dict

@@ -1,28 +1,19 @@
 /*
- * fuzz_feed.c - the core-like feeding and the parser-contract checks of fuzz_feed.h.
+ * fuzz_feed.c - the feeding through the core's reader (proto/reader.c) and the parser-contract
+ * checks, in the reader's sink, of fuzz_feed.h.
  *
  * Threads: the fuzzer's only.
  */
 #include "config.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/reader_scrub.h"
 #include "fuzz_feed.h"
 #include "proto/redis_cmd.h"
-
-#if defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define FZ_ASAN 1
-#endif
-#endif
-#if defined(__SANITIZE_ADDRESS__)
-#define FZ_ASAN 1
-#endif
-#ifdef FZ_ASAN
-#include <sanitizer/asan_interface.h>
-#endif
 
 uint64_t fz_rand(uint64_t *state)
 {
@@ -94,25 +85,20 @@ void fz_feed_init(struct fz_feed *f, const struct proto_ops *ops, bool rsp, bool
     f->stream = stream;
     f->on_msg = on_msg;
     f->ctx = ctx;
-    parse_state_reset(&f->ps);
 }
 
 void fz_feed_deinit(struct fz_feed *f)
 {
-    if (f->cur != NULL) msg_put(f->pp, f->cur);
-    if (f->rb != NULL) mbuf_unref(f->rb);
-    parse_state_free(&f->ps);
+    reader_deinit(&f->rd, f->pp);
     free(f->bytes.p);
     free(f->elem.p);
-    f->cur = NULL;
-    f->rb = NULL;
     f->bytes = f->elem = (struct fz_buf){ 0 };
 }
 
-/* The stream offset of rb->data[rpos]. */
+/* The stream offset of the reader's first unconsumed byte. */
 static uint64_t fz_stream_pos(const struct fz_feed *f)
 {
-    return f->fed - (f->rb != NULL ? f->rb->len - f->rpos : 0);
+    return f->fed - (f->rd.buf != NULL ? f->rd.buf->len - f->rd.pos : 0);
 }
 
 /* Where p[0..len) lies in m (as an offset), if it lies inside one of m's spans. */
@@ -304,21 +290,20 @@ struct fz_snap {
     struct msg_elem last_elem;
 };
 
-static void fz_snap_take(struct fz_snap *s, const struct fz_feed *f)
+static void fz_snap_take(struct fz_snap *s, const struct parse_state *ps, const struct msg *m)
 {
     memset(s, 0, sizeof(*s));
-    s->ps = f->ps;
-    for (uint32_t i = 0; i < 4 && i < f->ps.depth; i++)
-        s->stack_top[i] = f->ps.stack[f->ps.depth - 1 - i];
-    s->m = *f->cur;
-    if (f->cur->nkeys > 0) s->last_key = f->cur->keys[f->cur->nkeys - 1];
-    if (f->cur->nelems > 0) s->last_elem = f->cur->elems[f->cur->nelems - 1];
+    s->ps = *ps;
+    for (uint32_t i = 0; i < 4 && i < ps->depth; i++) s->stack_top[i] = ps->stack[ps->depth - 1 - i];
+    s->m = *m;
+    if (m->nkeys > 0) s->last_key = m->keys[m->nkeys - 1];
+    if (m->nelems > 0) s->last_elem = m->elems[m->nelems - 1];
 }
 
-static void fz_snap_same(const struct fz_snap *s, const struct fz_feed *f)
+static void fz_snap_same(const struct fz_snap *s, const struct parse_state *ps, const struct msg *m)
 {
     struct fz_snap now;
-    fz_snap_take(&now, f);
+    fz_snap_take(&now, ps, m);
     const struct parse_state *a = &s->ps, *b = &now.ps;
     FZ_CHECK(a->state == b->state && a->a == b->a && a->b == b->b && a->c == b->c &&
              a->d == b->d && a->off == b->off && a->depth == b->depth &&
@@ -330,110 +315,79 @@ static void fz_snap_same(const struct fz_snap *s, const struct fz_feed *f)
     FZ_CHECK(memcmp(&s->last_elem, &now.last_elem, sizeof(s->last_elem)) == 0);
 }
 
-static int fz_call(struct fz_feed *f, const uint8_t *buf, size_t len, size_t *consumed)
+/* reader_sink.begin: as the core's roles (parse_state_reset, then this side's want_elems). */
+static void fz_sink_begin(void *ctx, struct parse_state *ps)
 {
-    return f->rsp ? f->ops->parse_rsp(&f->ps, f->cur, buf, len, consumed)
-                  : f->ops->parse_req(&f->ps, f->cur, buf, len, consumed);
+    struct fz_feed *f = ctx;
+    parse_state_reset(ps);
+    ps->want_elems = f->want_elems;
+    f->cur_start = fz_stream_pos(f);
 }
 
-/* Parses what rb holds past rpos (src/core/conn.c conn_parse). */
-static void fz_parse(struct fz_feed *f)
+/* reader_sink.parse: the protocol's parser, its contract checked. After PARSE_AGAIN it took all it
+ * could: the bytes it left, given again (the msg's len counting the consumed ones, as the reader
+ * will have appended them), change nothing. */
+static int fz_sink_parse(void *ctx, struct parse_state *ps, struct msg *m, const uint8_t *buf,
+                         size_t len, size_t *consumed)
 {
-    while (f->status == FZ_OK && f->rpos < f->rb->len) {
-        if (f->cur == NULL) {
-            f->cur = msg_get(f->pp);
-            FZ_CHECK(f->cur != NULL);
-            parse_state_reset(&f->ps);
-            f->ps.want_elems = f->want_elems;
-            f->cur_start = fz_stream_pos(f);
-        }
-        size_t avail = f->rb->len - f->rpos, consumed = (size_t)-1;
-        int st = fz_call(f, f->rb->data + f->rpos, avail, &consumed);
-        FZ_CHECK(st == PARSE_DONE || st == PARSE_AGAIN || st == PARSE_ERROR);
-        FZ_CHECK(consumed <= avail);
-        if (consumed > 0) {
-            FZ_CHECK(msg_append(f->cur, f->rb, f->rpos, (uint32_t)consumed) == 0);
-            f->rpos += (uint32_t)consumed;
-        }
-        if (st == PARSE_ERROR) {
-            FZ_CHECK(f->ps.error != NULL && f->ps.error[0] != '\0');
-            f->status = FZ_ERROR;
-            return;
-        }
-        FZ_CHECK(f->ps.error == NULL);
-        if (st == PARSE_AGAIN) {
-            /* it took all it could: the same bytes again change nothing */
-            size_t left = f->rb->len - f->rpos, again = (size_t)-1;
-            if (left > 0 && !f->light) {
-                struct fz_snap s;
-                fz_snap_take(&s, f);
-                FZ_CHECK(fz_call(f, f->rb->data + f->rpos, left, &again) == PARSE_AGAIN);
-                FZ_CHECK(again == 0);
-                fz_snap_same(&s, f);
-            }
-            return;
-        }
-        FZ_CHECK(consumed > 0);
-        if (!f->light) fz_check_msg(f, f->cur);
-        struct msg *m = f->cur;
-        f->cur = NULL;
-        f->nmsgs++;
-        f->done_end = fz_stream_pos(f);
-        f->on_msg(f, m, f->ctx);
+    struct fz_feed *f = ctx;
+    int (*parse)(struct parse_state *, struct msg *, const uint8_t *, size_t, size_t *) =
+        f->rsp ? f->ops->parse_rsp : f->ops->parse_req;
+    size_t n = (size_t)-1, again = (size_t)-1;
+    int st = parse(ps, m, buf, len, &n);
+    FZ_CHECK(st == PARSE_DONE || st == PARSE_AGAIN || st == PARSE_ERROR);
+    FZ_CHECK(n <= len);
+    if (st == PARSE_ERROR) FZ_CHECK(ps->error != NULL && ps->error[0] != '\0');
+    else FZ_CHECK(ps->error == NULL);
+    if (st == PARSE_DONE) FZ_CHECK(n > 0);
+    if (st == PARSE_AGAIN && n < len && !f->light) {
+        struct fz_snap s;
+        m->len += n;
+        fz_snap_take(&s, ps, m);
+        FZ_CHECK(parse(ps, m, buf + n, len - n, &again) == PARSE_AGAIN);
+        FZ_CHECK(again == 0);
+        fz_snap_same(&s, ps, m);
+        m->len -= n;
     }
+    *consumed = n;
+    return st;
 }
 
-/* Makes room in rb (src/core/conn.c conn_rbuf_ready): a full mbuf's unconsumed tail moves to a
- * fresh one; a tail that fills a whole mbuf gives up. */
-static void fz_rbuf_ready(struct fz_feed *f)
+/* reader_sink.on_msg: the msg is checked and handed to the feed's owner. */
+static int fz_sink_msg(void *ctx, struct msg *m)
 {
-    struct mbuf *rb = f->rb;
-    if (rb != NULL && mbuf_room(rb) > 0) return;
-    struct mbuf *nb = mbuf_get(f->mp);
-    FZ_CHECK(nb != NULL);
-#ifdef FZ_ASAN
-    /* a chunk from a pool that keeps them may have been poisoned below in an earlier life */
-    ASAN_UNPOISON_MEMORY_REGION(nb->data, nb->cap);
-#endif
-    if (rb != NULL) {
-        uint32_t tail = rb->len - f->rpos;
-        if (tail > 0 && f->rpos == 0) {
-            mbuf_unref(nb);
-            f->status = FZ_GAVE_UP;
-            return;
-        }
-        memcpy(nb->data, rb->data + f->rpos, tail);
-        nb->len = tail;
-        /* the parser may keep no pointer into unconsumed bytes: make any later read fail */
-        memset(rb->data + f->rpos, '#', tail);
-#ifdef FZ_ASAN
-        if (rb->refs > 1) ASAN_POISON_MEMORY_REGION(rb->data + f->rpos, tail);
-#endif
-        mbuf_unref(rb);
-    }
-    f->rb = nb;
-    f->rpos = 0;
+    struct fz_feed *f = ctx;
+    if (!f->light) fz_check_msg(f, m);
+    f->nmsgs++;
+    f->done_end = fz_stream_pos(f);
+    f->on_msg(f, m, f->ctx);
+    return 0;
 }
+
+static const struct reader_sink fz_sink = {
+    .begin = fz_sink_begin, .parse = fz_sink_parse, .on_msg = fz_sink_msg, .msg_max = UINT64_MAX,
+};
 
 void fz_feed_read(struct fz_feed *f, size_t n)
 {
     while (n > 0 && f->status == FZ_OK) {
-        fz_rbuf_ready(f);
-        if (f->status != FZ_OK) return;
-        uint32_t room = mbuf_room(f->rb);
-        size_t k = n < room ? n : room;
-        memcpy(f->rb->data + f->rb->len, f->stream + f->fed, k);
-        f->rb->len += (uint32_t)k;
+        uint8_t *at;
+        uint32_t room;
+        int rc = reader_room_scrub(&f->rd, f->mp, &at, &room);
+        if (rc == -E2BIG) {
+            f->status = FZ_GAVE_UP;
+            break;
+        }
+        FZ_CHECK(rc == 0);
+        uint32_t k = n < room ? (uint32_t)n : room;
+        memcpy(at, f->stream + f->fed, k);
         f->fed += k;
         n -= k;
-        fz_parse(f);
-        /* a short read ends the event; an idle connection then holds no buffer */
-        if (k < room && f->status == FZ_OK && f->rpos == f->rb->len) {
-            mbuf_unref(f->rb);
-            f->rb = NULL;
-            f->rpos = 0;
-        }
+        rc = reader_parse(&f->rd, k, f->pp, &fz_sink, f);
+        FZ_CHECK(rc == 0 || rc == -EPROTO);
+        if (rc == -EPROTO) f->status = FZ_ERROR;
     }
+    reader_trim(&f->rd);
 }
 
 struct fz_collect {

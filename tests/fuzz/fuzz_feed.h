@@ -1,10 +1,12 @@
 /*
  * fuzz_feed.h - the libFuzzer harness shared by the protocol targets (tests/fuzz/fuzz_*.c): feeds
- * the fuzz input to a proto_ops parser the way the core does (src/core/conn.c: reads into mbufs of
- * the pool's size, the parser sees the unconsumed bytes of the current mbuf, consumed bytes are
- * appended to the msg, a full mbuf's unconsumed tail moves to a fresh mbuf, a tail filling a whole
- * mbuf gives up, an idle connection drops its mbuf), checks the parser contract (proto.h) on every
- * call and every message, and runs fragment()+coalesce() on multi-key requests with fake replies.
+ * the fuzz input to a proto_ops parser through the core's own read-and-parse loop
+ * (src/proto/reader.c, as src/core/conn.c drives it: reader_room, the read into the room, a read
+ * larger than the room split as a socket's would be, reader_parse, reader_trim after each read),
+ * checks the parser contract (proto.h) on every call and every message in the reader's sink,
+ * overwrites (and ASan-poisons) a full mbuf's unconsumed tail once the reader has moved it
+ * (tests/common/reader_scrub.h), and runs fragment()+coalesce() on multi-key requests with fake
+ * replies.
  *
  * Input format (see notes/fuzzing.md): a 4-byte header, then the byte stream.
  *   h[0] bits 0-1  mbuf chunk size: 512, 549, 1024, 4096 bytes (header included)
@@ -26,6 +28,7 @@
 #include "msg/mbuf.h"
 #include "msg/msg.h"
 #include "proto/proto.h"
+#include "proto/reader.h"
 
 enum fz_status { FZ_OK = 0, FZ_ERROR, FZ_GAVE_UP };
 
@@ -64,13 +67,10 @@ struct fz_feed {
     struct msg_pool *pp;
     struct fz_pools re;        /* for re-parses of this feed's elements: re_mp/re_pp of its pools */
     struct fz_buf bytes, elem; /* scratch: a msg's bytes, an element made a whole reply */
-    struct parse_state ps;
-    struct mbuf *rb;           /* the read buffer (NULL when idle, as the core) */
-    uint32_t rpos;             /* its first unconsumed byte */
-    struct msg *cur;           /* the msg being parsed */
+    struct reader rd;          /* the read buffer, the msg being parsed, the parse state */
     const uint8_t *stream;     /* every byte of the stream (fed or to come) */
     size_t fed;                /* bytes of stream read so far */
-    uint64_t cur_start;        /* stream offset of cur's first byte */
+    uint64_t cur_start;        /* stream offset of the first byte of the msg being parsed */
     uint64_t done_end;         /* stream offset after the last complete msg */
     enum fz_status status;
     size_t nmsgs;
@@ -96,9 +96,10 @@ void fz_params(struct fz_params *p, const uint8_t **data, size_t *size);
 void fz_feed_init(struct fz_feed *f, const struct proto_ops *ops, bool rsp, bool want_elems,
                   const struct fz_pools *pools, const uint8_t *stream, fz_msg_fn on_msg,
                   void *ctx);
-/* One read of the next n bytes of the stream (split further by the mbuf's room). */
+/* One read of the next n bytes of the stream (split further by the reader's room), then
+ * reader_trim. */
 void fz_feed_read(struct fz_feed *f, size_t n);
-/* Puts the msg in progress and the read buffer, frees the parse state and the scratch. */
+/* reader_deinit (the msg in progress, the read buffer, the parse state), frees the scratch. */
 void fz_feed_deinit(struct fz_feed *f);
 
 /*

@@ -523,7 +523,7 @@ static enum fz_status fz_stream(struct fz_run *r, const uint8_t reads[3], const 
         fz_feed_read(&f, k < r->size - f.fed ? k : r->size - f.fed);
     }
     enum fz_status st = f.status;
-    *error = st == FZ_ERROR ? f.ps.error : NULL;
+    *error = st == FZ_ERROR ? f.rd.ps.error : NULL;
     fz_feed_deinit(&f);
     return st;
 }

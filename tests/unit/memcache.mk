@@ -1,5 +1,6 @@
 # unit tests of memcache (src/proto/memcache_*.c). proto_drv.c (shared with redis.mk) feeds bytes
-# to a parser the way the core does and checks the parser contract on every call.
+# to a parser through the core's reader (src/proto/reader.c) and checks the parser contract on
+# every call.
 check_PROGRAMS += tests/unit/test_memcache
 TESTS += tests/unit/test_memcache
 tests_unit_test_memcache_SOURCES = tests/unit/test_memcache.c tests/unit/proto_drv.c tests/unit/proto_drv.h

@@ -1,10 +1,11 @@
 /*
- * proto_drv.c - feeds bytes to a protocol parser the way the core does and checks the parser
- * contract on every call (see proto_drv.h).
+ * proto_drv.c - feeds bytes to a protocol parser through the core's reader (proto/reader.c) and
+ * checks the parser contract on every call, in the reader's sink (see proto_drv.h).
  * Threads: the test's only.
  */
 #include "config.h"
 
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -14,6 +15,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "../common/reader_scrub.h"
 #include "proto_drv.h"
 
 void tenv_init(struct tenv *e, size_t mbuf_size)
@@ -37,13 +39,7 @@ void drv_init(struct drv *d, struct tenv *e, const struct proto_ops *ops, bool r
     d->env = e;
     d->ops = ops;
     d->rsp = rsp;
-    d->ps.want_elems = want_elems;
-    parse_state_reset(&d->ps);
-    assert_true(d->ps.want_elems == want_elems); /* parse_reset keeps it */
-    d->cur = mbuf_get(&e->mp);
-    d->m = msg_get(&e->pp);
-    assert_non_null(d->cur);
-    assert_non_null(d->m);
+    d->want_elems = want_elems;
 }
 
 void drv_open(struct drv *d, struct tenv *e, size_t mbuf_size, const struct proto_ops *ops,
@@ -60,22 +56,6 @@ void drv_close(struct drv *d)
     tenv_deinit(e);
 }
 
-static void drv_push(struct drv *d, struct msg *m)
-{
-    if (d->nout == d->out_cap) {
-        d->out_cap = d->out_cap ? d->out_cap * 2 : 16;
-        d->out = realloc(d->out, d->out_cap * sizeof(*d->out));
-        assert_non_null(d->out);
-    }
-    d->out[d->nout++] = m;
-}
-
-static int drv_call(struct drv *d, const uint8_t *buf, size_t len, size_t *consumed)
-{
-    return d->rsp ? d->ops->parse_rsp(&d->ps, d->m, buf, len, consumed)
-                  : d->ops->parse_req(&d->ps, d->m, buf, len, consumed);
-}
-
 static bool same_state(const struct parse_state *a, const struct parse_state *b)
 {
     return a->state == b->state && a->a == b->a && a->b == b->b && a->c == b->c &&
@@ -85,24 +65,50 @@ static bool same_state(const struct parse_state *a, const struct parse_state *b)
            a->error == b->error;
 }
 
-/* After PARSE_AGAIN the parser took all it could: called again with the bytes it left (the msg's
- * len counting the consumed ones, as the core will have appended them), it consumes nothing and
- * leaves its state alone. */
-static void drv_check_again(struct drv *d, const uint8_t *buf, size_t len, size_t consumed)
+/* reader_sink.begin: as the core's roles, parse_state_reset (which keeps want_elems), then the
+ * want_elems this side wants. */
+static void drv_begin(void *ctx, struct parse_state *ps)
 {
-    struct parse_state before = d->ps;
-    uint64_t before_len = d->m->len;
-    size_t again = (size_t)-1;
-    d->m->len += consumed;
-    assert_int_equal(drv_call(d, buf + consumed, len - consumed, &again), PARSE_AGAIN);
-    assert_int_equal(again, 0);
-    assert_true(same_state(&before, &d->ps));
-    d->m->len = before_len;
+    const struct drv *d = ctx;
+    bool want_elems = ps->want_elems;
+    parse_state_reset(ps);
+    assert_true(ps->want_elems == want_elems);
+    ps->want_elems = d->want_elems;
 }
 
-/* A completed msg holds exactly the bytes that followed the previous one. */
-static void drv_check_bytes(struct drv *d, const struct msg *m)
+/* reader_sink.parse: the protocol's parser, its contract checked. After PARSE_AGAIN it took all it
+ * could: called again with the bytes it left (the msg's len counting the consumed ones, as the
+ * reader will have appended them), it consumes nothing and leaves its state alone. */
+static int drv_parse(void *ctx, struct parse_state *ps, struct msg *m, const uint8_t *buf,
+                     size_t len, size_t *consumed)
 {
+    const struct drv *d = ctx;
+    int (*parse)(struct parse_state *, struct msg *, const uint8_t *, size_t, size_t *) =
+        d->rsp ? d->ops->parse_rsp : d->ops->parse_req;
+    size_t n = (size_t)-1, again = (size_t)-1;
+    int rc = parse(ps, m, buf, len, &n);
+    assert_true(n <= len);
+    if (rc == PARSE_AGAIN) {
+        struct parse_state before = *ps;
+        m->len += n;
+        assert_int_equal(parse(ps, m, buf + n, len - n, &again), PARSE_AGAIN);
+        assert_int_equal(again, 0);
+        assert_true(same_state(&before, ps));
+        m->len -= n;
+    } else if (rc == PARSE_ERROR) {
+        assert_non_null(ps->error);
+    } else {
+        assert_int_equal(rc, PARSE_DONE);
+        assert_true(n > 0);
+    }
+    *consumed = n;
+    return rc;
+}
+
+/* reader_sink.on_msg: a completed msg holds exactly the bytes that followed the previous one. */
+static int drv_msg(void *ctx, struct msg *m)
+{
+    struct drv *d = ctx;
     assert_true(m->len <= d->ninput - d->ndone);
     uint8_t chunk[4096];
     for (uint64_t off = 0; off < m->len;) {
@@ -112,57 +118,18 @@ static void drv_check_bytes(struct drv *d, const struct msg *m)
         off += n;
     }
     d->ndone += (size_t)m->len;
+    if (d->nout == d->out_cap) {
+        d->out_cap = d->out_cap ? d->out_cap * 2 : 16;
+        d->out = realloc(d->out, d->out_cap * sizeof(*d->out));
+        assert_non_null(d->out);
+    }
+    d->out[d->nout++] = m;
+    return 0;
 }
 
-/* Parses what cur holds past pos, as the core does after each read. */
-static void drv_parse(struct drv *d)
-{
-    while (!d->failed && d->pos < d->cur->len) {
-        const uint8_t *buf = d->cur->data + d->pos;
-        size_t avail = d->cur->len - d->pos, consumed = (size_t)-1;
-        int rc = drv_call(d, buf, avail, &consumed);
-        assert_true(consumed <= avail);
-        if (rc == PARSE_AGAIN) drv_check_again(d, buf, avail, consumed);
-        if (consumed > 0) {
-            assert_int_equal(msg_append(d->m, d->cur, d->pos, (uint32_t)consumed), 0);
-            d->pos += (uint32_t)consumed;
-        }
-        if (rc == PARSE_ERROR) {
-            assert_non_null(d->ps.error);
-            d->failed = true;
-            d->error = d->ps.error;
-            return;
-        }
-        if (rc == PARSE_AGAIN) return;
-        assert_int_equal(rc, PARSE_DONE);
-        assert_true(consumed > 0);
-        drv_check_bytes(d, d->m);
-        drv_push(d, d->m);
-        d->m = msg_get(&d->env->pp);
-        assert_non_null(d->m);
-        bool want_elems = d->ps.want_elems; /* a test may have changed it */
-        parse_state_reset(&d->ps);
-        assert_true(d->ps.want_elems == want_elems);
-    }
-}
-
-/* cur is full: move its unconsumed tail to a fresh mbuf, or give up if the tail fills it. */
-static void drv_make_room(struct drv *d)
-{
-    if (d->pos == 0) {
-        d->failed = d->gave_up = true;
-        return;
-    }
-    struct mbuf *nb = mbuf_get(&d->env->mp);
-    assert_non_null(nb);
-    uint32_t tail = d->cur->len - d->pos;
-    memcpy(nb->data, d->cur->data + d->pos, tail);
-    nb->len = tail;
-    memset(d->cur->data + d->pos, '#', tail); /* the parser must not have kept pointers here */
-    mbuf_unref(d->cur);
-    d->cur = nb;
-    d->pos = 0;
-}
+static const struct reader_sink drv_sink = {
+    .begin = drv_begin, .parse = drv_parse, .on_msg = drv_msg, .msg_max = UINT64_MAX,
+};
 
 /* Keeps a copy of the bytes read, to check the msgs' bytes against. */
 static void drv_record(struct drv *d, const uint8_t *p, size_t k)
@@ -180,18 +147,25 @@ void drv_read(struct drv *d, const void *data, size_t len)
 {
     const uint8_t *p = data;
     while (len > 0 && !d->failed) {
-        if (mbuf_room(d->cur) == 0) {
-            drv_make_room(d);
-            if (d->failed) return;
+        uint8_t *at;
+        uint32_t room;
+        int rc = reader_room_scrub(&d->rd, &d->env->mp, &at, &room);
+        if (rc == -E2BIG) {
+            d->failed = d->gave_up = true;
+            break;
         }
-        size_t k = mbuf_room(d->cur) < len ? mbuf_room(d->cur) : len;
-        memcpy(d->cur->data + d->cur->len, p, k);
+        assert_int_equal(rc, 0);
+        uint32_t k = room < len ? room : (uint32_t)len;
+        memcpy(at, p, k);
         drv_record(d, p, k);
-        d->cur->len += (uint32_t)k;
         p += k;
         len -= k;
-        drv_parse(d);
+        rc = reader_parse(&d->rd, k, &d->env->pp, &drv_sink, d);
+        assert_true(rc == 0 || rc == -EPROTO);
+        d->failed = rc == -EPROTO;
+        if (d->failed) d->error = d->rd.ps.error;
     }
+    reader_trim(&d->rd);
 }
 
 void drv_feed(struct drv *d, const void *data, size_t len, size_t step)
@@ -229,7 +203,8 @@ struct msg *drv_take(struct drv *d, size_t i)
 
 uint64_t drv_pending(const struct drv *d)
 {
-    return d->m->len + (d->cur->len - d->pos);
+    const struct reader *r = &d->rd;
+    return (r->msg != NULL ? r->msg->len : 0) + (r->buf != NULL ? r->buf->len - r->pos : 0);
 }
 
 void drv_deinit(struct drv *d)
@@ -237,9 +212,7 @@ void drv_deinit(struct drv *d)
     for (size_t i = 0; i < d->nout; i++)
         if (d->out[i] != NULL) msg_put(&d->env->pp, d->out[i]);
     free(d->out);
-    msg_put(&d->env->pp, d->m);
-    mbuf_unref(d->cur);
-    parse_state_free(&d->ps);
+    reader_deinit(&d->rd, &d->env->pp);
     free(d->input);
     memset(d, 0, sizeof(*d));
 }

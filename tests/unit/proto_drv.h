@@ -1,16 +1,18 @@
 /*
- * proto_drv.h - the unit tests' driver that feeds bytes to a proto_ops parser the way the core
- * does (src/core/conn.c): reads land in mbufs of the pool's size, the parser sees the unconsumed
- * bytes of the current mbuf, the consumed ones are appended to the msg, and when the mbuf is full
- * its unconsumed tail moves to a fresh mbuf (the old tail is overwritten first, so a parser keeping
- * pointers into unconsumed bytes reads garbage). When the tail alone fills an mbuf the driver gives
- * up, as the core does.
+ * proto_drv.h - the unit tests' driver that feeds bytes to a proto_ops parser through the core's
+ * own read-and-parse loop (src/proto/reader.c, as src/core/conn.c drives it): each read asks
+ * reader_room for room (a read larger than the room becomes several room-sized reads, as a socket's
+ * would), copies the bytes there and hands them to reader_parse; reader_trim ends each read. The
+ * reader's sink wraps the parser with the checks. When the reader moves a full mbuf's unconsumed
+ * tail to a fresh mbuf, the old tail is overwritten (and under ASan poisoned while a msg keeps the
+ * old mbuf: tests/common/reader_scrub.h), so a parser keeping pointers into unconsumed bytes reads
+ * garbage; when the tail alone fills an mbuf (-E2BIG) the driver gives up, as the core does.
  *
  * It checks the parser contract (src/proto/proto.h) on every call: *consumed is set and
  * consumed <= len; after PARSE_AGAIN a second call with the same bytes consumes nothing and
  * leaves the parse state untouched; PARSE_DONE consumed something; PARSE_ERROR names its error;
  * parse_reset keeps want_elems; and every completed msg's bytes are exactly the bytes fed, in
- * order. Used by test_redis, test_redis_rsp and test_memcache.
+ * order. Used by test_redis, test_redis_rsp, test_redis_hello and test_memcache.
  *
  * Threads: the test's only.
  */
@@ -24,6 +26,7 @@
 #include "msg/mbuf.h"
 #include "msg/msg.h"
 #include "proto/proto.h"
+#include "proto/reader.h"
 
 /* pools shared by the drivers (and fragments) of one test */
 struct tenv {
@@ -39,10 +42,8 @@ struct drv {
     struct tenv *env;
     const struct proto_ops *ops;
     bool rsp;                 /* parse responses */
-    struct parse_state ps;
-    struct mbuf *cur;         /* the mbuf reads go to (the driver holds a reference) */
-    uint32_t pos;             /* first unconsumed byte in cur */
-    struct msg *m;            /* the msg being parsed */
+    bool want_elems;          /* set in the parse state before each msg (a test may change it) */
+    struct reader rd;         /* the read buffer, the msg being parsed, the parse state */
     struct msg **out;         /* completed msgs, in order (a test may take one: set it NULL) */
     size_t nout, out_cap;
     bool failed;              /* PARSE_ERROR seen, or gave up on a token larger than an mbuf */
@@ -58,7 +59,8 @@ void drv_init(struct drv *d, struct tenv *e, const struct proto_ops *ops, bool r
 void drv_open(struct drv *d, struct tenv *e, size_t mbuf_size, const struct proto_ops *ops,
               bool rsp, bool want_elems);
 void drv_close(struct drv *d);
-/* One read of len bytes from the socket. */
+/* One read of len bytes from the socket (a burst: reads of the room the reader gives, then
+ * reader_trim). */
 void drv_read(struct drv *d, const void *data, size_t len);
 /* Reads data in pieces of step bytes (0: all at once). */
 void drv_feed(struct drv *d, const void *data, size_t len, size_t step);
@@ -70,7 +72,7 @@ void drv_feed_cuts(struct drv *d, const void *data, size_t len, const size_t *cu
 struct msg *drv_take(struct drv *d, size_t i);
 /* Bytes received but not yet part of a completed msg (the msg in progress plus the tail). */
 uint64_t drv_pending(const struct drv *d);
-/* Puts every msg it still holds, its mbuf, frees the parser state. */
+/* Puts every msg it still holds, then reader_deinit. */
 void drv_deinit(struct drv *d);
 
 /* The outcome of feeding a stream to a fresh driver: one summary line per parsed msg. */

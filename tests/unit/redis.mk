@@ -1,8 +1,8 @@
 # unit tests of redis (src/proto/redis_*): command table and request parser (test_redis), response
 # parser, fragments and coalescing (test_redis_rsp), the handshake the proxy answers (HELLO, AUTH,
 # CLIENT, ECHO, SELECT, RESET) and HELLO's and INFO's replies from every server's INFO
-# (test_redis_hello). proto_drv.c feeds bytes the way the core does
-# and checks the parser contract on every call (memcache.mk uses it too).
+# (test_redis_hello). proto_drv.c feeds bytes through the core's reader (src/proto/reader.c) and
+# checks the parser contract on every call (memcache.mk uses it too).
 check_PROGRAMS += tests/unit/test_redis tests/unit/test_redis_rsp tests/unit/test_redis_hello
 TESTS += tests/unit/test_redis tests/unit/test_redis_rsp tests/unit/test_redis_hello
 tests_unit_test_redis_SOURCES = tests/unit/test_redis.c tests/unit/proto_drv.c tests/unit/proto_drv.h

@@ -655,7 +655,7 @@ static void check_deep_reply(const char *in, size_t len, size_t tail, uint8_t ty
         assert_int_equal(m->elems[0].end, len - tail);
         assert_int_equal(m->elems[1].start, len - tail);
         assert_int_equal(m->elems[1].end, len);
-        assert_true(d.ps.stack_cap >= 1000);
+        assert_true(d.rd.ps.stack_cap >= 1000);
         assert_int_equal(d.out[1]->rsp_type, next_type);
         drv_close(&d);
     }
@@ -998,7 +998,7 @@ static void roundtrip(const struct roundtrip *r)
     assert_int_equal(t.req->nfrags, r->nfrags);
     ft_check_frags(&t, r->servers);
     if (r->replies != NULL) {
-        t.rs.ps.want_elems = !r->no_elems;
+        t.rs.want_elems = !r->no_elems;
         ft_replies(&t, r->replies);
         char *text;
         struct msg *rsp;
