@@ -371,8 +371,8 @@ static const struct reader_sink fz_sink = {
 void fz_feed_read(struct fz_feed *f, size_t n)
 {
     while (n > 0 && f->status == FZ_OK) {
-        uint8_t *at;
-        uint32_t room;
+        uint8_t *at = NULL;
+        uint32_t room = 0;
         int rc = reader_room_scrub(&f->rd, f->mp, &at, &room);
         if (rc == -E2BIG) {
             f->status = FZ_GAVE_UP;

@@ -147,8 +147,8 @@ void drv_read(struct drv *d, const void *data, size_t len)
 {
     const uint8_t *p = data;
     while (len > 0 && !d->failed) {
-        uint8_t *at;
-        uint32_t room;
+        uint8_t *at = NULL;
+        uint32_t room = 0;
         int rc = reader_room_scrub(&d->rd, &d->env->mp, &at, &room);
         if (rc == -E2BIG) {
             d->failed = d->gave_up = true;
