@@ -6,4 +6,5 @@ src_libnutcrackers_la_SOURCES += \
 	src/common/accept_pause.c src/common/accept_pause.h \
 	src/common/mem_trim.c src/common/mem_trim.h \
 	src/common/ratelimit.c src/common/ratelimit.h \
-	src/common/textbuf.c src/common/textbuf.h
+	src/common/textbuf.c src/common/textbuf.h \
+	src/common/secret.c src/common/secret.h

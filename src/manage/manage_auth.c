@@ -17,6 +17,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/secret.h"
+
 /* One entry, "addr" or "addr/prefix", copied into a NUL-terminated buffer. */
 static int manage_net_parse(struct manage_net *n, const char *s, size_t len, char *err, size_t errlen)
 {
@@ -176,12 +178,5 @@ bool manage_auth_trusted(const struct manage_auth *a, const struct sockaddr *sa,
 
 bool manage_auth_check(const struct manage_auth *a, const char *pw, size_t len)
 {
-    const struct manage_password *want = &a->pw;
-    if (want->len == 0) return false;
-    unsigned diff = len != want->len;
-    for (size_t i = 0; i < want->len; i++) {
-        unsigned char c = i < len ? (unsigned char)pw[i] : 0;
-        diff |= (unsigned)(c ^ (unsigned char)want->text[i]);
-    }
-    return diff == 0;
+    return nc_secret_equal(pw, len, a->pw.text, a->pw.len);
 }

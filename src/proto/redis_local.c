@@ -33,6 +33,7 @@
 #include <string.h>
 
 #include "common/clock.h"
+#include "common/secret.h"
 #include "common/sock.h"
 #include "conf/conf.h"
 #include "proto/redis.h"
@@ -135,8 +136,7 @@ static bool redis_creds_ok(const struct conf_pool *cp, const struct msg_key *use
 {
     if (user != NULL && !(user->len == 7 && memcmp(user->ptr, "default", 7) == 0)) return false;
     if (cp->redis_auth == NULL) return true;
-    size_t len = strlen(cp->redis_auth);
-    return pw->len == len && memcmp(pw->ptr, cp->redis_auth, len) == 0;
+    return nc_secret_equal(pw->ptr, pw->len, cp->redis_auth, strlen(cp->redis_auth)); /* constant time */
 }
 
 static const char redis_wrongpass[] = "-WRONGPASS invalid username-password pair or user is disabled.\r\n";

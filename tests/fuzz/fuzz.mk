@@ -16,7 +16,8 @@ FUZZ_BINS = $(FUZZ_BIN)/fuzz_redis_req $(FUZZ_BIN)/fuzz_redis_rsp \
 	$(FUZZ_BIN)/fuzz_mc_req $(FUZZ_BIN)/fuzz_mc_rsp $(FUZZ_BIN)/fuzz_conf
 
 # the sources under test (file names are unique: the objects share one directory)
-FUZZ_PROTO_SRCS = src/common/log.c src/common/clock.c src/common/sock.c src/common/textbuf.c src/msg/mbuf.c src/msg/msg.c \
+FUZZ_PROTO_SRCS = src/common/log.c src/common/clock.c src/common/sock.c src/common/textbuf.c src/common/secret.c \
+	src/msg/mbuf.c src/msg/msg.c \
 	src/proto/memcache_cmd.c src/proto/memcache_token.c src/proto/memcache_req.c \
 	src/proto/memcache_rsp.c src/proto/memcache_frag.c src/proto/memcache_fanout.c src/proto/memcache_proto.c \
 	src/proto/redis_cmd.c src/proto/redis_req.c src/proto/redis_rsp.c \
@@ -29,13 +30,15 @@ FUZZ_CONF_SRCS = src/conf/conf.c src/conf/conf_yaml.c src/conf/conf_keys.c src/c
 	src/hash/modula.c src/hash/random.c
 FUZZ_HARNESS_SRCS = tests/fuzz/fuzz_feed.c tests/fuzz/fuzz_proto.c
 FUZZ_HDRS = tests/fuzz/fuzz_check.h tests/fuzz/fuzz_feed.h tests/common/reader_scrub.h \
-	src/common/log.h src/common/util.h src/common/clock.h src/common/sock.h src/common/textbuf.h src/msg/mbuf.h src/msg/msg.h \
+	src/common/log.h src/common/util.h src/common/clock.h src/common/sock.h src/common/textbuf.h src/common/secret.h \
+	src/msg/mbuf.h src/msg/msg.h \
 	src/proto/proto.h src/proto/reader.h src/proto/memcache.h src/proto/redis.h src/proto/redis_cmd.h \
 	src/conf/conf.h src/conf/conf_int.h src/hash/hash.h src/hash/hash_impl.h \
 	src/hash/md5.h src/hash/dist.h src/hash/dist_impl.h
 
 # their objects (kept in step with the lists above)
-FUZZ_PROTO_OBJS = $(FUZZ_OBJ)/log.o $(FUZZ_OBJ)/clock.o $(FUZZ_OBJ)/sock.o $(FUZZ_OBJ)/textbuf.o $(FUZZ_OBJ)/mbuf.o $(FUZZ_OBJ)/msg.o \
+FUZZ_PROTO_OBJS = $(FUZZ_OBJ)/log.o $(FUZZ_OBJ)/clock.o $(FUZZ_OBJ)/sock.o $(FUZZ_OBJ)/textbuf.o $(FUZZ_OBJ)/secret.o \
+	$(FUZZ_OBJ)/mbuf.o $(FUZZ_OBJ)/msg.o \
 	$(FUZZ_OBJ)/memcache_cmd.o $(FUZZ_OBJ)/memcache_token.o $(FUZZ_OBJ)/memcache_req.o \
 	$(FUZZ_OBJ)/memcache_rsp.o $(FUZZ_OBJ)/memcache_frag.o $(FUZZ_OBJ)/memcache_fanout.o $(FUZZ_OBJ)/memcache_proto.o \
 	$(FUZZ_OBJ)/redis_cmd.o $(FUZZ_OBJ)/redis_req.o $(FUZZ_OBJ)/redis_rsp.o \
