@@ -24,6 +24,7 @@
 #define CONF_DEFAULT_TIMEOUT (-1)            /* ms; -1: wait forever */
 #define CONF_DEFAULT_BACKLOG 512
 #define CONF_DEFAULT_CLIENT_CONNECTIONS 0    /* 0: unlimited */
+#define CONF_DEFAULT_CLIENT_IDLE_TIMEOUT 0   /* 0: never */
 #define CONF_DEFAULT_REDIS_DB 0
 #define CONF_DEFAULT_SERVER_CONNECTIONS 1
 #define CONF_DEFAULT_DEDICATED_CONNECTIONS 64 /* per server and worker (transactions, blocking
@@ -64,6 +65,7 @@ struct conf_pool {
     int64_t timeout;              /* ms, -1 = forever */
     int backlog;
     int64_t client_connections;   /* 0 = unlimited */
+    int64_t client_idle_timeout;  /* ms a client may send and read nothing, waiting for nothing; 0 = never */
     bool redis;
     bool tcpkeepalive;
     int tcpkeepidle, tcpkeepcnt, tcpkeepintvl; /* -1 = kernel default */

@@ -100,7 +100,8 @@ static const char *conf_dist_name(int value)
 static const struct conf_enum conf_hash_names = { hash_type_from_name, conf_hash_name, HASH_COUNT };
 static const struct conf_enum conf_dist_names = { dist_type_from_name, conf_dist_name, DIST_COUNT };
 
-/* The pool keys, in twemproxy's order (tcpkeepidle/cnt/intvl, dedicated_connections and redis_flush are ours). */
+/* The pool keys, in twemproxy's order (tcpkeepidle/cnt/intvl, client_idle_timeout, dedicated_connections and
+ * redis_flush are ours). */
 static const struct conf_key conf_keys[] = {
     { .name = "listen", .parse = conf_key_listen, .required = true },
     { .name = "hash", .parse = conf_key_enum, .field = CONF_FIELD_HASH,
@@ -114,6 +115,8 @@ static const struct conf_key conf_keys[] = {
     CONF_KEY_INT("backlog", backlog, 0, CONF_INT_MAX, CONF_DEFAULT_BACKLOG),
     CONF_KEY_I64("client_connections", client_connections, 0, CONF_INT_MAX,
                  CONF_DEFAULT_CLIENT_CONNECTIONS),
+    CONF_KEY_I64("client_idle_timeout", client_idle_timeout, 0, CONF_INT_MAX,
+                 CONF_DEFAULT_CLIENT_IDLE_TIMEOUT),
     CONF_KEY_BOOL("redis", redis),
     CONF_KEY_BOOL("tcpkeepalive", tcpkeepalive),
     CONF_KEY_INT("tcpkeepidle", tcpkeepidle, 1, CONF_KEEPIDLE_MAX, CONF_DEFAULT_KEEP),

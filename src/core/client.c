@@ -69,7 +69,7 @@ int client_accept(struct loop *l, struct pool_rt *pool, int fd)
     }
     c->sess.id = atomic_fetch_add_explicit(&client_next_id, 1, memory_order_relaxed) + 1;
     c->sess.fd = fd;
-    c->sess.t_start = nc_usec_now();
+    c->t_active = c->sess.t_start = nc_usec_now();
     pool->proto->session_init(&c->sess, pool->cp, NULL);
     TAILQ_INSERT_TAIL(&l->clients, c, link);
     l->nclients++;
@@ -150,6 +150,31 @@ void client_on_reload(struct conn *c)
         conn_want_read(c, false);
     }
     /* else it follows once its queue is empty (client_write, request_dispatch) */
+}
+
+/* Whether c waits for a server: a request of its own in flight (not the one it is still sending),
+ * or a feature's wait (a subscriber's messages). */
+static bool client_waits(const struct conn *c)
+{
+    const struct msg *req;
+    TAILQ_FOREACH(req, &c->reqs, client_link)
+    {
+        if (!req->done) return true;
+    }
+    return c->feat_on != 0 && feature_waits(c);
+}
+
+bool client_idle_check(struct conn *c, uint64_t now)
+{
+    int64_t timeout = c->pool->cp->client_idle_timeout;
+    if (timeout <= 0 || c->kill || now - c->t_active < (uint64_t)timeout * 1000u || client_waits(c))
+        return false;
+    log_debug(LOG_INFO, "client %lu: nothing sent, read or awaited for %ld ms (client_idle_timeout%s): "
+              "closed", (unsigned long)c->id, (long)timeout, c->rd.msg != NULL ? ", a request unfinished" : "");
+    STATS_POOL_ADD(c->pool->st, client_idle_timeouts, 1);
+    c->err = ETIMEDOUT;
+    client_close(c);
+    return true;
 }
 
 void client_drain(struct conn *c)
@@ -261,6 +286,7 @@ static int client_write(struct conn *c)
         uint64_t off = c->out_off + (uint64_t)wrote;
         uint32_t freed = 0;
         uint64_t now = nc_usec_now();
+        if (wrote > 0) c->t_active = now;
         struct stats_pool_block *ps = c->pool->st;
         for (uint32_t i = 0; i < n; i++) {
             uint64_t len = batch[i]->peer ? batch[i]->peer->len : 0;

@@ -37,6 +37,11 @@ void client_reply_ready(struct conn *c, struct msg *req);
 /* c is in some feature's state (on) or in none any more (core/feature.h): its ops follow. */
 void client_features_on(struct conn *c, bool on);
 
+/* client_idle_timeout (its pool's): closes c when for that long it sent nothing, read no reply
+ * and waited for no server (a request in flight, a subscriber's messages); a client that stopped
+ * in the middle of a request is idle too. Returns true when it closed c (freed). */
+bool client_idle_check(struct conn *c, uint64_t now);
+
 /* The process stops (loop_drain): an idle client is closed now; a busy one stops reading and is
  * closed once the replies to what it already sent are written. */
 void client_drain(struct conn *c);

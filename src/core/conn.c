@@ -240,7 +240,7 @@ int conn_recv(struct conn *c, bool *eof)
             *eof = true;
             break;
         }
-        c->loop->read_usec = nc_usec_now(); /* one clock read per read, not per message */
+        c->t_active = c->loop->read_usec = nc_usec_now(); /* one clock read per read, not per message */
         rc = reader_parse(&c->rd, (uint32_t)n, &c->loop->msgs, &c->ops->sink, c);
         if (rc != 0 || !c->reading) break;
         /* a short read drained the socket, unless the transport holds more than it gave */

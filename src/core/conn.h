@@ -108,10 +108,13 @@ struct conn {
     };
     struct msg_tqh sent;           /* server */
     uint64_t out_off;
-    uint64_t t_wblocked;           /* server: usec since when bytes wait for a full socket with no
+    union {
+        uint64_t t_wblocked;       /* server: usec since when bytes wait for a full socket with no
                                     * progress (0: none waiting); the timeout covers it too */
+        const struct mbuf *held_mb; /* client: the read buffer last charged to held_bytes */
+    };
+    uint64_t t_active;             /* usec when its socket last gave bytes (client: or took replies) */
     uint64_t held_bytes;           /* client: memory its queued requests and subscriptions hold (client.c) */
-    const struct mbuf *held_mb;    /* client: the read buffer last charged to held_bytes */
     uint64_t held_max;             /* client: the largest request's held since reqs was last empty */
     bool kill;                     /* client: closed from the loop's flush queue (over its limit) */
     bool quit;                     /* client: it sent QUIT (the protocol's close, counted as eof) */

@@ -117,6 +117,16 @@ bool feature_blocked(const struct conn *c)
     return false;
 }
 
+bool feature_waits(const struct conn *c)
+{
+    const struct feature_table *t = c->loop->features;
+    for (uint32_t i = 0; c->feat_on != 0 && i < t->n; i++) {
+        const struct feature_ops *f = t->ops[i];
+        if (f->waits != NULL && feature_holds(c, f) && f->waits(c)) return true;
+    }
+    return false;
+}
+
 void feature_close(struct conn *c)
 {
     const struct feature_table *t = c->loop->features;

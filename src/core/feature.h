@@ -16,6 +16,8 @@
  *   written   the client's replies were written (a held request may go on)
  *   blocked   the client left (EOF, hang-up): whether a server is blocked for it alone (it is
  *             closed at once then)
+ *   waits     whether the client waits for a server without a request of its own in flight (a
+ *             subscriber): it is not idle
  *   close     the client is closing (before its queued requests are freed)
  *   describe  what a list of clients shows of it
  *   loop_msg, loop_msg_free, loop_deinit   messages between loops (struct loop_msg), the loop's end
@@ -65,6 +67,9 @@ struct feature_ops {
     void (*local)(struct conn *c, struct msg *req, struct msg *rsp);
     void (*written)(struct conn *c);
     bool (*blocked)(const struct conn *c);
+    /* Whether c waits for a server with no request of its own in flight (a subscriber waits for
+     * its messages): it is not idle (client_idle_timeout). */
+    bool (*waits)(const struct conn *c);
     void (*close)(struct conn *c);
     void (*describe)(const struct conn *c, struct proto_client_state *st);
     void (*loop_msg)(struct loop *l, struct loop_msg *m);
@@ -108,6 +113,7 @@ int feature_serve(struct conn *c, struct msg *req);
 bool feature_local(struct conn *c, struct msg *req, struct msg *rsp, int code);
 void feature_written(struct conn *c);
 bool feature_blocked(const struct conn *c);
+bool feature_waits(const struct conn *c);
 void feature_close(struct conn *c);
 void feature_describe(const struct conn *c, struct proto_client_state *st);
 void feature_loop_msg(struct loop *l, struct loop_msg *m);

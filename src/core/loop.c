@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "common/mem_trim.h"
 #include "core/client.h"
@@ -33,6 +34,8 @@
 #define LOOP_MSG_FREE_MAX 4096
 #endif
 #define LOOP_TRIM_SEC 1  /* how often free chunks beyond the recent need are released */
+#define LOOP_IDLE_MIN_USEC 50000u   /* idle clients are looked for at most this often */
+#define LOOP_IDLE_MAX_USEC 1000000u /* and at least this often, while some pool has a timeout */
 #define LOOP_KEEP_MIN 16
 #define LOOP_KEEP_MIN_MSGS 256
 
@@ -51,6 +54,49 @@ static void loop_on_trim(int fd, short what, void *arg)
         msg_pool_trim(&l->msgs, keep_msgs);
         mem_trim(); /* mem_trim_init ran before the loops' threads started */
     }
+}
+
+/* Closes the clients idle past their pool's client_idle_timeout (client_idle_check). */
+static void loop_on_idle(int fd, short what, void *arg)
+{
+    struct loop *l = arg;
+    (void)fd;
+    (void)what;
+    uint64_t now = nc_usec_now();
+    struct conn *c = TAILQ_FIRST(&l->clients);
+    while (c != NULL) {
+        struct conn *next = TAILQ_NEXT(c, link);
+        client_idle_check(c, now);
+        c = next;
+    }
+}
+
+/* Looks for idle clients a quarter of the shortest client_idle_timeout of the current generation
+ * apart (within LOOP_IDLE_MIN_USEC..LOOP_IDLE_MAX_USEC), or not at all without one. */
+static void loop_idle_arm(struct loop *l)
+{
+    int64_t shortest = 0;
+    for (size_t i = 0; i < l->gen->npools; i++) {
+        int64_t t = l->gen->pools[i].cp->client_idle_timeout;
+        if (t > 0 && (shortest == 0 || t < shortest)) shortest = t;
+    }
+    uint64_t every = (uint64_t)shortest * 1000u / 4;
+    if (every < LOOP_IDLE_MIN_USEC) every = LOOP_IDLE_MIN_USEC;
+    if (every > LOOP_IDLE_MAX_USEC) every = LOOP_IDLE_MAX_USEC;
+    if (shortest == 0) every = 0;
+    if (every == l->idle_every_usec) return;
+    l->idle_every_usec = every;
+    if (l->idle_ev == NULL && every != 0)
+        l->idle_ev = event_new(l->base, -1, EV_PERSIST, loop_on_idle, l);
+    if (l->idle_ev == NULL && every != 0) {
+        log_error("worker %u: out of memory: client_idle_timeout is not applied", l->id);
+        l->idle_every_usec = 0;
+        return;
+    }
+    if (l->idle_ev == NULL) return;
+    event_del(l->idle_ev);
+    struct timeval tv = { .tv_sec = (time_t)(every / 1000000u), .tv_usec = (suseconds_t)(every % 1000000u) };
+    if (every != 0) event_add(l->idle_ev, &tv);
 }
 
 static void loop_on_flush(int fd, short what, void *arg)
@@ -101,6 +147,7 @@ void loop_reload(struct loop *l, struct runtime *rt)
         c = next;
     }
     gen_preconnect(g);
+    loop_idle_arm(l);
     loop_reap_later(l);
 }
 
@@ -166,6 +213,7 @@ int loop_init(struct loop *l, uint32_t id, struct event_base *base, struct runti
     struct timeval every = { .tv_sec = LOOP_TRIM_SEC };
     l->trim_ev = event_new(base, -1, EV_PERSIST, loop_on_trim, l);
     if (l->trim_ev == NULL || event_add(l->trim_ev, &every) < 0) return -ENOMEM;
+    loop_idle_arm(l);
     return 0;
 }
 
@@ -184,6 +232,8 @@ void loop_deinit(struct loop *l)
     while ((g = TAILQ_FIRST(&l->gens)) != NULL) gen_destroy(g);
     if (l->trim_ev) event_free(l->trim_ev);
     l->trim_ev = NULL;
+    if (l->idle_ev) event_free(l->idle_ev);
+    l->idle_ev = NULL;
     if (l->flush_ev) event_free(l->flush_ev);
     l->flush_ev = NULL;
     if (l->reap_ev) event_free(l->reap_ev);

@@ -50,6 +50,9 @@ struct loop {
     uint32_t id;                  /* the worker's index: its column in the runtime's stats blocks */
     struct event_base *base;      /* the thread's event base (not owned) */
     struct event *trim_ev;        /* periodic return of unused buffers */
+    struct event *idle_ev;        /* periodic look for idle clients (client_idle_timeout), NULL:
+                                   * no pool of the current generation has one */
+    uint64_t idle_every_usec;     /* its period */
     struct event *flush_ev;       /* activated while flushq is not empty */
     struct event *reap_ev;        /* activated when an old generation may have become idle */
     struct conn_tqh flushq;       /* conns with output to write (conn_flush_later) */

@@ -389,6 +389,13 @@ const struct conn_ops pubsub_conn_ops = {
     .on_close = dedicated_on_close,
 };
 
+/* feature_ops.waits: a subscriber waits for its messages (it is never idle). */
+static bool pubsub_waits(const struct conn *c)
+{
+    (void)c;
+    return true;
+}
+
 /* feature_ops.describe: what c's line in a list of clients shows of its subscriptions. */
 static void pubsub_describe(const struct conn *c, struct proto_client_state *st)
 {
@@ -404,5 +411,6 @@ const struct feature_ops pubsub_feature = {
     .gate = pubsub_gate,
     .serve = pubsub_serve,
     .close = pubsub_client_close,
+    .waits = pubsub_waits,
     .describe = pubsub_describe,
 };

@@ -52,7 +52,9 @@ enum stats_type {
     ACTION(fragments, STATS_COUNTER, "# fragments created from a multi-vector request")        \
     ACTION(refused_commands, STATS_COUNTER,                                                  \
            "# requests refused: a command the proxy does not serve (per name: "               \
-           STATS_REFUSED_PREFIX "<name>)")
+           STATS_REFUSED_PREFIX "<name>)")                                                    \
+    ACTION(client_idle_timeouts, STATS_COUNTER,                                              \
+           "# clients closed after client_idle_timeout with nothing sent, read or awaited")
 
 /* ACTION(name, type, description): one object per server, nested in its pool's. */
 #define STATS_SERVER_FIELDS(ACTION)                                                          \

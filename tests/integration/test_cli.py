@@ -35,7 +35,7 @@ FLAGS = [
 ]
 
 POOL_METRICS = ["client_eof", "client_err", "client_connections", "server_ejects",
-                "forward_error", "fragments", "refused_commands"]
+                "forward_error", "fragments", "refused_commands", "client_idle_timeouts"]
 SERVER_METRICS = ["server_eof", "server_err", "server_timedout", "server_connections",
                   "server_ejected_at", "requests", "request_bytes", "responses", "response_bytes",
                   "in_queue", "in_queue_bytes", "out_queue", "out_queue_bytes",

@@ -21,7 +21,7 @@ HEADER = ["service", "source", "version", "uptime", "timestamp", "generation", "
           "total_connections",
           "curr_connections"]
 POOL_FIELDS = ["client_eof", "client_err", "client_connections", "server_ejects", "forward_error",
-               "fragments", "refused_commands"]
+               "fragments", "refused_commands", "client_idle_timeouts"]
 SERVER_FIELDS = ["server_eof", "server_err", "server_timedout", "server_connections",
                  "server_ejected_at", "requests", "request_bytes", "responses", "response_bytes",
                  "in_queue", "in_queue_bytes", "out_queue", "out_queue_bytes",

@@ -578,6 +578,8 @@ static const struct bad_case bad_cases[] = {
         "18: pool 'beta': key 'timeout': 99999999999999999999999 is out of range (must be "
         "between -1 and " RANGE_INT,
         "19: pool 'beta': key 'backlog': 2147483648 is out of range (must be between 0 and "
+        RANGE_INT,
+        "22: pool 'beta': key 'client_idle_timeout': -100 is out of range (must be between 0 and "
         RANGE_INT } },
     { "unknown_hash.yml",
       { "3: pool 'alpha': key 'hash': unknown hash 'fnv1a' (valid: " HASH_NAMES ")" } },
