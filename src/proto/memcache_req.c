@@ -99,43 +99,37 @@ static int on_verb(struct parse_state *ps, struct msg *m, const uint8_t *tok, si
     return MC_STEP_CONT;
 }
 
-/* One argument token; tok is NULL when it was longer than MC_KEY_MAX (its bytes are gone). */
-static int on_arg(struct parse_state *ps, struct msg *m, const uint8_t *tok, size_t len,
-                  uint64_t off)
+/* Counts one more argument token in ps->d, and whether it is "noreply" (the last one so far). */
+static inline void count_arg(struct parse_state *ps, const uint8_t *tok, size_t len)
 {
-    char slot = mc_cmds[m->cmd].args[ps->a];
+    uint64_t nargs = ps->d >> RQ_NARGS_SHIFT;
+    if (nargs < RQ_NARGS_CAP) nargs++;
+    ps->d = (ps->d & ((1u << RQ_NARGS_SHIFT) - 1)) | (nargs << RQ_NARGS_SHIFT);
+    if (token_is(tok, len, "noreply")) ps->d |= RQF_LAST_NR;
+    else ps->d &= ~(uint64_t)RQF_LAST_NR;
+}
+
+/* An argument token's end: a bad one rejects the request (why), and the next token takes the
+ * next slot (slot '\0': there is none). */
+static inline int arg_done(struct parse_state *ps, struct msg *m, char slot, bool ok, const char *why)
+{
+    if (!ok) reject(m, REJECT_CLIENT_ERROR, why);
+    if (slot != '\0') ps->a++;
+    return MC_STEP_CONT;
+}
+
+/* An argument token in a number's slot (f, e, E, b, c, v); tok is NULL when it was longer than
+ * MC_KEY_MAX. */
+static inline int on_number_arg(struct parse_state *ps, struct msg *m, char slot, const uint8_t *tok,
+                                size_t len)
+{
     const char *why = BAD_FORMAT;
     bool ok = tok != NULL;
     uint64_t u64;
     uint32_t u32;
     int32_t i32;
 
-    uint64_t nargs = ps->d >> RQ_NARGS_SHIFT;
-    if (nargs < RQ_NARGS_CAP) nargs++;
-    ps->d = (ps->d & ((1u << RQ_NARGS_SHIFT) - 1)) | (nargs << RQ_NARGS_SHIFT);
-    if (token_is(tok, len, "noreply")) ps->d |= RQF_LAST_NR;
-    else ps->d &= ~(uint64_t)RQF_LAST_NR;
-
     switch (slot) {
-    case '\0': /* one token too many (delete: after "noreply" in the place of its "0") */
-        if (m->cmd == MC_CMD_DELETE) why = DELETE_USAGE;
-        if (m->cmd == MC_CMD_STATS) why = STATS_ARGS;
-        ok = false;
-        break;
-    case '*':
-        return MC_STEP_CONT;
-    case 'k':
-    case 'K':
-        if (ok && m->reject == REJECT_NONE) {
-            int rc = msg_add_key(m, tok, (uint32_t)len, off, off + len);
-            if (rc < 0) return mc_fail(ps, msg_add_key_error(rc));
-        }
-        if (slot == 'K') {
-            ps->d |= RQF_GOT_KEY;
-            if (!ok) reject(m, REJECT_CLIENT_ERROR, why);
-            return MC_STEP_CONT;
-        }
-        break;
     case 'f':
         ok = ok && mc_parse_u32(tok, len, &u32);
         break;
@@ -160,6 +154,22 @@ static int on_arg(struct parse_state *ps, struct msg *m, const uint8_t *tok, siz
     case 'c':
         ok = ok && mc_parse_u64(tok, len, &u64);
         break;
+    default:
+        NC_NOT_REACHED();
+        break;
+    }
+    return arg_done(ps, m, slot, ok, why);
+}
+
+/* An argument token in an optional slot (z, n, N, o: delete's "0", a "noreply"); tok is NULL when
+ * it was longer than MC_KEY_MAX. */
+static inline int on_optional_arg(struct parse_state *ps, struct msg *m, char slot, const uint8_t *tok,
+                                  size_t len)
+{
+    const char *why = BAD_FORMAT;
+    bool ok = tok != NULL;
+
+    switch (slot) {
     case 'z':
         if (token_is(tok, len, "noreply")) {
             ps->d |= RQF_NOREPLY;
@@ -182,15 +192,55 @@ static int on_arg(struct parse_state *ps, struct msg *m, const uint8_t *tok, siz
     case 'o': /* flush_all noreply: the last token may be the optional one */
         if (token_is(tok, len, "noreply")) ps->d |= RQF_NOREPLY;
         break;
-    case 'x':
-        break;
     default:
         NC_NOT_REACHED();
         break;
     }
-    if (!ok) reject(m, REJECT_CLIENT_ERROR, why);
-    if (slot != '\0') ps->a++;
-    return MC_STEP_CONT;
+    return arg_done(ps, m, slot, ok, why);
+}
+
+/* One argument token; tok is NULL when it was longer than MC_KEY_MAX (its bytes are gone). */
+static int on_arg(struct parse_state *ps, struct msg *m, const uint8_t *tok, size_t len,
+                  uint64_t off)
+{
+    char slot = mc_cmds[m->cmd].args[ps->a];
+    const char *why = BAD_FORMAT;
+    bool ok = tok != NULL;
+
+    count_arg(ps, tok, len);
+    switch (slot) {
+    case '\0': /* one token too many (delete: after "noreply" in the place of its "0") */
+        if (m->cmd == MC_CMD_DELETE) why = DELETE_USAGE;
+        if (m->cmd == MC_CMD_STATS) why = STATS_ARGS;
+        ok = false;
+        break;
+    case '*':
+        return MC_STEP_CONT;
+    case 'k':
+    case 'K':
+        if (ok && m->reject == REJECT_NONE) {
+            int rc = msg_add_key(m, tok, (uint32_t)len, off, off + len);
+            if (rc < 0) return mc_fail(ps, msg_add_key_error(rc));
+        }
+        if (slot == 'K') {
+            ps->d |= RQF_GOT_KEY;
+            if (!ok) reject(m, REJECT_CLIENT_ERROR, why);
+            return MC_STEP_CONT;
+        }
+        break;
+    case 'f':
+    case 'e':
+    case 'E':
+    case 'b':
+    case 'c':
+    case 'v':
+        return on_number_arg(ps, m, slot, tok, len);
+    case 'x':
+        break;
+    default:
+        return on_optional_arg(ps, m, slot, tok, len);
+    }
+    return arg_done(ps, m, slot, ok, why);
 }
 
 /* Whether the command has a noreply slot: memcached counts its tokens before anything else. (One

@@ -182,15 +182,10 @@ int redis_fragment(struct msg *req, const uint32_t *server_of_key, uint32_t n, s
     for (uint32_t i = 0; i < nkeys; i++) count[key_frag[i]]++;
 
     for (uint32_t f = 0; f < nfrags; f++) {
-        struct msg *fr = msg_get(pool);
+        struct msg *fr = proto_frag_new(req, 0, pool); /* its server: its keys' (below) */
         if (fr == NULL) goto fail;
         frags[f] = fr;
-        fr->cmd = req->cmd;
-        fr->cmd_flags = req->cmd_flags;
-        fr->name = req->name;
-        fr->name_len = req->name_len;
         fr->nargs = 1 + (uint64_t)count[f] * (mset ? 2 : 1);
-        fr->frag_owner = req;
         rc = redis_frag_header(fr, name, fr->nargs);
         if (rc < 0) goto fail;
     }

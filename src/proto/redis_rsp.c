@@ -81,6 +81,7 @@ enum rs_num {
     RN_WORD,        /* in inf, infinity or nan (any case; its letters in ps->d) */
     RN_PAREN,       /* in nan's "(char-sequence)" */
     RN_CLOSE,       /* after that ')' */
+    RN_BAD,         /* (never kept) the byte cannot come there: the reply is invalid */
 };
 
 /* The error replies of a server that cannot serve now (rsp_fatal above). probe_down: a health
@@ -387,12 +388,101 @@ static int rs_verb_head(struct parse_state *ps, struct msg *m, const uint8_t *bu
     return REDIS_CONT;
 }
 
-/* The letters of w (packed as rs_number does) are s. */
+/* The letters of w (a word's ps->d: a byte each, the first the highest) are s. */
 static bool rs_word_is(uint64_t w, const char *s)
 {
     uint64_t x = 0;
     for (; *s != '\0'; s++) x = x << 8 | (uint8_t)*s;
     return w == x;
+}
+
+/* Whether a double or big number in state st (ps->a; word: ps->d) may end here, at its CR. */
+static inline bool rs_number_may_end(uint64_t st, uint64_t word)
+{
+    bool is_word = st == RN_WORD && (rs_word_is(word, "inf") || rs_word_is(word, "nan") ||
+                                     rs_word_is(word, "infinity"));
+    return is_word || st == RN_INT || st == RN_FRAC || st == RN_EXP || st == RN_CLOSE;
+}
+
+/* The state after byte c (not the CR) in a word: inf, infinity, nan, nan's "(chars)" (st:
+ * RN_WORD, RN_PAREN or RN_CLOSE; *word: its letters so far). RN_BAD: c cannot come there. */
+static inline uint64_t rs_word_next(uint64_t st, uint8_t c, uint64_t *word)
+{
+    uint8_t lc = c | 0x20;
+    bool digit = c >= '0' && c <= '9', letter = lc >= 'a' && lc <= 'z';
+    switch (st) {
+    case RN_WORD:
+        if (letter && *word < (UINT64_C(1) << 56)) { /* at most 8 letters ("infinity") */
+            *word = *word << 8 | lc;
+        } else if (c == '(' && rs_word_is(*word, "nan")) {
+            st = RN_PAREN;
+        } else {
+            return RN_BAD;
+        }
+        break;
+    case RN_PAREN:
+        if (c == ')') st = RN_CLOSE;
+        else if (!digit && !letter && c != '_') return RN_BAD;
+        break;
+    default: /* RN_CLOSE: only the CR may follow */
+        return RN_BAD;
+    }
+    return st;
+}
+
+/* The state of a double (big: a big number) after its byte c, not the CR (st: the state before;
+ * *word: a word's letters, the first one set here). RN_BAD: c cannot come there. */
+static inline uint64_t rs_number_next(uint64_t st, uint8_t c, bool big, uint64_t *word)
+{
+    uint8_t lc = c | 0x20;
+    bool digit = c >= '0' && c <= '9', letter = lc >= 'a' && lc <= 'z';
+    switch (st) {
+    case RN_START:
+        if (c == '-') {
+            st = RN_SIGN;
+            break;
+        }
+        /* fall through */
+    case RN_SIGN:
+        if (digit) {
+            st = RN_INT;
+        } else if (letter && !big) {
+            st = RN_WORD;
+            *word = lc;
+        } else {
+            return RN_BAD;
+        }
+        break;
+    case RN_INT:
+        if (digit) break;
+        if (big) return RN_BAD;
+        if (c == '.') st = RN_DOT;
+        else if (lc == 'e') st = RN_E;
+        else return RN_BAD;
+        break;
+    case RN_FRAC:
+        if (digit) break;
+        if (lc != 'e') return RN_BAD;
+        st = RN_E;
+        break;
+    case RN_E:
+        if (c == '+' || c == '-') {
+            st = RN_ESIGN;
+            break;
+        }
+        /* fall through */
+    case RN_DOT:
+    case RN_ESIGN:
+        if (!digit) return RN_BAD;
+        st = st == RN_DOT ? RN_FRAC : RN_EXP;
+        break;
+    case RN_EXP:
+        if (!digit) return RN_BAD;
+        break;
+    default: /* RN_WORD, RN_PAREN, RN_CLOSE */
+        return rs_word_next(st, c, word);
+    }
+    return st;
 }
 
 /*
@@ -409,76 +499,15 @@ static int rs_number(struct parse_state *ps, struct msg *m, const uint8_t *buf, 
     uint64_t st = ps->a;
     size_t p = *pp;
     for (; p < len; p++) {
-        uint8_t c = buf[p], lc = c | 0x20;
-        bool digit = c >= '0' && c <= '9', letter = lc >= 'a' && lc <= 'z';
+        uint8_t c = buf[p];
         if (c == '\r') {
-            bool word = st == RN_WORD && (rs_word_is(ps->d, "inf") || rs_word_is(ps->d, "nan") ||
-                                          rs_word_is(ps->d, "infinity"));
-            if (!word && st != RN_INT && st != RN_FRAC && st != RN_EXP && st != RN_CLOSE)
-                return rs_error(ps, why);
+            if (!rs_number_may_end(st, ps->d)) return rs_error(ps, why);
             *pp = p + 1;
             ps->state = RS_NUMBER_LF;
             return REDIS_CONT;
         }
-        switch (st) {
-        case RN_START:
-            if (c == '-') {
-                st = RN_SIGN;
-                break;
-            }
-            /* fall through */
-        case RN_SIGN:
-            if (digit) {
-                st = RN_INT;
-            } else if (letter && !big) {
-                st = RN_WORD;
-                ps->d = lc;
-            } else {
-                return rs_error(ps, why);
-            }
-            break;
-        case RN_INT:
-            if (digit) break;
-            if (big) return rs_error(ps, why);
-            if (c == '.') st = RN_DOT;
-            else if (lc == 'e') st = RN_E;
-            else return rs_error(ps, why);
-            break;
-        case RN_FRAC:
-            if (digit) break;
-            if (lc != 'e') return rs_error(ps, why);
-            st = RN_E;
-            break;
-        case RN_E:
-            if (c == '+' || c == '-') {
-                st = RN_ESIGN;
-                break;
-            }
-            /* fall through */
-        case RN_DOT:
-        case RN_ESIGN:
-            if (!digit) return rs_error(ps, why);
-            st = st == RN_DOT ? RN_FRAC : RN_EXP;
-            break;
-        case RN_EXP:
-            if (!digit) return rs_error(ps, why);
-            break;
-        case RN_WORD:
-            if (letter && ps->d < (UINT64_C(1) << 56)) { /* at most 8 letters ("infinity") */
-                ps->d = ps->d << 8 | lc;
-            } else if (c == '(' && rs_word_is(ps->d, "nan")) {
-                st = RN_PAREN;
-            } else {
-                return rs_error(ps, why);
-            }
-            break;
-        case RN_PAREN:
-            if (c == ')') st = RN_CLOSE;
-            else if (!digit && !letter && c != '_') return rs_error(ps, why);
-            break;
-        default: /* RN_CLOSE: only the CR may follow */
-            return rs_error(ps, why);
-        }
+        st = rs_number_next(st, c, big, &ps->d);
+        if (st == RN_BAD) return rs_error(ps, why);
     }
     ps->a = st;
     *pp = p;
