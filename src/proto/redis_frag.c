@@ -183,7 +183,10 @@ int redis_fragment(struct msg *req, const uint32_t *server_of_key, uint32_t n, s
 
     for (uint32_t f = 0; f < nfrags; f++) {
         struct msg *fr = proto_frag_new(req, 0, pool); /* its server: its keys' (below) */
-        if (fr == NULL) goto fail;
+        if (fr == NULL) {
+            rc = -ENOMEM; /* (rc holds the last header's 0 after the first fragment) */
+            goto fail;
+        }
         frags[f] = fr;
         fr->nargs = 1 + (uint64_t)count[f] * (mset ? 2 : 1);
         rc = redis_frag_header(fr, name, fr->nargs);
