@@ -45,6 +45,7 @@ struct opt_desc {
     const char *none;        /* strings without a default: how the help calls that ("off") */
     int64_t min, max;        /* numbers: accepted range; max INT64_MAX means unbounded */
     bool help_range;         /* numbers: the help shows min and max */
+    bool size_suffix;        /* numbers: k, m or g after the digits multiply by 1024, 1024^2, 1024^3 */
     const char *unit;        /* numbers: the help's unit after the default, or NULL */
     const char *usage;       /* values: what the usage line calls the value */
     const char *help;        /* the text after ':' in the help, before the default */
@@ -100,6 +101,10 @@ static const struct opt_desc opt_table[] = {
     { .short_name = 'G', .long_name = "stop-grace", OPT_FIELD(stop_grace_msec), .def = 5000,
       .min = 0, .max = 3600000, .unit = "msec", .usage = "stop grace",
       .help = "set how long SIGTERM lets requests in flight finish in msec" },
+    { .short_name = 'M', .long_name = "max-memory", OPT_FIELD(max_memory), .def = 0, .min = 0,
+      .max = INT64_MAX, .size_suffix = true, .unit = "bytes: no cap", .usage = "max memory",
+      .help = "set the memory all clients together may make the proxy hold, in bytes (k, m, g: KiB, "
+              "MiB, GiB)" },
 };
 
 /* The usage line's group of flags, in twemproxy's order ("-?" is help too); the test checks that
@@ -170,17 +175,31 @@ static void opt_range_text(const struct opt_desc *d, char *buf, size_t len)
     }
 }
 
+/* The multiplier of a size suffix as a shift (k: 10, m: 20, g: 30, either case), 0: none. */
+static int opt_size_shift(char c)
+{
+    switch (c) {
+    case 'k': case 'K': return 10;
+    case 'm': case 'M': return 20;
+    case 'g': case 'G': return 30;
+    default: return 0;
+    }
+}
+
 /*
- * Parses a decimal integer in d's range. Accepts an optional '-' (so "-1" is reported as out of
+ * Parses a decimal integer in d's range (with d->size_suffix, one of k, m, g may follow). Accepts an optional '-' (so "-1" is reported as out of
  * range, not as garbage); rejects spaces, '+', hex, trailing characters and the empty string.
  */
 static int opt_parse_int(const struct opt_desc *d, const char *arg, int64_t *out, char *err,
                          size_t errlen)
 {
     const char *p = arg[0] == '-' ? arg + 1 : arg;
-    bool digits = p[0] != '\0';
-    for (const char *q = p; *q != '\0'; q++) {
-        if (*q < '0' || *q > '9') digits = false;
+    size_t n = strlen(p);
+    int shift = d->size_suffix && n > 1 ? opt_size_shift(p[n - 1]) : 0;
+    if (shift > 0) n--;
+    bool digits = n > 0;
+    for (size_t i = 0; i < n; i++) {
+        if (p[i] < '0' || p[i] > '9') digits = false;
     }
     char range[64];
     opt_range_text(d, range, sizeof(range));
@@ -192,6 +211,8 @@ static int opt_parse_int(const struct opt_desc *d, const char *arg, int64_t *out
     errno = 0;
     char *end = NULL;
     long long v = strtoll(arg, &end, 10);
+    if (shift > 0 && errno != ERANGE && (v > (LLONG_MAX >> shift) || v < (LLONG_MIN >> shift))) errno = ERANGE;
+    if (shift > 0 && errno != ERANGE) v = (long long)((unsigned long long)v << shift);
     if (errno == ERANGE || v < d->min || v > d->max) {
         snprintf(err, errlen, "nutcrackers: option -%c/--%s: '%s' is out of range (%s)",
                  d->short_name, d->long_name, arg, range);

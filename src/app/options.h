@@ -34,6 +34,8 @@ struct nc_options {
     int64_t log_interval_ms; /* -L / --log-interval, ms: repeated notice lines, one per subject */
     int64_t stop_grace_msec; /* -G / --stop-grace, ms: SIGTERM lets requests in flight finish
                               * this long (0: it stops at once, as SIGINT does) */
+    int64_t max_memory;      /* -M / --max-memory, bytes all client connections together may make
+                              * the proxy hold (core/client_mem.h); 0: no cap */
 };
 
 /* Fills the defaults. */

@@ -15,6 +15,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/sock.h"
+#include "core/client_mem.h"
 #include "core/gen.h"
 #include "core/loop.h"
 #include "core/pool.h"
@@ -98,6 +99,9 @@ void client_close(struct conn *c)
             req->owner = NULL; /* in flight: freed when its reply or failure arrives */
         }
     }
+    client_mem_add(c, -(int64_t)c->held_bytes);
+    client_mem_partial(c, 0);
+    if (c->mem_paused) l->mem_npaused--;
     TAILQ_REMOVE(&l->clients, c, link);
     l->nclients--;
     if (l->draining && l->nclients == 0) atomic_store_explicit(&l->drained, true, memory_order_release);
@@ -170,7 +174,8 @@ bool client_idle_check(struct conn *c, uint64_t now)
     if (timeout <= 0 || c->kill || now - c->t_active < (uint64_t)timeout * 1000u || client_waits(c))
         return false;
     log_debug(LOG_INFO, "client %lu: nothing sent, read or awaited for %ld ms (client_idle_timeout%s): "
-              "closed", (unsigned long)c->id, (long)timeout, c->rd.msg != NULL ? ", a request unfinished" : "");
+              "closed", (unsigned long)c->id, (long)timeout,
+              c->rd.msg != NULL ? ", a request unfinished" : "");
     STATS_POOL_ADD(c->pool->st, client_idle_timeouts, 1);
     c->err = ETIMEDOUT;
     client_close(c);
@@ -192,7 +197,7 @@ static bool client_should_pause(const struct conn *c)
 {
     const struct msg *head = TAILQ_FIRST(&c->reqs);
     bool over = c->nreqs >= CLIENT_MAX_PENDING || c->held_bytes >= CLIENT_OUT_SOFT_LIMIT;
-    return over && head != NULL && !head->done;
+    return (over && head != NULL && !head->done) || c->mem_paused; /* (the proxy over -M) */
 }
 
 /* Drops c when what it holds, its largest request aside, passes the hard limit. Returns true then. */
@@ -203,11 +208,21 @@ static bool client_over_limit(struct conn *c)
     if (held <= CLIENT_OUT_HARD_LIMIT) return false;
     log_warn("client %lu: %lu bytes held for requests, replies it does not read and subscriptions "
              "(besides its largest request): dropping the client", (unsigned long)c->id, (unsigned long)held);
+    client_kill(c, ENOBUFS);
+    return true;
+}
+
+void client_kill(struct conn *c, int err)
+{
     c->kill = true;
-    c->err = ENOBUFS;
+    c->err = err;
     conn_want_read(c, false);
     conn_flush_later(c); /* closed from the flush, outside whatever callback we are in */
-    return true;
+}
+
+void client_resume_reading(struct conn *c)
+{
+    if (!c->closing && !c->kill && !c->reading && !client_should_pause(c)) conn_want_read(c, true);
 }
 
 bool client_req_queued(struct conn *c, struct msg *req)
@@ -221,22 +236,29 @@ bool client_req_queued(struct conn *c, struct msg *req)
         cost += sizeof(*mb) + mb->cap;
     }
     req->held = cost;
-    c->held_bytes += cost;
+    client_mem_add(c, (int64_t)cost);
     if (req->held > c->held_max) c->held_max = req->held;
     return client_over_limit(c);
 }
 
 bool client_hold(struct conn *c, int64_t delta)
 {
-    c->held_bytes = (uint64_t)((int64_t)c->held_bytes + delta);
+    client_mem_add(c, delta);
     return delta > 0 && client_over_limit(c);
+}
+
+void client_hold_for(struct conn *c, struct msg *req, int64_t delta)
+{
+    req->held = (uint64_t)((int64_t)req->held + delta);
+    if (req->held > c->held_max) c->held_max = req->held;
+    client_hold(c, delta);
 }
 
 void client_reply_ready(struct conn *c, struct msg *req)
 {
     uint64_t cost = req->peer != NULL ? req->peer->len + CLIENT_MSG_COST : 0;
     req->held += cost;
-    c->held_bytes += cost;
+    client_mem_add(c, (int64_t)cost);
     if (req->held > c->held_max) c->held_max = req->held;
     if (client_over_limit(c)) return;
     struct msg *head = TAILQ_FIRST(&c->reqs);
@@ -246,7 +268,7 @@ void client_reply_ready(struct conn *c, struct msg *req)
     }
     if (!c->wev_on) conn_flush_later(c); /* else EV_WRITE is on: the socket is full */
     /* the replies now wait for the client, not for a server: read on (see CLIENT_MAX_PENDING) */
-    if (!c->closing && !c->kill && !c->reading) conn_want_read(c, true);
+    if (!c->closing && !c->kill && !c->reading && !c->mem_paused) conn_want_read(c, true);
 }
 
 /* sink.on_msg: a request parsed. */
@@ -295,7 +317,7 @@ static int client_write(struct conn *c)
             TAILQ_REMOVE(&c->reqs, batch[i], client_link);
             c->nreqs--;
             if (batch[i]->t_start != 0) request_record_latency(l, batch[i], ps, now);
-            c->held_bytes -= batch[i]->held;
+            client_mem_add(c, -(int64_t)batch[i]->held);
             request_free(l, batch[i]);
             freed++;
         }
@@ -338,6 +360,8 @@ static void client_on_readable(struct conn *c)
 {
     bool eof = false;
     int rc = conn_recv(c, &eof);
+    if (c->rd.msg != NULL || c->held_partial != 0) /* the request it is still sending */
+        client_mem_partial(c, c->rd.msg != NULL ? c->rd.msg->len : 0);
     if (rc == -EPROTO || rc == -E2BIG || rc == -EMSGSIZE) {
         const char *why = rc == -E2BIG      ? "request token larger than the buffer size (-m)"
                           : rc == -EMSGSIZE ? "request larger than 1 GB"
@@ -406,7 +430,8 @@ static int client_parse(void *ctx, struct parse_state *ps, struct msg *m, const 
 
 /* What a client does with the bytes it reads: its requests (both client ops tables). */
 #define CLIENT_SINK \
-    { .begin = client_msg_begin, .parse = client_parse, .on_msg = client_on_msg, .msg_max = CLIENT_REQUEST_MAX }
+    { .begin = client_msg_begin, .parse = client_parse, .on_msg = client_on_msg, \
+      .msg_max = CLIENT_REQUEST_MAX }
 
 /* conn_ops.on_handshake: the transport's handshake with the client ended (err 0: its requests are
  * read from now on, as conn_want_read asked at accept); a failed one closes the client alone. */

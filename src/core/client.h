@@ -30,9 +30,18 @@ bool client_req_queued(struct conn *c, struct msg *req);
 /* delta bytes c holds besides its requests and replies (a subscriber's set of names, feature/pubsub.c)
  * are counted in its limits; returns true when that drops it (as client_req_queued). */
 bool client_hold(struct conn *c, int64_t delta);
+/* delta bytes req (of client c, queued) holds besides its bytes and its reply (its fragments'
+ * replies until they are merged): counted in c's limits and -M as the request's own. */
+void client_hold_for(struct conn *c, struct msg *req, int64_t delta);
 /* req (of client c) has its reply: account for its bytes and schedule a write when it is the
  * head of the queue. A client over its limit is dropped (closed from the loop's flush queue). */
 void client_reply_ready(struct conn *c, struct msg *req);
+
+/* Drops c (err): it stops reading and is closed from the loop's flush queue, outside whatever
+ * callback it is in. */
+void client_kill(struct conn *c, int err);
+/* Reading from c may go on, unless it is closing, dropped or paused (back-pressure, -M). */
+void client_resume_reading(struct conn *c);
 
 /* c is in some feature's state (on) or in none any more (core/feature.h): its ops follow. */
 void client_features_on(struct conn *c, bool on);

@@ -121,6 +121,7 @@ struct conn {
     uint8_t hup;                   /* CONN_HUP_*: the peer's close watched while not reading */
     uint8_t tio;                   /* CONN_TIO_*: what its transport waits for (0 on the plain path) */
     uint8_t feat_on;               /* client: bit i set while feat[i] is (feature_attach) */
+    bool mem_paused;               /* client: not read while the proxy is over -M (client_mem.h) */
     uint8_t armed;                 /* the EV_* flags its event was last added with (0: none) */
 
     uint64_t id;
@@ -131,7 +132,10 @@ struct conn {
         uint32_t nto_send;         /* server */
     };
     uint32_t nsent;                /* server */
-    uint32_t slot;                 /* server conns: index among the server's connections */
+    union {
+        uint32_t slot;             /* server conns: index among the server's connections */
+        uint32_t held_partial;     /* client: bytes of the request it is still sending (client_mem.h) */
+    };
     bool flush_queued;
     bool wev_on;                   /* EV_WRITE wanted */
     bool reading;                  /* EV_READ wanted */

@@ -7,6 +7,7 @@ src_libnutcrackers_la_SOURCES += \
 	src/core/pool.c src/core/pool.h \
 	src/core/conn.c src/core/conn.h \
 	src/core/client.c src/core/client.h \
+	src/core/client_mem.c src/core/client_mem.h \
 	src/core/server.c src/core/server.h \
 	src/core/dedicated.c src/core/dedicated.h \
 	src/core/backend.c src/core/backend.h \

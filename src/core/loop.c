@@ -17,6 +17,7 @@
 #include "common/log.h"
 #include "common/mem_trim.h"
 #include "core/client.h"
+#include "core/client_mem.h"
 #include "core/runtime.h"
 
 #if defined(__has_feature)
@@ -49,6 +50,7 @@ static void loop_on_trim(int fd, short what, void *arg)
     uint32_t keep = l->mbufs.nlive < LOOP_KEEP_MIN ? LOOP_KEEP_MIN : (uint32_t)l->mbufs.nlive;
     uint32_t keep_msgs = l->msgs.nlive < LOOP_KEEP_MIN_MSGS ? LOOP_KEEP_MIN_MSGS : (uint32_t)l->msgs.nlive;
     loop_reap_later(l); /* an old generation waiting for its server connections to drain */
+    client_mem_check(l); /* the proxy over -M seen by a worker whose own sum did not move */
     if (l->mbufs.nfree > keep || l->msgs.nfree > keep_msgs) {
         mbuf_pool_trim(&l->mbufs, keep);
         msg_pool_trim(&l->msgs, keep_msgs);
@@ -198,6 +200,7 @@ int loop_init(struct loop *l, uint32_t id, struct event_base *base, struct runti
     l->base = base;
     l->stats = stats;
     feature_install(l, &feature_table_none); /* the thread layer installs the real table */
+    client_mem_loop_init(l, NULL);            /* and -M (client_mem_loop_init again) */
     TAILQ_INIT(&l->clients);
     TAILQ_INIT(&l->flushq);
     TAILQ_INIT(&l->gens);
@@ -234,6 +237,7 @@ void loop_deinit(struct loop *l)
     l->trim_ev = NULL;
     if (l->idle_ev) event_free(l->idle_ev);
     l->idle_ev = NULL;
+    client_mem_loop_deinit(l);
     if (l->flush_ev) event_free(l->flush_ev);
     l->flush_ev = NULL;
     if (l->reap_ev) event_free(l->reap_ev);

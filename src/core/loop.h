@@ -30,12 +30,14 @@
 #include "core/feature.h"
 #include "core/gen.h"
 #include "msg/mbuf.h"
+#include "common/ratelimit.h"
 #include "msg/msg.h"
 #include "stats/stats.h"
 
 struct event_base;
 struct event;
 struct runtime;
+struct client_mem;
 
 /* How a loop reaches the others (set by the thread layer before the loops run; n == 1 or post
  * NULL: a loop alone). post hands m to loop `to`'s thread, which gives it to feature_loop_msg; it
@@ -73,6 +75,13 @@ struct loop {
     void *feat[FEATURE_LOOP_SLOTS]; /* each feature's state of the loop (NULL: none yet) */
     struct loop_peers peers;      /* the other loops, for the features' messages (the thread
                                    * layer sets it) */
+    const struct client_mem *mem; /* -M and every worker's sum (core/client_mem.h), NULL: none */
+    int64_t mem_held;             /* what its clients make it hold */
+    int64_t mem_published;        /* mem_held when it was last published */
+    struct event *mem_ev;         /* the cap's tick, while over it or with clients paused */
+    uint32_t mem_npaused;         /* clients not read for the cap */
+    bool mem_over;                /* the proxy was seen over the cap, and not yet back under 9/10 */
+    struct nc_ratelimit mem_log;  /* its lines about clients closed for the cap */
     bool draining;                /* loop_drain was called: no client stays once answered */
     atomic_bool drained;          /* draining and no client left: the one field another thread
                                    * (the master, waiting to stop) reads */

@@ -86,10 +86,22 @@ static int request_frags_none_answered(const struct msg *owner)
     return owner->nfrags > 0 && owner->frags[0]->err != 0 ? owner->frags[0]->err : ECONNREFUSED;
 }
 
+/* The bytes of owner's fragments' replies. */
+static uint64_t request_frags_bytes(const struct msg *owner)
+{
+    uint64_t n = 0;
+    for (uint32_t i = 0; i < owner->nfrags; i++) {
+        if (owner->frags[i]->peer != NULL) n += owner->frags[i]->peer->len;
+    }
+    return n;
+}
+
 /* Every fragment of owner has finished: build its reply. */
 static void request_finish_fragments(struct loop *l, struct msg *owner)
 {
     struct conn *c = owner->owner;
+    if (c != NULL) client_hold_for(c, owner, -(int64_t)request_frags_bytes(owner)); /* the merged reply
+                                    * is counted instead (client_reply_ready) */
     if (owner->err == 0 && (owner->cmd_flags & CMD_F_FRAG_PARTIAL))
         owner->err = request_frags_none_answered(owner);
     if (owner->err == 0 && c != NULL) {
@@ -136,6 +148,9 @@ void request_complete(struct loop *l, struct msg *req)
     if (req->frag_owner != NULL) {
         struct msg *owner = req->frag_owner;
         owner->nfrags_done++;
+        /* its reply is held until the merge: its client's (client_mem.h) */
+        if (req->peer != NULL && owner->owner != NULL)
+            client_hold_for(owner->owner, owner, (int64_t)req->peer->len);
         if (req->err != 0 && owner->err == 0 && !(owner->cmd_flags & CMD_F_FRAG_PARTIAL))
             owner->err = req->err;
         if (owner->nfrags_done == owner->nfrags) request_finish_fragments(l, owner);

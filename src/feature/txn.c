@@ -462,7 +462,7 @@ static void txn_drop_held(struct conn *c)
         if (!req->txn_wait) continue;
         TAILQ_REMOVE(&c->reqs, req, client_link);
         c->nreqs--;
-        c->held_bytes -= req->held;
+        client_hold(c, -(int64_t)req->held);
         t->nwait--;
         request_free(c->loop, req);
     }
@@ -531,7 +531,7 @@ static void txn_abandon_block(struct conn *c, struct txn *t)
     }
     TAILQ_REMOVE(&c->reqs, req, client_link);
     c->nreqs--;
-    c->held_bytes -= req->held;
+    client_hold(c, -(int64_t)req->held);
     req->owner = NULL;
     server_conn_close(t->bconn, ECONNABORTED); /* t->bconn (and t->dconn if it is) lost */
 }

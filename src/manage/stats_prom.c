@@ -151,6 +151,8 @@ static void stats_prom_header(struct textbuf *b, const struct stats_snapshot *s)
     stats_prom_family(b, "nutcrackers_client_connections", h[STATS_HEADER_curr_connections].desc, NULL, "gauge");
     textbuf_adds(b, "nutcrackers_client_connections");
     stats_prom_value(b, STATS_GAUGE, (uint64_t)s->curr_connections);
+    stats_prom_single(b, "nutcrackers_client_memory_bytes", h[STATS_HEADER_client_memory].desc, "gauge",
+                      (uint64_t)(s->client_memory > 0 ? s->client_memory : 0));
 }
 
 static void stats_prom_hist(struct textbuf *b, const char *name, const struct conf_pool *cp,

@@ -47,6 +47,7 @@ struct stats_snapshot {
     uint64_t timestamp_sec;              /* wall clock of the snapshot */
     uint64_t total_connections;
     int64_t curr_connections;
+    int64_t client_memory;
     struct stats_pool_snap *pools;       /* rt->npools */
     size_t npools;
 };

@@ -59,6 +59,8 @@ struct stats_pool_block {
 struct stats_worker {
     stats_ctr total_connections;       /* accepted by this worker since start */
     stats_ctr curr_connections;        /* open now (clients of this worker) */
+    stats_ctr client_memory;           /* bytes its clients make it hold (core/client_mem.h): the
+                                        * other workers read it too, for -M */
     struct stats_pool_block *pools;    /* registry: every pool name seen */
     _Alignas(64) struct stats_slowlog slowlog; /* this worker's slow requests (own cache lines) */
 };

@@ -31,7 +31,9 @@ enum stats_type {
     ACTION(generation, STATS_GAUGE, "config generation serving: 1 at start, +1 per reload")  \
     ACTION(loaded_at, STATS_TIMESTAMP, "when that generation was loaded, seconds since epoch") \
     ACTION(total_connections, STATS_COUNTER, "# connections accepted since the start")       \
-    ACTION(curr_connections, STATS_GAUGE, "# connections open now")
+    ACTION(curr_connections, STATS_GAUGE, "# connections open now")                          \
+    ACTION(client_memory, STATS_GAUGE,                                                       \
+           "bytes the client connections make the proxy hold now (-M caps it)")
 
 /*
  * The refused commands per name are flat members of the pool's object, after its fields and only
@@ -54,7 +56,9 @@ enum stats_type {
            "# requests refused: a command the proxy does not serve (per name: "               \
            STATS_REFUSED_PREFIX "<name>)")                                                    \
     ACTION(client_idle_timeouts, STATS_COUNTER,                                              \
-           "# clients closed after client_idle_timeout with nothing sent, read or awaited")
+           "# clients closed after client_idle_timeout with nothing sent, read or awaited")   \
+    ACTION(client_memory_closes, STATS_COUNTER,                                              \
+           "# clients closed because the proxy held more than -M for its clients")
 
 /* ACTION(name, type, description): one object per server, nested in its pool's. */
 #define STATS_SERVER_FIELDS(ACTION)                                                          \

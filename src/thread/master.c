@@ -42,9 +42,11 @@ static int master_start_workers(struct master *m)
     mem_trim_init(); /* before the workers, which trim concurrently (mem_trim.h) */
     m->workers = calloc(n, sizeof(*m->workers));
     if (m->workers == NULL) return -ENOMEM;
+    m->mem = (struct client_mem){ .cap = (uint64_t)m->opts->max_memory, .nworkers = n, .blocks = m->blocks };
     for (uint32_t i = 0; i < n; i++) {
         m->nworkers++;
         int rc = worker_init(&m->workers[i], i, runtime_get(m->rt), m->blocks[i], m->opts->mbuf_size);
+        if (rc == 0) rc = client_mem_loop_init(&m->workers[i].loop, &m->mem);
         if (rc < 0) return rc;
         stats_slowlog_configure(&m->blocks[i]->slowlog, i, (uint64_t)m->opts->slowlog_usec);
     }

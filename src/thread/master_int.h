@@ -19,6 +19,7 @@
 
 #include "app/options.h"
 #include "conf/conf.h"
+#include "core/client_mem.h"
 #include "thread/inbox.h"
 
 struct event;
@@ -45,6 +46,7 @@ struct master {
     struct listener **listeners; /* one per pool of rt, in its order */
     size_t nlisteners;
     struct stats_worker **blocks; /* every worker's counters (the master owns them) */
+    struct client_mem mem;   /* -M and where each worker's sum is (core/client_mem.h) */
     struct stats_thread *stats;  /* the manage port; started after the workers, stopped before */
     struct inbox inbox;      /* reload requests from the manage port */
     bool inbox_ok;

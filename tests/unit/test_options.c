@@ -303,6 +303,35 @@ static void test_range_stop_grace(void **state)
     assert_int_equal(p.o.stop_grace_msec, 250);
 }
 
+/* -M: bytes, with k, m or g multiplying by 1024, 1024^2, 1024^3; nothing else after the digits. */
+static void test_max_memory_sizes(void **state)
+{
+    (void)state;
+    static const struct { const char *arg; int64_t want; } ok[] = {
+        { "0", 0 }, { "1000", 1000 }, { "64k", 64 << 10 }, { "64K", 64 << 10 }, { "512m", 512ll << 20 },
+        { "2g", 2ll << 30 }, { "2G", 2ll << 30 }, { "8589934591g", 8589934591ll << 30 }, /* the largest in g */
+    };
+    for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+        struct parsed p;
+        const char *args[] = { "-M", ok[i].arg, NULL };
+        parse_list(&p, args);
+        expect_ok(&p);
+        assert_int_equal(p.o.max_memory, ok[i].want);
+    }
+    static const struct bound b[] = {
+        { "-M", "-1", false }, { "-M", "8589934592g", false }, { "-M", "8589934592000g", false },
+        { "--max-memory", "9223372036854775808", false }, { "-M", "9223372036854775807", true },
+    };
+    check_bounds(b, sizeof(b) / sizeof(b[0]), "-M/--max-memory");
+    static const char *const garbage[] = { "1x", "k", "1kb", "1 k", "1.5g", "" };
+    for (size_t i = 0; i < sizeof(garbage) / sizeof(garbage[0]); i++) {
+        struct parsed p;
+        const char *args[] = { "-M", garbage[i], NULL };
+        parse_list(&p, args);
+        expect_err(&p, "is not a number");
+    }
+}
+
 /* -T not given: the CPUs of the affinity mask, said in the log line; more than those: a warning. */
 static void test_resolve_threads(void **state)
 {
@@ -475,6 +504,8 @@ static void test_help_lists_every_flag(void **state)
         "-K, --manage-auth-file=S",
         "-G, --stop-grace=N",
         "(default: 5000 msec)",
+        "-M, --max-memory=N",
+        "(default: 0 bytes: no cap)",
     };
     for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
         if (strstr(buf, want[i]) == NULL) fail_msg("help lacks '%s'", want[i]);
@@ -493,6 +524,7 @@ static void test_help_exact(void **state)
         "                   [-i stats interval] [-p pid file] [-m mbuf size]\n"
         "                   [-T thread num] [-S slowlog threshold] [-N trusted nets]\n"
         "                   [-K auth file] [-L log interval] [-G stop grace]\n"
+        "                   [-M max memory]\n"
         "\n"
         "Options:\n"
         "  -h, --help               : this help\n"
@@ -518,7 +550,9 @@ static void test_help_exact(void **state)
         "  -L, --log-interval=N     : log one line per interval per refused command name or failing server "
         "(default: 10000 msec)\n"
         "  -G, --stop-grace=N       : set how long SIGTERM lets requests in flight finish in msec "
-        "(default: 5000 msec)\n";
+        "(default: 5000 msec)\n"
+        "  -M, --max-memory=N       : set the memory all clients together may make the proxy hold, in "
+        "bytes (k, m, g: KiB, MiB, GiB) (default: 0 bytes: no cap)\n";
     char *buf = help_text();
     assert_string_equal(buf, want);
     free(buf);
@@ -610,6 +644,7 @@ int main(void)
         cmocka_unit_test(test_parse_twice),
         cmocka_unit_test(test_help_lists_every_flag),
         cmocka_unit_test(test_help_exact),
+        cmocka_unit_test(test_max_memory_sizes),
         cmocka_unit_test(test_usage_names_every_option),
         cmocka_unit_test(test_long_prefixes),
     };

@@ -1,0 +1,71 @@
+/*
+ * client_mem.h - the memory the client connections make the proxy hold, and the proxy-wide cap on
+ * it (-M, --max-memory). The design and its reasons: notes/client-memory.md.
+ *
+ * What a client holds: its queued requests and their replies, the read buffers they keep alive,
+ * the msgs and keys, a subscriber's names (client.c's held bytes), the request it is still
+ * sending, and the replies of a multi-key or fan-out request's fragments until they are merged.
+ * Each loop keeps the sum of its clients' (one add per change) and publishes it in its counter
+ * block once it moved by CLIENT_MEM_STEP; the sum over the workers is those gauges added up (a
+ * relaxed load each), read only when a worker publishes or ticks: no lock, no shared write on the
+ * request path.
+ *
+ * Past the cap, each worker stops reading from its clients that hold the most (CLIENT_MEM_BIG or
+ * more); if at its next tick the proxy is still over, it closes its biggest clients first (as
+ * redis's maxmemory-clients) until it has given back the excess; under nine tenths of the cap the
+ * paused clients are read again. Clients that hold little are not touched.
+ *
+ * Threads: struct client_mem is the master's, immutable once the workers start (the gauges it
+ * points at are each written by one worker, read by all); the loop's fields belong to its thread.
+ */
+#ifndef NC_CLIENT_MEM_H
+#define NC_CLIENT_MEM_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/conn.h"
+#include "core/loop.h"
+
+struct stats_worker;
+
+/* A loop republishes its sum when it moved this much (the error of the proxy-wide sum is at most
+ * this per worker). */
+#define CLIENT_MEM_STEP (64 * 1024)
+/* A client holding at least this much is one of "the clients that hold the most": paused, then
+ * closed past the cap. */
+#define CLIENT_MEM_BIG (64 * 1024)
+
+/* The cap and where every worker's sum is (set by the thread layer before the workers start). */
+struct client_mem {
+    uint64_t cap;                        /* bytes; 0: no cap (the sums are still published) */
+    uint32_t nworkers;
+    struct stats_worker *const *blocks;  /* each worker's counter block (client_memory) */
+};
+
+/* Publishes l's sum; past the cap, starts the loop's enforcement. */
+void client_mem_publish(struct loop *l);
+
+/* c's held bytes (its queued requests and replies, client.c) change by delta. */
+static inline void client_mem_add(struct conn *c, int64_t delta)
+{
+    struct loop *l = c->loop;
+    c->held_bytes = (uint64_t)((int64_t)c->held_bytes + delta);
+    l->mem_held += delta;
+    int64_t moved = l->mem_held - l->mem_published;
+    if (moved >= CLIENT_MEM_STEP || moved <= -CLIENT_MEM_STEP) client_mem_publish(l);
+}
+
+/* c's request still being read holds now bytes (0: none). */
+void client_mem_partial(struct conn *c, uint64_t now);
+
+/* Sets up l's side (m: the process's, NULL: none). Returns 0 or -ENOMEM. */
+int client_mem_loop_init(struct loop *l, const struct client_mem *m);
+void client_mem_loop_deinit(struct loop *l);
+/* Once a second (the loop's trim): a worker that publishes nothing still sees the proxy over. */
+void client_mem_check(struct loop *l);
+
+/* The sum over the workers (relaxed loads). */
+uint64_t client_mem_total(const struct client_mem *m);
+
+#endif
