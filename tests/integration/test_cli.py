@@ -32,17 +32,19 @@ FLAGS = [
     ("-K", "--manage-auth-file=S", "(default: off)"),
     ("-L", "--log-interval=N", "(default: 10000 msec)"),
     ("-G", "--stop-grace=N", "(default: 5000 msec)"),
+    ("-M", "--max-memory=N", "(default: 0 bytes: no cap)"),
 ]
 
 POOL_METRICS = ["client_eof", "client_err", "client_connections", "server_ejects",
-                "forward_error", "fragments", "refused_commands", "client_idle_timeouts"]
+                "forward_error", "fragments", "refused_commands", "client_idle_timeouts",
+                "client_memory_closes"]
 SERVER_METRICS = ["server_eof", "server_err", "server_timedout", "server_connections",
                   "server_ejected_at", "requests", "request_bytes", "responses", "response_bytes",
                   "in_queue", "in_queue_bytes", "out_queue", "out_queue_bytes",
                   "dedicated_connections"]
 HEADER_FIELDS = ["service", "source", "version", "uptime", "timestamp", "generation", "loaded_at",
                  "total_connections",
-                 "curr_connections"]
+                 "curr_connections", "client_memory"]
 
 
 @pytest.mark.parametrize("flag", ["-V", "--version"])

@@ -19,9 +19,10 @@ from nctest.procs import HOST
 
 HEADER = ["service", "source", "version", "uptime", "timestamp", "generation", "loaded_at",
           "total_connections",
-          "curr_connections"]
+          "curr_connections", "client_memory"]
 POOL_FIELDS = ["client_eof", "client_err", "client_connections", "server_ejects", "forward_error",
-               "fragments", "refused_commands", "client_idle_timeouts"]
+               "fragments", "refused_commands", "client_idle_timeouts",
+               "client_memory_closes"]
 SERVER_FIELDS = ["server_eof", "server_err", "server_timedout", "server_connections",
                  "server_ejected_at", "requests", "request_bytes", "responses", "response_bytes",
                  "in_queue", "in_queue_bytes", "out_queue", "out_queue_bytes",
