@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # bench/run.sh - the benchmark in one command: installs what is missing (Debian: nutcracker, the
 # twemproxy 0.5.0 reference, redis-server/redis-tools, memcached), builds nutcrackers optimised
-# (a first ./configure without debug flags) and the load generator (make -C bench), then runs
-# bench/bench.py with the arguments given (see `bench/run.sh --help`).
+# out of tree (build-bench/: ./configure without debug flags) and the load generator
+# (make -C bench), then runs bench/bench.py on that build with the arguments given (see
+# `bench/run.sh --help`; a later --nc-bin wins).
 #   NC_SKIP_DEPS=1   install nothing
 # Nothing is left running: bench.py stops every process it started, on errors too.
 set -euo pipefail
@@ -13,8 +14,8 @@ cd "$ROOT"
 . scripts/lib/deps.sh
 
 if [ "${NC_SKIP_DEPS:-0}" != 1 ]; then
-    NC_DEB_PACKAGES+=(nutcracker util-linux)
-    nc_install_debs
+    NC_DEB_RUN_PACKAGES+=(nutcracker util-linux)
+    nc_install_debs run
     # a nutcracker service started by the package would only take its own ports (22121, 22222),
     # never the free ones the benchmark picks; stop it anyway so it costs no CPU
     if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet nutcracker 2>/dev/null; then
@@ -22,15 +23,18 @@ if [ "${NC_SKIP_DEPS:-0}" != 1 ]; then
     fi
 fi
 
-if [ ! -f Makefile ]; then
-    nc_log "configuring (optimised)"
+BUILD="$ROOT/build-bench"
+if [ ! -f "$BUILD/Makefile" ]; then
+    nc_log "configuring (optimised, in build-bench/)"
     autoreconf -fi
-    ./configure --enable-werror
+    if [ -f "$ROOT/config.status" ]; then make -C "$ROOT" distclean; fi # in-tree blocks out-of-tree
+    mkdir -p "$BUILD"
+    (cd "$BUILD" && "$ROOT/configure" --enable-werror)
 fi
-if ! grep -q '^AM_CFLAGS = .* -O2 -g -DNDEBUG' Makefile || grep -q '^AM_CFLAGS = .*-fsanitize' Makefile; then
+if ! grep -q '^AM_CFLAGS = .* -O2 -g -DNDEBUG' "$BUILD/Makefile" || grep -q '^AM_CFLAGS = .*-fsanitize' "$BUILD/Makefile"; then
     nc_log "warning: this build is not the optimised default (configure without --enable-debug)"
 fi
 nc_log "building"
-make -j2 src/nutcrackers >/dev/null
+make -C "$BUILD" -j2 src/nutcrackers >/dev/null
 make -C bench >/dev/null
-exec python3 bench/bench.py "$@"
+exec python3 bench/bench.py --nc-bin "$BUILD/src/nutcrackers" "$@"
