@@ -3,12 +3,13 @@
  * wrapped (-Wl,--wrap: oom_alloc.h) to fail at the k-th call, for every k, both alone and with
  * every later call, through fragment (MGET, MSET, DEL, EXISTS split over 2 to 4 servers, RESP and
  * inline; an MGET over 66 servers, past the stack arrays; KEYS, DBSIZE, RANDOMKEY, FLUSHDB,
- * SCRIPT, PUBSUB and SCAN sent to every server), coalesce (after fake fragment replies) and
- * parse_req / parse_rsp (keys, top-level elements, the nesting stack; failing from the k-th call
- * on). Each either fails with -ENOMEM (the parsers: PARSE_ERROR "out of memory") leaving nothing
- * allocated (mbuf and msg pools back to their counts; ASan checks the rest), or succeeds whole:
- * the same fragments, key map and reply as with no failure, never 0 with a half-built request (no
- * fragments, no key map).
+ * SCRIPT, PUBSUB and SCAN sent to every server; INFO and HELLO, answered from every server's
+ * INFO), coalesce (after fake fragment replies) and parse_req / parse_rsp (keys, top-level
+ * elements, the nesting stack; failing from the k-th call on). Each either fails with
+ * -ENOMEM (the parsers: PARSE_ERROR "out of memory") leaving nothing allocated (mbuf and msg pools
+ * back to their counts; ASan checks the rest), or succeeds whole: the same fragments, key map and
+ * reply as with no failure, never 0 with a half-built request (no fragments, no key map) nor a
+ * reply built from part of the servers' answers (INFO's sums).
  *
  * Threads: the test's only.
  */
@@ -46,6 +47,10 @@ struct oom_case {
     const char *want;                  /* the coalesced reply */
 };
 
+#define INFO_A "# Keyspace\r\ndb0:keys=3,expires=0,avg_ttl=0\r\ndb5:keys=1,expires=1,avg_ttl=100\r\n"
+#define INFO_B "# Keyspace\r\ndb0:keys=4,expires=2,avg_ttl=50\r\n"
+#define INFO_SUM "# Keyspace\r\ndb0:keys=7,expires=2,avg_ttl=50\r\ndb5:keys=1,expires=1,avg_ttl=100\r\n"
+
 static const struct oom_case cases[] = {
     { "MGET a b c d e f g h i", false, 9, { 0, 1, 2, 0, 1, 2, 2, 1, 0 }, 3,
       { "*3\r\n$1\r\nA\r\n$1\r\nD\r\n$1\r\nI\r\n", "*3\r\n$1\r\nB\r\n$-1\r\n$1\r\nH\r\n",
@@ -60,6 +65,12 @@ static const struct oom_case cases[] = {
     { "KEYS *", false, 3, { 2, 0, 1 }, 3, { "*2\r\n$1\r\na\r\n$1\r\nb\r\n", "*0\r\n", "*1\r\n$1\r\nc\r\n" },
       "*3\r\n$1\r\na\r\n$1\r\nb\r\n$1\r\nc\r\n" },
     { "DBSIZE", false, 2, { 0, 1 }, 2, { ":3\r\n", ":4\r\n" }, ":7\r\n" },
+    { "INFO keyspace", false, 2, { 1, 0 }, 2, { "$78\r\n" INFO_A "\r\n", "$45\r\n" INFO_B "\r\n" },
+      "$79\r\n" INFO_SUM "\r\n" },
+    { "HELLO", false, 2, { 0, 1 }, 2,
+      { "$31\r\n# Server\r\nredis_version:7.2.4\r\n\r\n", "$32\r\n# Server\r\nredis_version:6.2.14\r\n\r\n" },
+      "*14\r\n$6\r\nserver\r\n$5\r\nredis\r\n$7\r\nversion\r\n$6\r\n6.2.14\r\n$5\r\nproto\r\n:2\r\n"
+      "$2\r\nid\r\n:7\r\n$4\r\nmode\r\n$10\r\nstandalone\r\n$4\r\nrole\r\n$6\r\nmaster\r\n$7\r\nmodules\r\n*0\r\n" },
     { "SCRIPT EXISTS a b", false, 2, { 0, 1 }, 2, { "*2\r\n:1\r\n:0\r\n", "*2\r\n:1\r\n:1\r\n" },
       "*2\r\n:1\r\n:0\r\n" },
     { "PUBSUB NUMSUB a b", false, 2, { 0, 1 }, 2,
