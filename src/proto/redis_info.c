@@ -103,8 +103,9 @@ int redis_fragment_all(struct msg *req, const uint32_t *where, uint32_t n, struc
 }
 
 /* The text of an INFO reply (a bulk string, or a RESP3 verbatim one: its "txt:" left out), copied
- * out NUL-terminated. NULL when r is of another kind (an error), too large, or out of memory. */
-static char *info_text_of(const struct msg *r, size_t *len)
+ * out NUL-terminated. NULL when r is of another kind (an error) or too large, or out of memory
+ * (then *oom is set: the reply cannot be built, rather than built without that server's part). */
+static char *info_text_of(const struct msg *r, size_t *len, bool *oom)
 {
     if (r->rsp_type != RSP_BULK && r->rsp_type != RSP_VERBATIM) return NULL;
     uint8_t head[REDIS_MAX_HDR];
@@ -121,7 +122,10 @@ static char *info_text_of(const struct msg *r, size_t *len)
     }
     if (size > INFO_TEXT_MAX || skip + size > r->len) return NULL;
     char *text = malloc(size + 1);
-    if (text == NULL) return NULL;
+    if (text == NULL) {
+        *oom = true;
+        return NULL;
+    }
     if (msg_copy_out(r, skip, text, size) != size) {
         free(text);
         return NULL;
@@ -372,7 +376,7 @@ int redis_coalesce_all(const struct proto_view *v, struct msg *req, struct msg *
             continue;
         }
         size_t len = 0;
-        char *text = info_text_of(r, &len);
+        char *text = info_text_of(r, &len, &sum.oom);
         if (text == NULL) continue;
         info_add(&sum, text, len);
         free(text);

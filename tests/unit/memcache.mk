@@ -7,9 +7,10 @@ tests_unit_test_memcache_SOURCES = tests/unit/test_memcache.c tests/unit/proto_d
 tests_unit_test_memcache_CFLAGS = $(NC_UNIT_CFLAGS)
 tests_unit_test_memcache_LDADD = $(NC_UNIT_LIBS)
 # the same under allocation failures: malloc/calloc/realloc wrapped to fail at the k-th call
+# (oom_alloc.c, shared with redis.mk's test_redis_oom)
 check_PROGRAMS += tests/unit/test_memcache_oom
 TESTS += tests/unit/test_memcache_oom
-tests_unit_test_memcache_oom_SOURCES = tests/unit/test_memcache_oom.c
+tests_unit_test_memcache_oom_SOURCES = tests/unit/test_memcache_oom.c tests/unit/oom_alloc.c tests/unit/oom_alloc.h
 tests_unit_test_memcache_oom_CFLAGS = $(NC_UNIT_CFLAGS)
-tests_unit_test_memcache_oom_LDFLAGS = -Wl,--wrap=malloc -Wl,--wrap=calloc -Wl,--wrap=realloc
+tests_unit_test_memcache_oom_LDFLAGS = $(NC_UNIT_OOM_WRAP)
 tests_unit_test_memcache_oom_LDADD = $(NC_UNIT_LIBS)

@@ -14,3 +14,13 @@ tests_unit_test_redis_rsp_LDADD = $(NC_UNIT_LIBS)
 tests_unit_test_redis_hello_SOURCES = tests/unit/test_redis_hello.c tests/unit/proto_drv.c tests/unit/proto_drv.h
 tests_unit_test_redis_hello_CFLAGS = $(NC_UNIT_CFLAGS)
 tests_unit_test_redis_hello_LDADD = $(NC_UNIT_LIBS)
+# redis_proto under allocation failures (oom_alloc.c wraps malloc/calloc/realloc to fail from the
+# k-th call on, for every k): fragment, coalesce and the parsers fail with -ENOMEM / "out of
+# memory" and leave nothing allocated, or succeed whole
+check_PROGRAMS += tests/unit/test_redis_oom
+TESTS += tests/unit/test_redis_oom
+tests_unit_test_redis_oom_SOURCES = tests/unit/test_redis_oom.c tests/unit/oom_alloc.c tests/unit/oom_alloc.h \
+  tests/unit/proto_drv.c tests/unit/proto_drv.h
+tests_unit_test_redis_oom_CFLAGS = $(NC_UNIT_CFLAGS)
+tests_unit_test_redis_oom_LDFLAGS = $(NC_UNIT_OOM_WRAP)
+tests_unit_test_redis_oom_LDADD = $(NC_UNIT_LIBS)

@@ -1,6 +1,6 @@
 /*
  * test_memcache_oom.c - memcache_proto under allocation failures: malloc, calloc and realloc are
- * wrapped (-Wl,--wrap, see memcache.mk) to fail at the k-th call for every k, through fragment,
+ * wrapped (-Wl,--wrap: oom_alloc.h) to fail at the k-th call for every k, through fragment,
  * coalesce and parse_req. Each must fail with -ENOMEM / PARSE_ERROR "out of memory" leaving
  * nothing allocated (mbuf and msg pools back to their counts; ASan checks the rest).
  *
@@ -19,65 +19,12 @@
 #include "msg/mbuf.h"
 #include "msg/msg.h"
 #include "proto/proto.h"
+#include "oom_alloc.h"
 
-void *__real_malloc(size_t n);
-void *__real_calloc(size_t n, size_t size);
-void *__real_realloc(void *p, size_t n);
-void *__wrap_malloc(size_t n);
-void *__wrap_calloc(size_t n, size_t size);
-void *__wrap_realloc(void *p, size_t n);
-
-static long allocs_before_failure = -1; /* -1: never fail */
-
-static bool should_fail(void)
+/* A whole message of text (no failure). */
+static struct msg *parse(struct oom_pools *c, const char *s, bool rsp)
 {
-    if (allocs_before_failure < 0) return false;
-    if (allocs_before_failure == 0) return true;
-    allocs_before_failure--;
-    return false;
-}
-
-void *__wrap_malloc(size_t n)
-{
-    return should_fail() ? NULL : __real_malloc(n);
-}
-
-void *__wrap_calloc(size_t n, size_t size)
-{
-    return should_fail() ? NULL : __real_calloc(n, size);
-}
-
-void *__wrap_realloc(void *p, size_t n)
-{
-    return should_fail() ? NULL : __real_realloc(p, n);
-}
-
-struct ctx {
-    struct mbuf_pool mp;
-    struct msg_pool pp;
-};
-
-/* Parses one whole message from s into a new msg (no failures injected). */
-static struct msg *parse(struct ctx *c, const char *s, bool rsp)
-{
-    struct parse_state ps;
-    memset(&ps, 0, sizeof(ps));
-    ps.want_elems = rsp;
-    parse_state_reset(&ps);
-    struct mbuf *mb = mbuf_get(&c->mp);
-    size_t n = strlen(s), consumed = 0;
-    assert_true(n <= mb->cap);
-    memcpy(mb->data, s, n);
-    mb->len = (uint32_t)n;
-    struct msg *m = msg_get(&c->pp);
-    int rc = rsp ? memcache_proto.parse_rsp(&ps, m, mb->data, n, &consumed)
-                 : memcache_proto.parse_req(&ps, m, mb->data, n, &consumed);
-    assert_int_equal(rc, PARSE_DONE);
-    assert_int_equal(consumed, n);
-    assert_int_equal(msg_append(m, mb, 0, (uint32_t)n), 0);
-    mbuf_unref(mb);
-    parse_state_free(&ps);
-    return m;
+    return oom_parse(c, &memcache_proto, s, strlen(s), rsp);
 }
 
 static const uint32_t servers[] = { 0, 1, 2, 0, 1, 2, 2, 1, 0 };
@@ -86,16 +33,15 @@ static const char request[] = "get a b c d e f g h i\r\n";
 static void test_fragment_oom(void **state)
 {
     (void)state;
-    struct ctx c;
-    mbuf_pool_init(&c.mp, 512, 0);
-    msg_pool_init(&c.pp, 0); /* every msg_get allocates */
+    struct oom_pools c;
+    oom_pools_init(&c, 512); /* every msg_get allocates */
     int rc = -ENOMEM;
     long k;
     for (k = 0; rc != 0; k++) {
         struct msg *req = parse(&c, request, false);
-        allocs_before_failure = k;
+        oom_fail_after(k);
         rc = memcache_proto.fragment(req, servers, req->nkeys, &c.pp);
-        allocs_before_failure = -1;
+        oom_stop();
         if (rc == 0) {
             assert_int_equal(req->nfrags, 3);
             for (uint32_t j = 0; j < req->nfrags; j++) msg_put(&c.pp, req->frags[j]);
@@ -111,16 +57,14 @@ static void test_fragment_oom(void **state)
         assert_int_equal(c.mp.nlive, 0);
     }
     assert_true(k > 5);
-    msg_pool_deinit(&c.pp);
-    mbuf_pool_deinit(&c.mp);
+    oom_pools_deinit(&c);
 }
 
 static void test_coalesce_oom(void **state)
 {
     (void)state;
-    struct ctx c;
-    mbuf_pool_init(&c.mp, 512, 0);
-    msg_pool_init(&c.pp, 0);
+    struct oom_pools c;
+    oom_pools_init(&c, 512);
     static const char *const replies[] = {
         "VALUE a 0 1\r\nA\r\nVALUE i 0 1\r\nI\r\nEND\r\n",
         "VALUE b 0 1\r\nB\r\nVALUE h 0 1\r\nH\r\nEND\r\n",
@@ -133,9 +77,9 @@ static void test_coalesce_oom(void **state)
         assert_int_equal(memcache_proto.fragment(req, servers, req->nkeys, &c.pp), 0);
         for (uint32_t j = 0; j < req->nfrags; j++) req->frags[j]->peer = parse(&c, replies[j], true);
         struct msg *rsp = msg_get(&c.pp);
-        allocs_before_failure = k;
+        oom_fail_after(k);
         rc = memcache_proto.coalesce(NULL, req, rsp);
-        allocs_before_failure = -1;
+        oom_stop();
         if (rc == 0) {
             static const char want[] = "VALUE a 0 1\r\nA\r\nVALUE b 0 1\r\nB\r\nVALUE f 0 1\r\nF\r\n"
                                        "VALUE h 0 1\r\nH\r\nVALUE i 0 1\r\nI\r\nEND\r\n";
@@ -156,8 +100,7 @@ static void test_coalesce_oom(void **state)
         assert_int_equal(c.mp.nlive, 0);
     }
     assert_true(k > 2);
-    msg_pool_deinit(&c.pp);
-    mbuf_pool_deinit(&c.mp);
+    oom_pools_deinit(&c);
 }
 
 /* A key or an element that cannot be recorded stops the stream with "out of memory". */
@@ -172,33 +115,8 @@ static void test_parse_oom(void **state)
         { "VALUE a 0 1\r\nA\r\nVALUE b 0 1\r\nB\r\nEND\r\n", true },
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        struct msg_pool pp;
-        msg_pool_init(&pp, 0);
-        const uint8_t *buf = (const uint8_t *)cases[i].text;
-        size_t n = strlen(cases[i].text);
         int rc = PARSE_ERROR;
-        for (long k = 0; rc != PARSE_DONE; k++) {
-            struct parse_state ps;
-            memset(&ps, 0, sizeof(ps));
-            ps.want_elems = true;
-            parse_state_reset(&ps);
-            struct msg *m = msg_get(&pp);
-            size_t consumed = 0;
-            allocs_before_failure = k;
-            rc = cases[i].rsp ? memcache_proto.parse_rsp(&ps, m, buf, n, &consumed)
-                              : memcache_proto.parse_req(&ps, m, buf, n, &consumed);
-            allocs_before_failure = -1;
-            if (rc == PARSE_ERROR) {
-                assert_string_equal(ps.error, "out of memory");
-            } else {
-                assert_int_equal(rc, PARSE_DONE);
-                assert_int_equal(consumed, n);
-            }
-            parse_state_free(&ps);
-            msg_put(&pp, m);
-        }
-        assert_int_equal(pp.nlive, 0);
-        msg_pool_deinit(&pp);
+        for (long k = 0; rc != PARSE_DONE; k++) rc = oom_parse_at(&memcache_proto, cases[i].text, cases[i].rsp, k, NULL);
     }
 }
 
