@@ -6,6 +6,7 @@
 #include "thread/inbox.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -52,7 +53,7 @@ static void inbox_discard_msg(void *arg, struct loop_msg *m)
 
 void inbox_deinit(struct inbox *ib)
 {
-    inbox_drain(ib, inbox_discard, NULL);
+    while (ib->head != NULL) inbox_drain(ib, inbox_discard, NULL); /* (nobody pushes any more) */
     inbox_drain_msgs(ib, inbox_discard_msg, NULL);
     close(ib->efd);
     pthread_mutex_destroy(&ib->lock);
@@ -114,10 +115,17 @@ void inbox_drain(struct inbox *ib, inbox_fn fn, void *arg)
     do {
         n = read(ib->efd, &cnt, sizeof(cnt));
     } while (n < 0 && errno == EINTR);
+    /* at most INBOX_DRAIN_MAX items a pass: a storm of new clients waits for the next pass rather
+     * than starving the requests of the clients already served (the wake brings it back at once) */
     pthread_mutex_lock(&ib->lock);
-    struct inbox_item *it = ib->head;
-    ib->head = ib->tail = NULL;
+    struct inbox_item *it = ib->head, *last = it;
+    for (uint32_t i = 1; last != NULL && last->next != NULL && i < INBOX_DRAIN_MAX; i++) last = last->next;
+    ib->head = last != NULL ? last->next : NULL;
+    if (ib->head == NULL) ib->tail = NULL;
+    if (last != NULL) last->next = NULL;
+    bool more = ib->head != NULL;
     pthread_mutex_unlock(&ib->lock);
+    if (more) inbox_wake(ib);
     while (it != NULL) {
         struct inbox_item *next = it->next;
         fn(arg, it);

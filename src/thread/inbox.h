@@ -56,8 +56,10 @@ int inbox_init(struct inbox *ib);
 void inbox_deinit(struct inbox *ib);
 /* Queues a copy of item and wakes the worker. Returns 0 or -errno. */
 int inbox_push(struct inbox *ib, const struct inbox_item *item);
-/* Takes the whole queue and calls fn on each item in FIFO order (fn takes over what the item
- * holds: its fd, runtime or request), then frees the items. */
+/* Takes up to INBOX_DRAIN_MAX items of the queue and calls fn on each in FIFO order (fn takes over
+ * what the item holds: its fd, runtime or request), then frees them; with more left, the eventfd
+ * is woken again, so the owner's loop serves its other events before the next ones. */
+#define INBOX_DRAIN_MAX 64
 typedef void (*inbox_fn)(void *arg, const struct inbox_item *it);
 void inbox_drain(struct inbox *ib, inbox_fn fn, void *arg);
 /* Queues m (the taker takes it over) and wakes the owner: no allocation. */

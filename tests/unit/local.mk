@@ -7,5 +7,6 @@ include tests/unit/msg.mk
 include tests/unit/redis.mk
 include tests/unit/memcache.mk
 include tests/unit/core.mk
+include tests/unit/thread.mk
 include tests/unit/stats.mk
 include tests/unit/manage.mk
