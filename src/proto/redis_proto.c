@@ -145,9 +145,18 @@ static size_t redis_error_reply(int err, char *buf, size_t size)
     return redis_reply_line(buf, size, "-ERR ", (const uint8_t *)text, strlen(text), "\r\n", false);
 }
 
+/* "-ERR Protocol error: <why>", the parser's text byte for byte as redis writes its own: after
+ * "got" in "expected '$', got 'X'" any byte but CR and LF, which show as spaces (here too). */
 static size_t redis_protocol_error_reply(const char *why, char *buf, size_t size)
 {
-    return redis_reply_line(buf, size, "-ERR Protocol error: ", (const uint8_t *)why, strlen(why), "\r\n", false);
+    static const char pre[] = "-ERR Protocol error: ";
+    size_t pl = sizeof(pre) - 1, n = strlen(why);
+    if (size < pl + 2) return 0;
+    if (n > size - pl - 2) n = size - pl - 2;
+    memcpy(buf, pre, pl);
+    for (size_t i = 0; i < n; i++) buf[pl + i] = why[i] == '\r' || why[i] == '\n' ? ' ' : why[i];
+    memcpy(buf + pl + n, "\r\n", 2);
+    return pl + n + 2;
 }
 
 void resp_add_bulk(struct textbuf *t, const void *data, size_t n)

@@ -35,12 +35,14 @@
  * consumed and parsing goes on; their bytes become part of the next request (redis ignores them
  * there too). More than REDIS_MAX_EMPTY such bytes in a row is a protocol error.
  *
- * Protocol errors (PARSE_ERROR, ps->error says which): a "*N" that is not a strict integer or is
- * above REDIS_MAX_ARGS; an argument not starting with '$' (a nested array included); a "$N" that
- * is not a strict integer in [0, REDIS_MAX_BULK]; a header line longer than REDIS_MAX_HDR; data
- * not followed by CRLF; an inline line over REDIS_MAX_INLINE bytes, or holding a quote or a NUL
- * (redis would unquote or cut them: keys would hash differently here); more than MSG_KEYS_MAX keys
- * ("too many keys"); out of memory for keys.
+ * Protocol errors (PARSE_ERROR, ps->error says which, in redis 7's words where redis refuses the
+ * stream too): a "*N" that is not a strict integer or is above REDIS_MAX_ARGS; an argument not
+ * starting with '$' (a nested array included: "expected '$', got 'X'"); a "$N" that is not a
+ * strict integer in [0, REDIS_MAX_BULK]; a header line longer than REDIS_MAX_HDR; data not
+ * followed by CRLF; an inline line over REDIS_MAX_INLINE bytes, with quotes redis cannot split
+ * ("unbalanced quotes in request"), or holding a quote or a NUL at all (redis would unquote or cut
+ * them: keys would hash differently here); more than MSG_KEYS_MAX keys ("too many keys"); out of
+ * memory for keys. Where this is stricter than redis: notes/redis-proto.md.
  *
  * XREAD and XREADGROUP (REDIS_KEYS_STREAMS): their options before STREAMS are read whole (so they
  * must fit one mbuf, as keys); the keys are the first half of the arguments after STREAMS. With
@@ -258,10 +260,16 @@ static bool rq_inline_sep(uint8_t c)
     return c == ' ' || c == '\t' || c == '\r' || c == '\n';
 }
 
+/* What redis' sdssplitargs skips between arguments: isspace() in the C locale. */
+static bool rq_isspace(uint8_t c)
+{
+    return c == ' ' || (c >= '\t' && c <= '\r');
+}
+
 /* Skips separators from i; returns the index of the next token (or end). */
 static size_t rq_inline_skip(const uint8_t *buf, size_t i, size_t end)
 {
-    while (i < end && (rq_inline_sep(buf[i]) || buf[i] == '\v' || buf[i] == '\f')) i++;
+    while (i < end && rq_isspace(buf[i])) i++;
     return i;
 }
 
@@ -269,6 +277,32 @@ static size_t rq_inline_token_end(const uint8_t *buf, size_t i, size_t end)
 {
     while (i < end && !rq_inline_sep(buf[i])) i++;
     return i;
+}
+
+/*
+ * Whether redis finds the quotes of the inline line s[0..n) unbalanced (its sdssplitargs fails):
+ * a quoted part left open, or a closing quote followed by something else than a blank. Inside
+ * double quotes a backslash takes the next byte with it; inside single quotes only a quote.
+ */
+static bool rq_inline_unbalanced(const uint8_t *s, size_t n)
+{
+    size_t i = 0;
+    while (i < n) {
+        uint8_t q = s[i++];
+        if (q != '"' && q != '\'') continue;
+        for (;;) {
+            if (i >= n) return true;
+            uint8_t c = s[i];
+            if (c == '\\' && i + 1 < n && (q == '"' || s[i + 1] == '\'')) {
+                i += 2;
+                continue;
+            }
+            i++;
+            if (c == q) break;
+        }
+        if (i < n && !rq_isspace(s[i])) return true;
+    }
+    return false;
 }
 
 /* An inline command: one line, its arguments separated by blanks. */
@@ -282,9 +316,14 @@ static int rq_inline(struct parse_state *ps, struct msg *m, const uint8_t *buf, 
         return PARSE_AGAIN;
     }
     size_t end = (size_t)(nl - buf);
-    if (memchr(buf + p, '\0', end - p) != NULL || memchr(buf + p, '"', end - p) != NULL ||
-        memchr(buf + p, '\'', end - p) != NULL)
+    if (memchr(buf + p, '\0', end - p) != NULL)
         return rq_error(ps, "quotes and NUL are not supported in inline requests");
+    if (memchr(buf + p, '"', end - p) != NULL || memchr(buf + p, '\'', end - p) != NULL) {
+        /* redis splits the line without the CR before its LF */
+        size_t text = end > p && buf[end - 1] == '\r' ? end - 1 - p : end - p;
+        if (rq_inline_unbalanced(buf + p, text)) return rq_error(ps, "unbalanced quotes in request");
+        return rq_error(ps, "quotes and NUL are not supported in inline requests");
+    }
 
     uint64_t ntok = 0;
     for (size_t i = rq_inline_skip(buf, p, end); i < end; i = rq_inline_skip(buf, i, end)) {
@@ -352,15 +391,25 @@ static int rq_start(struct parse_state *ps, struct msg *m, const uint8_t *buf, s
     return REDIS_CONT;
 }
 
+/* What redis answers for an argument that does not start with '$': "expected '$', got 'X'", for
+ * every byte X, built by the compiler (const, any thread). redis shows a CR or LF as a space; a NUL
+ * it never reaches (its line search stops there) is one here too. */
+#define RQ_GOT_BYTE(x) ((x) == '\r' || (x) == '\n' || (x) == 0 ? ' ' : (char)(x))
+#define RQ_GOT(x) { 'e', 'x', 'p', 'e', 'c', 't', 'e', 'd', ' ', '\'', '$', '\'', ',', ' ', 'g', 'o', \
+                    't', ' ', '\'', RQ_GOT_BYTE(x), '\'', '\0' }
+#define RQ_GOT4(x) RQ_GOT(x), RQ_GOT((x) + 1), RQ_GOT((x) + 2), RQ_GOT((x) + 3)
+#define RQ_GOT16(x) RQ_GOT4(x), RQ_GOT4((x) + 4), RQ_GOT4((x) + 8), RQ_GOT4((x) + 12)
+#define RQ_GOT64(x) RQ_GOT16(x), RQ_GOT16((x) + 16), RQ_GOT16((x) + 32), RQ_GOT16((x) + 48)
+static const char rq_expected_dollar[256][22] = {
+    RQ_GOT64(0), RQ_GOT64(64), RQ_GOT64(128), RQ_GOT64(192),
+};
+
 static int rq_arg_hdr(struct parse_state *ps, struct msg *m, const uint8_t *buf, size_t len,
                       size_t *pp)
 {
     size_t p = *pp;
     if (p == len) return PARSE_AGAIN;
-    if (buf[p] != '$') {
-        if (buf[p] == '*') return rq_error(ps, "nested arrays are not allowed in requests");
-        return rq_error(ps, "expected '$'");
-    }
+    if (buf[p] != '$') return rq_error(ps, rq_expected_dollar[buf[p]]);
     long n = redis_line(buf + p, len - p, REDIS_MAX_HDR);
     if (n == REDIS_LINE_AGAIN) return PARSE_AGAIN;
     int64_t blen;

@@ -16,6 +16,8 @@ the benchmark (bench/bench.py). One module per concern:
   fake     fake backends that misbehave on purpose
   vectors  the shared key-distribution vectors
   nodeclients  the pinned Node.js packages (tests/clients/node): node, once they are installed
+  framing  the same byte streams sent to a redis-server and through the proxy, the replies
+           compared; a bystander client that checks every reply is its own
   deps     scripts/lib/deps.sh's functions (client builds and installs), a missing toolchain
            told apart from a failure
 

@@ -125,6 +125,15 @@ class RawConn:
 
         return self._until(end, timeout)
 
+    def until_or_closed(self, needle, timeout=None):
+        """(the bytes before the first needle, False), or when the peer closes (EOF or reset)
+        before a needle comes, (every byte it sent, True); the needle is consumed. Raises Hang
+        when neither comes within timeout seconds."""
+        try:
+            return self.recv_until(needle, timeout)[:-len(needle)], False
+        except Closed:
+            return self._take(len(self.buf)), True
+
     def line(self, timeout=None):
         """One line, with its CRLF."""
         return self.recv_until(b"\r\n", timeout)
