@@ -37,7 +37,7 @@ static void manage_input_line(struct manage_ctx *ctx, struct manage_input *in, c
             manage_http_respond(ctx, &in->http_req, out);
             in->close_after = true;
         } else if (++in->http_headers > MANAGE_HTTP_MAX_HEADERS) {
-            manage_http_error(out, 431, "Request Header Fields Too Large");
+            manage_http_error(&in->http_req, out, 431, "Request Header Fields Too Large");
             in->close_after = true;
         }
         return;
@@ -60,7 +60,7 @@ bool manage_input_step(struct manage_ctx *ctx, struct manage_input *in, struct t
     char *nl = memchr(in->in, '\n', in->inlen);
     if (nl == NULL) {
         if (in->inlen < sizeof(in->in)) return false;
-        if (in->http) manage_http_error(out, 431, "Request Header Fields Too Large");
+        if (in->http) manage_http_error(&in->http_req, out, 431, "Request Header Fields Too Large");
         else textbuf_addf(out, "ERR: line too long (the limit is %d bytes)\r\n", MANAGE_LINE_MAX);
         in->inlen = 0;
         in->close_after = true;
