@@ -34,6 +34,11 @@ bool manage_http_request_line(const char *line, size_t len, struct manage_http_r
     }
     memcpy(req->method, line, mlen);
     req->method[mlen] = '\0';
+    req->bad = false;
+    for (size_t i = 0; i < tlen; i++) {
+        unsigned char c = (unsigned char)target[i];
+        if (c < 0x21 || c > 0x7e) req->bad = true; /* a byte a target may not hold */
+    }
     const char *q = memchr(target, '?', tlen);
     if (q != NULL) tlen = (size_t)(q - target);
     req->truncated = tlen >= sizeof(req->path);
@@ -83,6 +88,10 @@ static void manage_http_health(struct manage_ctx *ctx, bool head, struct textbuf
 void manage_http_respond(struct manage_ctx *ctx, const struct manage_http_req *req, struct textbuf *out)
 {
     bool head = strcmp(req->method, "HEAD") == 0;
+    if (req->bad) {
+        manage_http_text(out, 400, "Bad Request", NULL, head);
+        return;
+    }
     if (!head && strcmp(req->method, "GET") != 0) {
         manage_http_text(out, 405, "Method Not Allowed", "Allow: GET, HEAD\r\n", false);
         return;

@@ -3,7 +3,8 @@
  * scrape it: "GET /metrics" (Prometheus text format), "GET /" (the status JSON), "GET /latency"
  * (the status latency JSON) and "GET /healthz" (200 or 503, manage_health.h), HEAD too (the
  * headers of the GET, without a body, whatever the status); every response closes the connection.
- * Anything else gets 404 or 405 (the port is read-only).
+ * Anything else gets 404 or 405 (the port is read-only), or 400 when the target holds a byte that
+ * is not visible ASCII (RFC 9112: the path is not cut at a NUL, for one).
  *
  * Threads: the stats thread.
  */
@@ -19,6 +20,8 @@ struct manage_http_req {
     char method[16];
     char path[256];   /* without the query string; truncated paths are not found */
     bool truncated;
+    bool bad;         /* the target holds a byte other than visible ASCII (a NUL, a control
+                       * character, a byte >= 0x80): 400 Bad Request */
 };
 
 /* Whether line is an HTTP request line ("<METHOD> <target> HTTP/1.x"); fills req if so. */
