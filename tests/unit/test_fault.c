@@ -158,26 +158,19 @@ static void test_sent_segv_logged_then_fatal(void **state)
     }
 }
 
-static void test_fault_logged_then_fatal(void **state)
+/* A real fault: the line names the address; then the handler before ours runs (when there was
+ * one: here earlier_handler, in the proxy a sanitizer's), or the default action ends the child. */
+static void test_fault_logged_then_earlier_handler_or_fatal(void **state)
 {
     (void)state;
     char log[8192];
     pid_t pid;
-    int status = segv_child(SIG_DFL, touch_bad_address, &pid, log, sizeof(log));
-    assert_true(WIFSIGNALED(status));
-    assert_int_equal(WTERMSIG(status), SIGSEGV);
-    assert_non_null(strstr(log, "signal 11 (SIGSEGV): invalid memory access at 0x10, dumping core\n"));
-}
-
-static void test_fault_goes_on_to_the_earlier_handler(void **state)
-{
-    (void)state;
-    char log[8192];
-    pid_t pid;
-    int status = segv_child(earlier_handler, touch_bad_address, &pid, log, sizeof(log));
-    assert_true(WIFEXITED(status));
-    assert_int_equal(WEXITSTATUS(status), 77);
-    assert_non_null(strstr(log, "signal 11 (SIGSEGV): invalid memory access at 0x10, dumping core\n"));
+    for (int i = 0; i < 2; i++) {
+        int status = segv_child(i == 0 ? SIG_DFL : earlier_handler, touch_bad_address, &pid, log, sizeof(log));
+        if (i == 0) assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGSEGV);
+        else assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 77);
+        assert_non_null(strstr(log, "signal 11 (SIGSEGV): invalid memory access at 0x10, dumping core\n"));
+    }
 }
 
 int main(void)
@@ -187,8 +180,7 @@ int main(void)
         cmocka_unit_test(test_utc_stamp_cut_to_fit),
         cmocka_unit_test(test_safe_line_whatever_the_level),
         cmocka_unit_test(test_sent_segv_logged_then_fatal),
-        cmocka_unit_test(test_fault_logged_then_fatal),
-        cmocka_unit_test(test_fault_goes_on_to_the_earlier_handler),
+        cmocka_unit_test(test_fault_logged_then_earlier_handler_or_fatal),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
