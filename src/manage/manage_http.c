@@ -57,14 +57,16 @@ static void manage_http_head(struct textbuf *out, int status, const char *reason
 }
 
 /* A response whose body is its reason, one line; the answer to a HEAD request has no body. */
-static void manage_http_text(struct textbuf *out, int status, const char *reason, const char *extra, bool head)
+static void manage_http_text(struct textbuf *out, int status, const char *reason, const char *extra,
+                             bool head)
 {
     size_t len = strlen(reason) + 1;
     manage_http_head(out, status, reason, MANAGE_HTTP_TEXT, len, extra);
     if (!head) textbuf_addf(out, "%s\n", reason);
 }
 
-void manage_http_error(const struct manage_http_req *req, struct textbuf *out, int status, const char *reason)
+void manage_http_error(const struct manage_http_req *req, struct textbuf *out, int status,
+                       const char *reason)
 {
     manage_http_text(out, status, reason, NULL, req != NULL && strcmp(req->method, "HEAD") == 0);
 }

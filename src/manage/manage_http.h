@@ -32,6 +32,7 @@ void manage_http_respond(struct manage_ctx *ctx, const struct manage_http_req *r
 
 /* Appends a response with the given status and a one-line text body (errors) to req (NULL: not
  * known); the response to a HEAD request has no body. */
-void manage_http_error(const struct manage_http_req *req, struct textbuf *out, int status, const char *reason);
+void manage_http_error(const struct manage_http_req *req, struct textbuf *out, int status,
+                       const char *reason);
 
 #endif
