@@ -4,7 +4,8 @@
 # target crashes (a failed check, a sanitizer report, a leak, a timeout); the crashing input is
 # kept and printed (base64), and its log is printed. scripts/test.sh runs it as its fuzz stage.
 #
-#   scripts/fuzz.sh [TARGET...]     targets: redis_req redis_rsp mc_req mc_rsp conf (default: all)
+#   scripts/fuzz.sh [TARGET...]     targets: redis_req redis_rsp mc_req mc_rsp conf manage_line
+#                                   manage_http (default: all)
 #
 #   FUZZ_TIME=60        seconds per target (libFuzzer -max_total_time)
 #   FUZZ_BUILD=<dir>    a configured build tree to run `make fuzz` in (default: build/, configured
@@ -18,7 +19,7 @@
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-ALL_TARGETS=(redis_req redis_rsp mc_req mc_rsp conf)
+ALL_TARGETS=(redis_req redis_rsp mc_req mc_rsp conf manage_line manage_http)
 TIME=${FUZZ_TIME:-60}
 BUILD=${FUZZ_BUILD:-$ROOT/build}
 NICE=${FUZZ_NICE:-19}
@@ -52,8 +53,12 @@ fuzz_target() {
     rm -f "$OUT/$t"/crash-* "$OUT/$t"/leak-* "$OUT/$t"/timeout-* "$OUT/$t"/oom-*
     # -max_len=4096: the smallest length that still reaches every limit (a memcached line over
     # MC_LINE_MAX 2048, a 4096-byte mbuf filling up) and libFuzzer's own default; pinned so that a
-    # bigger seed cannot raise it (time per input grows with its length)
-    local args=(-max_total_time="$TIME" -max_len=4096 -timeout=10 -rss_limit_mb=2048
+    # bigger seed cannot raise it (time per input grows with its length). The manage port's line
+    # buffer is 4096 bytes (MANAGE_LINE_MAX): a line that does not fit, after a line and the
+    # header, and an HTTP header line too long after its request line, need 8192
+    local maxlen=4096
+    case "$t" in manage_*) maxlen=8192 ;; esac
+    local args=(-max_total_time="$TIME" -max_len="$maxlen" -timeout=10 -rss_limit_mb=2048
                 -print_final_stats=1 -artifact_prefix="$OUT/$t/")
     [ -f "$dict" ] && args+=(-dict="$dict")
     # shellcheck disable=SC2206  # FUZZ_ARGS is a list of words

@@ -1,6 +1,6 @@
 /*
- * main.c - wires the process together: command line, -V/-h/-D/-t, log, config, daemon, pid file,
- * then the master until SIGINT/SIGTERM.
+ * main.c - wires the process together: command line, -V/-h/-D/-t, log, SIGSEGV handler, config,
+ * daemon, pid file, then the master until SIGINT/SIGTERM.
  *
  * Threads: the main thread only (it becomes the master thread in master_run).
  */
@@ -14,6 +14,7 @@
 #include <sys/resource.h>
 
 #include "app/daemon.h"
+#include "app/fault.h"
 #include "app/options.h"
 #include "app/pidfile.h"
 #include "common/clock.h"
@@ -114,6 +115,8 @@ static int main_run(struct nc_options *opts)
         fprintf(stderr, "nutcrackers: cannot open log file '%s': %s\n", opts->output, strerror(-err));
         goto out;
     }
+    err = fault_install(); /* a SIGSEGV is logged from here on */
+    if (err < 0) log_warn("cannot handle SIGSEGV: %s", strerror(-err));
     char why[256];
     if (options_resolve_threads(opts, why, sizeof(why)) > 0) log_warn("%s", why);
     else log_notice("%s", why);

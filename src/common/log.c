@@ -153,7 +153,73 @@ void log_printable(char *dst, size_t n, const void *src, size_t len)
     dst[i] = '\0';
 }
 
-void log_write_safe(const char *msg)
+/* A line being built in a signal handler: no stdio, no allocation. One byte is kept for the
+ * line end. */
+struct log_safe_buf {
+    char *p;
+    size_t cap, n;
+};
+
+static void log_safe_add(struct log_safe_buf *b, const char *s)
 {
-    log_emit(msg, strlen(msg));
+    while (*s != '\0' && b->n + 1 < b->cap) b->p[b->n++] = *s++;
+}
+
+/* Appends v in decimal, at least width digits. */
+static void log_safe_num(struct log_safe_buf *b, unsigned long v, int width)
+{
+    char d[24];
+    int i = 0;
+    do {
+        d[i++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v > 0);
+    while (i < width && i < (int)sizeof(d)) d[i++] = '0';
+    while (i > 0 && b->n + 1 < b->cap) b->p[b->n++] = d[--i];
+}
+
+/* The civil date of a day count by arithmetic only: years of 365.2425 days in 400-year eras,
+ * months counted from March so that a leap day comes last. */
+size_t log_utc_stamp(char *buf, size_t size, time_t sec, long msec)
+{
+    if (size == 0) return 0;
+    struct log_safe_buf b = { .p = buf, .cap = size, .n = 0 }; /* the spare byte takes the NUL */
+    unsigned long secs = sec > 0 ? (unsigned long)sec : 0, day = secs / 86400, sod = secs % 86400;
+    unsigned long z = day + 719468, era = z / 146097, doe = z % 146097;
+    unsigned long yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    unsigned long doy = doe - (365 * yoe + yoe / 4 - yoe / 100), mp = (5 * doy + 2) / 153;
+    unsigned long mday = doy - (153 * mp + 2) / 5 + 1, mon = mp < 10 ? mp + 3 : mp - 9;
+    unsigned long year = yoe + era * 400 + (mon <= 2);
+    const unsigned long part[] = { year, mon, mday, sod / 3600, sod / 60 % 60, sod % 60,
+                                   msec >= 0 && msec < 1000 ? (unsigned long)msec : 0 };
+    static const char *const before[] = { "[", "-", "-", " ", ":", ":", "." };
+    for (size_t i = 0; i < sizeof(part) / sizeof(part[0]); i++) {
+        log_safe_add(&b, before[i]);
+        log_safe_num(&b, part[i], i == 0 ? 4 : i == 6 ? 3 : 2);
+    }
+    log_safe_add(&b, " +0000] ");
+    buf[b.n] = '\0';
+    return b.n;
+}
+
+void log_write_safe(int level, const char *file, int line, const char *msg)
+{
+    char buf[LOG_LINE_MAX];
+    const char *base = file;
+    for (const char *p = file; *p != '\0'; p++) {
+        if (*p == '/') base = p + 1;
+    }
+    struct timespec ts;
+    if (clock_gettime(CLOCK_REALTIME, &ts) != 0) ts.tv_sec = 0, ts.tv_nsec = 0;
+    struct log_safe_buf b = { .p = buf, .cap = sizeof(buf), .n = 0 };
+    b.n = log_utc_stamp(buf, sizeof(buf), ts.tv_sec, ts.tv_nsec / 1000000);
+    log_safe_add(&b, log_level_name(level));
+    log_safe_add(&b, " ");
+    log_safe_add(&b, base);
+    log_safe_add(&b, ":");
+    log_safe_num(&b, line > 0 ? (unsigned long)line : 0, 1);
+    log_safe_add(&b, " ");
+    log_safe_add(&b, msg);
+    buf[b.n++] = '\n';
+    log_emit(buf, b.n);
 }

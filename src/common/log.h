@@ -16,6 +16,7 @@
 #include <stdbool.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <time.h>
 
 enum log_level {
     LOG_EMERG = 0, LOG_ALERT = 1, LOG_CRIT = 2, LOG_ERR = 3, LOG_WARN = 4, LOG_NOTICE = 5,
@@ -43,8 +44,14 @@ void log_write(int level, const char *file, int line, const char *fmt, ...)
 /* Copies src[0..len) into dst (size n >= 1, NUL-terminated, cut to fit) with every byte outside
  * printable ASCII written as '?': a client's bytes made safe for a log line. */
 void log_printable(char *dst, size_t n, const void *src, size_t len);
-/* Async-signal-safe: writes a fixed string (no formatting). */
-void log_write_safe(const char *msg);
+/* Async-signal-safe (for a fault handler): writes one line as log_write does, whatever the level,
+ * with msg as is (no formatting) and the time in UTC ("+0000": localtime_r is not
+ * async-signal-safe). */
+void log_write_safe(int level, const char *file, int line, const char *msg);
+/* Async-signal-safe: writes "[YYYY-MM-DD HH:MM:SS.mmm +0000] " (the UTC time of sec and msec, as
+ * log_write_safe's lines start) into buf (size bytes, NUL-terminated, cut to fit); returns its
+ * length. */
+size_t log_utc_stamp(char *buf, size_t size, time_t sec, long msec);
 
 #define log_at(lvl, ...)                                                  \
     do {                                                                  \

@@ -12,4 +12,5 @@ src_libnutcrackers_la_SOURCES += \
 	src/manage/manage_cmd.c src/manage/manage_cmd.h \
 	src/manage/manage_http.c src/manage/manage_http.h \
 	src/manage/manage_health.c src/manage/manage_health.h \
+	src/manage/manage_input.c src/manage/manage_input.h \
 	src/manage/manage_conn.c src/manage/manage_conn.h

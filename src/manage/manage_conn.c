@@ -1,10 +1,10 @@
 /*
  * manage_conn.c - manage port connection handling (see manage_conn.h).
  *
- * A client is in one of three states: READING (lines are read and run one by one), WRITING (a reply
- * is pending; nothing is read) and LINGERING (its side is shut down; input is drained and dropped
- * until EOF, a byte limit or a timer). One timer per client serves the silent-client wait, the idle
- * timeout and the linger limit.
+ * A client is in one of three states: READING (lines are read and run one by one, manage_input.h),
+ * WRITING (a reply is pending; nothing is read) and LINGERING (its side is shut down; input is
+ * drained and dropped until EOF, a byte limit or a timer). One timer per client serves the
+ * silent-client wait, the idle timeout and the linger limit.
  *
  * Threads: the stats thread only.
  */
@@ -22,7 +22,7 @@
 #include "common/accept_pause.h"
 #include "common/log.h"
 #include "common/sock.h"
-#include "manage/manage_http.h"
+#include "manage/manage_input.h"
 #include "net/transport.h"
 
 #define MANAGE_ACCEPTS_PER_EVENT 32
@@ -37,15 +37,7 @@ struct manage_client {
     struct event *rev, *wev, *tev;
     struct event *pev;      /* "more lines are waiting": run the next one on the next loop turn */
     enum manage_state state;
-    char in[MANAGE_LINE_MAX];
-    size_t inlen;
-    bool got_input;         /* any byte ever received */
-    bool close_after;       /* close once the pending reply is written */
-    bool http;              /* an HTTP request line was seen: reading its headers */
-    unsigned http_headers;
-    struct manage_http_req http_req;
-    unsigned errors;
-    struct manage_session sess;
+    struct manage_input input; /* its line buffer, session and HTTP state (manage_input.h) */
     char peer[96];          /* its address, for the log */
     struct textbuf out;
     size_t out_off;
@@ -119,7 +111,7 @@ static bool manage_flush(struct manage_client *c)
     }
     c->out_off = 0;
     event_del(c->wev);
-    if (c->close_after) {
+    if (c->input.close_after) {
         manage_linger(c);
         return true;
     }
@@ -135,68 +127,20 @@ static bool manage_reply(struct manage_client *c)
     if (textbuf_failed(&c->out)) {
         textbuf_reset(&c->out);
         textbuf_adds(&c->out, "ERR: the reply is too large or out of memory\r\n");
-        c->close_after = true;
+        c->input.close_after = true;
     }
-    if (c->out.len == 0 && !c->close_after) return true;
+    if (c->out.len == 0 && !c->input.close_after) return true;
     return manage_flush(c);
 }
 
-static void manage_silent_json(struct manage_client *c)
-{
-    manage_render_status(c->ms->ctx, &c->out, false);
-    textbuf_adds(&c->out, "\r\n");
-    c->close_after = true;
-}
-
-static void manage_line(struct manage_client *c, const char *line, size_t len)
-{
-    struct manage_ctx *ctx = c->ms->ctx;
-    if (c->http) {
-        if (len == 0) {
-            manage_http_respond(ctx, &c->http_req, &c->out);
-            c->close_after = true;
-        } else if (++c->http_headers > MANAGE_HTTP_MAX_HEADERS) {
-            manage_http_error(&c->out, 431, "Request Header Fields Too Large");
-            c->close_after = true;
-        }
-        return;
-    }
-    if (manage_http_request_line(line, len, &c->http_req)) {
-        c->http = true;
-        return;
-    }
-    enum manage_rc rc = manage_exec(ctx, &c->sess, line, len, &c->out);
-    if (rc == MANAGE_QUIT) {
-        c->close_after = true;
-    } else if (rc == MANAGE_ERROR && ++c->errors >= MANAGE_MAX_ERRORS) {
-        textbuf_adds(&c->out, "ERR: too many errors, closing\r\n");
-        c->close_after = true;
-    }
-}
-
-/* Runs the complete lines held in c->in until one produces a reply; if more lines wait, the next
- * one runs on the next turn of the event loop, so every client gets its turn (one reply each). */
+/* Runs the complete lines held in the input until one produces a reply; if more lines wait, the
+ * next one runs on the next turn of the event loop, so every client gets its turn (one reply each). */
 static void manage_process(struct manage_client *c)
 {
-    while (c->state == MC_READING && !c->close_after) {
-        char *nl = memchr(c->in, '\n', c->inlen);
-        if (nl == NULL) {
-            if (c->inlen < sizeof(c->in)) return;
-            if (c->http) manage_http_error(&c->out, 431, "Request Header Fields Too Large");
-            else textbuf_addf(&c->out, "ERR: line too long (the limit is %d bytes)\r\n", MANAGE_LINE_MAX);
-            c->inlen = 0;
-            c->close_after = true;
-            manage_reply(c);
-            return;
-        }
-        size_t len = (size_t)(nl - c->in);
-        size_t used = len + 1;
-        if (len > 0 && c->in[len - 1] == '\r') len--;
-        manage_line(c, c->in, len);
-        memmove(c->in, c->in + used, c->inlen - used);
-        c->inlen -= used;
-        if (c->out.len > 0 || c->close_after) {
-            if (manage_reply(c) && c->state == MC_READING && memchr(c->in, '\n', c->inlen) != NULL)
+    while (c->state == MC_READING && !c->input.close_after) {
+        if (!manage_input_step(c->ms->ctx, &c->input, &c->out)) return;
+        if (c->out.len > 0 || c->input.close_after) {
+            if (manage_reply(c) && c->state == MC_READING && manage_input_has_line(&c->input))
                 event_active(c->pev, EV_TIMEOUT, 1);
             return;
         }
@@ -213,15 +157,7 @@ static void manage_on_pending(evutil_socket_t fd, short what, void *arg)
 /* The client closed its side: run a last unterminated line, or give a silent client the JSON. */
 static void manage_on_eof(struct manage_client *c)
 {
-    if (c->inlen > 0 && !c->close_after) {
-        size_t len = c->inlen;
-        if (c->in[len - 1] == '\r') len--;
-        c->inlen = 0;
-        manage_line(c, c->in, len);
-    }
-    if (!c->got_input) manage_silent_json(c);
-    else if (c->http && c->out.len == 0) manage_http_respond(c->ms->ctx, &c->http_req, &c->out);
-    c->close_after = true;
+    manage_input_eof(c->ms->ctx, &c->input, &c->out);
     if (c->out.len == 0) {
         manage_client_close(c);
         return;
@@ -246,11 +182,13 @@ static void manage_on_read(evutil_socket_t fd, short what, void *arg)
         return;
     }
     if (c->state != MC_READING) return;
-    if (c->inlen == sizeof(c->in)) { /* full of lines still to run: run them first */
+    size_t room;
+    char *at = manage_input_room(&c->input, &room);
+    if (room == 0) { /* full of lines still to run: run them first */
         manage_process(c);
         return;
     }
-    ssize_t n = transport_read(&c->tr, c->in + c->inlen, sizeof(c->in) - c->inlen);
+    ssize_t n = transport_read(&c->tr, at, room);
     if (n < 0) {
         if (n != -EAGAIN) manage_client_close(c);
         return;
@@ -259,8 +197,7 @@ static void manage_on_read(evutil_socket_t fd, short what, void *arg)
         manage_on_eof(c);
         return;
     }
-    c->got_input = true;
-    c->inlen += (size_t)n;
+    manage_input_received(&c->input, (size_t)n);
     manage_timer(c, MANAGE_IDLE_SEC * 1000L);
     manage_process(c);
 }
@@ -278,8 +215,8 @@ static void manage_on_timer(evutil_socket_t fd, short what, void *arg)
     struct manage_client *c = arg;
     (void)fd;
     (void)what;
-    if (c->state == MC_READING && !c->got_input) {
-        manage_silent_json(c);
+    if (c->state == MC_READING && !c->input.got_input) {
+        manage_input_silent(c->ms->ctx, &c->input, &c->out);
         manage_reply(c);
         return;
     }
@@ -312,9 +249,9 @@ static void manage_accept_one(struct manage_server *ms, int fd, const struct soc
         free(c);
         return;
     }
-    c->sess.trusted = ms->ctx->auth == NULL || manage_auth_trusted(ms->ctx->auth, sa, salen);
+    c->input.sess.trusted = ms->ctx->auth == NULL || manage_auth_trusted(ms->ctx->auth, sa, salen);
     sock_addr_text(fd, true, c->peer, sizeof(c->peer));
-    c->sess.peer = c->peer;
+    c->input.sess.peer = c->peer;
     /* a small send buffer: a client that does not read holds little of our work */
     int sndbuf = MANAGE_SNDBUF;
     setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf));

@@ -20,18 +20,16 @@
 #define NC_MANAGE_CONN_H
 
 #include "manage/manage_cmd.h"
+#include "manage/manage_input.h" /* MANAGE_LINE_MAX, MANAGE_MAX_ERRORS, MANAGE_HTTP_MAX_HEADERS */
 
 struct event_base;
 struct manage_server;
 
-#define MANAGE_LINE_MAX 4096
 #define MANAGE_OUT_MAX (64u << 20)      /* the largest reply */
 #define MANAGE_SNDBUF (64 << 10)        /* socket send buffer of a manage client */
 #define MANAGE_MAX_CLIENTS 256
 #define MANAGE_SILENT_MSEC 300
 #define MANAGE_IDLE_SEC 30
-#define MANAGE_MAX_ERRORS 16
-#define MANAGE_HTTP_MAX_HEADERS 100
 #define MANAGE_LINGER_MSEC 2000
 #define MANAGE_LINGER_BYTES (16u << 20)
 

@@ -34,6 +34,11 @@ bool manage_http_request_line(const char *line, size_t len, struct manage_http_r
     }
     memcpy(req->method, line, mlen);
     req->method[mlen] = '\0';
+    req->bad = false;
+    for (size_t i = 0; i < tlen; i++) {
+        unsigned char c = (unsigned char)target[i];
+        if (c < 0x21 || c > 0x7e) req->bad = true; /* a byte a target may not hold */
+    }
     const char *q = memchr(target, '?', tlen);
     if (q != NULL) tlen = (size_t)(q - target);
     req->truncated = tlen >= sizeof(req->path);
@@ -51,16 +56,19 @@ static void manage_http_head(struct textbuf *out, int status, const char *reason
                    status, reason, type, length, extra ? extra : "");
 }
 
-static void manage_http_text(struct textbuf *out, int status, const char *reason, const char *extra)
+/* A response whose body is its reason, one line; the answer to a HEAD request has no body. */
+static void manage_http_text(struct textbuf *out, int status, const char *reason, const char *extra,
+                             bool head)
 {
     size_t len = strlen(reason) + 1;
     manage_http_head(out, status, reason, MANAGE_HTTP_TEXT, len, extra);
-    textbuf_addf(out, "%s\n", reason);
+    if (!head) textbuf_addf(out, "%s\n", reason);
 }
 
-void manage_http_error(struct textbuf *out, int status, const char *reason)
+void manage_http_error(const struct manage_http_req *req, struct textbuf *out, int status,
+                       const char *reason)
 {
-    manage_http_text(out, status, reason, NULL);
+    manage_http_text(out, status, reason, NULL, req != NULL && strcmp(req->method, "HEAD") == 0);
 }
 
 /* 200 when every pool has a live server, else 503 naming the pools that have none. */
@@ -71,7 +79,7 @@ static void manage_http_health(struct manage_ctx *ctx, bool head, struct textbuf
     bool ok = manage_health_render(ctx->src->rt, &body);
     if (textbuf_failed(&body)) {
         textbuf_deinit(&body);
-        manage_http_text(out, 500, "Internal Server Error", NULL);
+        manage_http_text(out, 500, "Internal Server Error", NULL, head);
         return;
     }
     manage_http_head(out, ok ? 200 : 503, ok ? "OK" : "Service Unavailable", MANAGE_HTTP_TEXT, body.len, NULL);
@@ -82,8 +90,12 @@ static void manage_http_health(struct manage_ctx *ctx, bool head, struct textbuf
 void manage_http_respond(struct manage_ctx *ctx, const struct manage_http_req *req, struct textbuf *out)
 {
     bool head = strcmp(req->method, "HEAD") == 0;
+    if (req->bad) {
+        manage_http_text(out, 400, "Bad Request", NULL, head);
+        return;
+    }
     if (!head && strcmp(req->method, "GET") != 0) {
-        manage_http_text(out, 405, "Method Not Allowed", "Allow: GET, HEAD\r\n");
+        manage_http_text(out, 405, "Method Not Allowed", "Allow: GET, HEAD\r\n", false);
         return;
     }
     if (!req->truncated && strcmp(req->path, "/healthz") == 0) {
@@ -94,7 +106,7 @@ void manage_http_respond(struct manage_ctx *ctx, const struct manage_http_req *r
     bool json = !req->truncated && strcmp(req->path, "/") == 0;
     bool latency = !req->truncated && strcmp(req->path, "/latency") == 0;
     if (!metrics && !json && !latency) {
-        manage_http_text(out, 404, "Not Found", NULL);
+        manage_http_text(out, 404, "Not Found", NULL, head);
         return;
     }
     struct textbuf body;
@@ -108,7 +120,7 @@ void manage_http_respond(struct manage_ctx *ctx, const struct manage_http_req *r
     }
     if (textbuf_failed(&body)) {
         textbuf_deinit(&body);
-        manage_http_text(out, 500, "Internal Server Error", NULL);
+        manage_http_text(out, 500, "Internal Server Error", NULL, head);
         return;
     }
     manage_http_head(out, 200, "OK", metrics ? MANAGE_HTTP_PROM : MANAGE_HTTP_JSON, body.len, NULL);

@@ -12,6 +12,7 @@
 
 #include <event2/event.h>
 #include <signal.h>
+#include <string.h>
 
 #include "app/notify.h"
 #include "common/clock.h"
@@ -74,6 +75,33 @@ static const char *master_signal_name(int signo)
     }
 }
 
+/* SIGHUP and SIGUSR1: reopen the log file, then name the signal, in the new file (one that
+ * logrotate removed or renamed is not read again); SIGHUP then reloads the configuration. */
+static void master_on_reopen(struct master *m, int signo, const char *name)
+{
+    int err = log_reopen();
+    if (err < 0) {
+        log_error("signal %d (%s): reopening the log file failed: %s: still writing to the old one",
+                  signo, name, strerror(-err));
+    } else {
+        log_notice("signal %d (%s): log file reopened%s", signo, name,
+                   signo == SIGHUP ? ", reloading the configuration" : "");
+    }
+    if (signo != SIGHUP) return;
+    if (atomic_load(&m->stopping)) {
+        log_notice("signal %d (%s): stopping: the configuration is not reloaded", signo, name);
+        return;
+    }
+    char answer[RELOAD_ANSWER_MAX];
+    if (master_reload(m, answer, sizeof(answer)) == 0) {
+        log_notice("signal %d (%s): configuration reloaded: generation %lu", signo, name,
+                   (unsigned long)m->rt->generation);
+    } else {
+        log_error("signal %d (%s): configuration not reloaded: still serving generation %lu "
+                  "(errors above)", signo, name, (unsigned long)m->rt->generation);
+    }
+}
+
 /* Every line names the signal, "signal 1 (SIGHUP): ...", and says what it did. */
 static void master_on_signal(evutil_socket_t fd, short what, void *arg)
 {
@@ -92,22 +120,7 @@ static void master_on_signal(evutil_socket_t fd, short what, void *arg)
         break;
     case SIGHUP:
     case SIGUSR1:
-        /* this line goes to the old file: whoever rotated it sees the signal arrive */
-        log_notice("signal %d (%s): reopening the log file%s", signo, name,
-                   signo == SIGHUP ? ", then reloading the configuration" : "");
-        if (log_reopen() < 0) log_error("signal %d (%s): reopening the log file failed", signo, name);
-        if (signo == SIGHUP && atomic_load(&m->stopping)) {
-            log_notice("signal %d (%s): stopping: the configuration is not reloaded", signo, name);
-        } else if (signo == SIGHUP) {
-            char answer[RELOAD_ANSWER_MAX];
-            if (master_reload(m, answer, sizeof(answer)) == 0) {
-                log_notice("signal %d (%s): configuration reloaded: generation %lu", signo, name,
-                           (unsigned long)m->rt->generation);
-            } else {
-                log_error("signal %d (%s): configuration not reloaded: still serving generation %lu "
-                          "(errors above)", signo, name, (unsigned long)m->rt->generation);
-            }
-        }
+        master_on_reopen(m, signo, name);
         break;
     case SIGTERM:
         if (m->drain_ev != NULL) {

@@ -4,6 +4,9 @@ hand-written inputs below; run it after editing them (`python3 tests/fuzz/seeds.
 
 A protocol seed is a 4-byte header (fuzz_feed.h: mbuf size, want_elems, servers, read sizes)
 then the byte stream. The config seeds are the unit tests' good configs plus a few written here.
+A manage_line seed is a 4-byte header (fuzz_manage_line.c: password set, read sizes) then what a
+manage client sends: every command the port knows, with and without arguments, good and bad,
+and HTTP requests; a manage_http seed is an HTTP request head as is.
 """
 import shutil
 import sys
@@ -193,6 +196,96 @@ CONF_EXTRA = {
     "bad_key.yml": b"p:\n  listen: 127.0.0.1:1\n  hash: nosuch\n  servers:\n   - h:1:0\n",
 }
 
+# the manage port (src/manage/manage_cmd.c's table, manage_http.c's paths); the fuzz fixture's
+# pools are "alpha" and 'b\u00e9ta"q\\' (tests/fuzz/fuzz_manage.c), its password FZM_PASSWORD
+MANAGE_PASSWORD = b"fz-Pa55-w0rd"
+BETA = 'béta"q\\'.encode()
+
+
+def lines(*ls, end=b"\r\n"):
+    return b"".join(x + end for x in ls)
+
+
+MANAGE_LINE = {
+    "status": lines(b"status", b"STATUS", b"status workers", b"status latency", b"Status Latency"),
+    "status_bad": lines(b"status foo", b"status workers x", b"status latency 1", b"status  \t workers"),
+    "find_key": lines(b"find_key alpha foo", b"find_key alpha {foo}bar", b"find_key " + BETA + b" k",
+                      b"find_keys alpha a b c d e {x}1 {x}2", b"FIND_KEY\talpha\t\tk"),
+    "find_key_bad": lines(b"find_key", b"find_key alpha", b"find_key nosuch k", b"find_key alpha a b",
+                          b"find_keys", b"find_keys alpha", b"find_keys nosuch a b"),
+    "find_keys_many": lines(b"find_keys alpha " + b" ".join(b"k%d" % i for i in range(1030))),
+    "slowlog": lines(b"slowlog len", b"slowlog get", b"slowlog get 3", b"slowlog get 1000",
+                     b"slowlog reset", b"slowlog len"),
+    "slowlog_bad": lines(b"slowlog", b"slowlog foo", b"slowlog get 0", b"slowlog get -1", b"slowlog get x",
+                         b"slowlog get 99999999999999999999999", b"slowlog get 1 2", b"slowlog len x",
+                         b"slowlog reset now", b"slowlog get +5", b"slowlog get 0x10"),
+    "reload": lines(b"reload", b"RELOAD", b"reload now"),
+    "auth": lines(b"auth " + MANAGE_PASSWORD, b"slowlog get 2", b"reload", b"reload", b"slowlog reset",
+                  b"slowlog len", b"auth wrong", b"reload"),
+    "auth_bad": lines(b"auth", b"auth wrong", b"auth a b", b"auth " + MANAGE_PASSWORD + b"x",
+                      b"AUTH\t" + MANAGE_PASSWORD, b"slowlog get"),
+    "help_quit": lines(b"help", b"HELP", b"help me", b"quit now", b"quit", b"status"),
+    "unknown": lines(b"bogus", b"", b"   ", b"\t", b"stats", b"get key", b"\x00\xff\xfe", b"\xc3\xa9t\xc3\xa9"),
+    "line_ends": b"status\nhelp\r\nslowlog len\n\r\nstatus\r\r\nquit",
+    "unterminated": b"slowlog len\r\nfind_key alpha last",
+    "errors": lines(*[b"nope %d" % i for i in range(17)]),
+    # the longest line that fits (4096 bytes with its CRLF), and one byte more
+    "long_line_fits": b"find_key alpha " + b"k" * (4096 - 15 - 2) + b"\r\nslowlog len\r\n",
+    "long_line_lf": b"find_key alpha " + b"k" * (4096 - 15 - 1) + b"\nslowlog len\r\n",
+    "long_line_over": b"find_key alpha " + b"k" * (4096 - 15 - 1) + b"\r\nslowlog len\r\n",
+    "long_line": b"status " + b"x" * 4100 + b"\r\n",
+    "http_get": lines(b"GET / HTTP/1.1", b"Host: localhost:22222", b"User-Agent: curl/8.0", b"Accept: */*", b""),
+    "http_paths": lines(b"HEAD /healthz HTTP/1.0", b""),
+    "http_metrics": lines(b"GET /metrics?x=1 HTTP/1.1", b"Accept: text/plain", b""),
+    "http_latency": lines(b"GET /latency HTTP/1.0", b""),
+    "http_bad": lines(b"POST /metrics HTTP/1.1", b"Content-Length: 0", b""),
+    "http_nosuch": lines(b"GET /nosuch HTTP/1.1", b""),
+    "http_eof": b"GET /healthz HTTP/1.1\r\nHost: x\r\n",
+    "http_headers": lines(b"GET / HTTP/1.1", *[b"X-H%d: v" % i for i in range(101)], b""),
+    "http_after_cmd": lines(b"status", b"GET /metrics HTTP/1.1", b"", b"status"),
+    "silent": b"",
+}
+
+MANAGE_HTTP = {
+    "get": lines(b"GET / HTTP/1.1", b"Host: localhost:22222", b"User-Agent: curl/8.0", b"Accept: */*", b""),
+    "metrics": lines(b"GET /metrics HTTP/1.1", b"Host: x", b""),
+    "metrics_query": lines(b"GET /metrics?name[]=a&b=%20 HTTP/1.0", b""),
+    "latency": lines(b"GET /latency HTTP/1.1", b""),
+    "healthz": lines(b"GET /healthz HTTP/1.1", b""),
+    "head": lines(b"HEAD /metrics HTTP/1.0", b""),
+    "head_healthz": lines(b"HEAD /healthz HTTP/1.1", b""),
+    "head_nosuch": lines(b"HEAD /nosuch HTTP/1.1", b""),
+    "nosuch": lines(b"GET /nosuch HTTP/1.1", b""),
+    "post": lines(b"POST / HTTP/1.1", b"Content-Length: 0", b""),
+    "methods": lines(b"OPTIONS * HTTP/1.1", b""),
+    "delete": lines(b"DELETE /metrics HTTP/1.0", b""),
+    "long_method": lines(b"ABCDEFGHIJKLMNO / HTTP/1.1", b""),
+    "longer_method": lines(b"ABCDEFGHIJKLMNOP / HTTP/1.1", b""),
+    "long_path": lines(b"GET /" + b"p" * 300 + b" HTTP/1.1", b""),
+    "path_255": lines(b"GET /" + b"p" * 254 + b"?q HTTP/1.1", b""),
+    "bad_target": lines(b"GET /metrics\x00x HTTP/1.1", b""),
+    "utf8_target": lines(b"GET /\xc3\xa9 HTTP/1.1", b""),
+    "not_http2": lines(b"GET / HTTP/2", b""),
+    "lowercase": lines(b"get / HTTP/1.1", b""),
+    "no_version": lines(b"GET /", b""),
+    "two_spaces": lines(b"GET  / HTTP/1.1", b""),
+    "bare_lf": b"GET /latency HTTP/1.1\nHost: x\n\n",
+    "eof": b"GET / HTTP/1.1\r\nHost: x",
+    "request_line_only": b"HEAD / HTTP/1.0",
+    "headers_100": lines(b"GET / HTTP/1.1", *[b"X-H%d: v" % i for i in range(100)], b""),
+    "headers_101": lines(b"GET / HTTP/1.1", *[b"X-H%d: v" % i for i in range(101)], b""),
+    "header_too_long": lines(b"GET / HTTP/1.1", b"X-Long: " + b"v" * 4100, b""),
+}
+
+MANAGE_VARIANTS = [
+    ("", bytes([0, 0, 0, 0])),
+    ("_split_pw", bytes([1, 1, 7, 50])),
+    ("_reads", bytes([0, 200, 0, 3])),
+]
+# the long lines also in reads of 5 bytes: 819 of them leave 4095 bytes in the buffer, one short
+# of its size, where a line must still be waited for
+MANAGE_LONG_VARIANTS = MANAGE_VARIANTS + [("_reads5", bytes([0, 5, 5, 5]))]
+
 # headers: (mbuf, want_elems, servers, reads)
 VARIANTS = [
     ("", header(512, False, 3, (0, 0, 0))),
@@ -209,6 +302,18 @@ def write_proto(target, seeds):
             (d / f"{name}{suffix}").write_bytes(h + data)
 
 
+def write_manage():
+    d = CORPUS / "manage_line"
+    d.mkdir(parents=True, exist_ok=True)
+    for name, data in MANAGE_LINE.items():
+        for suffix, h in MANAGE_LONG_VARIANTS if name.startswith("long_line") else MANAGE_VARIANTS:
+            (d / f"{name}{suffix}").write_bytes(h + data)
+    d = CORPUS / "manage_http"
+    d.mkdir(parents=True, exist_ok=True)
+    for name, data in MANAGE_HTTP.items():
+        (d / name).write_bytes(data)
+
+
 def main():
     # (written over, not emptied first: the corpus also keeps inputs fuzzing found, such as
     # redis_req/xgroup-without-key, which are not generated here)
@@ -223,6 +328,7 @@ def main():
     shutil.copy(REPO / "conf/nutcrackers.yml", conf / "nutcrackers.yml")
     for name, data in CONF_EXTRA.items():
         (conf / name).write_bytes(data)
+    write_manage()
 
 
 if __name__ == "__main__":

@@ -1,5 +1,5 @@
 """The process: clean exit on SIGTERM/SIGINT, -d and -p, log reopen on SIGHUP/SIGUSR1,
-SIGTTIN/SIGTTOU log levels, SIGPIPE ignored, and the backend fixtures themselves."""
+SIGTTIN/SIGTTOU log levels, SIGSEGV logged, SIGPIPE ignored, and the backend fixtures themselves."""
 import os
 import signal
 import socket
@@ -162,13 +162,38 @@ def test_log_reopen(nutcrackers, good_conf, signo):
     proxy.log_path.rename(rotated)
     proxy.signal(signo)
     wait.wait_for(proxy.log_path.exists, 5, what="a new log file after the signal")
-    assert "reopening" in procs.read_text(rotated), "the signal's line goes to the old file"
+    # the signal's line goes to the new file: the rotated one is not read again
+    proxy.wait_log("log file reopened")
+    assert "reopened" not in procs.read_text(rotated)
     # the reopened file gets the next lines
     proxy.signal_and_wait(signal.SIGTTIN, "log level up")
     proxy.signal(signal.SIGTERM)
     assert proxy.wait_exit() == 0
     assert "stopping" in proxy.log()
     assert "stopping" not in procs.read_text(rotated)
+
+
+def test_signals_named_in_the_log_file_logrotate_leaves(nutcrackers, good_conf):
+    """twemproxy's test_signal: the log file is removed (as logrotate does before its signal),
+    then SIGHUP twice, SIGTTIN, SIGTTOU and SIGSEGV; the new log file names every signal. Each
+    signal is sent once the one before is seen handled (libevent handles signals that are pending
+    together in signal-number order, and a SIGSEGV ends the process at once)."""
+    proxy = nutcrackers(good_conf, wait="log")
+    proxy.fatal_signal = signal.SIGSEGV  # the last signal is a crash on purpose
+    proxy.log_path.unlink()
+    # each SIGHUP's first line is in the new file: written after the reopen
+    for count in (1, 2):
+        proxy.signal(signal.SIGHUP)
+        proxy.wait_log("signal 1 (SIGHUP): log file reopened", count=count)
+        proxy.wait_log("signal 1 (SIGHUP): configuration reloaded", count=count)
+    proxy.signal_and_wait(signal.SIGTTIN, "signal 21 (SIGTTIN): log level up to 6")
+    proxy.signal_and_wait(signal.SIGTTOU, "signal 22 (SIGTTOU): log level down to 5")
+    proxy.signal(signal.SIGSEGV)
+    assert proxy.wait_exit() == -signal.SIGSEGV
+    log = proxy.log()
+    for name in ("HUP", "TTIN", "TTOU", "SEGV"):
+        assert name in log, f"the new log file does not name {name}"
+    assert "CRIT fault.c:" in log and f"signal 11 (SIGSEGV): sent by pid {os.getpid()}" in log
 
 
 def test_log_level_signals(nutcrackers, good_conf):
@@ -196,7 +221,7 @@ def test_log_level_signals(nutcrackers, good_conf):
                        what="the SIGHUP's reload")
     proxy.signal_and_wait(signal.SIGTTIN, "log level up to 5")  # written again
     between = proxy.log()[start:]
-    assert "reopening" not in between
+    assert "reopened" not in between
     assert "log level down" not in between
 
 

@@ -817,7 +817,7 @@ def test_sighup_log_lines_name_the_signal(nutcrackers, write_conf, redis_server)
     proxy.signal(signal.SIGHUP)
     proxy.wait_log(hup + "configuration reloaded: generation 2", timeout=RELOAD_TIMEOUT,
                    start=start)
-    assert hup + "reopening the log file" in proxy.log()[start:]
+    assert hup + "log file reopened, reloading the configuration" in proxy.log()[start:]
     spec["alpha"]["hash"] = "nosuchhash"
     write_conf(spec)
     start = len(proxy.log())

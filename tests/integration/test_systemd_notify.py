@@ -109,7 +109,7 @@ def test_notifications_in_order_through_start_reloads_and_stop(tmp_path, monkeyp
         # SIGUSR1 only reopens the log (logrotate's signal): no reload, so no notification
         mark = proxy.log_mark()
         proxy.signal(signal.SIGUSR1)
-        proxy.wait_log("reopening the log file", start=mark)
+        proxy.wait_log("log file reopened", start=mark)
 
         # stop: the next message is STOPPING=1
         proxy.signal(signal.SIGTERM)

@@ -310,6 +310,30 @@ static void test_http_responses(void **state)
     assert_non_null(strstr(body, "# TYPE nutcrackers_server_requests_total counter\n"));
     assert_int_equal(http(m, "HEAD /metrics HTTP/1.1", &body), 200);
     assert_int_equal(http(m, "GET /nope HTTP/1.1", &body), 404);
+    assert_string_equal(body, "Not Found\n");
+    /* the answer to HEAD has no body, whatever its status (http() checks) */
+    assert_int_equal(http(m, "HEAD /nope HTTP/1.1", &body), 404);
+    struct manage_http_req head;
+    assert_true(manage_http_request_line("HEAD / HTTP/1.1", 15, &head));
+    textbuf_reset(&m->out);
+    manage_http_error(&head, &m->out, 431, "Request Header Fields Too Large");
+    textbuf_addc(&m->out, '\0');
+    assert_non_null(strstr(m->out.data, "Content-Length: 32\r\n"));
+    assert_int_equal(strlen(strstr(m->out.data, "\r\n\r\n")), 4);
+    textbuf_reset(&m->out);
+    manage_http_error(NULL, &m->out, 431, "Request Header Fields Too Large");
+    textbuf_addc(&m->out, '\0');
+    assert_string_equal(strstr(m->out.data, "\r\n\r\n"), "\r\n\r\nRequest Header Fields Too Large\n");
+    /* a target with a byte that is not visible ASCII: 400, not the path before a NUL */
+    static const char nul[] = "GET /metrics\0x HTTP/1.1";
+    assert_true(manage_http_request_line(nul, sizeof(nul) - 1, &head));
+    assert_true(head.bad);
+    textbuf_reset(&m->out);
+    manage_http_respond(&m->ctx, &head, &m->out);
+    assert_true(m->out.len > 24 && strncmp(m->out.data, "HTTP/1.1 400 Bad Request\r\n", 26) == 0);
+    assert_int_equal(http(m, "GET /\xc3\xa9 HTTP/1.1", &body), 400);
+    assert_int_equal(http(m, "POST /\x7f HTTP/1.1", &body), 400);
+    assert_int_equal(http(m, "GET /metrics?a=%00&b=~ HTTP/1.1", &body), 200);
     assert_int_equal(http(m, "POST / HTTP/1.1", &body), 405);
     assert_non_null(strstr(m->out.data, "Allow: GET, HEAD\r\n"));
     assert_int_equal(http(m, "DELETE /metrics HTTP/1.0", &body), 405);
