@@ -97,6 +97,22 @@ static void main_raise_nofile(void)
     }
 }
 
+/* Writes the pid file (-p). Returns 0, or -1 after logging why (another process holds it). */
+static int main_write_pidfile(struct pidfile *pf, const char *path)
+{
+    pid_t holder = 0;
+    int err = pidfile_write(pf, path, &holder);
+    if (err == -EEXIST) {
+        log_error("pid file '%s' is held by the running process %ld", path, (long)holder);
+        return -1;
+    }
+    if (err < 0) {
+        log_error("cannot write pid file '%s': %s", path, strerror(-err));
+        return -1;
+    }
+    return 0;
+}
+
 static int main_run(struct nc_options *opts)
 {
     char *owned[4] = { NULL, NULL, NULL, NULL };
@@ -137,17 +153,7 @@ static int main_run(struct nc_options *opts)
             goto out_conf;
         }
     }
-    if (opts->pid_file != NULL) {
-        pid_t holder = 0;
-        err = pidfile_write(&pf, opts->pid_file, &holder);
-        if (err == -EEXIST) {
-            log_error("pid file '%s' is held by the running process %ld", opts->pid_file, (long)holder);
-            goto out_conf;
-        } else if (err < 0) {
-            log_error("cannot write pid file '%s': %s", opts->pid_file, strerror(-err));
-            goto out_conf;
-        }
-    }
+    if (opts->pid_file != NULL && main_write_pidfile(&pf, opts->pid_file) < 0) goto out_conf;
     nc_clock_mark_start(); /* INFO's uptime: this process', from here */
     rc = master_run(opts, conf); /* tells a -d launcher once it listens (daemon_started) */
     pidfile_remove(&pf);

@@ -305,6 +305,18 @@ static bool rq_inline_unbalanced(const uint8_t *s, size_t n)
     return false;
 }
 
+/* Why the inline line buf[p..end) (before its LF) is refused, or NULL: NUL bytes and quotes are
+ * not supported; quotes redis cannot split get redis's own error. */
+static const char *rq_inline_refused(const uint8_t *buf, size_t p, size_t end)
+{
+    if (memchr(buf + p, '\0', end - p) != NULL) return "quotes and NUL are not supported in inline requests";
+    if (memchr(buf + p, '"', end - p) == NULL && memchr(buf + p, '\'', end - p) == NULL) return NULL;
+    size_t text = end > p && buf[end - 1] == '\r' ? end - 1 - p : end - p; /* redis splits the
+                                                                           * line without its CR */
+    if (rq_inline_unbalanced(buf + p, text)) return "unbalanced quotes in request";
+    return "quotes and NUL are not supported in inline requests";
+}
+
 /* An inline command: one line, its arguments separated by blanks. */
 static int rq_inline(struct parse_state *ps, struct msg *m, const uint8_t *buf, size_t len,
                      size_t *pp)
@@ -316,14 +328,8 @@ static int rq_inline(struct parse_state *ps, struct msg *m, const uint8_t *buf, 
         return PARSE_AGAIN;
     }
     size_t end = (size_t)(nl - buf);
-    if (memchr(buf + p, '\0', end - p) != NULL)
-        return rq_error(ps, "quotes and NUL are not supported in inline requests");
-    if (memchr(buf + p, '"', end - p) != NULL || memchr(buf + p, '\'', end - p) != NULL) {
-        /* redis splits the line without the CR before its LF */
-        size_t text = end > p && buf[end - 1] == '\r' ? end - 1 - p : end - p;
-        if (rq_inline_unbalanced(buf + p, text)) return rq_error(ps, "unbalanced quotes in request");
-        return rq_error(ps, "quotes and NUL are not supported in inline requests");
-    }
+    const char *refused = rq_inline_refused(buf, p, end);
+    if (refused != NULL) return rq_error(ps, refused);
 
     uint64_t ntok = 0;
     for (size_t i = rq_inline_skip(buf, p, end); i < end; i = rq_inline_skip(buf, i, end)) {
