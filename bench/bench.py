@@ -311,6 +311,26 @@ def report_workload(w, variants, res):
     return "\n".join(lines) + "\n", m
 
 
+def common_args(ap):
+    """The options of this script and bench/storm.py alike: the binaries, --json, --keep."""
+    ap.add_argument("--nc-bin", default=os.path.join(ROOT, "src", "nutcrackers"))
+    ap.add_argument("--nc-bin-b", help="a second nutcrackers build, run as variant ncb (e.g. --variants nc1,ncb)")
+    ap.add_argument("--tw-bin", default=shutil.which("nutcracker") or "/usr/sbin/nutcracker")
+    ap.add_argument("--json", help="also write every run's numbers to this file")
+    ap.add_argument("--keep", action="store_true", help="keep the temporary directory (configs, logs)")
+
+
+def chosen_variants(ap, args, known):
+    """--variants as a list, each one of known (ncb only with --nc-bin-b)."""
+    variants = [v for v in args.variants.split(",") if v]
+    for v in variants:
+        if v not in known:
+            ap.error(f"unknown variant {v}")
+    if "ncb" in variants and not args.nc_bin_b:
+        ap.error("variant ncb needs --nc-bin-b")
+    return variants
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rounds", type=int, default=3, help="rounds of alternation (>= 3 for a report)")
@@ -321,18 +341,9 @@ def main():
     ap.add_argument("--idle-conns", type=int, default=10000)
     ap.add_argument("--burst", type=int, default=1, help="pipelined GETs per connection in the burst")
     ap.add_argument("--burst-value", type=int, default=16, help="value size of the keys the burst GETs")
-    ap.add_argument("--nc-bin", default=os.path.join(ROOT, "src", "nutcrackers"))
-    ap.add_argument("--nc-bin-b", help="a second nutcrackers build, run as variant ncb (e.g. --variants nc1,ncb)")
-    ap.add_argument("--tw-bin", default=shutil.which("nutcracker") or "/usr/sbin/nutcracker")
-    ap.add_argument("--json", help="also write every run's numbers to this file")
-    ap.add_argument("--keep", action="store_true", help="keep the temporary directory (configs, logs)")
+    common_args(ap)
     args = ap.parse_args()
-    variants = [v for v in args.variants.split(",") if v]
-    for v in variants:
-        if v not in VARIANTS:
-            ap.error(f"unknown variant {v}")
-    if "ncb" in variants and not args.nc_bin_b:
-        ap.error("variant ncb needs --nc-bin-b")
+    variants = chosen_variants(ap, args, VARIANTS)
     if os.cpu_count() < 2:
         ap.error("needs 2 CPUs (pins the proxy to CPU 1)")
     nofile = raise_nofile()

@@ -3,11 +3,12 @@
  * memcached ASCII and redis protocols over epoll, on 127.0.0.1 only.
  *
  *   ncload load  --proto mc|redis -p PORT [-c conns] [-P pipeline] [-n requests] [-r keyspace]
- *                [-d value bytes] [--op get|set|mix] [--seq] [--timeout s]
+ *                [-d value bytes] [--op get|set|mix] [--seq] [--seconds S] [--timeout s]
  *       Every connection sends a batch of P requests, waits for the P replies, sends the next
  *       batch (as redis-benchmark does) until n requests have been answered. Prints one line:
- *       requests=N errors=N elapsed_s=F rps=F avg_ms=F p50_ms=F p99_ms=F max_ms=F
+ *       requests=N errors=N elapsed_s=F rps=F avg_ms=F p50_ms=F p99_ms=F p999_ms=F max_ms=F
  *       (latency of a request: from the write of its batch to the read of its reply).
+ *       --seconds S: no new batch after S seconds (n requests at most).
  *       --seq sets keys 0..n-1 in order (to preload a keyspace); --op mix is 9 gets : 1 set.
  *
  *   ncload idle  --proto mc|redis -p PORT -c conns [--pid PROXY_PID] [-d bytes] [-r keyspace]
@@ -15,6 +16,17 @@
  *       proxy holds the new sockets, so no SYN is dropped), prints "open N", then obeys lines on
  *       standard input: "burst K" (every connection writes K pipelined GETs, then every reply is
  *       read; prints "burst done N") and "quit". Ends on EOF too.
+ *
+ *   ncload storm --proto mc|redis -p PORT [-c conns] [--rate R [--burst K]] [--timeout s]
+ *       A connection storm: up to conns connections at a time, each connects, sends one PING
+ *       (memcached: version), reads the reply and closes; the next starts as soon as one ends,
+ *       or with --rate R no sooner than R per second on average (connects due are started
+ *       together, at most one millisecond late; --burst K: K at once every K/R seconds, with
+ *       conns >= K). Runs until "quit" or EOF on standard input
+ *       (or --timeout), lets the connections in flight end, then prints one line:
+ *       connects=N errors=N elapsed_s=F rate=F p50_ms=F p99_ms=F max_ms=F
+ *       (connects: the ones that got their reply; errors: a connect that failed, a close before
+ *       the reply, an error reply; latency: from the connect to the reply).
  *
  * Threads: single-threaded.
  */
@@ -55,6 +67,9 @@ struct opts {
     bool seq;
     int timeout_s;
     int pid;
+    double rate;     /* storm: connects per second, 0: as fast as they go */
+    uint32_t burst;  /* storm: connects started together */
+    int seconds;     /* load: no new batch after that many seconds (0: -n alone) */
 };
 
 struct client {
@@ -332,29 +347,31 @@ static int run_load(const struct opts *o)
         struct epoll_event ev = { .events = EPOLLIN, .data.u32 = (uint32_t)i };
         if (epoll_ctl(ep, EPOLL_CTL_ADD, cs[i].fd, &ev) < 0) die("epoll_ctl");
     }
-    uint64_t sent = 0, answered = 0, errors = 0;
+    uint64_t sent = 0, answered = 0, errors = 0, limit = o->requests;
     uint64_t t0 = now_ns();
     uint64_t deadline = t0 + (uint64_t)o->timeout_s * 1000000000ull;
     /* first batches; a write to a connecting socket waits (briefly) in write_all */
-    for (int i = 0; i < o->conns && sent < o->requests; i++) {
+    for (int i = 0; i < o->conns && sent < limit; i++) {
         size_t len = 0;
         int k = 0;
-        for (; k < o->pipeline && sent < o->requests; k++, sent++)
+        for (; k < o->pipeline && sent < limit; k++, sent++)
             len += build_request(o, req + len, req_cap - len, value);
         cs[i].outstanding = k;
         cs[i].batch_t0 = now_ns();
         write_all(cs[i].fd, req, len, deadline);
     }
     struct epoll_event evs[256];
-    while (answered < o->requests) {
+    while (answered < limit) {
         if (now_ns() > deadline) {
             fprintf(stderr, "ncload: timed out after %llu of %llu replies\n", (unsigned long long)answered,
-                    (unsigned long long)o->requests);
+                    (unsigned long long)limit);
             return 3;
         }
         int n = epoll_wait(ep, evs, 256, 1000);
         if (n < 0 && errno != EINTR) die("epoll_wait");
         uint64_t now = now_ns();
+        if (o->seconds > 0 && now > t0 + (uint64_t)o->seconds * 1000000000ull)
+            limit = sent; /* the time is up: the replies outstanding, then stop */
         for (int e = 0; e < n; e++) {
             struct client *c = &cs[evs[e].data.u32];
             int got = client_read(o, c, &errors);
@@ -365,10 +382,10 @@ static int run_load(const struct opts *o)
             for (int g = 0; g < got; g++) lat_record((now - c->batch_t0) / 1000u);
             answered += (uint64_t)got;
             c->outstanding -= got;
-            if (c->outstanding > 0 || sent >= o->requests) continue;
+            if (c->outstanding > 0 || sent >= limit) continue;
             size_t len = 0;
             int k = 0;
-            for (; k < o->pipeline && sent < o->requests; k++, sent++)
+            for (; k < o->pipeline && sent < limit; k++, sent++)
                 len += build_request(o, req + len, req_cap - len, value);
             c->outstanding = k;
             c->batch_t0 = now_ns();
@@ -376,9 +393,10 @@ static int run_load(const struct opts *o)
         }
     }
     double el = (double)(now_ns() - t0) / 1e9;
-    printf("requests=%llu errors=%llu elapsed_s=%.3f rps=%.1f avg_ms=%.3f p50_ms=%.3f p99_ms=%.3f max_ms=%.3f\n",
+    printf("requests=%llu errors=%llu elapsed_s=%.3f rps=%.1f avg_ms=%.3f p50_ms=%.3f p99_ms=%.3f p999_ms=%.3f "
+           "max_ms=%.3f\n",
            (unsigned long long)answered, (unsigned long long)errors, el, (double)answered / el,
-           lat_n ? (double)lat_sum_us / (double)lat_n / 1000.0 : 0.0, lat_pct(0.50), lat_pct(0.99),
+           lat_n ? (double)lat_sum_us / (double)lat_n / 1000.0 : 0.0, lat_pct(0.50), lat_pct(0.99), lat_pct(0.999),
            (double)lat_max_us / 1000.0);
     for (int i = 0; i < o->conns; i++) {
         close(cs[i].fd);
@@ -499,17 +517,167 @@ static int run_idle(const struct opts *o)
     return 0;
 }
 
+/* One connection of a storm. */
+struct churn {
+    int fd;
+    bool sent;           /* its PING written: now waiting for the reply */
+    uint64_t t0;         /* ns, its connect */
+    size_t rlen;
+    char rbuf[256];
+};
+
+/* Whether standard input (readable) says stop: "quit", EOF or an error. */
+static bool storm_told_to_stop(void)
+{
+    char buf[256];
+    ssize_t n = read(0, buf, sizeof(buf));
+    if (n < 0) return errno != EAGAIN && errno != EINTR;
+    return n == 0 || memmem(buf, (size_t)n, "quit", 4) != NULL;
+}
+
+/* Starts one storm connection in c: 0, or -errno when it failed at once. */
+static int storm_connect(int ep, struct churn *c, uint32_t slot, int port)
+{
+    c->fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (c->fd < 0) return -errno;
+    int one = 1;
+    setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    c->t0 = now_ns();
+    c->sent = false;
+    c->rlen = 0;
+    struct epoll_event ev = { .events = EPOLLOUT, .data.u32 = slot };
+    if ((connect(c->fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 && errno != EINPROGRESS) ||
+        epoll_ctl(ep, EPOLL_CTL_ADD, c->fd, &ev) < 0) {
+        int err = errno;
+        close(c->fd);
+        c->fd = -1;
+        return -err;
+    }
+    return 0;
+}
+
+/* Progress of storm connection c on an event: 1 when it got its reply (closed), -1 when it
+ * failed (closed), 0 when it goes on. */
+static int storm_step(const struct opts *o, int ep, struct churn *c, uint32_t slot)
+{
+    if (!c->sent) {
+        int err = 0;
+        socklen_t len = sizeof(err);
+        if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0 || err != 0) return -1;
+        const char *ping = o->proto == P_MC ? "version\r\n" : "*1\r\n$4\r\nPING\r\n";
+        if (write(c->fd, ping, strlen(ping)) != (ssize_t)strlen(ping)) return -1;
+        c->sent = true;
+        struct epoll_event ev = { .events = EPOLLIN, .data.u32 = slot };
+        return epoll_ctl(ep, EPOLL_CTL_MOD, c->fd, &ev) < 0 ? -1 : 0;
+    }
+    ssize_t n = read(c->fd, c->rbuf + c->rlen, sizeof(c->rbuf) - c->rlen);
+    if (n < 0 && (errno == EAGAIN || errno == EINTR)) return 0;
+    if (n <= 0) return -1;
+    c->rlen += (size_t)n;
+    bool err = false;
+    long r = parse_reply(o, c->rbuf, c->rbuf + c->rlen, &err);
+    if (r < 0 || err || (r == 0 && c->rlen == sizeof(c->rbuf))) return -1;
+    return r > 0 ? 1 : 0;
+}
+
+static int run_storm(const struct opts *o)
+{
+    raise_nofile((rlim_t)o->conns + 64);
+    int ep = epoll_create1(EPOLL_CLOEXEC);
+    if (ep < 0) die("epoll_create1");
+    struct churn *cs = calloc((size_t)o->conns, sizeof(*cs));
+    uint32_t *free_slots = calloc((size_t)o->conns, sizeof(*free_slots));
+    if (cs == NULL || free_slots == NULL) die("calloc");
+    uint32_t nfree = 0;
+    for (int i = o->conns - 1; i >= 0; i--) {
+        cs[i].fd = -1;
+        free_slots[nfree++] = (uint32_t)i;
+    }
+    struct epoll_event in = { .events = EPOLLIN, .data.u32 = UINT32_MAX };
+    if (epoll_ctl(ep, EPOLL_CTL_ADD, 0, &in) < 0 && errno != EPERM) die("epoll_ctl"); /* EPERM: stdin
+                                   * is a file (/dev/null), so only --timeout ends the storm */
+    uint64_t started = 0, connects = 0, errors = 0;
+    uint64_t t0 = now_ns(), stop_at = 0, grace_end = 0;
+    uint64_t deadline = t0 + (uint64_t)o->timeout_s * 1000000000ull;
+    struct epoll_event evs[256];
+    while (stop_at == 0 || nfree < (uint32_t)o->conns) {
+        uint64_t now = now_ns();
+        if (stop_at == 0 && now > deadline) stop_at = now;
+        if (stop_at != 0 && grace_end == 0) grace_end = stop_at + 5000000000ull;
+        if (stop_at != 0 && now > grace_end) break; /* the ones still in flight count as errors */
+        int wait_ms = stop_at != 0 ? 100 : 1000;
+        while (stop_at == 0 && nfree > 0) {
+            if (o->rate > 0) {
+                uint64_t group = started / o->burst * o->burst;
+                uint64_t due = t0 + (uint64_t)((double)group * 1e9 / o->rate);
+                if (due > now) {
+                    uint64_t ms = (due - now + 999999) / 1000000;
+                    if (ms < (uint64_t)wait_ms) wait_ms = (int)ms;
+                    break;
+                }
+            }
+            uint32_t slot = free_slots[--nfree];
+            started++;
+            if (storm_connect(ep, &cs[slot], slot, o->port) < 0) {
+                errors++;
+                free_slots[nfree++] = slot;
+            }
+        }
+        int n = epoll_wait(ep, evs, 256, wait_ms);
+        if (n < 0 && errno != EINTR) die("epoll_wait");
+        for (int e = 0; e < n; e++) {
+            uint32_t slot = evs[e].data.u32;
+            if (slot == UINT32_MAX) {
+                if (storm_told_to_stop()) {
+                    if (stop_at == 0) stop_at = now_ns();
+                    epoll_ctl(ep, EPOLL_CTL_DEL, 0, NULL);
+                }
+                continue;
+            }
+            struct churn *c = &cs[slot];
+            int r = storm_step(o, ep, c, slot);
+            if (r == 0) continue;
+            if (r > 0) {
+                connects++;
+                lat_record((now_ns() - c->t0) / 1000u);
+            } else {
+                errors++;
+            }
+            close(c->fd);
+            c->fd = -1;
+            free_slots[nfree++] = slot;
+        }
+    }
+    for (int i = 0; i < o->conns; i++) {
+        if (cs[i].fd < 0) continue;
+        errors++;
+        close(cs[i].fd);
+    }
+    if (stop_at == 0) stop_at = now_ns();
+    double el = (double)(stop_at - t0) / 1e9;
+    printf("connects=%llu errors=%llu elapsed_s=%.3f rate=%.1f p50_ms=%.3f p99_ms=%.3f max_ms=%.3f\n",
+           (unsigned long long)connects, (unsigned long long)errors, el, (double)connects / el, lat_pct(0.50),
+           lat_pct(0.99), (double)lat_max_us / 1000.0);
+    free(cs);
+    free(free_slots);
+    close(ep);
+    return errors ? 1 : 0;
+}
+
 static void usage(void)
 {
-    fprintf(stderr, "usage: ncload load|idle --proto mc|redis -p PORT [-c N] [-P N] [-n N] [-r N] [-d N]\n"
-                    "              [--op get|set|mix] [--seq] [--pid PID] [--timeout S]\n");
+    fprintf(stderr, "usage: ncload load|idle|storm --proto mc|redis -p PORT [-c N] [-P N] [-n N] [-r N] [-d N]\n"
+                    "              [--op get|set|mix] [--seq] [--pid PID] [--seconds S] [--rate R]\n"
+                    "              [--burst K] [--timeout S]\n");
     exit(2);
 }
 
 int main(int argc, char **argv)
 {
     struct opts o = { .proto = P_REDIS, .port = 0, .conns = 50, .pipeline = 1, .requests = 100000,
-                      .keyspace = 10000, .value_len = 16, .op = OP_GET, .timeout_s = 120 };
+                      .keyspace = 10000, .value_len = 16, .op = OP_GET, .timeout_s = 120, .burst = 1 };
     if (argc < 2) usage();
     const char *mode = argv[1];
     for (int i = 2; i < argc; i++) {
@@ -530,15 +698,20 @@ int main(int argc, char **argv)
         else if (strcmp(a, "-d") == 0) o.value_len = (uint32_t)strtoul(v, NULL, 10);
         else if (strcmp(a, "--pid") == 0) o.pid = atoi(v);
         else if (strcmp(a, "--timeout") == 0) o.timeout_s = atoi(v);
+        else if (strcmp(a, "--rate") == 0) o.rate = atof(v);
+        else if (strcmp(a, "--seconds") == 0) o.seconds = atoi(v);
+        else if (strcmp(a, "--burst") == 0) o.burst = (uint32_t)strtoul(v, NULL, 10);
         else if (strcmp(a, "--op") == 0) o.op = strcmp(v, "set") == 0 ? OP_SET : strcmp(v, "mix") == 0 ? OP_MIX : OP_GET;
         else usage();
     }
     if (o.port <= 0 || o.port > 65535 || o.conns <= 0 || o.conns > 100000 || o.pipeline <= 0 ||
-        o.pipeline > 1024 || o.keyspace == 0 || o.value_len > 1000000 || o.timeout_s <= 0)
+        o.pipeline > 1024 || o.keyspace == 0 || o.value_len > 1000000 || o.timeout_s <= 0 || o.rate < 0 || o.seconds < 0 ||
+        o.burst == 0 || o.burst > (uint32_t)o.conns)
         usage();
     if (o.seq && o.requests > o.keyspace) o.requests = o.keyspace;
     if (strcmp(mode, "load") == 0) return run_load(&o);
     if (strcmp(mode, "idle") == 0) return run_idle(&o);
+    if (strcmp(mode, "storm") == 0) return run_storm(&o);
     usage();
     return 2;
 }

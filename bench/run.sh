@@ -3,7 +3,8 @@
 # twemproxy 0.5.0 reference, redis-server/redis-tools, memcached), builds nutcrackers optimised
 # out of tree (build-bench/: ./configure without debug flags) and the load generator
 # (make -C bench), then runs bench/bench.py on that build with the arguments given (see
-# `bench/run.sh --help`; a later --nc-bin wins).
+# `bench/run.sh --help`; a later --nc-bin wins); `bench/run.sh storm ...` runs bench/storm.py
+# (connection storms next to a steady client) instead.
 #   NC_SKIP_DEPS=1   install nothing
 # Nothing is left running: bench.py stops every process it started, on errors too.
 set -euo pipefail
@@ -37,4 +38,9 @@ fi
 nc_log "building"
 make -C "$BUILD" -j2 src/nutcrackers >/dev/null
 make -C bench >/dev/null
-exec python3 bench/bench.py --nc-bin "$BUILD/src/nutcrackers" "$@"
+SCRIPT=bench/bench.py
+if [ "${1:-}" = storm ]; then
+    SCRIPT=bench/storm.py
+    shift
+fi
+exec python3 "$SCRIPT" --nc-bin "$BUILD/src/nutcrackers" "$@"

@@ -2,7 +2,7 @@
 the benchmark (bench/bench.py). One module per concern:
 
   procs    free ports, the binary under test (sanitized or not), backend command lines and
-           starting them, stopping and reaping processes
+           starting them, stopping and reaping processes, open-file limits
   procfs   /proc: open fds and their TCP sockets, RSS, CPU time, signal masks, socket queues
   wait     wait_for() and the other waits on events, with deadlines that scale in sanitizer
            builds; the only module that sleeps
@@ -12,7 +12,7 @@ the benchmark (bench/bench.py). One module per concern:
   keys     keys that spread, large values, which backend holds a key
   manage   the manage port: commands, status, waits on stats counters
   cluster  N backends behind a one-pool proxy
-  load     self-checking client loads, scripted clients, threads, dripping
+  load     self-checking client loads, scripted clients, threads, dripping, connection storms
   fake     fake backends that misbehave on purpose
   vectors  the shared key-distribution vectors
   nodeclients  the pinned Node.js packages (tests/clients/node): node, once they are installed

@@ -1,6 +1,7 @@
 """Load generation: Load, many self-checking clients of one pool driven by one selector thread
 (cheap on a 2-core machine); run_clients(), many scripted clients sending fixed bytes at once;
-run_threads(), a function run by n threads at once; drip(), a request sent a byte at a time.
+run_threads(), a function run by n threads at once; drip(), a request sent a byte at a time;
+storm(), many clients connecting at once, each with its own request.
 
 Load: `nclients` connections to a pool (a TCP port, or a unix socket `path`), each with its own
 keys. An exchange is SET key value + GET key (memcached: set + get), or `depth` such pairs on
@@ -31,6 +32,8 @@ under its lock (problems_of, select, wait_progress ...). The clients' fields are
 thread only.
 """
 import collections
+import errno
+import os
 import random
 import selectors
 import socket
@@ -614,3 +617,78 @@ def witness(port, timeout=IO_TIMEOUT):
     with KvConn(port, True, timeout=timeout) as c:
         c.exchange(codec.resp("SET", key, val) + codec.resp("GET", key),
                    b"+OK\r\n" + codec.bulk(val))
+
+
+StormClient = collections.namedtuple("StormClient", "got closed error")
+# got: the bytes received; closed: the proxy closed (EOF) or reset the connection; error: the
+# OSError of a connect or send that failed, else None
+
+
+def storm(port, scripts, timeout=60.0):
+    """A connection storm: one client per script (request bytes, expected reply bytes), their
+    connects issued back to back without waiting (non-blocking), each writing its request as soon
+    as its connect completes and reading until it has as many bytes as expected or its connection
+    ends. Every connection stays open until all clients have ended (a client served keeps its
+    place under client_connections, so none is freed for a later one) or `timeout` seconds
+    (scaled) have passed; then all are closed. Returns a StormClient per script, in order; a client
+    still short of its bytes at the deadline has closed=False."""
+    sel = selectors.DefaultSelector()
+    socks = [None] * len(scripts)
+    out = [request for request, _ in scripts]
+    got = [bytearray() for _ in scripts]
+    closed = [False] * len(scripts)
+    error = [None] * len(scripts)
+    pending = set()
+
+    def end(i, failure=None, eof=False):
+        sel.unregister(socks[i])
+        pending.discard(i)
+        closed[i] = eof
+        error[i] = failure
+
+    try:
+        for i in range(len(scripts)):
+            s = socks[i] = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            s.setblocking(False)
+            s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            rc = s.connect_ex((HOST, port))
+            sel.register(s, selectors.EVENT_WRITE, i)
+            pending.add(i)
+            if rc not in (0, errno.EINPROGRESS):
+                end(i, OSError(rc, os.strerror(rc)))
+        limit = wait.deadline(timeout)
+        while pending and time.monotonic() < limit:
+            for key, events in sel.select(min(limit - time.monotonic(), 0.5)):
+                i, s = key.data, key.fileobj
+                if events & selectors.EVENT_WRITE:
+                    rc = s.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+                    if rc:
+                        end(i, OSError(rc, os.strerror(rc)))
+                        continue
+                    try:
+                        out[i] = out[i][s.send(out[i]):]
+                    except BlockingIOError:
+                        pass
+                    except OSError as e:
+                        end(i, e)
+                        continue
+                    if not out[i]:
+                        sel.modify(s, selectors.EVENT_READ, i)
+                elif events & selectors.EVENT_READ:
+                    try:
+                        chunk = s.recv(65536)
+                    except BlockingIOError:
+                        continue
+                    except OSError:  # a reset: closed as well (what came before it is in got)
+                        chunk = b""
+                    got[i] += chunk
+                    if not chunk:
+                        end(i, eof=True)
+                    elif len(got[i]) >= len(scripts[i][1]):
+                        end(i)
+    finally:
+        for s in socks:
+            if s is not None:
+                s.close()
+        sel.close()
+    return [StormClient(bytes(g), c, e) for g, c, e in zip(got, closed, error)]

@@ -11,6 +11,7 @@ import ctypes
 import functools
 import os
 import random
+import resource
 import shutil
 import signal
 import socket
@@ -250,6 +251,19 @@ def wait_listening(port, proc, timeout=START_TIMEOUT, what=None):
                   what or f"port {port} to accept")
     if proc.poll() is not None:
         raise RuntimeError(f"{proc.args[0]} exited with {proc.returncode} before listening on {port}")
+
+
+def nofile_at_least(need, pid=0):
+    """Raises the open-file soft limit of pid (0: this process) to `need` when it is lower (a
+    proxy raises its own to its hard limit at start: this checks that it has enough). Returns the
+    (soft, hard) limits it had, to restore, or None when its hard limit is below need (nothing
+    changed)."""
+    soft, hard = resource.prlimit(pid, resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < need:
+        return None
+    if soft != resource.RLIM_INFINITY and soft < need:
+        resource.prlimit(pid, resource.RLIMIT_NOFILE, (need, hard))
+    return soft, hard
 
 
 # --- our descendants --------------------------------------------------------------------------
