@@ -362,6 +362,7 @@ static void client_on_readable(struct conn *c)
     int rc = conn_recv(c, &eof);
     if (c->rd.msg != NULL || c->held_partial != 0) /* the request it is still sending */
         client_mem_partial(c, c->rd.msg != NULL ? c->rd.msg->len : 0);
+    client_mem_read(c);
     if (rc == -EPROTO || rc == -E2BIG || rc == -EMSGSIZE) {
         const char *why = rc == -E2BIG      ? "request token larger than the buffer size (-m)"
                           : rc == -EMSGSIZE ? "request larger than 1 GB"

@@ -41,6 +41,23 @@ static void client_mem_arm(struct loop *l)
     if (l->mem_ev != NULL && !evtimer_pending(l->mem_ev, NULL)) evtimer_add(l->mem_ev, &tv);
 }
 
+void client_mem_pause_big(struct conn *c)
+{
+    c->mem_paused = true;
+    c->loop->mem_npaused++;
+    conn_want_read(c, false);
+}
+
+/* Past the cap: no more reading from the clients that hold the most. */
+static void client_mem_pause(struct loop *l)
+{
+    struct conn *c;
+    TAILQ_FOREACH(c, &l->clients, link)
+    {
+        if (!c->mem_paused && client_mem_of(c) >= CLIENT_MEM_BIG) client_mem_pause_big(c);
+    }
+}
+
 void client_mem_publish(struct loop *l)
 {
     stats_ctr_set(&l->stats->client_memory, (uint64_t)l->mem_held);
@@ -48,6 +65,7 @@ void client_mem_publish(struct loop *l)
     if (l->mem == NULL || l->mem->cap == 0 || l->mem_over) return;
     if (client_mem_total(l->mem) > l->mem->cap) {
         l->mem_over = true;
+        client_mem_pause(l); /* at once: the tick closes if that was not enough */
         client_mem_arm(l);
     }
 }
@@ -64,19 +82,6 @@ void client_mem_partial(struct conn *c, uint64_t now)
     c->held_partial = (uint32_t)now;
     int64_t moved = l->mem_held - l->mem_published;
     if (moved >= CLIENT_MEM_STEP || moved <= -CLIENT_MEM_STEP) client_mem_publish(l);
-}
-
-/* Past the cap: no more reading from the clients that hold the most. */
-static void client_mem_pause(struct loop *l)
-{
-    struct conn *c;
-    TAILQ_FOREACH(c, &l->clients, link)
-    {
-        if (c->mem_paused || client_mem_of(c) < CLIENT_MEM_BIG) continue;
-        c->mem_paused = true;
-        l->mem_npaused++;
-        conn_want_read(c, false);
-    }
 }
 
 /* Back under the cap: the paused clients are read again (unless something else pauses them). */
@@ -140,8 +145,10 @@ static void client_mem_on_tick(evutil_socket_t fd, short what, void *arg)
         if (l->mem_npaused > 0) client_mem_resume(l);
         return;
     }
-    if (total > cap && l->mem_npaused == 0) client_mem_pause(l); /* first: stop their growth */
-    else if (total > cap) client_mem_shed(l, total - cap);       /* still over: close the biggest */
+    if (total > cap) {
+        client_mem_shed(l, total - cap); /* still over since the pause: close the biggest */
+        client_mem_pause(l);             /* and stop those that grew big meanwhile */
+    }
     client_mem_arm(l);
 }
 

@@ -11,9 +11,10 @@
  * request path.
  *
  * Past the cap, each worker stops reading from its clients that hold the most (CLIENT_MEM_BIG or
- * more); if at its next tick the proxy is still over, it closes its biggest clients first (as
- * redis's maxmemory-clients) until it has given back the excess; under nine tenths of the cap the
- * paused clients are read again. Clients that hold little are not touched.
+ * more) at once, and from any other as soon as it holds that much; if at its next tick the proxy
+ * is still over, it closes its biggest clients first (as redis's maxmemory-clients) until it has
+ * given back the excess; under nine tenths of the cap the paused clients are read again. Clients
+ * that hold little are not touched.
  *
  * Threads: struct client_mem is the master's, immutable once the workers start (the gauges it
  * points at are each written by one worker, read by all); the loop's fields belong to its thread.
@@ -58,6 +59,17 @@ static inline void client_mem_add(struct conn *c, int64_t delta)
 
 /* c's request still being read holds now bytes (0: none). */
 void client_mem_partial(struct conn *c, uint64_t now);
+
+/* Stops reading from c, one of the clients that hold the most, while the proxy is over the cap. */
+void client_mem_pause_big(struct conn *c);
+
+/* c was read: while the proxy is over the cap, it is no longer read once it holds CLIENT_MEM_BIG
+ * (those that held that much when the cap was passed were paused then). */
+static inline void client_mem_read(struct conn *c)
+{
+    if (c->loop->mem_over && !c->mem_paused && c->held_bytes + c->held_partial >= CLIENT_MEM_BIG)
+        client_mem_pause_big(c);
+}
 
 /* Sets up l's side (m: the process's, NULL: none). Returns 0 or -ENOMEM. */
 int client_mem_loop_init(struct loop *l, const struct client_mem *m);
