@@ -393,8 +393,9 @@ static void client_on_readable(struct conn *c)
 }
 
 /* conn_ops.on_hangup: the client closed while its reading is paused (conn_watch_hangup, on while
- * it is blocked): gone while blocked, it is closed at once, as at an EOF read (client_on_readable);
- * no longer blocked, its EOF is read once its reading resumes. */
+ * it is blocked or not read for -M): gone while blocked, it is closed at once, as at an EOF read
+ * (client_on_readable); not read for -M, it is read again (client_mem_hangup); otherwise its EOF
+ * is read once its reading resumes. */
 static void client_on_hangup(struct conn *c)
 {
     if (feature_blocked(c)) {
@@ -403,6 +404,7 @@ static void client_on_hangup(struct conn *c)
         return;
     }
     conn_watch_hangup(c, false);
+    if (c->mem_paused) client_mem_hangup(c);
 }
 
 /* conn_ops.on_writable: the socket has room for the replies again. */

@@ -16,6 +16,7 @@
 #include "common/ratelimit.h"
 #include "common/sock.h"
 #include "core/client.h"
+#include "core/feature.h"
 #include "core/pool.h"
 #include "stats/stats.h"
 
@@ -46,6 +47,7 @@ void client_mem_pause_big(struct conn *c)
     c->mem_paused = true;
     c->loop->mem_npaused++;
     conn_want_read(c, false);
+    conn_watch_hangup(c, true); /* not read, its leaving is seen all the same */
 }
 
 /* Past the cap: no more reading from the clients that hold the most. */
@@ -92,9 +94,17 @@ static void client_mem_resume(struct loop *l)
     {
         if (!c->mem_paused) continue;
         c->mem_paused = false;
+        if (!feature_blocked(c)) conn_watch_hangup(c, false); /* (a blocked client's is the feature's) */
         client_resume_reading(c);
     }
     l->mem_npaused = 0;
+}
+
+void client_mem_hangup(struct conn *c)
+{
+    c->mem_paused = false;
+    c->loop->mem_npaused--;
+    client_resume_reading(c);
 }
 
 static int client_mem_cmp(const void *a, const void *b)

@@ -13,8 +13,9 @@
  * Past the cap, each worker stops reading from its clients that hold the most (CLIENT_MEM_BIG or
  * more) at once, and from any other as soon as it holds that much; if at its next tick the proxy
  * is still over, it closes its biggest clients first (as redis's maxmemory-clients) until it has
- * given back the excess; under nine tenths of the cap the paused clients are read again. Clients
- * that hold little are not touched.
+ * given back the excess; under nine tenths of the cap the paused clients are read again. A paused
+ * client that closes its side is read again (it can send no more than its socket holds; reading
+ * shows that it left). Clients that hold little are not touched.
  *
  * Threads: struct client_mem is the master's, immutable once the workers start (the gauges it
  * points at are each written by one worker, read by all); the loop's fields belong to its thread.
@@ -70,6 +71,10 @@ static inline void client_mem_read(struct conn *c)
     if (c->loop->mem_over && !c->mem_paused && c->held_bytes + c->held_partial >= CLIENT_MEM_BIG)
         client_mem_pause_big(c);
 }
+
+/* c, not read for the cap, closed its side (or reset): it can send no more than its socket holds,
+ * and only reading it shows whether it is gone or what it still asks; it is read again. */
+void client_mem_hangup(struct conn *c);
 
 /* Sets up l's side (m: the process's, NULL: none). Returns 0 or -ENOMEM. */
 int client_mem_loop_init(struct loop *l, const struct client_mem *m);
