@@ -64,6 +64,7 @@ void client_mem_publish(struct loop *l)
 {
     stats_ctr_set(&l->stats->client_memory, (uint64_t)l->mem_held);
     l->mem_published = l->mem_held;
+    if (l->mem_held > l->mem_trim_mark) l->mem_trim_mark = l->mem_held;
     if (l->mem == NULL || l->mem->cap == 0 || l->mem_over) return;
     if (client_mem_total(l->mem) > l->mem->cap) {
         l->mem_over = true;
