@@ -99,8 +99,7 @@ void client_close(struct conn *c)
             req->owner = NULL; /* in flight: freed when its reply or failure arrives */
         }
     }
-    client_mem_add(c, -(int64_t)c->held_bytes);
-    client_mem_partial(c, 0);
+    client_mem_gone(c);
     if (c->mem_paused) l->mem_npaused--;
     TAILQ_REMOVE(&l->clients, c, link);
     l->nclients--;

@@ -60,16 +60,25 @@ static void client_mem_pause(struct loop *l)
     }
 }
 
+static void client_mem_shed(struct loop *l, uint64_t excess);
+
 void client_mem_publish(struct loop *l)
 {
     stats_ctr_set(&l->stats->client_memory, (uint64_t)l->mem_held);
     l->mem_published = l->mem_held;
     if (l->mem_held > l->mem_trim_mark) l->mem_trim_mark = l->mem_held;
-    if (l->mem == NULL || l->mem->cap == 0 || l->mem_over) return;
-    if (client_mem_total(l->mem) > l->mem->cap) {
+    if (l->mem == NULL || l->mem->cap == 0) return;
+    uint64_t cap = l->mem->cap, total = client_mem_total(l->mem);
+    if (!l->mem_over && total > cap) {
         l->mem_over = true;
+        l->mem_far = cap + cap / CLIENT_MEM_FAR;
         client_mem_pause(l); /* at once: the tick closes if that was not enough */
         client_mem_arm(l);
+    } else if (l->mem_over && total > l->mem_far) {
+        /* still growing although the biggest are paused: replies to requests they sent before,
+         * which waiting for the tick would let in; one look per CLIENT_MEM_FAR_STEP of growth */
+        l->mem_far = total + CLIENT_MEM_FAR_STEP;
+        client_mem_shed(l, total - cap);
     }
 }
 
@@ -78,13 +87,21 @@ void client_mem_check(struct loop *l)
     client_mem_publish(l);
 }
 
+void client_mem_gone(struct conn *c)
+{
+    struct loop *l = c->loop;
+    l->mem_held -= (int64_t)(c->held_bytes + c->held_partial);
+    c->held_bytes = 0;
+    c->held_partial = 0;
+    client_mem_moved(l);
+}
+
 void client_mem_partial(struct conn *c, uint64_t now)
 {
     struct loop *l = c->loop;
     l->mem_held += (int64_t)now - (int64_t)c->held_partial;
     c->held_partial = (uint32_t)now;
-    int64_t moved = l->mem_held - l->mem_published;
-    if (moved >= CLIENT_MEM_STEP || moved <= -CLIENT_MEM_STEP) client_mem_publish(l);
+    client_mem_moved(l);
 }
 
 /* Back under the cap: the paused clients are read again (unless something else pauses them). */
@@ -114,18 +131,20 @@ static int client_mem_cmp(const void *a, const void *b)
     return x < y ? 1 : x > y ? -1 : 0;
 }
 
-/* Closes l's biggest clients first until what they held covers excess (logged, rate-limited). */
+/* Closes l's biggest clients first until what they held covers excess (logged, rate-limited).
+ * Those being closed already (their close waits in the flush queue) count as given back. */
 static void client_mem_shed(struct loop *l, uint64_t excess)
 {
     struct conn *big[CLIENT_MEM_SHED_MAX];
     uint32_t n = 0;
+    uint64_t freed = 0;
     struct conn *c;
     TAILQ_FOREACH(c, &l->clients, link)
     {
-        if (n < CLIENT_MEM_SHED_MAX && !c->kill && client_mem_of(c) >= CLIENT_MEM_BIG) big[n++] = c;
+        if (c->kill) freed += client_mem_of(c);
+        else if (n < CLIENT_MEM_SHED_MAX && client_mem_of(c) >= CLIENT_MEM_BIG) big[n++] = c;
     }
     qsort(big, n, sizeof(big[0]), client_mem_cmp);
-    uint64_t freed = 0;
     for (uint32_t i = 0; i < n && freed < excess; i++) {
         c = big[i];
         uint64_t held = client_mem_of(c);
@@ -160,6 +179,7 @@ static void client_mem_on_tick(evutil_socket_t fd, short what, void *arg)
         client_mem_shed(l, total - cap); /* still over since the pause: close the biggest */
         client_mem_pause(l);             /* and stop those that grew big meanwhile */
     }
+    l->mem_far = cap + cap / CLIENT_MEM_FAR;
     client_mem_arm(l);
 }
 

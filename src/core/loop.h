@@ -83,6 +83,7 @@ struct loop {
     struct event *mem_ev;         /* the cap's tick, while over it or with clients paused */
     uint32_t mem_npaused;         /* clients not read for the cap */
     bool mem_over;                /* the proxy was seen over the cap, and not yet back under 9/10 */
+    uint64_t mem_far;             /* while over: the sum past which the loop closes at once */
     struct nc_ratelimit mem_log;  /* its lines about clients closed for the cap */
     bool draining;                /* loop_drain was called: no client stays once answered */
     atomic_bool drained;          /* draining and no client left: the one field another thread
