@@ -14,8 +14,8 @@ for their merge, and the merged reply while its client does not read it; memcach
 too. Without -M the gauge still counts and nothing is closed for memory. What clients gave back
 goes back to the system while others still hold much.
 
-The crowds push hundreds of MB: skipped under TSan (minutes); RSS is not measured under a
-sanitizer (its allocator keeps what is freed).
+The crowds that push hundreds of MB are skipped under TSan (minutes; those of a few tens of MB
+run); RSS is not measured under a sanitizer (its allocator keeps what is freed).
 """
 import pytest
 
@@ -41,6 +41,7 @@ RSS_BACK = 24 * MB        # RSS over the idle level once the crowd has left and 
 
 
 def heavy():
+    """Crowds of a few hundred MB: not under TSan."""
     if procs.tsan_binary():
         pytest.skip("pushing hundreds of MB through a TSan build takes minutes")
 
@@ -246,7 +247,6 @@ def test_unfinished_bulks_are_counted_closed_biggest_first_and_released_when_the
     the cap the biggest is closed (logged with its address), the others are no longer read; when
     they leave, they are closed and the gauge falls back, even while it stays above 9/10 of the
     cap (they are not read then: their leaving must be seen all the same)."""
-    heavy()
     proxy, port, _, _ = start(redis_server, write_conf, nutcrackers, "-T", "1", "-M", "64m")
     by = bystander(port)
     lone = RawConn(port)
@@ -273,7 +273,6 @@ def test_past_the_cap_the_big_clients_are_paused_at_once(redis_server, write_con
     proxy over by a few reads at most and closes one or two of them; what is left stays paused above
     9/10 of the cap. (Paused only at the tick, they went on for 100 ms, sent everything, and the
     next tick closed about half of them.)"""
-    heavy()
     proxy, port, _, _ = start(redis_server, write_conf, nutcrackers, "-T", "1", "-M", "16m")
     with crowd.Crowd(port, 20, crowd.redis_unfinished_bulk(3 * MB // 2)) as bulks:
         wait.wait_value(lambda: closes(proxy), lambda n: n >= 1, 20, "a client closed for -M")
@@ -291,7 +290,6 @@ def test_a_paused_client_is_read_again_under_nine_tenths_of_the_cap(redis_server
     """-M 16m: a client holds 16 GETs of 1 MB it does not read; another sends a 6 MB SET, which
     takes the proxy over the cap: both stop being read, the tick closes the biggest (the first),
     the proxy is back under 9/10 of the cap and the second, read again, gets its +OK."""
-    heavy()
     proxy, port, _, _ = start(redis_server, write_conf, nutcrackers, "-T", "1", "-M", "16m")
     set_big(port)
     with crowd.Crowd(port, 1, crowd.redis_gets("big", 16)) as hog:
@@ -310,7 +308,6 @@ def test_clients_that_hold_little_are_never_closed_even_past_the_cap(redis_serve
     64 kB of a big client) and one 512 kB into its own: the big one is closed, the small ones are
     neither paused nor closed although they alone keep the proxy over the cap, and each gets its
     +OK once it sends the rest."""
-    heavy()
     proxy, port, _, _ = start(redis_server, write_conf, nutcrackers, "-T", "1", "-M", "1m")
     small = [RawConn(port) for _ in range(60)]
     try:
