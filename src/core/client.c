@@ -99,8 +99,7 @@ void client_close(struct conn *c)
             req->owner = NULL; /* in flight: freed when its reply or failure arrives */
         }
     }
-    client_mem_add(c, -(int64_t)c->held_bytes);
-    client_mem_partial(c, 0);
+    client_mem_gone(c);
     if (c->mem_paused) l->mem_npaused--;
     TAILQ_REMOVE(&l->clients, c, link);
     l->nclients--;
@@ -362,6 +361,7 @@ static void client_on_readable(struct conn *c)
     int rc = conn_recv(c, &eof);
     if (c->rd.msg != NULL || c->held_partial != 0) /* the request it is still sending */
         client_mem_partial(c, c->rd.msg != NULL ? c->rd.msg->len : 0);
+    client_mem_read(c);
     if (rc == -EPROTO || rc == -E2BIG || rc == -EMSGSIZE) {
         const char *why = rc == -E2BIG      ? "request token larger than the buffer size (-m)"
                           : rc == -EMSGSIZE ? "request larger than 1 GB"
@@ -392,8 +392,9 @@ static void client_on_readable(struct conn *c)
 }
 
 /* conn_ops.on_hangup: the client closed while its reading is paused (conn_watch_hangup, on while
- * it is blocked): gone while blocked, it is closed at once, as at an EOF read (client_on_readable);
- * no longer blocked, its EOF is read once its reading resumes. */
+ * it is blocked or not read for -M): gone while blocked, it is closed at once, as at an EOF read
+ * (client_on_readable); not read for -M, it is read again (client_mem_hangup); otherwise its EOF
+ * is read once its reading resumes. */
 static void client_on_hangup(struct conn *c)
 {
     if (feature_blocked(c)) {
@@ -402,6 +403,7 @@ static void client_on_hangup(struct conn *c)
         return;
     }
     conn_watch_hangup(c, false);
+    if (c->mem_paused) client_mem_hangup(c);
 }
 
 /* conn_ops.on_writable: the socket has room for the replies again. */

@@ -16,6 +16,7 @@
 #include "common/ratelimit.h"
 #include "common/sock.h"
 #include "core/client.h"
+#include "core/feature.h"
 #include "core/pool.h"
 #include "stats/stats.h"
 
@@ -41,29 +42,12 @@ static void client_mem_arm(struct loop *l)
     if (l->mem_ev != NULL && !evtimer_pending(l->mem_ev, NULL)) evtimer_add(l->mem_ev, &tv);
 }
 
-void client_mem_publish(struct loop *l)
+void client_mem_pause_big(struct conn *c)
 {
-    stats_ctr_set(&l->stats->client_memory, (uint64_t)l->mem_held);
-    l->mem_published = l->mem_held;
-    if (l->mem == NULL || l->mem->cap == 0 || l->mem_over) return;
-    if (client_mem_total(l->mem) > l->mem->cap) {
-        l->mem_over = true;
-        client_mem_arm(l);
-    }
-}
-
-void client_mem_check(struct loop *l)
-{
-    client_mem_publish(l);
-}
-
-void client_mem_partial(struct conn *c, uint64_t now)
-{
-    struct loop *l = c->loop;
-    l->mem_held += (int64_t)now - (int64_t)c->held_partial;
-    c->held_partial = (uint32_t)now;
-    int64_t moved = l->mem_held - l->mem_published;
-    if (moved >= CLIENT_MEM_STEP || moved <= -CLIENT_MEM_STEP) client_mem_publish(l);
+    c->mem_paused = true;
+    c->loop->mem_npaused++;
+    conn_want_read(c, false);
+    conn_watch_hangup(c, true); /* not read, its leaving is seen all the same */
 }
 
 /* Past the cap: no more reading from the clients that hold the most. */
@@ -72,11 +56,52 @@ static void client_mem_pause(struct loop *l)
     struct conn *c;
     TAILQ_FOREACH(c, &l->clients, link)
     {
-        if (c->mem_paused || client_mem_of(c) < CLIENT_MEM_BIG) continue;
-        c->mem_paused = true;
-        l->mem_npaused++;
-        conn_want_read(c, false);
+        if (!c->mem_paused && client_mem_of(c) >= CLIENT_MEM_BIG) client_mem_pause_big(c);
     }
+}
+
+static void client_mem_shed(struct loop *l, uint64_t excess);
+
+void client_mem_publish(struct loop *l)
+{
+    stats_ctr_set(&l->stats->client_memory, (uint64_t)l->mem_held);
+    l->mem_published = l->mem_held;
+    if (l->mem_held > l->mem_trim_mark) l->mem_trim_mark = l->mem_held;
+    if (l->mem == NULL || l->mem->cap == 0) return;
+    uint64_t cap = l->mem->cap, total = client_mem_total(l->mem);
+    if (!l->mem_over && total > cap) {
+        l->mem_over = true;
+        l->mem_far = cap + cap / CLIENT_MEM_FAR;
+        client_mem_pause(l); /* at once: the tick closes if that was not enough */
+        client_mem_arm(l);
+    } else if (l->mem_over && total > l->mem_far) {
+        /* still growing although the biggest are paused: replies to requests they sent before,
+         * which waiting for the tick would let in; one look per CLIENT_MEM_FAR_STEP of growth */
+        l->mem_far = total + CLIENT_MEM_FAR_STEP;
+        client_mem_shed(l, total - cap);
+    }
+}
+
+void client_mem_check(struct loop *l)
+{
+    client_mem_publish(l);
+}
+
+void client_mem_gone(struct conn *c)
+{
+    struct loop *l = c->loop;
+    l->mem_held -= (int64_t)(c->held_bytes + c->held_partial);
+    c->held_bytes = 0;
+    c->held_partial = 0;
+    client_mem_moved(l);
+}
+
+void client_mem_partial(struct conn *c, uint64_t now)
+{
+    struct loop *l = c->loop;
+    l->mem_held += (int64_t)now - (int64_t)c->held_partial;
+    c->held_partial = (uint32_t)now;
+    client_mem_moved(l);
 }
 
 /* Back under the cap: the paused clients are read again (unless something else pauses them). */
@@ -87,9 +112,17 @@ static void client_mem_resume(struct loop *l)
     {
         if (!c->mem_paused) continue;
         c->mem_paused = false;
+        if (!feature_blocked(c)) conn_watch_hangup(c, false); /* (a blocked client's is the feature's) */
         client_resume_reading(c);
     }
     l->mem_npaused = 0;
+}
+
+void client_mem_hangup(struct conn *c)
+{
+    c->mem_paused = false;
+    c->loop->mem_npaused--;
+    client_resume_reading(c);
 }
 
 static int client_mem_cmp(const void *a, const void *b)
@@ -98,18 +131,20 @@ static int client_mem_cmp(const void *a, const void *b)
     return x < y ? 1 : x > y ? -1 : 0;
 }
 
-/* Closes l's biggest clients first until what they held covers excess (logged, rate-limited). */
+/* Closes l's biggest clients first until what they held covers excess (logged, rate-limited).
+ * Those being closed already (their close waits in the flush queue) count as given back. */
 static void client_mem_shed(struct loop *l, uint64_t excess)
 {
     struct conn *big[CLIENT_MEM_SHED_MAX];
     uint32_t n = 0;
+    uint64_t freed = 0;
     struct conn *c;
     TAILQ_FOREACH(c, &l->clients, link)
     {
-        if (n < CLIENT_MEM_SHED_MAX && !c->kill && client_mem_of(c) >= CLIENT_MEM_BIG) big[n++] = c;
+        if (c->kill) freed += client_mem_of(c);
+        else if (n < CLIENT_MEM_SHED_MAX && client_mem_of(c) >= CLIENT_MEM_BIG) big[n++] = c;
     }
     qsort(big, n, sizeof(big[0]), client_mem_cmp);
-    uint64_t freed = 0;
     for (uint32_t i = 0; i < n && freed < excess; i++) {
         c = big[i];
         uint64_t held = client_mem_of(c);
@@ -140,8 +175,11 @@ static void client_mem_on_tick(evutil_socket_t fd, short what, void *arg)
         if (l->mem_npaused > 0) client_mem_resume(l);
         return;
     }
-    if (total > cap && l->mem_npaused == 0) client_mem_pause(l); /* first: stop their growth */
-    else if (total > cap) client_mem_shed(l, total - cap);       /* still over: close the biggest */
+    if (total > cap) {
+        client_mem_shed(l, total - cap); /* still over since the pause: close the biggest */
+        client_mem_pause(l);             /* and stop those that grew big meanwhile */
+    }
+    l->mem_far = cap + cap / CLIENT_MEM_FAR;
     client_mem_arm(l);
 }
 

@@ -39,9 +39,16 @@
 #define LOOP_IDLE_MAX_USEC 1000000u /* and at least this often, while some pool has a timeout */
 #define LOOP_KEEP_MIN 16
 #define LOOP_KEEP_MIN_MSGS 256
+/* What the loop's clients hold fell by this much from its highest level since the last such
+ * fall: given back to the system too (see loop_on_trim). */
+#define LOOP_TRIM_FELL (8 << 20)
 
 /* After a burst, memory goes back to its baseline: every second, free chunks beyond what the
- * loop has in use (plus a few) are returned, and malloc gives the pages back. */
+ * loop has in use (plus a few) are returned, and malloc gives the pages back. The pools keep at
+ * most LOOP_MBUF_FREE_MAX free chunks, so while more are live that test never passes: memory
+ * that clients gave back meanwhile (closed for -M, or gone while others still hold much) went
+ * to the allocator, which keeps the pages; a fall of LOOP_TRIM_FELL in what the clients hold
+ * trims too. */
 static void loop_on_trim(int fd, short what, void *arg)
 {
     struct loop *l = arg;
@@ -50,8 +57,11 @@ static void loop_on_trim(int fd, short what, void *arg)
     uint32_t keep = l->mbufs.nlive < LOOP_KEEP_MIN ? LOOP_KEEP_MIN : (uint32_t)l->mbufs.nlive;
     uint32_t keep_msgs = l->msgs.nlive < LOOP_KEEP_MIN_MSGS ? LOOP_KEEP_MIN_MSGS : (uint32_t)l->msgs.nlive;
     loop_reap_later(l); /* an old generation waiting for its server connections to drain */
-    client_mem_check(l); /* the proxy over -M seen by a worker whose own sum did not move */
-    if (l->mbufs.nfree > keep || l->msgs.nfree > keep_msgs) {
+    client_mem_check(l); /* the proxy over -M seen by a worker whose own sum did not move; and
+                          * mem_trim_mark brought up to date */
+    bool fell = l->mem_trim_mark - l->mem_held >= LOOP_TRIM_FELL;
+    if (fell) l->mem_trim_mark = l->mem_held;
+    if (l->mbufs.nfree > keep || l->msgs.nfree > keep_msgs || fell) {
         mbuf_pool_trim(&l->mbufs, keep);
         msg_pool_trim(&l->msgs, keep_msgs);
         mem_trim(); /* mem_trim_init ran before the loops' threads started */

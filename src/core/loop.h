@@ -78,9 +78,12 @@ struct loop {
     const struct client_mem *mem; /* -M and every worker's sum (core/client_mem.h), NULL: none */
     int64_t mem_held;             /* what its clients make it hold */
     int64_t mem_published;        /* mem_held when it was last published */
+    int64_t mem_trim_mark;        /* mem_held's highest published level since the trim for its last
+                                   * fall (loop_on_trim) */
     struct event *mem_ev;         /* the cap's tick, while over it or with clients paused */
     uint32_t mem_npaused;         /* clients not read for the cap */
     bool mem_over;                /* the proxy was seen over the cap, and not yet back under 9/10 */
+    uint64_t mem_far;             /* while over: the sum past which the loop closes at once */
     struct nc_ratelimit mem_log;  /* its lines about clients closed for the cap */
     bool draining;                /* loop_drain was called: no client stays once answered */
     atomic_bool drained;          /* draining and no client left: the one field another thread

@@ -5,9 +5,10 @@ machine is several times slower, so the same event comes later (what a test asse
 move). $NC_TEST_WAIT_SCALE overrides the factor.
 
 This module is the only place of the test code that sleeps: the polling interval of the waits,
-and two deliberate spans that are a test's subject rather than a way to let something happen:
-hold() (a window to measure over, or a gap a test measures against) and pace() (the gap between
-two writes of a client that drips its bytes).
+and three deliberate spans that are a test's subject rather than a way to let something happen:
+hold() (a window to measure over, or a gap a test measures against), pace() (the gap between
+two writes of a client that drips its bytes) and gap() (between two samples of a sampler that
+runs until it is stopped).
 
 Threads: plain functions, any thread.
 """
@@ -126,3 +127,9 @@ def hold(seconds, why):
 def pace(seconds):
     """The gap between two writes of a client that sends its bytes slowly on purpose."""
     time.sleep(seconds)
+
+
+def gap(stop, seconds):
+    """The gap between two samples of a sampler thread: seconds, or until the threading.Event stop
+    is set; returns whether it is."""
+    return stop.wait(seconds)
