@@ -96,8 +96,12 @@ static short conn_events_needed(const struct conn *c, bool rd, bool wr)
         rd = (c->tr.want & TRANSPORT_WANT_READ) != 0;
         wr = (c->tr.want & TRANSPORT_WANT_WRITE) != 0;
     } else {
-        rd = rd || (tio & CONN_TIO_WRITE_WAITS);
-        wr = wr || (tio & CONN_TIO_READ_WAITS);
+        /* a read (write) that waits for the other direction is tried again when that one fires,
+         * not when its own does: its socket may be ready for it all along (a write waiting for
+         * the peer's bytes has room), and the call would wait again in every round of the loop */
+        bool rwaits = (tio & CONN_TIO_READ_WAITS) != 0, wwaits = (tio & CONN_TIO_WRITE_WAITS) != 0;
+        rd = (rd && !rwaits) || wwaits;
+        wr = (wr && !wwaits) || rwaits;
     }
     bool hup = (c->hup & CONN_HUP_WANTED) && !rd;
     return (short)((rd ? EV_READ : 0) | (wr ? EV_WRITE : 0) | (hup ? EV_CLOSED : 0));

@@ -3,7 +3,8 @@
  * plain socket (core/conn.c, client.c, server.c; notes/transport.md): a handshake of several round
  * trips on client and server connections (what waits for it, its failures, its timeout), bytes
  * the transport holds that the socket never signals, reads that wait for the socket to be writable
- * and writes that wait for it to be readable. Black-box at the loop level through core_harness,
+ * and writes that wait for it to be readable (retried when that direction fires, not in every round
+ * of the loop). Black-box at the loop level through core_harness,
  * with the pool's two sides given the test transport (transport_fixture.h): the fake servers
  * and the test's clients speak its handshake themselves, then RESP.
  *
@@ -266,7 +267,7 @@ static void test_server_handshake_fails(void **state)
     ch_srv_wait_closed(h, 0, a);
     assert_int_equal(f->srv.handshake_fails, 1);
     assert_true(f->srv.why_asked > 0);
-    assert_string_equal(f->srv.why, "handshake: expected 'HSK2', got 'NOPE'");
+    assert_string_equal(f->srv.why, "expected 'HSK2', got 'NOPE'");
 
     ch_send(h, c, ch_resp(h, "GET %s", k));
     size_t a2 = server_hello(h, 0);
@@ -473,6 +474,39 @@ static void test_cross_waits(void **state)
     fx_end(f);
 }
 
+/* A write that waits for the peer (a renegotiation: the peer's message must come first) waits for
+ * the socket to be readable, not retried in every round of the loop meanwhile (its own direction
+ * is not armed: ch_assert_quiet), and is written once the peer's message came; on a server
+ * connection, then on a client's. */
+static void test_write_waits_for_peer(void **state)
+{
+    struct fx *f = *state;
+    struct harness *h = f->h;
+    char k[KEY_MAX];
+    int c;
+    size_t a = get_in_handshake(h, 0, k, &c);
+    ch_srv_send(h, 0, a, "HSK2");
+    ch_srv_expect_on(h, 0, a, ch_resp(h, "GET %s", k));
+    ch_srv_send(h, 0, a, "$-1\r\n");
+    ch_expect(h, c, "$-1\r\n");
+
+    f->srv.renegotiate = true;
+    ch_send(h, c, ch_resp(h, "GET %s", k));
+    ch_assert_quiet(h); /* nothing reached the server */
+    assert_int_equal(f->srv.reneg_waits, 1);
+    ch_srv_send(h, 0, a, "RNEG");
+    ch_srv_expect_on(h, 0, a, ch_resp(h, "GET %s", k));
+
+    f->cli.renegotiate = true;
+    ch_srv_send(h, 0, a, "$1\r\nv\r\n");
+    ch_assert_quiet(h); /* nothing reached the client */
+    assert_int_equal(f->cli.reneg_waits, 1);
+    ch_send(h, c, "RNEG");
+    ch_expect(h, c, "$1\r\nv\r\n");
+    assert_int_equal(f->srv.reneg_waits + f->cli.reneg_waits, 2);
+    fx_end(f);
+}
+
 /* --- dedicated connections ---------------------------------------------------------------------- */
 
 /* A transaction's dedicated connection does its handshake before MULTI..EXEC is written; a
@@ -528,6 +562,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_pending_pipeline, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_pending_after_pause, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_cross_waits, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_write_waits_for_peer, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_dedicated_handshake, fx_setup, fx_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

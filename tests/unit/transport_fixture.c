@@ -19,6 +19,7 @@
 
 #define TT_HELLO "HSK1" /* the connecting side's */
 #define TT_REPLY "HSK2" /* the accepting side's answer */
+#define TT_RENEG "RNEG" /* the peer's message a renegotiating write waits for */
 #define TT_HS_LEN 4u
 #define TT_CHUNK 4096
 
@@ -41,6 +42,7 @@ struct tt_conn {
     int err;                /* the socket failed (after what buf holds) */
     bool read_blocked;      /* the last read wanted WRITE: its retry hands out what is held */
     bool write_blocked;     /* the last writev wanted READ: its retry takes the socket's bytes */
+    bool renegotiating;     /* writes wait for the peer's RNEG */
     unsigned nready;        /* reads with bytes to hand out (not the retries) */
     unsigned nwready;       /* writevs that found bytes to read */
     char why[TT_WHY_MAX];
@@ -139,22 +141,23 @@ static int tt_hs_write(struct transport *t, const char *text)
     return 0;
 }
 
-/* Waits for the peer's 4 bytes, which must be expect: 0 when they came (consumed; what follows
- * them stays held), -EAGAIN (want READ), or -errno with c->why set. */
+/* Waits for the peer's 4 bytes (a handshake's, a renegotiation's), which must be expect: 0 when
+ * they came (consumed; what follows them stays held), -EAGAIN (want READ), or -errno with c->why
+ * set. */
 static int tt_hs_read(struct transport *t, const char *expect)
 {
     struct tt_conn *c = t->state;
     tt_fill(t, 0); /* all it has, as a TLS handshake reads ahead */
     if (tt_held(c) >= TT_HS_LEN) {
         if (memcmp(c->buf + c->off, expect, TT_HS_LEN) != 0) {
-            snprintf(c->why, sizeof(c->why), "handshake: expected '%s', got '%.4s'", expect, c->buf + c->off);
+            snprintf(c->why, sizeof(c->why), "expected '%s', got '%.4s'", expect, c->buf + c->off);
             return -EPROTO;
         }
         c->off += TT_HS_LEN;
         return 0;
     }
     if (c->err != 0 || c->eof) {
-        snprintf(c->why, sizeof(c->why), "handshake: the peer %s after %zu bytes",
+        snprintf(c->why, sizeof(c->why), "the peer %s after %zu bytes of 4",
                  c->err != 0 ? "failed" : "closed", tt_held(c));
         return c->err != 0 ? -c->err : -ECONNRESET;
     }
@@ -250,10 +253,30 @@ static ssize_t tt_read(struct transport *t, void *buf, size_t len)
     return -EAGAIN;
 }
 
+/* A write of a renegotiation: 0 once the peer's RNEG came (consumed), -EAGAIN (want READ) until
+ * then, -EPROTO when other bytes came first. */
+static int tt_renegotiated(struct transport *t)
+{
+    struct tt_conn *c = t->state;
+    int rc = tt_hs_read(t, TT_RENEG);
+    if (rc == 0) c->renegotiating = false;
+    else if (rc == -EAGAIN) c->side->reneg_waits++;
+    return rc;
+}
+
 static ssize_t tt_writev(struct transport *t, const struct iovec *iov, int n)
 {
     struct tt_conn *c = t->state;
     struct tt_side *s = c->side;
+    if (s->renegotiate) {
+        s->renegotiate = false;
+        c->renegotiating = true;
+    }
+    if (c->renegotiating) {
+        int rc = tt_renegotiated(t);
+        if (rc == -EAGAIN) return 0; /* want READ */
+        if (rc < 0) return rc;
+    }
     if (c->write_blocked) {
         c->write_blocked = false;
         tt_fill(t, 0); /* what it waited for: held, handed out by the next reads in order */

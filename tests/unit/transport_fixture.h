@@ -16,7 +16,10 @@
  *   resume it, as a TLS record whose processing must first write);
  * - writes that want READ: every Nth writev that finds bytes to read on the socket (FIONREAD)
  *   writes nothing and wants the socket readable; its retry takes those bytes into the buffer
- *   (protocol bytes: handed out later, in order) before it writes.
+ *   (protocol bytes: handed out later, in order) before it writes;
+ * - a write that waits for the peer (a TLS renegotiation): switched on for a side, the next writev
+ *   of one of its connections writes nothing and wants READ until the peer's "RNEG" came (the
+ *   transport's own message, not handed out), however often it is called meanwhile.
  *
  * Each side of a pool has a struct tt_side: the context the pool is given, the behaviours the test
  * switches, and counts of what its connections did (a test shows that its path ran).
@@ -41,6 +44,7 @@ struct tt_side {
     size_t hold;               /* bytes a read hands out at most (0: as many as asked) */
     unsigned read_stall_every; /* every Nth read with bytes to hand out wants WRITE first */
     unsigned write_stall_every; /* every Nth writev finding bytes to read wants READ first */
+    bool renegotiate;          /* the next writev waits for the peer's RNEG (then off again) */
     /* what its connections did */
     unsigned opened, closed;
     unsigned handshakes;       /* done */
@@ -48,6 +52,7 @@ struct tt_side {
     unsigned eager_wants;      /* handshake steps that wanted WRITE although they could go on */
     unsigned held_reads;       /* reads that left bytes held (pending) */
     unsigned read_stalls, write_stalls;
+    unsigned reneg_waits;      /* writevs that found no RNEG yet */
     unsigned why_asked;        /* why() called with a failure to tell */
     char why[TT_WHY_MAX];      /* the last failure's words */
 };
