@@ -3,10 +3,10 @@
  * plain socket (core/conn.c, client.c, server.c; notes/transport.md): a handshake of several round
  * trips on client and server connections (what waits for it, its failures, its timeout), bytes
  * the transport holds that the socket never signals, reads that wait for the socket to be writable
- * and writes that wait for it to be readable (retried when that direction fires, not in every round
- * of the loop). Black-box at the loop level through core_harness,
- * with the pool's two sides given the test transport (transport_fixture.h): the fake servers
- * and the test's clients speak its handshake themselves, then RESP.
+ * and writes that wait for it to be readable (retried when that direction fires, not in every
+ * round of the loop). Black-box at the loop level through core_harness, with the pool's two sides
+ * given the tests' transport (transport_fixture.h): the fake servers and the test's clients speak
+ * its handshake themselves, then RESP.
  *
  * Threads: the test's only.
  */
@@ -477,7 +477,7 @@ static void test_cross_waits(void **state)
 /* A write that waits for the peer (a renegotiation: the peer's message must come first) waits for
  * the socket to be readable, not retried in every round of the loop meanwhile (its own direction
  * is not armed: ch_assert_quiet), and is written once the peer's message came; on a server
- * connection, then on a client's. */
+ * connection, then on a client's, then on a client that no longer reads. */
 static void test_write_waits_for_peer(void **state)
 {
     struct fx *f = *state;
@@ -503,7 +503,18 @@ static void test_write_waits_for_peer(void **state)
     assert_int_equal(f->cli.reneg_waits, 1);
     ch_send(h, c, "RNEG");
     ch_expect(h, c, "$1\r\nv\r\n");
-    assert_int_equal(f->srv.reneg_waits + f->cli.reneg_waits, 2);
+
+    /* a client that no longer reads (it sent QUIT): the wait for the peer is armed all the same */
+    int c2 = client_hello(h);
+    ch_send(h, c2, ch_resp(h, "GET %s;QUIT", k));
+    ch_srv_expect_on(h, 0, a, ch_resp(h, "GET %s", k));
+    f->cli.renegotiate = true;
+    ch_srv_send(h, 0, a, "$1\r\nw\r\n");
+    ch_assert_quiet(h);
+    ch_send(h, c2, "RNEG");
+    ch_expect(h, c2, "$1\r\nw\r\n+OK\r\n");
+    ch_wait_closed(h, c2);
+    assert_int_equal(f->srv.reneg_waits + f->cli.reneg_waits, 3);
     fx_end(f);
 }
 
