@@ -96,11 +96,31 @@ static short conn_events_needed(const struct conn *c, bool rd, bool wr)
         rd = (c->tr.want & TRANSPORT_WANT_READ) != 0;
         wr = (c->tr.want & TRANSPORT_WANT_WRITE) != 0;
     } else {
-        rd = rd || (tio & CONN_TIO_WRITE_WAITS);
-        wr = wr || (tio & CONN_TIO_READ_WAITS);
+        /* a read (write) that waits for the other direction is tried again when that one fires,
+         * not when its own does: its socket may be ready for it all along (a write waiting for
+         * the peer's bytes has room), and the call would wait again in every round of the loop */
+        bool rwaits = (tio & CONN_TIO_READ_WAITS) != 0, wwaits = (tio & CONN_TIO_WRITE_WAITS) != 0;
+        rd = (rd && !rwaits) || wwaits;
+        wr = (wr && !wwaits) || rwaits;
     }
     bool hup = (c->hup & CONN_HUP_WANTED) && !rd;
     return (short)((rd ? EV_READ : 0) | (wr ? EV_WRITE : 0) | (hup ? EV_CLOSED : 0));
+}
+
+/* Arms the event for what c and its transport want now, when that is not what it is armed with.
+ * Called whenever c->tio or c->hup changes: conn_set_events' shortcut trusts that the event
+ * matches the role's wishes once both are 0 again. */
+static void conn_arm(struct conn *c)
+{
+    if (c->ev == NULL) return;
+    short what = conn_events_needed(c, c->reading, c->wev_on);
+    if (what == c->armed) return;
+    if (c->armed != 0) event_del(c->ev);
+    c->armed = (uint8_t)what;
+    if (what != 0) {
+        event_assign(c->ev, c->loop->base, c->tr.fd, (short)(what | EV_PERSIST), conn_on_event, c);
+        event_add(c->ev, NULL);
+    }
 }
 
 /* Re-arms the event for what is wanted now (rare: back-pressure, a full socket, connect). */
@@ -112,15 +132,7 @@ static void conn_set_events(struct conn *c, bool rd, bool wr)
     c->reading = rd;
     c->wev_on = wr;
     if (c->ev == NULL) return;
-    short what = conn_events_needed(c, rd, wr);
-    if (what != c->armed) {
-        if (c->armed != 0) event_del(c->ev);
-        c->armed = (uint8_t)what;
-        if (what != 0) {
-            event_assign(c->ev, c->loop->base, c->tr.fd, (short)(what | EV_PERSIST), conn_on_event, c);
-            event_add(c->ev, NULL);
-        }
-    }
+    conn_arm(c);
     /* bytes the transport holds are not signalled by the socket: read them now */
     if (start_reading && !(c->tio & CONN_TIO_HANDSHAKE) && transport_pending(&c->tr))
         event_active(c->ev, EV_READ, 1);
@@ -131,11 +143,11 @@ static void conn_handshake_step(struct conn *c)
 {
     int rc = c->tr.ops->handshake(&c->tr);
     if (rc == -EAGAIN) {
-        conn_set_events(c, c->reading, c->wev_on); /* what it waits for now */
+        conn_arm(c); /* what it waits for now */
         return;
     }
     c->tio &= (uint8_t)~CONN_TIO_HANDSHAKE;
-    conn_set_events(c, c->reading, c->wev_on); /* what the role wanted meanwhile */
+    conn_arm(c); /* what the role wanted meanwhile */
     if (rc == 0 && c->reading && transport_pending(&c->tr)) event_active(c->ev, EV_READ, 1);
     c->ops->on_handshake(c, rc);
 }
@@ -157,7 +169,7 @@ static short conn_on_transport_event(struct conn *c, short what)
         c->tio &= (uint8_t)~CONN_TIO_WRITE_WAITS;
         what |= EV_WRITE;
     }
-    if (c->tio != was) conn_set_events(c, c->reading, c->wev_on);
+    if (c->tio != was) conn_arm(c);
     /* a write the role did not ask for only serves a read that waited for it */
     if (!c->wev_on && !(was & CONN_TIO_WRITE_WAITS)) what &= (short)~EV_WRITE;
     return what;
@@ -169,7 +181,7 @@ int conn_handshake_start(struct conn *c)
     int rc = c->tr.ops->handshake(&c->tr);
     if (rc != -EAGAIN) return rc;
     c->tio |= CONN_TIO_HANDSHAKE;
-    conn_set_events(c, c->reading, c->wev_on);
+    conn_arm(c);
     return 1;
 }
 
@@ -178,7 +190,7 @@ int conn_handshake_start(struct conn *c)
 static void conn_transport_waits(struct conn *c, uint8_t flag)
 {
     c->tio |= flag;
-    conn_set_events(c, c->reading, c->wev_on);
+    conn_arm(c);
 }
 
 void conn_want_write(struct conn *c, bool on)
@@ -195,7 +207,7 @@ void conn_watch_hangup(struct conn *c, bool on)
 {
     if (on && !(event_base_get_features(c->loop->base) & EV_FEATURE_EARLY_CLOSE)) return;
     c->hup = on ? CONN_HUP_WANTED : 0;
-    conn_set_events(c, c->reading, c->wev_on);
+    conn_arm(c);
 }
 
 void conn_flush_later(struct conn *c)

@@ -24,3 +24,11 @@ tests_unit_test_txn_LDADD = $(NC_UNIT_LIBS)
 tests_unit_test_pubsub_SOURCES = tests/unit/test_pubsub.c $(NC_CORE_HARNESS)
 tests_unit_test_pubsub_CFLAGS = $(NC_UNIT_CFLAGS)
 tests_unit_test_pubsub_LDADD = $(NC_UNIT_LIBS)
+# the core's machinery for transports with a handshake, bytes held back and reads or writes that
+# wait for the other direction (test_transport), through a transport of the tests' own
+check_PROGRAMS += tests/unit/test_transport
+TESTS += tests/unit/test_transport
+tests_unit_test_transport_SOURCES = tests/unit/test_transport.c tests/unit/transport_fixture.c \
+	tests/unit/transport_fixture.h $(NC_CORE_HARNESS)
+tests_unit_test_transport_CFLAGS = $(NC_UNIT_CFLAGS)
+tests_unit_test_transport_LDADD = $(NC_UNIT_LIBS)

@@ -178,7 +178,8 @@ static struct runtime *ch_runtime(struct harness *h, const char *pool_keys)
     return rt;
 }
 
-struct harness *ch_new(size_t nservers, const char *pool_keys)
+struct harness *ch_new_with_transports(size_t nservers, const char *pool_keys, const struct transport_ctx *client_tp,
+                                       const struct transport_ctx *server_tp)
 {
     signal(SIGPIPE, SIG_IGN); /* as the daemon: a write to a closed socket is an error, not a signal */
     assert_true(nservers > 0 && nservers <= CH_SERVERS_MAX);
@@ -194,6 +195,11 @@ struct harness *ch_new(size_t nservers, const char *pool_keys)
     h->nservers = nservers;
     for (size_t i = 0; i < nservers; i++) ch_srv_listen(h, &h->srv[i]);
     h->rt = ch_runtime(h, pool_keys);
+    struct pool_shared *ps = &h->rt->pools[0];
+    h->cfg_tp[0] = ps->client_tp;
+    h->cfg_tp[1] = ps->server_tp;
+    if (client_tp != NULL) ps->client_tp = client_tp;
+    if (server_tp != NULL) ps->server_tp = server_tp;
     h->stats = stats_worker_create();
     assert_non_null(h->stats);
     assert_int_equal(stats_bind(h->rt, &h->stats, 1), 0);
@@ -202,6 +208,11 @@ struct harness *ch_new(size_t nservers, const char *pool_keys)
     feature_install(&h->loop, &features_all); /* as a worker does (thread/worker.c) */
     loop_start(&h->loop);
     return h;
+}
+
+struct harness *ch_new(size_t nservers, const char *pool_keys)
+{
+    return ch_new_with_transports(nservers, pool_keys, NULL, NULL);
 }
 
 void ch_free(struct harness *h)
@@ -217,7 +228,11 @@ void ch_free(struct harness *h)
     }
     if (h->tick != NULL) event_free(h->tick);
     event_base_free(h->base);
-    if (h->rt != NULL) runtime_put(h->rt);
+    if (h->rt != NULL) { /* the runtime frees its own contexts, not the test's */
+        h->rt->pools[0].client_tp = h->cfg_tp[0];
+        h->rt->pools[0].server_tp = h->cfg_tp[1];
+        runtime_put(h->rt);
+    }
     if (h->stats != NULL) stats_worker_destroy(h->stats);
     free(h);
 }
@@ -232,6 +247,11 @@ int ch_teardown(void **state)
 {
     ch_free(*state);
     return 0;
+}
+
+const struct stats_pool_block *ch_pool_stats(struct harness *h)
+{
+    return h->rt->pools[0].wstats[0];
 }
 
 /* --- routing, requests -------------------------------------------------------------------------- */
@@ -400,6 +420,12 @@ size_t ch_srv_nconns(struct harness *h, size_t s)
 {
     assert_true(s < h->nservers);
     return h->srv[s].nconns;
+}
+
+size_t ch_srv_unread(struct harness *h, size_t s, size_t k)
+{
+    const struct ch_peer *p = ch_srv_conn(h, s, k);
+    return p->len - p->off;
 }
 
 bool ch_srv_closed(struct harness *h, size_t s, size_t k)

@@ -30,15 +30,25 @@
 #define CH_WAIT_MS 20000     /* the bound of every wait: room for a sanitizer build on a loaded machine */
 
 struct harness;
+struct transport_ctx;
+struct stats_pool_block;
 
 /* A proxy with one redis pool of nservers fake servers; pool_keys: more YAML lines of the pool
  * ("  timeout: 5000\n"), or NULL. Fails the test on error. */
 struct harness *ch_new(size_t nservers, const char *pool_keys);
+/* ch_new whose pool moves its clients' bytes through client_tp and its servers' through server_tp
+ * (net/transport.h; NULL: the config's), put in the runtime before any connection exists. The
+ * contexts are the test's: they must outlive the harness. */
+struct harness *ch_new_with_transports(size_t nservers, const char *pool_keys, const struct transport_ctx *client_tp,
+                                       const struct transport_ctx *server_tp);
 /* Tears the loop down, closes every socket, frees everything. */
 void ch_free(struct harness *h);
 /* cmocka fixtures: *state is a harness of two servers, no more pool keys. */
 int ch_setup(void **state);
 int ch_teardown(void **state);
+
+/* The pool's counter block of the loop (stats/stats.h: client_err, server_err ...). */
+const struct stats_pool_block *ch_pool_stats(struct harness *h);
 
 /* The index of the server key maps to (the pool's routing). */
 size_t ch_route(struct harness *h, const char *key);
@@ -82,6 +92,8 @@ void ch_srv_close(struct harness *h, size_t s, size_t k);
 void ch_srv_wait_closed(struct harness *h, size_t s, size_t k);
 /* How many connections server s has accepted (call ch_settle first to count every connect). */
 size_t ch_srv_nconns(struct harness *h, size_t s);
+/* How many bytes connection k of server s has received that the test has not read yet. */
+size_t ch_srv_unread(struct harness *h, size_t s, size_t k);
 /* Whether the proxy has closed connection k of server s (as far as the harness has read). */
 bool ch_srv_closed(struct harness *h, size_t s, size_t k);
 
@@ -89,7 +101,8 @@ bool ch_srv_closed(struct harness *h, size_t s, size_t k);
  * connection accepted, no event active, for several rounds in a row. */
 void ch_settle(struct harness *h);
 /* Settles, then fails unless every byte every client and fake server received was read by the
- * test: nothing unexpected reached anyone. */
+ * test: nothing unexpected reached anyone; and unless no socket of the proxy is armed for writing
+ * (with nothing on its way, its event would fire in every round of the loop). */
 void ch_assert_quiet(struct harness *h);
 
 #endif

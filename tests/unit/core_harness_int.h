@@ -46,6 +46,8 @@ struct harness {
     struct event_base *base;
     struct event *tick;
     struct runtime *rt;    /* the test's reference: routing */
+    const struct transport_ctx *cfg_tp[2]; /* the pool's own contexts (clients, servers), given
+                                            * back to the runtime before it is freed */
     struct stats_worker *stats;
     struct loop loop;
     bool loop_ok;

@@ -220,14 +220,33 @@ void ch_settle(struct harness *h)
             fail_msg("the loop did not settle within %d ms", CH_WAIT_MS);
         }
         bool before = ch_still(h);
-        event_base_loop(h->base, before ? EVLOOP_NONBLOCK : EVLOOP_ONCE);
+        /* ONCE with NONBLOCK: one round even when an event fires in every one (a socket armed
+         * for writing: NONBLOCK alone would loop for as long as it does) */
+        event_base_loop(h->base, before ? EVLOOP_NONBLOCK | EVLOOP_ONCE : EVLOOP_ONCE);
         calm = before && ch_still(h) ? calm + 1 : 0;
     }
+}
+
+/* event_base_foreach_event: the first socket event armed for writing (arg: its fd). */
+static int ch_find_writer(const struct event_base *base, const struct event *ev, void *arg)
+{
+    (void)base;
+    if (event_get_fd(ev) < 0 || !(event_get_events(ev) & EV_WRITE)) return 0;
+    *(int *)arg = event_get_fd(ev);
+    return 1;
 }
 
 void ch_assert_quiet(struct harness *h)
 {
     ch_settle(h);
+    /* nothing is on its way: a socket of the proxy armed for writing would fire in every round
+     * of the loop (its socket has room), a busy loop */
+    int writer = -1;
+    event_base_foreach_event(h->base, ch_find_writer, &writer);
+    if (writer >= 0) {
+        ch_dump(h);
+        fail_msg("the proxy's socket %d is armed for writing with nothing to write (a busy loop)", writer);
+    }
     bool extra = false;
     for (size_t i = 0; i < h->nclients; i++) extra |= h->cli[i].len > h->cli[i].off;
     for (size_t s = 0; s < h->nservers; s++) {
