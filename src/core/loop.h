@@ -83,6 +83,7 @@ struct loop {
     bool mem_over;                /* the proxy was seen over the cap, and not yet back under 9/10 */
     struct nc_ratelimit mem_log;  /* its lines about clients closed for the cap */
     bool draining;                /* loop_drain was called: no client stays once answered */
+    bool fair_releasing;          /* a client's held requests are being forwarded (core/fair.c) */
     atomic_bool drained;          /* draining and no client left: the one field another thread
                                    * (the master, waiting to stop) reads */
 };
