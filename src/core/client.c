@@ -16,6 +16,7 @@
 #include "common/log.h"
 #include "common/sock.h"
 #include "core/client_mem.h"
+#include "core/fair.h"
 #include "core/gen.h"
 #include "core/loop.h"
 #include "core/pool.h"
@@ -71,6 +72,7 @@ int client_accept(struct loop *l, struct pool_rt *pool, int fd)
     c->sess.id = atomic_fetch_add_explicit(&client_next_id, 1, memory_order_relaxed) + 1;
     c->sess.fd = fd;
     c->t_active = c->sess.t_start = nc_usec_now();
+    fair_init(c);
     pool->proto->session_init(&c->sess, pool->cp, NULL);
     TAILQ_INSERT_TAIL(&l->clients, c, link);
     l->nclients++;
@@ -93,7 +95,7 @@ void client_close(struct conn *c)
     while ((req = TAILQ_FIRST(&c->reqs)) != NULL) {
         TAILQ_REMOVE(&c->reqs, req, client_link);
         c->nreqs--;
-        if (req->done) {
+        if (req->done || req->fair_wait) { /* (a held one was never sent) */
             request_free(l, req);
         } else {
             req->owner = NULL; /* in flight: freed when its reply or failure arrives */

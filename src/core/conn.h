@@ -106,7 +106,14 @@ struct conn {
         struct msg_tqh reqs;       /* client */
         struct msg_tqh to_send;    /* server */
     };
-    struct msg_tqh sent;           /* server */
+    union {
+        struct msg_tqh sent;       /* server */
+        struct {                   /* client: its share of the shared server connections (fair.h) */
+            struct msg *fair_first; /* its oldest request held back, NULL: none */
+            uint32_t fair_inflight; /* what its forwarded, unanswered requests cost */
+            uint32_t fair_est;     /* the size it expects of a reply (its recent ones) */
+        };
+    };
     uint64_t out_off;
     union {
         uint64_t t_wblocked;       /* server: usec since when bytes wait for a full socket with no
@@ -131,7 +138,10 @@ struct conn {
         uint32_t nreqs;            /* client */
         uint32_t nto_send;         /* server */
     };
-    uint32_t nsent;                /* server */
+    union {
+        uint32_t nsent;            /* server */
+        uint32_t fair_nheld;       /* client: its requests held back (fair.h) */
+    };
     union {
         uint32_t slot;             /* server conns: index among the server's connections */
         uint32_t held_partial;     /* client: bytes of the request it is still sending (client_mem.h) */

@@ -13,6 +13,7 @@ src_libnutcrackers_la_SOURCES += \
 	src/core/backend.c src/core/backend.h \
 	src/core/gen.c src/core/gen.h \
 	src/core/request.c src/core/request.h \
+	src/core/fair.c src/core/fair.h \
 	src/core/feature.c src/core/feature.h \
 	src/core/refused.c src/core/refused.h \
 	src/core/probe.c src/core/probe.h

@@ -14,6 +14,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "core/client.h"
+#include "core/fair.h"
 #include "core/feature.h"
 #include "core/loop.h"
 #include "core/pool.h"
@@ -54,6 +55,7 @@ static void request_done(struct loop *l, struct msg *req)
         return;
     }
     client_reply_ready(req->owner, req);
+    if (req->fair_cost != 0) fair_done(req->owner, req); /* held ones may go now */
 }
 
 void request_fail(struct loop *l, struct msg *req, int err)
@@ -256,6 +258,15 @@ static void request_fan_out(struct loop *l, struct conn *c, struct msg *req)
 }
 
 void request_forward(struct loop *l, struct conn *c, struct msg *req)
+{
+    if (!fair_admit(c, req)) { /* its share of the server connections is in flight: later */
+        fair_hold(c, req);
+        return;
+    }
+    request_route(l, c, req);
+}
+
+void request_route(struct loop *l, struct conn *c, struct msg *req)
 {
     struct pool_rt *p = c->pool;
     if (req->cmd_flags & (CMD_F_ANY_SERVER | CMD_F_FRAG_ALL)) {

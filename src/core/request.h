@@ -28,8 +28,11 @@ int request_run(struct conn *c, struct msg *req);
 /* Serves a request: a feature's (feature_serve), answered by the proxy when its protocol answers
  * it (local()), else forwarded. Returns as request_dispatch. */
 int request_serve(struct conn *c, struct msg *req);
-/* Routes req (of client c) by its keys and queues it (or its fragments) on server connections. */
+/* Routes req (of client c) by its keys and queues it (or its fragments) on server connections,
+ * now or, when c has its share of them in flight, once enough of it is answered (core/fair.h). */
 void request_forward(struct loop *l, struct conn *c, struct msg *req);
+/* The routing itself, now (req is charged to c's share already). */
+void request_route(struct loop *l, struct conn *c, struct msg *req);
 /* Answers req (of client c) with the reply text[0..len) (the proxy's own). */
 /* Queues rsp on client c as a reply of no request (a pushed message: redis Pub/Sub), after the
  * replies already queued; c's memory limit counts it. Returns 0 or -ENOMEM (rsp freed). */

@@ -115,7 +115,9 @@ struct msg {
     bool done;                     /* its reply (or error) is ready */
     bool swallow;                  /* proxy-internal (AUTH/SELECT on connect): drop the reply */
     bool txn_wait;                 /* request held behind its client's transaction (feature/txn.c) */
+    bool fair_wait;                /* request held back: its client has its share in flight (core/fair.h) */
     uint32_t server_idx;           /* the server it was routed to */
+    uint32_t fair_cost;            /* request: what it counts in its client's share while in flight */
     uint64_t t_start, t_sent;      /* usec: read from client, written to server */
     uint64_t held;                 /* request: bytes charged to its client's held_bytes */
 };

@@ -1,0 +1,48 @@
+/*
+ * fair.h - a client's fair share of the shared server connections. Every client of a pool sends
+ * its requests on the same connections, answered in order, so a client that pipelines large
+ * requests (1 MB SETs), or small ones with large replies (GETs of 1 MB values), would put hundreds
+ * of megabytes in front of every other client's small GET. The design: notes/fair-share.md.
+ *
+ * A client may have at most FAIR_BUDGET bytes in flight on server connections: each forwarded
+ * request costs its own bytes plus the reply it is expected to get (fair_est: the client's recent
+ * replies, rising at once to a larger one, falling by an eighth per smaller one; FAIR_EST_START
+ * before it has any). A request that would pass the budget is held back (msg.fair_wait) with every
+ * later one of the client, until enough of its requests in flight are answered; one request alone
+ * is always sent, whatever its size. A client whose requests and replies are small is never held:
+ * the plain path pays a compare when it forwards and one when it is answered.
+ *
+ * Threads: the loop owning the client.
+ */
+#ifndef NC_FAIR_H
+#define NC_FAIR_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/conn.h"
+#include "msg/msg.h"
+
+#define FAIR_BUDGET (1u << 20)      /* bytes a client may have in flight on server connections */
+#define FAIR_EST_START (64u << 10)  /* the reply a client is expected to get before it had one */
+
+/* Whether req of client c may be forwarded now; then it is charged to c's share. */
+static inline bool fair_admit(struct conn *c, struct msg *req)
+{
+    uint64_t cost = req->len + c->fair_est;
+    if (c->fair_nheld > 0 || (c->fair_inflight > 0 && c->fair_inflight + cost > FAIR_BUDGET)) return false;
+    if (cost > UINT32_MAX - c->fair_inflight) cost = UINT32_MAX - c->fair_inflight; /* one huge request */
+    req->fair_cost = (uint32_t)cost;
+    c->fair_inflight += (uint32_t)cost;
+    return true;
+}
+
+/* req of client c could not be admitted: held back, after c's other held requests. */
+void fair_hold(struct conn *c, struct msg *req);
+/* req (of client c, charged to its share) has its reply or failed: its share and its reply size
+ * estimate follow, and held requests that now fit are forwarded, in order. */
+void fair_done(struct conn *c, struct msg *req);
+/* A new client: no share used, no reply seen. */
+void fair_init(struct conn *c);
+
+#endif
