@@ -7,13 +7,14 @@
 #include "core/fair.h"
 
 #include "core/loop.h"
+#include "core/pool.h"
 #include "core/request.h"
 
 void fair_init(struct conn *c)
 {
     c->fair_first = NULL;
     c->fair_inflight = 0;
-    c->fair_est = FAIR_EST_START;
+    c->fair_est = c->pool->fair_est;
     c->fair_nheld = 0;
 }
 
@@ -56,8 +57,11 @@ void fair_done(struct conn *c, struct msg *req)
 {
     c->fair_inflight -= req->fair_cost;
     req->fair_cost = 0;
-    uint64_t reply = req->peer != NULL ? req->peer->len : 0;
-    if (reply > c->fair_est) c->fair_est = reply < FAIR_BUDGET ? (uint32_t)reply : FAIR_BUDGET;
-    else c->fair_est -= (c->fair_est - (uint32_t)reply) / 8;
+    uint64_t len = req->peer != NULL ? req->peer->len : 0;
+    uint32_t reply = len < FAIR_BUDGET ? (uint32_t)len : FAIR_BUDGET;
+    if (reply > c->fair_est) c->fair_est = reply;
+    else c->fair_est -= (c->fair_est - reply) / 8;
+    struct pool_rt *p = c->pool; /* the pool's average, for its next clients: a sixteenth a reply */
+    p->fair_est = (uint32_t)(((uint64_t)p->fair_est * 15 + reply) / 16);
     if (c->fair_nheld > 0) fair_release(c);
 }

@@ -6,8 +6,10 @@
  *
  * A client may have at most FAIR_BUDGET bytes in flight on server connections: each forwarded
  * request costs its own bytes plus the reply it is expected to get (fair_est: the client's recent
- * replies, rising at once to a larger one, falling by an eighth per smaller one; FAIR_EST_START
- * before it has any). A request that would pass the budget is held back (msg.fair_wait) with every
+ * replies, rising at once to a larger one, falling by an eighth per smaller one; before it has
+ * any, the average reply of its pool on its worker, which starts at FAIR_EST_START): a client that
+ * asks for large values from its first request on meets its share at once in a pool that serves
+ * them. A request that would pass the budget is held back (msg.fair_wait) with every
  * later one of the client, until enough of its requests in flight are answered; one request alone
  * is always sent, whatever its size. A client whose requests and replies are small is never held:
  * the plain path pays a compare when it forwards and one when it is answered.
@@ -24,7 +26,8 @@
 #include "msg/msg.h"
 
 #define FAIR_BUDGET (1u << 20)      /* bytes a client may have in flight on server connections */
-#define FAIR_EST_START (64u << 10)  /* the reply a client is expected to get before it had one */
+#define FAIR_EST_START (4u << 10)   /* a pool's first guess of a reply's size (256 small requests
+                                     * in flight before any is answered) */
 
 /* Whether req of client c may be forwarded now; then it is charged to c's share. */
 static inline bool fair_admit(struct conn *c, struct msg *req)
@@ -42,7 +45,7 @@ void fair_hold(struct conn *c, struct msg *req);
 /* req (of client c, charged to its share) has its reply or failed: its share and its reply size
  * estimate follow, and held requests that now fit are forwarded, in order. */
 void fair_done(struct conn *c, struct msg *req);
-/* A new client: no share used, no reply seen. */
+/* A new client: no share used, its pool's replies as its first guess. */
 void fair_init(struct conn *c);
 
 #endif

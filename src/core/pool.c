@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "core/backend.h"
+#include "core/fair.h"
 #include "core/gen.h"
 #include "core/loop.h"
 
@@ -26,6 +27,7 @@ int pool_rt_init(struct pool_rt *p, struct gen *g, struct pool_shared *shared)
     p->st = shared->wstats[g->loop->id];
     p->route = pool_route_get(shared);
     p->route_version = p->route->version;
+    p->fair_est = FAIR_EST_START;
     p->nservers = (uint32_t)p->cp->nservers;
     p->servers = calloc(p->nservers ? p->nservers : 1, sizeof(*p->servers));
     if (p->servers == NULL) {

@@ -45,6 +45,8 @@ struct pool_rt {
     uint32_t nservers;
     struct route *route;          /* the routing table this loop uses (a reference) */
     uint64_t route_version;
+    uint32_t fair_est;            /* the reply size its clients get, averaged: a new client's
+                                   * first guess (core/fair.h) */
 };
 
 /* Sets up p for shared (one generation's pool); its servers get their backends from

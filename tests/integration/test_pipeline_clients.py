@@ -8,7 +8,7 @@ wrong client, or came out of order, fails the test. Then a pipeline fed one byte
 import random
 import uuid
 
-from nctest import load, wait
+from nctest import load, manage, wait
 from nctest.keys import spread_keys
 from nctest.codec import array, bulk, integer, mc_value, resp
 
@@ -208,11 +208,18 @@ def test_back_pressure_deadlock_memcache_raw_pipeline(mc_cluster):
         c.expect(expected)
 
 
+def client_memory(cluster):
+    """What the proxy holds for its clients now (the stats' client_memory gauge)."""
+    return lambda: manage.status(cluster.proxy.manage_port)["client_memory"]
+
+
 def test_paused_client_resumes_when_servers_answer(redis_cluster, stopped):
     """The back-pressure that remains: while the servers are stopped, a client's 30000 queued
     requests pause it (the proxy stops taking its requests once it holds a few thousand: the
     rest waits in the socket); once they answer, it is read again and every reply comes, in
-    order."""
+    order. Of those it holds, a few hundred are on the server connections, the rest wait for the
+    client's share of them (core/fair.h): what it holds for the client (the client_memory gauge,
+    about 600 bytes a request) shows how many it took."""
     keys = spread_keys(f"slow{uuid.uuid4().hex[:6]}", 50)
     client = redis_cluster.client()
     client.mset({k: k for k in keys})
@@ -224,11 +231,12 @@ def test_paused_client_resumes_when_servers_answer(redis_cluster, stopped):
         stopped(proc)
     client = load.start_clients(redis_cluster.port, [(request, expected)])
     try:
-        wait.wait_value(redis_cluster.queued, lambda q: q >= 1000, 30,
-                        "the proxy holding the client's requests")
-        held = wait.steady(redis_cluster.queued, 30, "the held requests to stop growing",
+        wait.wait_value(redis_cluster.queued, lambda q: q >= 100, 30,
+                        "the proxy sending the client's requests")
+        held = wait.steady(client_memory(redis_cluster), 30, "what the proxy holds to stop growing",
                            samples=5)
-        assert held < n, f"the proxy took all {held} requests: the client was not paused"
+        assert held > 1000 * 512, f"the proxy holds {held} bytes: fewer requests than it should take"
+        assert held < n * 512, f"the proxy holds {held} bytes: it took all {n} requests, not paused"
     finally:
         stopped.resume()
         bad = load.finish_clients(client)
