@@ -7,7 +7,6 @@
 #include "core/fair.h"
 
 #include "core/loop.h"
-#include "core/pool.h"
 #include "core/request.h"
 
 void fair_init(struct conn *c)
@@ -24,10 +23,9 @@ void fair_hold(struct conn *c, struct msg *req)
     if (c->fair_nheld++ == 0) c->fair_first = req;
 }
 
-/* Forwards c's held requests, oldest first, while they fit its share. Not again from inside
- * itself: a request forwarded here may be answered at once (its server is down), which comes back
- * through fair_done. */
-static void fair_release(struct conn *c)
+/* Oldest first, while they fit. Not again from inside itself: a request forwarded here may be
+ * answered at once (its server is down), which comes back through fair_done. */
+void fair_release(struct conn *c)
 {
     struct loop *l = c->loop;
     if (l->fair_releasing) return;
@@ -51,17 +49,4 @@ static void fair_release(struct conn *c)
     }
     c->fair_first = c->fair_nheld > 0 ? req : NULL;
     l->fair_releasing = false;
-}
-
-void fair_done(struct conn *c, struct msg *req)
-{
-    c->fair_inflight -= req->fair_cost;
-    req->fair_cost = 0;
-    uint64_t len = req->peer != NULL ? req->peer->len : 0;
-    uint32_t reply = len < FAIR_BUDGET ? (uint32_t)len : FAIR_BUDGET;
-    if (reply > c->fair_est) c->fair_est = reply;
-    else c->fair_est -= (c->fair_est - reply) / 8;
-    struct pool_rt *p = c->pool; /* the pool's average, for its next clients: a sixteenth a reply */
-    p->fair_est = (uint32_t)(((uint64_t)p->fair_est * 15 + reply) / 16);
-    if (c->fair_nheld > 0) fair_release(c);
 }

@@ -23,6 +23,7 @@
 #include <stdint.h>
 
 #include "core/conn.h"
+#include "core/pool.h"
 #include "msg/msg.h"
 
 #define FAIR_BUDGET (1u << 20)      /* bytes a client may have in flight on server connections */
@@ -42,9 +43,24 @@ static inline bool fair_admit(struct conn *c, struct msg *req)
 
 /* req of client c could not be admitted: held back, after c's other held requests. */
 void fair_hold(struct conn *c, struct msg *req);
+/* Forwards c's held requests that now fit its share, in order (fair_done). */
+void fair_release(struct conn *c);
+
 /* req (of client c, charged to its share) has its reply or failed: its share and its reply size
- * estimate follow, and held requests that now fit are forwarded, in order. */
-void fair_done(struct conn *c, struct msg *req);
+ * estimate follow (and its pool's average: a sixteenth a reply), and held requests that now fit
+ * are forwarded, in order. */
+static inline void fair_done(struct conn *c, struct msg *req)
+{
+    c->fair_inflight -= req->fair_cost;
+    req->fair_cost = 0;
+    uint64_t len = req->peer != NULL ? req->peer->len : 0;
+    uint32_t reply = len < FAIR_BUDGET ? (uint32_t)len : FAIR_BUDGET;
+    if (reply > c->fair_est) c->fair_est = reply;
+    else c->fair_est -= (c->fair_est - reply) / 8;
+    struct pool_rt *p = c->pool;
+    p->fair_est = (uint32_t)(((uint64_t)p->fair_est * 15 + reply) / 16);
+    if (c->fair_nheld > 0) fair_release(c);
+}
 /* A new client: no share used, its pool's replies as its first guess. */
 void fair_init(struct conn *c);
 
