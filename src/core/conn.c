@@ -294,5 +294,8 @@ int64_t conn_writev(struct conn *c, struct msg *const *msgs, uint32_t n, uint64_
     if (niov == 0) return 0;
     ssize_t w = transport_writev(&c->tr, iov, niov);
     if (w == 0 && (c->tr.want & TRANSPORT_WANT_READ)) conn_transport_waits(c, CONN_TIO_WRITE_WAITS);
+    /* a write may have taken the peer's bytes from the socket (TLS reads records while it
+     * writes): the socket will not signal them */
+    else if (c->reading && transport_pending(&c->tr)) event_active(c->ev, EV_READ, 1);
     return w;
 }
