@@ -30,6 +30,15 @@ static void record(void *arg, const struct inbox_item *it)
     s->pools[s->n++] = it->pool;
 }
 
+/* NITEMS items, pool i for the i-th. */
+static void push_items(struct inbox *ib)
+{
+    for (uint32_t i = 0; i < NITEMS; i++) {
+        struct inbox_item it = { .type = INBOX_DRAIN, .fd = -1, .pool = i };
+        assert_int_equal(inbox_push(ib, &it), 0);
+    }
+}
+
 static bool woken(const struct inbox *ib)
 {
     struct pollfd p = { .fd = ib->efd, .events = POLLIN };
@@ -41,10 +50,7 @@ static void test_bounded_drain_in_order(void **state)
     (void)state;
     struct inbox ib;
     assert_int_equal(inbox_init(&ib), 0);
-    for (uint32_t i = 0; i < NITEMS; i++) {
-        struct inbox_item it = { .type = INBOX_DRAIN, .fd = -1, .pool = i };
-        assert_int_equal(inbox_push(&ib, &it), 0);
-    }
+    push_items(&ib);
     struct seen s = { 0 };
     assert_true(woken(&ib));
     inbox_drain(&ib, record, &s);
@@ -71,10 +77,7 @@ static void test_deinit_takes_everything(void **state)
     (void)state;
     struct inbox ib;
     assert_int_equal(inbox_init(&ib), 0);
-    for (uint32_t i = 0; i < NITEMS; i++) {
-        struct inbox_item it = { .type = INBOX_DRAIN, .fd = -1, .pool = i };
-        assert_int_equal(inbox_push(&ib, &it), 0);
-    }
+    push_items(&ib);
     inbox_deinit(&ib); /* every item freed (the ASan stage checks for leaks) */
 }
 
