@@ -23,30 +23,30 @@ void fair_hold(struct conn *c, struct msg *req)
     if (c->fair_nheld++ == 0) c->fair_first = req;
 }
 
-/* Oldest first, while they fit. Not again from inside itself: a request forwarded here may be
- * answered at once (its server is down), which comes back through fair_done. */
+/* Oldest first, while they fit. A request forwarded here may be answered at once (its server is
+ * down), which comes back through fair_done for this client (it returns: this loop goes on) or
+ * for another (whose own release runs). */
 void fair_release(struct conn *c)
 {
-    struct loop *l = c->loop;
-    if (l->fair_releasing) return;
-    l->fair_releasing = true;
-    struct msg *req = c->fair_first;
-    while (req != NULL && c->fair_nheld > 0) {
-        if (!req->fair_wait) { /* answered by the proxy, or a transaction's, between two held */
-            req = TAILQ_NEXT(req, client_link);
-            continue;
+    if (c->fair_releasing) return;
+    c->fair_releasing = true;
+    while (c->fair_nheld > 0) {
+        struct msg *req = c->fair_first;
+        while (req != NULL && !req->fair_wait) req = TAILQ_NEXT(req, client_link); /* (answered
+                                    * by the proxy, or a transaction's, between two held ones) */
+        if (req == NULL) { /* cannot happen: nheld counts the held ones after fair_first */
+            c->fair_nheld = 0;
+            break;
         }
+        c->fair_first = req;
         uint32_t nheld = c->fair_nheld;
         c->fair_nheld = 0; /* fair_admit holds nothing while some are held */
         bool fits = fair_admit(c, req);
-        c->fair_nheld = nheld;
+        c->fair_nheld = nheld - (fits ? 1 : 0);
         if (!fits) break;
-        struct msg *next = TAILQ_NEXT(req, client_link);
         req->fair_wait = false;
-        c->fair_nheld--;
-        request_route(l, c, req);
-        req = next;
+        c->fair_first = c->fair_nheld > 0 ? TAILQ_NEXT(req, client_link) : NULL;
+        request_route(c->loop, c, req);
     }
-    c->fair_first = c->fair_nheld > 0 ? req : NULL;
-    l->fair_releasing = false;
+    c->fair_releasing = false;
 }

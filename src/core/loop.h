@@ -86,7 +86,6 @@ struct loop {
     uint64_t mem_far;             /* while over: the sum past which the loop closes at once */
     struct nc_ratelimit mem_log;  /* its lines about clients closed for the cap */
     bool draining;                /* loop_drain was called: no client stays once answered */
-    bool fair_releasing;          /* a client's held requests are being forwarded (core/fair.c) */
     atomic_bool drained;          /* draining and no client left: the one field another thread
                                    * (the master, waiting to stop) reads */
 };
