@@ -347,6 +347,7 @@ static bool client_flush(struct conn *c)
         client_close(c);
         return true;
     }
+    if (c->fair_nheld > 0) fair_release(c); /* its share allows more now (fair_done) */
     int rc = client_write(c);
     if (rc < 0) c->err = -rc;
     if (rc < 0 || (c->closing && c->nreqs == 0)) {

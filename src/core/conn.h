@@ -129,7 +129,6 @@ struct conn {
     uint8_t tio;                   /* CONN_TIO_*: what its transport waits for (0 on the plain path) */
     uint8_t feat_on;               /* client: bit i set while feat[i] is (feature_attach) */
     bool mem_paused;               /* client: not read while the proxy is over -M (client_mem.h) */
-    bool fair_releasing;           /* client: its held requests are being forwarded (fair.c) */
     uint8_t armed;                 /* the EV_* flags its event was last added with (0: none) */
 
     uint64_t id;

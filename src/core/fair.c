@@ -24,12 +24,9 @@ void fair_hold(struct conn *c, struct msg *req)
 }
 
 /* Oldest first, while they fit. A request forwarded here may be answered at once (its server is
- * down), which comes back through fair_done for this client (it returns: this loop goes on) or
- * for another (whose own release runs). */
+ * down): fair_done then only queues c's flush again. */
 void fair_release(struct conn *c)
 {
-    if (c->fair_releasing) return;
-    c->fair_releasing = true;
     while (c->fair_nheld > 0) {
         struct msg *req = c->fair_first;
         while (req != NULL && !req->fair_wait) req = TAILQ_NEXT(req, client_link); /* (answered
@@ -48,5 +45,4 @@ void fair_release(struct conn *c)
         c->fair_first = c->fair_nheld > 0 ? TAILQ_NEXT(req, client_link) : NULL;
         request_route(c->loop, c, req);
     }
-    c->fair_releasing = false;
 }

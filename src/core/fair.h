@@ -43,12 +43,13 @@ static inline bool fair_admit(struct conn *c, struct msg *req)
 
 /* req of client c could not be admitted: held back, after c's other held requests. */
 void fair_hold(struct conn *c, struct msg *req);
-/* Forwards c's held requests that now fit its share, in order (fair_done). */
+/* Forwards c's held requests that now fit its share, oldest first (from c's flush: never from
+ * inside a server connection's callback, which may be failing the connections they would go on). */
 void fair_release(struct conn *c);
 
 /* req (of client c, charged to its share) has its reply or failed: its share and its reply size
- * estimate follow (and its pool's average: a sixteenth a reply), and held requests that now fit
- * are forwarded, in order. */
+ * estimate follow (and its pool's average: a sixteenth a reply); when c holds requests back, its
+ * flush is queued, which forwards those that now fit (fair_release). */
 static inline void fair_done(struct conn *c, struct msg *req)
 {
     c->fair_inflight -= req->fair_cost;
@@ -59,7 +60,7 @@ static inline void fair_done(struct conn *c, struct msg *req)
     else c->fair_est -= (c->fair_est - reply) / 8;
     struct pool_rt *p = c->pool;
     p->fair_est = (uint32_t)(((uint64_t)p->fair_est * 15 + reply) / 16);
-    if (c->fair_nheld > 0) fair_release(c);
+    if (c->fair_nheld > 0) conn_flush_later(c);
 }
 /* A new client: no share used, its pool's replies as its first guess. */
 void fair_init(struct conn *c);
