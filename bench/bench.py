@@ -311,8 +311,36 @@ def report_workload(w, variants, res):
     return "\n".join(lines) + "\n", m
 
 
+NCLOAD = os.path.join(ROOT, "bench", "ncload")
+STEADY_VALUE = 16  # the value the steady client GETs
+
+
+def ncload_fields(line):
+    """An ncload summary line ("requests=N errors=N ... max_ms=F") as {name: float}."""
+    return {k: float(v) for k, v in (tok.split("=", 1) for tok in line.split())}
+
+
+def steady_key(port):
+    """Writes the steady client's one key (STEADY_VALUE bytes) through port."""
+    subprocess.run([NCLOAD, "load", "--proto", "redis", "-p", str(port), "-c", "1", "--seq", "--op", "set",
+                    "-d", str(STEADY_VALUE), "-n", "1", "-r", "1"], check=True, capture_output=True, timeout=30)
+
+
+def steady_client(port, n, seconds=0):
+    """The steady client (bench/storm.py, bench/fair_crowd.py): `ncload load -c 1 -P 1 --op get`,
+    one GET of steady_key's key at a time on one connection, n requests or `seconds`, in a process
+    of its own; returns its summary (rps, p50_ms, p99_ms, p999_ms, max_ms, errors, ...)."""
+    out = subprocess.run([NCLOAD, "load", "--proto", "redis", "-p", str(port), "-c", "1", "-P", "1", "--op", "get",
+                          "-r", "1", "-n", str(n), "--seconds", str(seconds), "--timeout", "300"],
+                         capture_output=True, text=True, timeout=330)
+    if out.returncode != 0:
+        raise RuntimeError(f"steady client failed ({out.returncode}): {out.stderr.strip()[-300:]}")
+    return ncload_fields(out.stdout)
+
+
 def common_args(ap):
-    """The options of this script and bench/storm.py alike: the binaries, --json, --keep."""
+    """The options of this script, bench/storm.py and bench/fair_crowd.py alike: the binaries,
+    --json, --keep."""
     ap.add_argument("--nc-bin", default=os.path.join(ROOT, "src", "nutcrackers"))
     ap.add_argument("--nc-bin-b", help="a second nutcrackers build, run as variant ncb (e.g. --variants nc1,ncb)")
     ap.add_argument("--tw-bin", default=shutil.which("nutcracker") or "/usr/sbin/nutcracker")
@@ -320,14 +348,21 @@ def common_args(ap):
     ap.add_argument("--keep", action="store_true", help="keep the temporary directory (configs, logs)")
 
 
+def absolute_bins(args):
+    """--nc-bin, --nc-bin-b and --tw-bin as absolute paths: the proxies run in a temporary directory."""
+    for name in ("nc_bin", "nc_bin_b", "tw_bin"):
+        if getattr(args, name):
+            setattr(args, name, os.path.abspath(getattr(args, name)))
+
+
 def chosen_variants(ap, args, known):
-    """--variants as a list, each one of known (ncb only with --nc-bin-b)."""
+    """--variants as a list, each one of known (ncb, ncb1, ... only with --nc-bin-b)."""
     variants = [v for v in args.variants.split(",") if v]
     for v in variants:
         if v not in known:
             ap.error(f"unknown variant {v}")
-    if "ncb" in variants and not args.nc_bin_b:
-        ap.error("variant ncb needs --nc-bin-b")
+    if any(v.startswith("ncb") for v in variants) and not args.nc_bin_b:
+        ap.error("the ncb variants need --nc-bin-b")
     return variants
 
 

@@ -48,7 +48,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#define LAT_SLOTS 200000 /* 1 us each: up to 200 ms; slower ones land in the last slot */
+#define LAT_SLOTS 2000000 /* 1 us each: up to 2 s (a bystander beside a crowd of 1 MB replies
+                           * waits hundreds of ms); slower ones land in the last slot */
 #define RBUF_SIZE (256 * 1024)
 #define MAX_DEPTH 8
 

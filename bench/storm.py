@@ -33,14 +33,14 @@ import sys
 import tempfile
 
 import bench  # bench/bench.py: the same helpers and conventions
-from bench import ROOT, chosen_variants, common_args, fmt, log, med, raise_nofile
+from bench import NCLOAD, absolute_bins, chosen_variants, common_args, fmt, log, med, ncload_fields, raise_nofile, steady_client, \
+    steady_key
 from nctest import procs, wait
 from nctest.conf import render_conf
 from nctest.procs import free_port, stop_popen as stop
 
 VARIANTS = {"nc": "nutcrackers -T 2", "ncb": "nutcrackers -T 2 (--nc-bin-b)", "tw": "twemproxy",
             "direct": "the storm on nutcrackers -T 2, the steady client straight to redis-server"}
-KEY_SIZE = 16     # the value the steady client GETs
 STORM_GRACE = 30  # seconds the storm gets to end once told to
 BACKLOG = 4096    # the kernel's accept queue takes a burst whole (Linux caps it at somaxconn)
 
@@ -49,7 +49,6 @@ class Storm:
     def __init__(self, args):
         self.args = args
         self.dir = tempfile.mkdtemp(prefix="nc-storm.")
-        self.ncload = os.path.join(ROOT, "bench", "ncload")
         self.redis = None
         self.rport = None
         self.port = None
@@ -69,10 +68,7 @@ class Storm:
             f.write(render_conf({"storm": {"listen": f"127.0.0.1:{self.port}", "hash": "fnv1a_64",
                                            "distribution": "ketama", "redis": True, "backlog": BACKLOG,
                                            "servers": [f"127.0.0.1:{rport}:1"]}}))
-        # the steady client's one key, written to the backend directly
-        subprocess.run([self.ncload, "load", "--proto", "redis", "-p", str(rport), "-c", "1", "--seq",
-                        "--op", "set", "-d", str(KEY_SIZE), "-n", "1", "-r", "1"],
-                       check=True, capture_output=True, timeout=30)
+        steady_key(rport)  # the steady client's one key, written to the backend directly
 
     def start_proxy(self, variant):
         stats = free_port()
@@ -87,15 +83,10 @@ class Storm:
         return p
 
     def ncload_cmd(self, mode, *args, port=None):
-        return [self.ncload, mode, "--proto", "redis", "-p", str(port or self.port), *args]
+        return [NCLOAD, mode, "--proto", "redis", "-p", str(port or self.port), *args]
 
     def steady(self, n, seconds=0, port=None):
-        out = subprocess.run(self.ncload_cmd("load", "-c", "1", "-P", "1", "--op", "get", "-r", "1",
-                                             "-n", str(n), "--seconds", str(seconds), "--timeout", "300", port=port),
-                             capture_output=True, text=True, timeout=330)
-        if out.returncode != 0:
-            raise RuntimeError(f"steady client failed ({out.returncode}): {out.stderr.strip()[-300:]}")
-        return parse(out.stdout)
+        return steady_client(port or self.port, n, seconds)
 
     def one_run(self, variant, storm_spec):
         p = self.start_proxy(variant)
@@ -113,7 +104,7 @@ class Storm:
                 out, _ = storm.communicate("quit\n", timeout=STORM_GRACE)
                 if not out.startswith("connects="):
                     raise RuntimeError(f"storm: {out!r}")
-                r.update({f"storm_{k}": v for k, v in parse(out).items()})
+                r.update({f"storm_{k}": v for k, v in ncload_fields(out).items()})
             if p.poll() is not None:
                 raise RuntimeError(f"{variant} exited during the run")
         finally:
@@ -127,10 +118,6 @@ class Storm:
         stop(self.redis)
         if not self.args.keep:
             shutil.rmtree(self.dir, ignore_errors=True)
-
-
-def parse(line):
-    return {k: float(v) for k, v in (tok.split("=", 1) for tok in line.split())}
 
 
 def storm_args(spec, conns):
@@ -187,9 +174,7 @@ def main():
             storm_args(spec, 1)
         except ValueError:
             ap.error(f"unknown storm {spec}")
-    for name in ("nc_bin", "nc_bin_b", "tw_bin"):  # the proxies run in the temporary directory
-        if getattr(args, name):
-            setattr(args, name, os.path.abspath(getattr(args, name)))
+    absolute_bins(args)
     raise_nofile()
     s = Storm(args)
     res = {storm_name(x): {v: [] for v in variants} for x in storms}

@@ -372,13 +372,16 @@ def _proxy_factory(tmp_path, reaper, request):
 
 @pytest.fixture
 def stopped():
-    """stopped(proc) SIGSTOPs a backend; stopped.resume(), and the end of the test in any case,
-    SIGCONTs it (a stopped process would not even die of SIGTERM)."""
+    """stopped(proc) SIGSTOPs a backend and waits until all its threads are stopped;
+    stopped.resume(), and the end of the test in any case, SIGCONTs it (a stopped process would
+    not even die of SIGTERM)."""
     held = []
 
     def stop(proc):
         held.append(proc)
         os.kill(proc.pid, signal.SIGSTOP)
+        wait_for(lambda: procfs.stopped(proc.pid), START_TIMEOUT, f"pid {proc.pid} to stop",
+                 interval=0.001)
 
     def resume():
         while held:

@@ -13,7 +13,8 @@ the benchmark (bench/bench.py). One module per concern:
   manage   the manage port: commands, status, waits on stats counters
   cluster  N backends behind a one-pool proxy
   load     self-checking client loads, scripted clients, threads, dripping, connection storms
-  crowd    crowds of clients that never read (or stop in the middle of a value), RSS peaks
+  crowd    crowds of clients that never read (or stop in the middle of a value), crowds that
+           pipeline large values and read them, RSS peaks
   fake     fake backends that misbehave on purpose
   vectors  the shared key-distribution vectors
   nodeclients  the pinned Node.js packages (tests/clients/node): node, once they are installed

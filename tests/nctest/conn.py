@@ -8,6 +8,7 @@ ConnectionError); bytes that are no reply raise codec.Garbled.
 Threads: one connection belongs to one thread.
 """
 import socket
+import struct
 import time
 
 from . import codec, procfs, wait
@@ -54,6 +55,12 @@ class RawConn:
         self.close()
 
     def close(self):
+        self.sock.close()
+
+    def reset(self):
+        """Closes with a reset (SO_LINGER 0) instead of a FIN: the peer sees the client gone at
+        once, not a client that sent everything and waits for its replies."""
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
         self.sock.close()
 
     @property

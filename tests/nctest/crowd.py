@@ -2,7 +2,8 @@
 bytes as fast as the peer reads them and never reads a byte back (a tiny receive buffer, so the
 replies stay with the peer), or stops in the middle of a request. The scripts of the crowds of
 the -M tests and of bench/memory_crowd.py are here, and rss_peak(), a sampler of a process's
-resident memory while a crowd runs.
+resident memory while a crowd runs. A ReadingCrowd (bench/fair_crowd.py) reads everything: its
+clients pipeline GETs of large values or large SETs, round after round.
 
 A Crowd runs one thread that writes for all its clients (poll, non-blocking sockets). A client
 the peer closes or resets is seen when a write fails, or by poll's hang-up (a reset; a close
@@ -145,6 +146,96 @@ class Crowd:
 
     def __exit__(self, *exc):
         self.leave()
+
+
+class ReadingCrowd:
+    """n clients of port that each write script (a pipeline: GETs of a large value, large SETs)
+    and read its replies (reply_len bytes, dropped unchecked), round after round, until stop():
+    a crowd that reads everything, and asks for a lot. A client the peer closes (redis evicting
+    it for maxmemory-clients) connects again and starts its round over. One thread for all its
+    clients (poll, non-blocking sockets), as Crowd."""
+
+    def __init__(self, port, n, script, reply_len, host=HOST):
+        self.port, self.host, self.n = port, host, n
+        self.script, self.reply_len = memoryview(script), reply_len
+        self.rounds = 0              # rounds whose every reply was read
+        self.closed = 0              # times the peer closed a client
+        self.socks = [None] * n
+        self.stopping = threading.Event()
+        self.thread = None
+
+    def _connect(self):
+        s = socket.create_connection((self.host, self.port), timeout=CONNECT_TIMEOUT)
+        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        s.setblocking(False)
+        return s
+
+    def start(self):
+        self.socks = [self._connect() for _ in range(self.n)]
+        self.thread = threading.Thread(target=self._run, name=f"reading-crowd:{self.port}", daemon=True)
+        self.thread.start()
+        return self
+
+    def _run(self):
+        poller = select.poll()
+        by_fd, sent, got = {}, [0] * self.n, [0] * self.n
+        scratch = bytearray(MB)
+
+        def begin(i):
+            sent[i] = got[i] = 0
+            by_fd[self.socks[i].fileno()] = i
+            poller.register(self.socks[i], select.POLLIN | select.POLLOUT)
+
+        def again(i):  # closed by the peer: a new connection, the round over
+            poller.unregister(self.socks[i])
+            del by_fd[self.socks[i].fileno()]
+            self.socks[i].close()
+            self.closed += 1
+            self.socks[i] = self._connect()
+            begin(i)
+
+        for i in range(self.n):
+            begin(i)
+        while not self.stopping.is_set():
+            for fd, ev in poller.poll(50):
+                i = by_fd.get(fd)
+                if i is None:
+                    continue
+                s = self.socks[i]
+                try:
+                    if ev & select.POLLOUT and sent[i] < len(self.script):
+                        sent[i] += s.send(self.script[sent[i]:sent[i] + MB])
+                        if sent[i] == len(self.script):
+                            poller.modify(s, select.POLLIN)
+                    if ev & (select.POLLIN | select.POLLERR | select.POLLHUP):
+                        k = s.recv_into(scratch)
+                        if k == 0:
+                            again(i)
+                            continue
+                        got[i] += k
+                except BlockingIOError:
+                    continue
+                except OSError as e:
+                    if e.errno not in (errno.EPIPE, errno.ECONNRESET):
+                        raise
+                    again(i)
+                    continue
+                if got[i] >= self.reply_len:
+                    self.rounds += 1
+                    sent[i] = got[i] = 0
+                    poller.modify(s, select.POLLIN | select.POLLOUT)
+
+    def stop(self):
+        """Stops the rounds and closes every client."""
+        self.stopping.set()
+        if self.thread is not None:
+            self.thread.join(10)
+            assert not self.thread.is_alive(), "the reading crowd did not stop"
+        for s in self.socks:
+            if s is not None:
+                s.close()
+        self.socks = []
+        return self
 
 
 class RssPeak:

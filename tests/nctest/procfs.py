@@ -73,6 +73,19 @@ def tasks(pid):
     return {int(t.name): (t / "comm").read_text().strip() for t in Path(f"/proc/{pid}/task").iterdir()}
 
 
+def stopped(pid):
+    """Whether every thread of pid is stopped (state T): a SIGSTOP reaches a process's threads one
+    by one, and one that runs on another CPU may go on for a few milliseconds."""
+    states = []
+    for t in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            text = (t / "stat").read_text()
+        except OSError:  # a thread that just ended
+            continue
+        states.append(text[text.rfind(")") + 2:].split()[0])
+    return bool(states) and all(s == "T" for s in states)
+
+
 def signal_mask(pid, field, task=None):
     """A signal mask of /proc/PID/status (SigBlk, SigIgn, SigCgt, SigPnd, ShdPnd) as an int: bit
     signo - 1 for each signal."""
