@@ -59,6 +59,14 @@ def cpu_ticks(pid):
     return int(fields[11]) + int(fields[12])
 
 
+def io_calls(pid):
+    """(syscr, syscw) of /proc/PID/io: the read-family (read, readv, pread) and write-family
+    (write, writev, pwrite) system calls of the whole process, failed ones too (EAGAIN); recv*,
+    send* and sendmsg are not counted."""
+    fields = dict(line.split(": ", 1) for line in Path(f"/proc/{pid}/io").read_text().splitlines())
+    return int(fields["syscr"]), int(fields["syscw"])
+
+
 def fd_count(pid):
     return len(os.listdir(f"/proc/{pid}/fd"))
 
