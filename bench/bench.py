@@ -362,6 +362,21 @@ def predixy_ready(args):
     return bool(args.px_bin) and os.access(args.px_bin, os.X_OK) and os.path.exists(peers.predixy_wrap())
 
 
+def run_peer_once_more(b, v, w, failures):
+    """b.one_run; a predixy run that fails is run once more and its failure noted in failures (on
+    the loaded machine predixy has answered a run's requests with "-ERR server connection close"
+    once, probably its ServerTimeout of 2 s from predixy-wrap.py's config). The proxies under test
+    get no second chance."""
+    try:
+        return b.one_run(v, w)
+    except RuntimeError as e:
+        if not peers.is_predixy(v):
+            raise
+        failures.append(f"{v}: one run failed and was run once more ({str(e).strip()[-120:]})")
+        log(f"{w[0]} {failures[-1]}")
+        return b.one_run(v, w)
+
+
 def run_workload(b, w, variants, rounds):
     """Every variant that serves the workload's pool, in alternation; returns (table, medians, record)."""
     name, pool, _, _, _, preload, _ = w
@@ -369,18 +384,19 @@ def run_workload(b, w, variants, rounds):
     if preload:
         b.preload(pool, preload)
     res = {v: [] for v in served}
+    failures = []
     la0 = os.getloadavg()[0]
     for rnd in range(rounds):
         for v in served:
-            r = b.one_run(v, w)
+            r = run_peer_once_more(b, v, w, failures)
             res[v].append(r)
             log(f"{name} round {rnd + 1} {v}: {r['rps']:.0f} req/s, proxy {r['proxy_us']:.2f} us/req, "
                 f"backend {r['backend_us']:.2f} us/req, {r['req_per_read']:.2f} req/backend read, "
                 f"p50 {r['p50_ms']} ms, p99 {r['p99_ms']} ms")
     la1 = os.getloadavg()[0]
     text, m = workload_table(w, served, res, [v for v in variants if v not in served])
-    text += f"\nload average (1 min) before/after: {la0:.2f} / {la1:.2f}\n"
-    return text, m, {"runs": res, "medians": m, "loadavg": [la0, la1]}
+    text += "".join(f"{f}\n" for f in failures) + f"\nload average (1 min) before/after: {la0:.2f} / {la1:.2f}\n"
+    return text, m, {"runs": res, "medians": m, "loadavg": [la0, la1], "failures": failures}
 
 
 def run_idle(b, variants, args):
