@@ -1,5 +1,5 @@
 """What /proc says about a process: its open descriptors and their TCP sockets, resident memory,
-CPU time, parent, threads, signal masks; the socket queues of /proc/net/tcp (bytes a peer has
+CPU time, read and write system calls, parent, threads, signal masks; the socket queues of /proc/net/tcp (bytes a peer has
 not read yet), or of one socket asked of the kernel's sock_diag; and a copy of another process's
 socket, to read its options. Linux only.
 
