@@ -1,7 +1,7 @@
-"""What /proc says about a process: its open descriptors and their TCP sockets, resident memory,
-CPU time, read and write system calls, parent, threads, signal masks; the socket queues of /proc/net/tcp (bytes a peer has
-not read yet), or of one socket asked of the kernel's sock_diag; and a copy of another process's
-socket, to read its options. Linux only.
+"""What /proc says about a process: its open descriptors and their TCP sockets, resident memory, CPU
+time, read and write system calls, parent, threads, signal masks; the socket queues of
+/proc/net/tcp (bytes a peer has not read yet), or of one socket asked of the kernel's sock_diag;
+and a copy of another process's socket, to read its options. Linux only.
 
 Threads: plain functions, any thread (each call reads /proc afresh).
 """
