@@ -1,18 +1,22 @@
 #!/usr/bin/env python3
-"""bench/bench.py - nutcrackers against twemproxy (nutcracker 0.5.0) on the same config and load.
+"""bench/bench.py - nutcrackers against twemproxy (nutcracker 0.5.0) and predixy on the same config and load.
 
 Starts its own backends (4 redis-servers, 4 memcacheds) on free 127.0.0.1 ports, then per workload
 runs the variants in alternation (A B C D A B C D ..., --rounds times), each on a fresh proxy
 process, and prints per workload the medians of: requests/s, proxy CPU us per request (utime +
 stime of the whole proxy process, all threads, from /proc/PID/stat), backend CPU us per request
-(all backends of the pool, same way), load generator CPU us per request, p50/p99 latency, and the
-ratios nutcrackers / twemproxy. Then the idle-connections test (RSS per client connection).
+(all backends of the pool, same way), load generator CPU us per request, p50/p99 latency, the
+batch a backend gets (requests per read and per write system call of all the pool's backends, from
+/proc/PID/io), and the ratios nutcrackers / twemproxy and nutcrackers / predixy; at the end a
+summary of the ratios. Then the idle-connections test (RSS per client connection).
 
 Variants: tw = twemproxy, nc1 = nutcrackers -T 1, both pinned: the proxy alone on CPU 1, the
 load generator and every backend sharing CPU 0 (the machine has 2); twf, nc1f, nc2f (nutcrackers
 -T 2) = free: every process may run on both CPUs; ncb = a second nutcrackers build (--nc-bin-b),
-pinned like nc1, for A/B tests of a change. Run it through bench/run.sh, which installs and
-builds what is missing.
+pinned like nc1, for A/B tests of a change; px = predixy with one worker thread, pinned like nc1,
+pxf and px2f (one and two worker threads) free. predixy serves the redis workloads only (no
+memcached) and routes by crc16/modula (no ketama): bench/peers.py. Run it through bench/run.sh,
+which installs and builds what is missing (predixy too, when a px variant is asked for).
 
 Only loopback addresses; every load is a fixed request count with a time limit; every process
 started here is stopped before it exits.
@@ -23,7 +27,6 @@ import os
 import resource
 import shutil
 import signal
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -35,26 +38,19 @@ sys.path.insert(0, os.path.join(ROOT, "tests"))
 
 from nctest import procs, wait  # noqa: E402
 from nctest.conf import render_conf  # noqa: E402
-from nctest.procfs import cpu_ticks, rss_kb, set_affinity  # noqa: E402
+from nctest.procfs import cpu_ticks, io_calls, rss_kb, set_affinity  # noqa: E402
 from nctest.procs import free_port, stop_popen as stop  # noqa: E402
+import peers  # noqa: E402
+from peers import VARIANTS, serves  # noqa: E402
+from report import fmt, med, ratio, summary_table, workload_table  # noqa: E402 (fmt, med: storm.py's too)
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 NREDIS = 4
 NMC = 4
 KEYSPACE = 10000
 
-# name, proxy kind, -T, proxy CPUs, CPUs of load and backends
-VARIANTS = {
-    "tw": ("twemproxy", 1, {1}, {0}),
-    "nc1": ("nutcrackers", 1, {1}, {0}),
-    "twf": ("twemproxy", 1, {0, 1}, {0, 1}),
-    "nc1f": ("nutcrackers", 1, {0, 1}, {0, 1}),
-    "nc2f": ("nutcrackers", 2, {0, 1}, {0, 1}),
-    "ncb": ("nutcrackers-b", 1, {1}, {0}),  # --nc-bin-b, pinned like nc1: A/B of two builds
-}
-DEFAULT_VARIANTS = ["tw", "nc1", "twf", "nc1f", "nc2f"]
-# the ratios printed per workload (when both variants ran)
-RATIOS = [("nc1", "tw"), ("nc1f", "twf"), ("nc2f", "nc1f"), ("nc2f", "twf"), ("nc1", "ncb")]
+# px only when predixy is there (bench/run.sh builds it when asked for a px variant)
+DEFAULT_VARIANTS = ["tw", "nc1", "px", "twf", "nc1f", "nc2f"]
 
 
 def workloads(scale):
@@ -102,6 +98,8 @@ class Bench:
         self.ncload = os.path.join(ROOT, "bench", "ncload")
         self.nc_bin = args.nc_bin
         self.tw_bin = args.tw_bin
+        self.bins = {"nutcrackers": args.nc_bin, "nutcrackers-b": args.nc_bin_b, "twemproxy": args.tw_bin,
+                     "predixy": args.px_bin}
         self.rb_bin = shutil.which("redis-benchmark")
 
     # ---- processes
@@ -123,28 +121,22 @@ class Bench:
 
     def write_conf(self):
         self.port = {"redis": free_port(), "mc": free_port()}
-        self.conf = os.path.join(self.dir, "bench.yml")
-        with open(self.conf, "w") as f:
-            f.write(render_conf({
-                f"bench_{pool}": {"listen": f"127.0.0.1:{self.port[pool]}", "hash": "fnv1a_64",
-                                  "distribution": "ketama", "redis": pool == "redis", "backlog": 1024,
-                                  "servers": [f"127.0.0.1:{port}:1" for port, _ in self.backends[pool]]}
-                for pool in ("redis", "mc")}))
+        self.confs = {"all": os.path.join(self.dir, "bench.yml"), "predixy": os.path.join(self.dir, "predixy.yml")}
+        pools = {pool: {"listen": f"127.0.0.1:{self.port[pool]}", "hash": "fnv1a_64", "distribution": "ketama",
+                        "redis": pool == "redis", "backlog": 1024,
+                        "servers": [f"127.0.0.1:{port}:1" for port, _ in self.backends[pool]]}
+                 for pool in ("redis", "mc")}
+        with open(self.confs["all"], "w") as f:
+            f.write(render_conf({f"bench_{pool}": keys for pool, keys in pools.items()}))
+        peers.write_predixy_conf(self.confs["predixy"], render_conf, pools["redis"])
 
     def start_proxy(self, variant):
-        kind, threads, cpus, _ = VARIANTS[variant]
-        stats = free_port()
         logf = os.path.join(self.dir, f"{variant}.log")
-        if kind == "twemproxy":
-            cmd = [self.tw_bin, "-c", self.conf, "-s", str(stats), "-a", "127.0.0.1", "-o", logf]
-        else:
-            binary = self.args.nc_bin_b if kind == "nutcrackers-b" else self.nc_bin
-            cmd = [binary, "-c", self.conf, "-s", str(stats), "-a", "127.0.0.1", "-o", logf,
-                   "-T", str(threads)]
-        cmd = ["taskset", "-c", ",".join(map(str, sorted(cpus)))] + cmd
+        cmd = peers.proxy_cmd(variant, self.bins, self.confs, free_port(), logf)
         p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=self.dir)
         for pool in ("redis", "mc"):
-            procs.wait_listening(self.port[pool], p)
+            if serves(variant, pool):
+                procs.wait_listening(self.port[pool], p)
         return p
 
     def pin_backends(self, cpus):
@@ -154,6 +146,11 @@ class Bench:
 
     def backend_ticks(self, pool):
         return sum(cpu_ticks(p.pid) for _, p in self.backends[pool])
+
+    def backend_calls(self, pool):
+        """(read, write) system calls of all the pool's backends so far (/proc/PID/io)."""
+        calls = [io_calls(p.pid) for _, p in self.backends[pool]]
+        return sum(r for r, _ in calls), sum(w for _, w in calls)
 
     # ---- load
     def load_cmd(self, pool, tool, args, n, cpus):
@@ -205,16 +202,19 @@ class Bench:
             wait.hold(0.2, "the proxy idle a moment before its CPU time is read")
             t_proxy = cpu_ticks(p.pid)
             t_back = self.backend_ticks(pool)
+            calls = self.backend_calls(pool)
             out, el, load_cpu = self.run_load(self.load_cmd(pool, tool, args, n, ocpus))
             d_proxy = (cpu_ticks(p.pid) - t_proxy) / CLK_TCK
             d_back = (self.backend_ticks(pool) - t_back) / CLK_TCK
+            d_reads, d_writes = (after - before for after, before in zip(self.backend_calls(pool), calls))
             if p.poll() is not None:
                 raise RuntimeError(f"{variant} exited during {name}")
         finally:
             stop(p)
         r = self.parse_load(tool, out)
         r.update({"proxy_us": d_proxy * 1e6 / n, "backend_us": d_back * 1e6 / n, "load_us": load_cpu * 1e6 / n,
-                  "elapsed_s": el})
+                  "elapsed_s": el, "backend_reads": d_reads, "backend_writes": d_writes,
+                  "req_per_read": ratio(n, d_reads), "req_per_write": ratio(n, d_writes) if pool == "redis" else float("nan")})
         return r
 
     # ---- idle connections
@@ -269,48 +269,6 @@ class Bench:
             shutil.rmtree(self.dir, ignore_errors=True)
 
 
-def med(vals):
-    return statistics.median(vals) if vals else float("nan")
-
-
-def fmt(v, digits=2):
-    if v != v:
-        return "-"
-    if abs(v) >= 1000:
-        return f"{v:,.0f}"
-    return f"{v:.{digits}f}"
-
-
-def ratio(a, b):
-    return a / b if b else float("nan")
-
-
-def report_workload(w, variants, res):
-    name, _, _, _, n, _, desc = w
-    cols = ["rps", "proxy_us", "backend_us", "load_us", "p50_ms", "p99_ms"]
-    m = {v: {c: med([r[c] for r in res[v]]) for c in cols} for v in variants if res.get(v)}
-    lines = [f"### {name}", "", f"{desc}; {n} requests; medians of {len(next(iter(res.values())))} rounds", "",
-             "| variant | req/s | proxy CPU us/req | backend CPU us/req | load CPU us/req | p50 ms | p99 ms |",
-             "|---|---|---|---|---|---|---|"]
-    for v in variants:
-        if v not in m:
-            continue
-        r = m[v]
-        lines.append(f"| {v} | {fmt(r['rps'], 0)} | {fmt(r['proxy_us'])} | {fmt(r['backend_us'])} | "
-                     f"{fmt(r['load_us'])} | {fmt(r['p50_ms'], 3)} | {fmt(r['p99_ms'], 3)} |")
-    for a_name, b_name in RATIOS:
-        if a_name not in m or b_name not in m:
-            continue
-        a, b = m[a_name], m[b_name]
-        lines.append(f"| **{a_name}/{b_name}** | **{fmt(ratio(a['rps'], b['rps']))}** | "
-                     f"**{fmt(ratio(a['proxy_us'], b['proxy_us']))}** | {fmt(ratio(a['backend_us'], b['backend_us']))} | "
-                     f"{fmt(ratio(a['load_us'], b['load_us']))} | {fmt(ratio(a['p50_ms'], b['p50_ms']))} | "
-                     f"{fmt(ratio(a['p99_ms'], b['p99_ms']))} |")
-    if "nc1" in m:
-        lines.append(f"| **nc1 proxy/backend CPU** | | **{fmt(ratio(m['nc1']['proxy_us'], m['nc1']['backend_us']))}** | | | | |")
-    return "\n".join(lines) + "\n", m
-
-
 NCLOAD = os.path.join(ROOT, "bench", "ncload")
 STEADY_VALUE = 16  # the value the steady client GETs
 
@@ -349,9 +307,10 @@ def common_args(ap):
 
 
 def absolute_bins(args):
-    """--nc-bin, --nc-bin-b and --tw-bin as absolute paths: the proxies run in a temporary directory."""
-    for name in ("nc_bin", "nc_bin_b", "tw_bin"):
-        if getattr(args, name):
+    """--nc-bin, --nc-bin-b, --tw-bin (and --px-bin) as absolute paths: the proxies run in a temporary
+    directory."""
+    for name in ("nc_bin", "nc_bin_b", "tw_bin", "px_bin"):
+        if getattr(args, name, None):
             setattr(args, name, os.path.abspath(getattr(args, name)))
 
 
@@ -366,84 +325,129 @@ def chosen_variants(ap, args, known):
     return variants
 
 
-def main():
+def parse_args():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rounds", type=int, default=3, help="rounds of alternation (>= 3 for a report)")
     ap.add_argument("--scale", type=float, default=1.0, help="multiplies every request count")
     ap.add_argument("--only", default="", help="comma-separated workload name prefixes (idle: the RSS test)")
-    ap.add_argument("--variants", default=",".join(DEFAULT_VARIANTS), help="of: " + ",".join(VARIANTS))
+    ap.add_argument("--variants", help="of: " + ",".join(VARIANTS) + " (default: " + ",".join(DEFAULT_VARIANTS)
+                    + ", px only when predixy is built)")
+    ap.add_argument("--px-bin", default=peers.default_predixy_bin(),
+                    help="predixy, for the px variants (default: build-bench/predixy/ or /tmp/predixy/, "
+                         "as bench/run.sh or build-predixy.sh builds it)")
     ap.add_argument("--no-idle", action="store_true", help="skip the idle-connections RSS test")
     ap.add_argument("--idle-conns", type=int, default=10000)
     ap.add_argument("--burst", type=int, default=1, help="pipelined GETs per connection in the burst")
     ap.add_argument("--burst-value", type=int, default=16, help="value size of the keys the burst GETs")
     common_args(ap)
     args = ap.parse_args()
+    asked = args.variants is not None
+    args.variants = args.variants if asked else ",".join(DEFAULT_VARIANTS)
+    absolute_bins(args)
     variants = chosen_variants(ap, args, VARIANTS)
+    if any(peers.is_predixy(v) for v in variants) and not predixy_ready(args):
+        if asked:
+            ap.error(f"the px variants need --px-bin (bench/run.sh builds it) and {peers.predixy_wrap()}")
+        variants = [v for v in variants if not peers.is_predixy(v)]
+        log("predixy is not built (bench/run.sh --variants ...,px builds it): its variants are left out")
     if os.cpu_count() < 2:
         ap.error("needs 2 CPUs (pins the proxy to CPU 1)")
     nofile = raise_nofile()
     if nofile < args.idle_conns + 512 and not args.no_idle:
         ap.error(f"RLIMIT_NOFILE is {nofile}: too low for {args.idle_conns} connections")
+    return args, variants
+
+
+def predixy_ready(args):
+    return bool(args.px_bin) and os.access(args.px_bin, os.X_OK) and os.path.exists(peers.predixy_wrap())
+
+
+def run_peer_once_more(b, v, w, failures):
+    """b.one_run; a predixy run that fails is run once more and its failure noted in failures (on
+    the loaded machine predixy has answered a run's requests with "-ERR server connection close"
+    once, probably its ServerTimeout of 2 s from predixy-wrap.py's config). The proxies under test
+    get no second chance."""
+    try:
+        return b.one_run(v, w)
+    except RuntimeError as e:
+        if not peers.is_predixy(v):
+            raise
+        failures.append(f"{v}: one run failed and was run once more ({str(e).strip()[-120:]})")
+        log(f"{w[0]} {failures[-1]}")
+        return b.one_run(v, w)
+
+
+def run_workload(b, w, variants, rounds):
+    """Every variant that serves the workload's pool, in alternation; returns (table, medians, record)."""
+    name, pool, _, _, _, preload, _ = w
+    served = [v for v in variants if serves(v, pool)]
+    if preload:
+        b.preload(pool, preload)
+    res = {v: [] for v in served}
+    failures = []
+    la0 = os.getloadavg()[0]
+    for rnd in range(rounds):
+        for v in served:
+            r = run_peer_once_more(b, v, w, failures)
+            res[v].append(r)
+            log(f"{name} round {rnd + 1} {v}: {r['rps']:.0f} req/s, proxy {r['proxy_us']:.2f} us/req, "
+                f"backend {r['backend_us']:.2f} us/req, {r['req_per_read']:.2f} req/backend read, "
+                f"p50 {r['p50_ms']} ms, p99 {r['p99_ms']} ms")
+    la1 = os.getloadavg()[0]
+    text, m = workload_table(w, served, res, [v for v in variants if v not in served])
+    text += "".join(f"{f}\n" for f in failures) + f"\nload average (1 min) before/after: {la0:.2f} / {la1:.2f}\n"
+    return text, m, {"runs": res, "medians": m, "loadavg": [la0, la1], "failures": failures}
+
+
+def run_idle(b, variants, args):
+    """The idle-connections RSS test; returns (table, record)."""
+    b.preload("redis", args.burst_value)
+    iv = [v for v in variants if v in ("tw", "nc1", "nc2f", "ncb")]
+    res = {v: [] for v in iv}
+    for rnd in range(args.rounds):
+        for v in iv:
+            r = b.idle_run(v, args.idle_conns, args.burst, args.burst_value)
+            res[v].append(r)
+            log(f"idle round {rnd + 1} {v}: idle {r['idle_kb']:.3f} KB/conn, after burst "
+                f"{r['burst_kb']:.2f}, after 5 s {r['after5s_kb']:.2f} (base RSS {r['rss0_mb']:.1f} MB)")
+    lines = ["### idle_connections", "",
+             f"{args.idle_conns} client connections to the redis pool; RSS growth of the proxy per "
+             f"connection (KB); then each connection sends {args.burst} pipelined GETs of {args.burst_value} B values "
+             f"(all connections at once); medians of {args.rounds} rounds", "",
+             "| variant | idle KB/conn | right after the burst KB/conn | 5 s after KB/conn |", "|---|---|---|---|"]
+    mm = {}
+    for v in iv:
+        mm[v] = {c: med([r[c] for r in res[v]]) for c in ("idle_kb", "burst_kb", "after5s_kb")}
+        lines.append(f"| {v} | {mm[v]['idle_kb']:.3f} | {mm[v]['burst_kb']:.2f} | {mm[v]['after5s_kb']:.2f} |")
+    if "tw" in mm and "nc1" in mm:
+        lines.append(f"| **nc1/tw** | **{fmt(ratio(mm['nc1']['idle_kb'], mm['tw']['idle_kb']))}** | "
+                     f"{fmt(ratio(mm['nc1']['burst_kb'], mm['tw']['burst_kb']))} | "
+                     f"**{fmt(ratio(mm['nc1']['after5s_kb'], mm['tw']['after5s_kb']))}** |")
+    return "\n".join(lines) + "\n", {"runs": res, "medians": mm}
+
+
+def main():
+    args, variants = parse_args()
     only = [o for o in args.only.split(",") if o]
     ws = [w for w in workloads(args.scale) if not only or any(w[0].startswith(o) for o in only)]
     do_idle = not args.no_idle and (not only or "idle" in only)
-
     b = Bench(args)
     allres = {"variants": variants, "workloads": {}, "idle": {}, "machine": {}}
-    out = []
     try:
         b.start_backends()
         b.write_conf()
-        tw_v = subprocess.run([b.tw_bin, "-V"], capture_output=True, text=True)
-        nc_v = subprocess.run([b.nc_bin, "-V"], capture_output=True, text=True)
-        allres["machine"] = {"nproc": os.cpu_count(), "loadavg_start": os.getloadavg(),
-                             "twemproxy": (tw_v.stdout + tw_v.stderr).strip().splitlines()[0],
-                             "nutcrackers": (nc_v.stdout + nc_v.stderr).strip().splitlines()[0]}
-        log(f"load average at start: {os.getloadavg()}; dir {b.dir}")
+        allres["machine"] = {"nproc": os.cpu_count(), "loadavg_start": os.getloadavg()}
+        for v in ["tw", "nc1"] + (["px"] if any(peers.is_predixy(v) for v in variants) else []):
+            allres["machine"][VARIANTS[v][0]] = peers.version(v, b.bins)
+        log(f"load average at start: {os.getloadavg()}; dir {b.dir}; variants {','.join(variants)}")
+        allmed = {}
         for w in ws:
-            name, pool, _, _, _, preload, _ = w
-            if preload:
-                b.preload(pool, preload)
-            res = {v: [] for v in variants}
-            la0 = os.getloadavg()[0]
-            for rnd in range(args.rounds):
-                for v in variants:
-                    r = b.one_run(v, w)
-                    res[v].append(r)
-                    log(f"{name} round {rnd + 1} {v}: {r['rps']:.0f} req/s, proxy {r['proxy_us']:.2f} us/req, "
-                        f"backend {r['backend_us']:.2f} us/req, p50 {r['p50_ms']} ms, p99 {r['p99_ms']} ms")
-            la1 = os.getloadavg()[0]
-            text, m = report_workload(w, variants, res)
-            text += f"\nload average (1 min) before/after: {la0:.2f} / {la1:.2f}\n"
-            out.append(text)
-            allres["workloads"][name] = {"runs": res, "medians": m, "loadavg": [la0, la1]}
+            text, allmed[w[0]], allres["workloads"][w[0]] = run_workload(b, w, variants, args.rounds)
             print(text, flush=True)
+        if allmed:
+            print(summary_table(allmed), flush=True)
         if do_idle:
-            b.preload("redis", args.burst_value)
-            iv = [v for v in variants if v in ("tw", "nc1", "nc2f", "ncb")]
-            res = {v: [] for v in iv}
-            for rnd in range(args.rounds):
-                for v in iv:
-                    r = b.idle_run(v, args.idle_conns, args.burst, args.burst_value)
-                    res[v].append(r)
-                    log(f"idle round {rnd + 1} {v}: idle {r['idle_kb']:.3f} KB/conn, after burst "
-                        f"{r['burst_kb']:.2f}, after 5 s {r['after5s_kb']:.2f} (base RSS {r['rss0_mb']:.1f} MB)")
-            lines = ["### idle_connections", "",
-                     f"{args.idle_conns} client connections to the redis pool; RSS growth of the proxy per "
-                     f"connection (KB); then each connection sends {args.burst} pipelined GETs of {args.burst_value} B values "
-                     f"(all connections at once); medians of {args.rounds} rounds", "",
-                     "| variant | idle KB/conn | right after the burst KB/conn | 5 s after KB/conn |", "|---|---|---|---|"]
-            mm = {}
-            for v in iv:
-                mm[v] = {c: med([r[c] for r in res[v]]) for c in ("idle_kb", "burst_kb", "after5s_kb")}
-                lines.append(f"| {v} | {mm[v]['idle_kb']:.3f} | {mm[v]['burst_kb']:.2f} | {mm[v]['after5s_kb']:.2f} |")
-            if "tw" in mm and "nc1" in mm:
-                lines.append(f"| **nc1/tw** | **{fmt(ratio(mm['nc1']['idle_kb'], mm['tw']['idle_kb']))}** | "
-                             f"{fmt(ratio(mm['nc1']['burst_kb'], mm['tw']['burst_kb']))} | "
-                             f"**{fmt(ratio(mm['nc1']['after5s_kb'], mm['tw']['after5s_kb']))}** |")
-            text = "\n".join(lines) + "\n"
-            out.append(text)
-            allres["idle"] = {"runs": res, "medians": mm}
+            text, allres["idle"] = run_idle(b, variants, args)
             print(text, flush=True)
         allres["machine"]["loadavg_end"] = os.getloadavg()
         log(f"load average at end: {os.getloadavg()}")

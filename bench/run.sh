@@ -2,9 +2,11 @@
 # bench/run.sh - the benchmark in one command: installs what is missing (Debian: nutcracker, the
 # twemproxy 0.5.0 reference, redis-server/redis-tools, memcached), builds nutcrackers optimised
 # out of tree (build-bench/: ./configure without debug flags) and the load generator
-# (make -C bench), then runs bench/bench.py on that build with the arguments given (see
-# `bench/run.sh --help`; a later --nc-bin wins); `bench/run.sh storm ...` runs bench/storm.py
-# (connection storms next to a steady client) instead.
+# (make -C bench), and predixy when a px variant may run (the default variants, or --variants
+# naming px, pxf or px2f: the peers directory's build-predixy.sh, into build-bench/predixy/), then
+# runs bench/bench.py on that build with the arguments given (see `bench/run.sh --help`; a later
+# --nc-bin wins); `bench/run.sh storm ...` runs bench/storm.py (connection storms next to a
+# steady client) instead.
 #   NC_SKIP_DEPS=1   install nothing
 # Nothing is left running: bench.py stops every process it started, on errors too.
 set -euo pipefail
@@ -42,5 +44,25 @@ SCRIPT=bench/bench.py
 if [ "${1:-}" = storm ]; then
     SCRIPT=bench/storm.py
     shift
+fi
+# predixy (px, pxf, px2f; px is among bench.py's default variants), built from the peers directory
+# (NC_PEERS_DIR, default ../shared/peers beside the repository) into build-bench/predixy/
+variants=default
+prev=
+for arg in "$@"; do
+    case "$prev" in --variants) variants=$arg ;; esac
+    case "$arg" in --variants=*) variants=${arg#--variants=} ;; esac
+    prev=$arg
+done
+PEERS=${NC_PEERS_DIR:-$(dirname "$ROOT")/shared/peers}
+if [ "$SCRIPT" = bench/bench.py ] && { [ "$variants" = default ] || [[ ",$variants," == *,px* ]]; }; then
+    if [ -x "$PEERS/build-predixy.sh" ]; then
+        nc_log "building predixy (build-bench/predixy/, once)"
+        PX_BIN=$(nice -n 10 "$PEERS/build-predixy.sh" "$BUILD/predixy")
+        set -- --px-bin "$PX_BIN" "$@"
+    elif [ "$variants" != default ]; then
+        nc_log "no $PEERS/build-predixy.sh: cannot build predixy for the px variants"
+        exit 1
+    fi
 fi
 exec python3 "$SCRIPT" --nc-bin "$BUILD/src/nutcrackers" "$@"

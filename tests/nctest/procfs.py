@@ -1,7 +1,7 @@
-"""What /proc says about a process: its open descriptors and their TCP sockets, resident memory,
-CPU time, parent, threads, signal masks; the socket queues of /proc/net/tcp (bytes a peer has
-not read yet), or of one socket asked of the kernel's sock_diag; and a copy of another process's
-socket, to read its options. Linux only.
+"""What /proc says about a process: its open descriptors and their TCP sockets, resident memory, CPU
+time, read and write system calls, parent, threads, signal masks; the socket queues of
+/proc/net/tcp (bytes a peer has not read yet), or of one socket asked of the kernel's sock_diag;
+and a copy of another process's socket, to read its options. Linux only.
 
 Threads: plain functions, any thread (each call reads /proc afresh).
 """
@@ -57,6 +57,14 @@ def cpu_ticks(pid):
     """utime + stime of the whole process (all threads), in clock ticks."""
     fields = stat_fields(pid)
     return int(fields[11]) + int(fields[12])
+
+
+def io_calls(pid):
+    """(syscr, syscw) of /proc/PID/io: the read-family (read, readv, pread) and write-family
+    (write, writev, pwrite) system calls of the whole process, failed ones too (EAGAIN); recv*,
+    send* and sendmsg are not counted."""
+    fields = dict(line.split(": ", 1) for line in Path(f"/proc/{pid}/io").read_text().splitlines())
+    return int(fields["syscr"]), int(fields["syscw"])
 
 
 def fd_count(pid):

@@ -1,0 +1,87 @@
+"""bench/report.py - bench/bench.py's tables: per workload the medians of every variant and the
+ratios of pairs of variants, and at the end the summary, one row per workload and pair (nc1/tw,
+nc1/px, ...). Numbers only go through here to be formatted; nothing is measured.
+
+Used from the benchmark's one thread.
+"""
+import statistics
+
+# the ratios printed per workload (when both variants ran)
+RATIOS = [("nc1", "tw"), ("nc1", "px"), ("nc1f", "twf"), ("nc1f", "pxf"), ("nc2f", "nc1f"), ("nc2f", "twf"),
+          ("nc2f", "px2f"), ("nc1", "ncb")]
+# the pairs of the summary
+SUMMARY = [("nc1", "tw"), ("nc1", "px"), ("nc1f", "twf"), ("nc1f", "pxf"), ("nc2f", "px2f")]
+# (key of a run's result, column title, digits)
+COLUMNS = [("rps", "req/s", 0), ("proxy_us", "proxy CPU us/req", 2), ("backend_us", "backend CPU us/req", 2),
+           ("load_us", "load CPU us/req", 2), ("p50_ms", "p50 ms", 3), ("p99_ms", "p99 ms", 3),
+           ("req_per_read", "backend req/read", 2), ("req_per_write", "backend req/write", 2)]
+SUMMARY_COLUMNS = ["proxy_us", "rps", "p50_ms", "p99_ms", "backend_us", "req_per_read", "req_per_write"]
+TITLES = {key: title for key, title, _ in COLUMNS}
+NOT_COUNTED = {"mc": "memcached answers with sendmsg, which /proc/PID/io does not count: no backend req/write"}
+
+
+def med(vals):
+    vals = [v for v in vals if v == v]
+    return statistics.median(vals) if vals else float("nan")
+
+
+def fmt(v, digits=2):
+    if v != v:
+        return "-"
+    if abs(v) >= 1000:
+        return f"{v:,.0f}"
+    return f"{v:.{digits}f}"
+
+
+def ratio(a, b):
+    return a / b if b else float("nan")
+
+
+def medians(variants, res):
+    """{variant: {column: median over the rounds}} of the variants that ran."""
+    return {v: {c: med([r[c] for r in res[v]]) for c, _, _ in COLUMNS} for v in variants if res.get(v)}
+
+
+def ratio_row(m, a_name, b_name, bold=("rps", "proxy_us", "backend_us", "req_per_read")):
+    cells = []
+    for c, _, _ in COLUMNS:
+        text = fmt(ratio(m[a_name][c], m[b_name][c]))
+        cells.append(f"**{text}**" if c in bold and text != "-" else text)
+    return f"| **{a_name}/{b_name}** | " + " | ".join(cells) + " |"
+
+
+def workload_table(w, variants, res, skipped):
+    """The table of one workload: medians of each variant, then the ratios; the variants skipped
+    (the proxy does not serve the pool) are named under it. Returns (markdown, medians)."""
+    name, pool, _, _, n, _, desc = w
+    m = medians(variants, res)
+    rounds = max(len(r) for r in res.values() if r)
+    lines = [f"### {name}", "", f"{desc}; {n} requests; medians of {rounds} rounds", "",
+             "| variant | " + " | ".join(t for _, t, _ in COLUMNS) + " |", "|---" * (len(COLUMNS) + 1) + "|"]
+    for v in variants:
+        if v in m:
+            lines.append(f"| {v} | " + " | ".join(fmt(m[v][c], d) for c, _, d in COLUMNS) + " |")
+    lines += [ratio_row(m, a, b) for a, b in RATIOS if a in m and b in m]
+    if "nc1" in m:
+        lines.append(f"| **nc1 proxy/backend CPU** | | **{fmt(ratio(m['nc1']['proxy_us'], m['nc1']['backend_us']))}** |"
+                     + " |" * (len(COLUMNS) - 2))
+    notes = [f"backend req/read, req/write: requests over the read and write system calls of all "
+             f"the pool's backends (/proc/PID/io syscr, syscw; EAGAIN reads count)"]
+    if pool in NOT_COUNTED:
+        notes.append(NOT_COUNTED[pool])
+    if skipped:
+        notes.append(f"skipped: {', '.join(skipped)} (predixy has no memcached)")
+    return "\n".join(lines) + "\n\n" + "\n".join(notes) + "\n", m
+
+
+def summary_table(allmed):
+    """Ratios of medians per workload and pair of variants (SUMMARY), both variants having run."""
+    lines = ["### Summary (ratios of medians)", "",
+             "| workload | ratio | " + " | ".join(TITLES[c] for c in SUMMARY_COLUMNS) + " |",
+             "|---|---" + "|---" * len(SUMMARY_COLUMNS) + "|"]
+    for name, m in allmed.items():
+        for a, b in SUMMARY:
+            if a in m and b in m:
+                cells = [fmt(ratio(m[a][c], m[b][c])) for c in SUMMARY_COLUMNS]
+                lines.append(f"| {name} | {a}/{b} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
