@@ -73,6 +73,21 @@ def tasks(pid):
     return {int(t.name): (t / "comm").read_text().strip() for t in Path(f"/proc/{pid}/task").iterdir()}
 
 
+def task_cpu_ticks(pid):
+    """{thread id: (thread name, utime + stime in clock ticks)} of every thread of pid (the
+    fields of /proc/PID/task/TID/stat; a thread that ends meanwhile is left out)."""
+    out = {}
+    for t in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            text = (t / "stat").read_text()
+            name = (t / "comm").read_text().strip()
+        except OSError:
+            continue
+        fields = text[text.rfind(")") + 2:].split()
+        out[int(t.name)] = (name, int(fields[11]) + int(fields[12]))
+    return out
+
+
 def stopped(pid):
     """Whether every thread of pid is stopped (state T): a SIGSTOP reaches a process's threads one
     by one, and one that runs on another CPU may go on for a few milliseconds."""

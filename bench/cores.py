@@ -1,0 +1,302 @@
+#!/usr/bin/env python3
+"""bench/cores.py - evidence that nutcrackers' workers share nothing on the request path, where
+the machine has too few cores to show it by throughput (notes/many-cores.md).
+
+CPU (the default): per workload, the proxy at -T 1 with one load generator, then at -T 2 with two
+(each `bench/ncload load -c 50`, its own 50 connections; the master hands clients to the workers
+in turn, so each worker serves 50), in alternation (T1 T2 T1 T2 ..., --rounds times), each run on
+a fresh proxy. Around the load it reads every thread's utime + stime (/proc/PID/task/TID/stat;
+threads are named: nc-worker-N, nc-stats, the master keeps the process's name) and, from the
+manage port's `status workers`, each worker's requests (the replies its server connections got:
+one per request for single-key GETs) and clients. Printed per workload, medians of the rounds:
+each worker's share of clients and requests, its CPU per request and the ratio to -T 1's worker,
+and the master's and the stats thread's CPU per request (of all requests).
+
+--instr: the same two configurations under `valgrind --tool=callgrind --separate-threads=yes`,
+one client per worker (`ncload -c 1`, so each request is its own loop iteration), each
+configuration run with N and 3N requests per client: (instructions of a thread in the 3N run -
+in the N run) / (its requests in the 3N run - in the N run) is its instructions per request,
+start-up and shut-down cancelled out. Deterministic for pipeline 1; pipeline 16 depends on how
+reads split (+-4%). Instruction counts show the work a request costs, not cache-line transfers:
+that the workers write no shared line per request is notes/many-cores.md's reading of the code.
+
+Workloads: redis GET of 16-byte values at pipeline 1 and 16, memcached get at pipeline 16
+(keys written by a preload through the proxy). Backends: 4 redis-servers, 4 memcacheds
+(bench.py's Bench). Nothing is pinned: the proxy, the load generators and the backends share the
+machine's cores. Only loopback addresses; every load is a fixed request count with a time limit;
+every process started here is stopped before it exits.
+"""
+import argparse
+import glob
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+
+import bench  # bench/bench.py: the same helpers and conventions
+from bench import Bench, absolute_bins, common_args, fmt, log, med, raise_nofile, ratio
+from nctest import manage, procs, wait
+from nctest.procfs import task_cpu_ticks
+from nctest.procs import free_port, stop_popen as stop
+
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+CONNS = 50           # connections of one load generator (CPU mode)
+VALUE = 16           # bytes of every value
+LOAD_TIMEOUT = 600   # seconds one load may take (valgrind is slow)
+CONFIGS = (1, 2)     # -T of the two configurations; as many load generators as workers
+
+
+def workloads(scale, instr_n):
+    """(name, pool, pipeline, requests per load generator in CPU mode, N in --instr mode)"""
+    return [("redis_get_P1", "redis", 1, int(100000 * scale), instr_n),
+            ("redis_get_P16", "redis", 16, int(1000000 * scale), instr_n * 4),
+            ("mc_get_P16", "mc", 16, int(1000000 * scale), instr_n * 4)]
+
+
+# ---- the proxy and its load
+
+def start_proxy(b, threads, tag, wrap=()):
+    """nutcrackers -T threads on the bench config (wrap: a command it runs under, e.g. valgrind);
+    returns (Popen, manage port)."""
+    stats = free_port()
+    cmd = [*wrap, b.nc_bin, "-c", b.conf, "-s", str(stats), "-a", "127.0.0.1",
+           "-o", os.path.join(b.dir, f"{tag}.log"), "-T", str(threads)]
+    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=b.dir)
+    for port in (b.port["redis"], b.port["mc"], stats):
+        procs.wait_listening(port, p, timeout=120)
+    return p, stats
+
+
+def load_cmd(b, pool, conns, pipe, n, op="get", seq=False):
+    cmd = [b.ncload, "load", "--proto", pool, "-p", str(b.port[pool]), "-c", str(conns), "-P", str(pipe),
+           "-n", str(n), "-r", str(bench.KEYSPACE), "--op", op, "-d", str(VALUE), "--timeout", str(LOAD_TIMEOUT)]
+    return cmd + (["--seq"] if seq else [])
+
+
+def run_loads(cmds):
+    """Runs the load generators at once; returns their summaries (ncload's fields)."""
+    ps = [subprocess.Popen(c, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for c in cmds]
+    outs = []
+    try:
+        for p in ps:
+            out, err = p.communicate(timeout=LOAD_TIMEOUT + 30)
+            if p.returncode != 0:
+                raise RuntimeError(f"ncload failed ({p.returncode}): {err.strip()[-300:]}")
+            f = bench.ncload_fields(out)
+            if f["errors"] != 0:
+                raise RuntimeError(f"ncload reported errors: {out.strip()}")
+            outs.append(f)
+    finally:
+        for p in ps:
+            stop(p)
+    return outs
+
+
+def preload(b):
+    """Writes the keyspace of both pools (VALUE bytes each) through a -T 1 proxy."""
+    p, _ = start_proxy(b, 1, "preload")
+    try:
+        run_loads([load_cmd(b, pool, 8, 32, bench.KEYSPACE, op="set", seq=True) for pool in ("redis", "mc")])
+    finally:
+        stop(p)
+
+
+def worker_counts(stats_port, pool):
+    """{worker id: (clients accepted, requests answered by its servers in pool)} from `status workers`."""
+    out = {}
+    for doc in manage.status(stats_port, "workers")["workers"]:
+        servers = [v for v in doc.get(f"bench_{pool}", {}).values() if isinstance(v, dict)]
+        out[doc["worker"]] = (doc["total_connections"], sum(s["responses"] for s in servers))
+    return out
+
+
+def thread_role(name):
+    """A thread's role from its name: worker-N, stats, master."""
+    m = re.fullmatch(r"nc-worker-(\d+)", name)
+    if m:
+        return f"worker-{m.group(1)}"
+    return "stats" if name == "nc-stats" else "master"
+
+
+# ---- CPU per request
+
+def cpu_run(b, threads, w):
+    """One run: {"workers": {id: {"clients", "requests", "us"}}, "master_us", "stats_us", "requests"}."""
+    name, pool, pipe, n, _ = w
+    p, stats = start_proxy(b, threads, f"T{threads}")
+    try:
+        wait.hold(0.2, "the proxy idle a moment before its threads' CPU time is read")
+        c0 = worker_counts(stats, pool)
+        t0 = task_cpu_ticks(p.pid)
+        run_loads([load_cmd(b, pool, CONNS, pipe, n) for _ in range(threads)])
+        t1 = task_cpu_ticks(p.pid)
+        c1 = worker_counts(stats, pool)
+        if p.poll() is not None:
+            raise RuntimeError(f"-T {threads} exited during {name}")
+    finally:
+        stop(p)
+    secs = {}
+    for tid, (tname, ticks) in t1.items():
+        role = thread_role(tname)
+        secs[role] = secs.get(role, 0.0) + (ticks - t0.get(tid, (tname, 0))[1]) / CLK_TCK
+    total = sum(c1[i][1] - c0[i][1] for i in c1)
+    if total != n * threads:
+        log(f"warning: {name} -T {threads}: the workers answered {total} requests, the loads sent {n * threads}")
+    r = {"workers": {}, "requests": total, "master_us": secs.get("master", 0) * 1e6 / total,
+         "stats_us": secs.get("stats", 0) * 1e6 / total}
+    for i in sorted(c1):
+        reqs = c1[i][1] - c0[i][1]
+        r["workers"][i] = {"clients": c1[i][0] - c0[i][0], "requests": reqs,
+                           "us": secs.get(f"worker-{i}", 0) * 1e6 / reqs if reqs else float("nan")}
+    return r
+
+
+def cpu_report(w, res):
+    """The table of one workload from its runs (res[threads] = list of cpu_run results)."""
+    name, pool, pipe, n, _ = w
+    base = med([r["workers"][0]["us"] for r in res[1]])
+    lines = [f"### {name}", "",
+             f"ncload {'memcached' if pool == 'mc' else 'redis'} get, {VALUE} B values, pipeline {pipe}, "
+             f"{CONNS} connections and {n} requests per load generator; medians of {len(res[1])} rounds", "",
+             "| -T | worker | clients | share of requests | worker CPU us/req | **/ -T 1's worker** | "
+             "master CPU us/req | stats thread CPU us/req |", "|---|---|---|---|---|---|---|---|"]
+    for threads in CONFIGS:
+        runs = res[threads]
+        for i in range(threads):
+            share = med([r["workers"][i]["requests"] / r["requests"] for r in runs])
+            us = med([r["workers"][i]["us"] for r in runs])
+            lines.append(f"| {threads} | {i} | {med([r['workers'][i]['clients'] for r in runs]):.0f} | "
+                         f"{share:.2f} | {fmt(us)} | **{fmt(ratio(us, base))}** | "
+                         f"{fmt(med([r['master_us'] for r in runs]), 3)} | {fmt(med([r['stats_us'] for r in runs]), 3)} |")
+    return "\n".join(lines) + "\n"
+
+
+def cpu_mode(b, ws, rounds):
+    out = {}
+    for w in ws:
+        res = {t: [] for t in CONFIGS}
+        la0 = os.getloadavg()[0]
+        for rnd in range(rounds):
+            for threads in CONFIGS:
+                r = cpu_run(b, threads, w)
+                res[threads].append(r)
+                per = ", ".join(f"worker {i}: {v['clients']} clients, {v['requests']} req, {v['us']:.2f} us/req"
+                                for i, v in r["workers"].items())
+                log(f"{w[0]} round {rnd + 1} -T {threads}: {per}; master {r['master_us']:.3f}, "
+                    f"stats {r['stats_us']:.3f} us/req")
+        text = cpu_report(w, res) + f"\nload average (1 min) before/after: {la0:.2f} / {os.getloadavg()[0]:.2f}\n"
+        print(text, flush=True)
+        out[w[0]] = res
+    return out
+
+
+# ---- instructions per request (callgrind)
+
+def callgrind_totals(prefix):
+    """{thread number: instructions} of a --separate-threads=yes run (files prefix-NN)."""
+    out = {}
+    for path in glob.glob(prefix + "-*"):
+        m = re.search(r"-(\d+)$", path)
+        if not m:
+            continue
+        total = None
+        with open(path, errors="replace") as f:
+            for line in f:
+                if line.startswith(("totals:", "summary:")):
+                    total = int(line.split()[1])
+        if total is not None:
+            out[int(m.group(1))] = total
+    return out
+
+
+def instr_run(b, threads, w, n):
+    """One run under callgrind: ({role: instructions}, {worker id: requests})."""
+    name, pool, pipe, _, _ = w
+    prefix = tempfile.mktemp(prefix=f"cg-{name}-T{threads}-{n}.", dir=b.dir)
+    wrap = ["valgrind", "--tool=callgrind", "--separate-threads=yes", f"--callgrind-out-file={prefix}"]
+    p, stats = start_proxy(b, threads, f"cg-T{threads}", wrap)
+    try:
+        run_loads([load_cmd(b, pool, 1, pipe, n) for _ in range(threads)])
+        counts = worker_counts(stats, pool)
+    finally:
+        p.send_signal(signal.SIGTERM)
+        try:
+            p.wait(timeout=120)  # callgrind writes its files at the exit
+        finally:
+            stop(p)
+    # thread 1 is the master; the workers are started next, in order (thread/master.c), then the
+    # stats thread
+    roles = {1: "master", threads + 2: "stats"}
+    roles.update({k + 2: f"worker-{k}" for k in range(threads)})
+    totals = callgrind_totals(prefix)
+    return {roles.get(t, f"thread-{t}"): v for t, v in totals.items()}, {i: c[1] for i, c in counts.items()}
+
+
+def instr_mode(b, ws):
+    lines = ["### instructions per request (callgrind --separate-threads=yes)", "",
+             "one client per worker (`ncload -c 1`); (3N-run - N-run) instructions / requests, per thread", "",
+             "| workload | N | -T | worker | instructions/req | **/ -T 1's worker** | master instr/req | stats instr/req |",
+             "|---|---|---|---|---|---|---|---|"]
+    out = {}
+    for w in ws:
+        n = w[4]
+        per = {}
+        for threads in CONFIGS:
+            (i1, q1), (i3, q3) = instr_run(b, threads, w, n), instr_run(b, threads, w, 3 * n)
+            reqs = sum(q3.values()) - sum(q1.values())
+            per[threads] = {"workers": {k: (i3.get(f"worker-{k}", 0) - i1.get(f"worker-{k}", 0)) / (q3[k] - q1[k])
+                                        for k in range(threads)},
+                            "master": (i3.get("master", 0) - i1.get("master", 0)) / reqs,
+                            "stats": (i3.get("stats", 0) - i1.get("stats", 0)) / reqs}
+            log(f"{w[0]} -T {threads} under callgrind: {per[threads]}")
+        base = per[1]["workers"][0]
+        for threads in CONFIGS:
+            for k, v in per[threads]["workers"].items():
+                lines.append(f"| {w[0]} | {n} | {threads} | {k} | {v:,.0f} | **{fmt(ratio(v, base), 3)}** | "
+                             f"{per[threads]['master']:,.1f} | {per[threads]['stats']:,.1f} |")
+        out[w[0]] = per
+    text = "\n".join(lines) + "\n"
+    print(text, flush=True)
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--rounds", type=int, default=3, help="rounds of alternation (>= 3 for a report)")
+    ap.add_argument("--scale", type=float, default=0.5, help="multiplies every request count (CPU mode)")
+    ap.add_argument("--only", default="", help="comma-separated workload name prefixes")
+    ap.add_argument("--instr", action="store_true", help="instructions per request under callgrind instead")
+    ap.add_argument("--instr-n", type=int, default=3000, help="N of --instr at pipeline 1 (x4 at pipeline 16)")
+    common_args(ap)
+    args = ap.parse_args()
+    absolute_bins(args)
+    raise_nofile()
+    only = [o for o in args.only.split(",") if o]
+    ws = [w for w in workloads(args.scale, args.instr_n) if not only or any(w[0].startswith(o) for o in only)]
+    b = Bench(args)
+    allres = {"loadavg_start": os.getloadavg()}
+    log(f"load average at start: {os.getloadavg()}; dir {b.dir}")
+    try:
+        b.start_backends()
+        b.write_conf()
+        preload(b)
+        if args.instr:
+            allres["instr"] = instr_mode(b, ws)
+        else:
+            allres["cpu"] = cpu_mode(b, ws, args.rounds)
+        allres["loadavg_end"] = os.getloadavg()
+        log(f"load average at end: {os.getloadavg()}")
+    finally:
+        b.close()
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump({"args": vars(args), **allres}, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    signal.signal(signal.SIGTERM, bench._on_sigterm)
+    sys.exit(main())
