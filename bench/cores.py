@@ -10,7 +10,10 @@ threads are named: nc-worker-N, nc-stats, the master keeps the process's name) a
 manage port's `status workers`, each worker's requests (the replies its server connections got:
 one per request for single-key GETs) and clients. Printed per workload, medians of the rounds:
 each worker's share of clients and requests, its CPU per request and the ratio to -T 1's worker,
-and the master's and the stats thread's CPU per request (of all requests).
+its read- and write-like system calls and context switches per request (/proc/PID/task/TID/io
+and status: how well it batches, which moves its CPU per request more than anything else here),
+its CPU per such system call and the ratio to -T 1's worker, and the master's and the stats
+thread's CPU per request (of all requests).
 
 --instr: the same two configurations under `valgrind --tool=callgrind --separate-threads=yes`,
 one client per worker (`ncload -c 1`, so each request is its own loop iteration), each
@@ -39,7 +42,7 @@ import tempfile
 import bench  # bench/bench.py: the same helpers and conventions
 from bench import Bench, absolute_bins, common_args, fmt, log, med, raise_nofile, ratio
 from nctest import manage, procs, wait
-from nctest.procfs import task_cpu_ticks
+from nctest.procfs import task_counters
 from nctest.procs import free_port, stop_popen as stop
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
@@ -123,53 +126,70 @@ def thread_role(name):
 
 # ---- CPU per request
 
+def thread_deltas(t0, t1):
+    """{role: {"s": CPU seconds, "syscr", "syscw", "csw"}} between two task_counters readings."""
+    out = {}
+    for tid, c in t1.items():
+        c0 = t0.get(tid, {"ticks": 0, "syscr": 0, "syscw": 0, "csw": 0})
+        d = out.setdefault(thread_role(c["name"]), {"s": 0.0, "syscr": 0, "syscw": 0, "csw": 0})
+        d["s"] += (c["ticks"] - c0["ticks"]) / CLK_TCK
+        for k in ("syscr", "syscw", "csw"):
+            d[k] += c[k] - c0[k]
+    return out
+
+
 def cpu_run(b, threads, w):
-    """One run: {"workers": {id: {"clients", "requests", "us"}}, "master_us", "stats_us", "requests"}."""
+    """One run: {"workers": {id: {"clients", "requests", "us", "calls", "csw" (per request), "us_call"
+    (CPU per read- or write-like system call)}}, "master_us", "stats_us", "requests"}."""
     name, pool, pipe, n, _ = w
     p, stats = start_proxy(b, threads, f"T{threads}")
     try:
         wait.hold(0.2, "the proxy idle a moment before its threads' CPU time is read")
         c0 = worker_counts(stats, pool)
-        t0 = task_cpu_ticks(p.pid)
+        t0 = task_counters(p.pid)
         run_loads([load_cmd(b, pool, CONNS, pipe, n) for _ in range(threads)])
-        t1 = task_cpu_ticks(p.pid)
+        t1 = task_counters(p.pid)
         c1 = worker_counts(stats, pool)
         if p.poll() is not None:
             raise RuntimeError(f"-T {threads} exited during {name}")
     finally:
         stop(p)
-    secs = {}
-    for tid, (tname, ticks) in t1.items():
-        role = thread_role(tname)
-        secs[role] = secs.get(role, 0.0) + (ticks - t0.get(tid, (tname, 0))[1]) / CLK_TCK
+    d = thread_deltas(t0, t1)
     total = sum(c1[i][1] - c0[i][1] for i in c1)
     if total != n * threads:
         log(f"warning: {name} -T {threads}: the workers answered {total} requests, the loads sent {n * threads}")
-    r = {"workers": {}, "requests": total, "master_us": secs.get("master", 0) * 1e6 / total,
-         "stats_us": secs.get("stats", 0) * 1e6 / total}
+    none = {"s": 0.0, "syscr": 0, "syscw": 0, "csw": 0}
+    r = {"workers": {}, "requests": total, "master_us": d.get("master", none)["s"] * 1e6 / total,
+         "stats_us": d.get("stats", none)["s"] * 1e6 / total}
     for i in sorted(c1):
-        reqs = c1[i][1] - c0[i][1]
-        r["workers"][i] = {"clients": c1[i][0] - c0[i][0], "requests": reqs,
-                           "us": secs.get(f"worker-{i}", 0) * 1e6 / reqs if reqs else float("nan")}
+        reqs, wd = c1[i][1] - c0[i][1], d.get(f"worker-{i}", none)
+        per = (lambda v: v / reqs) if reqs else (lambda v: float("nan"))
+        calls = wd["syscr"] + wd["syscw"]
+        r["workers"][i] = {"clients": c1[i][0] - c0[i][0], "requests": reqs, "us": per(wd["s"] * 1e6),
+                           "calls": per(calls), "csw": per(wd["csw"]),
+                           "us_call": wd["s"] * 1e6 / calls if calls else float("nan")}
     return r
 
 
 def cpu_report(w, res):
     """The table of one workload from its runs (res[threads] = list of cpu_run results)."""
     name, pool, pipe, n, _ = w
-    base = med([r["workers"][0]["us"] for r in res[1]])
+    keys = ("clients", "us", "calls", "us_call", "csw")
+    m = {t: [{k: med([r["workers"][i][k] for r in res[t]]) for k in keys} for i in range(t)] for t in CONFIGS}
+    base = m[1][0]
     lines = [f"### {name}", "",
              f"ncload {'memcached' if pool == 'mc' else 'redis'} get, {VALUE} B values, pipeline {pipe}, "
              f"{CONNS} connections and {n} requests per load generator; medians of {len(res[1])} rounds", "",
-             "| -T | worker | clients | share of requests | worker CPU us/req | **/ -T 1's worker** | "
-             "master CPU us/req | stats thread CPU us/req |", "|---|---|---|---|---|---|---|---|"]
+             "| -T | worker | clients | share of requests | worker CPU us/req | **/ -T 1's** | reads+writes/req | "
+             "context switches/req | CPU us per read or write | **/ -T 1's** | master CPU us/req | stats CPU us/req |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for threads in CONFIGS:
         runs = res[threads]
-        for i in range(threads):
+        for i, v in enumerate(m[threads]):
             share = med([r["workers"][i]["requests"] / r["requests"] for r in runs])
-            us = med([r["workers"][i]["us"] for r in runs])
-            lines.append(f"| {threads} | {i} | {med([r['workers'][i]['clients'] for r in runs]):.0f} | "
-                         f"{share:.2f} | {fmt(us)} | **{fmt(ratio(us, base))}** | "
+            lines.append(f"| {threads} | {i} | {v['clients']:.0f} | {share:.2f} | {fmt(v['us'])} | "
+                         f"**{fmt(ratio(v['us'], base['us']))}** | {fmt(v['calls'], 3)} | {fmt(v['csw'], 3)} | "
+                         f"{fmt(v['us_call'])} | **{fmt(ratio(v['us_call'], base['us_call']))}** | "
                          f"{fmt(med([r['master_us'] for r in runs]), 3)} | {fmt(med([r['stats_us'] for r in runs]), 3)} |")
     return "\n".join(lines) + "\n"
 
@@ -183,7 +203,8 @@ def cpu_mode(b, ws, rounds):
             for threads in CONFIGS:
                 r = cpu_run(b, threads, w)
                 res[threads].append(r)
-                per = ", ".join(f"worker {i}: {v['clients']} clients, {v['requests']} req, {v['us']:.2f} us/req"
+                per = ", ".join(f"worker {i}: {v['clients']} clients, {v['requests']} req, {v['us']:.2f} us/req, "
+                                f"{v['calls']:.3f} reads+writes/req, {v['csw']:.3f} csw/req"
                                 for i, v in r["workers"].items())
                 log(f"{w[0]} round {rnd + 1} -T {threads}: {per}; master {r['master_us']:.3f}, "
                     f"stats {r['stats_us']:.3f} us/req")
