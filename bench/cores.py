@@ -25,8 +25,10 @@ that the workers write no shared line per request is notes/many-cores.md's readi
 
 Workloads: redis GET of 16-byte values at pipeline 1 and 16, memcached get at pipeline 16
 (keys written by a preload through the proxy). Backends: 4 redis-servers, 4 memcacheds
-(bench.py's Bench). Nothing is pinned: the proxy, the load generators and the backends share the
-machine's cores. Only loopback addresses; every load is a fixed request count with a time limit;
+(bench.py's Bench). By default nothing is pinned: the proxy, the load generators and the backends
+share the machine's cores. For a larger host (notes/many-cores.md): --threads 1,2,4,8 runs more
+configurations (each against the first), --proxy-cpus puts worker i alone on the i-th CPU of its
+list, --load-cpus keeps the load generators and the backends on others. Only loopback addresses; every load is a fixed request count with a time limit;
 every process started here is stopped before it exits.
 """
 import argparse
@@ -42,21 +44,22 @@ import tempfile
 import bench  # bench/bench.py: the same helpers and conventions
 from bench import Bench, absolute_bins, common_args, fmt, log, med, raise_nofile, ratio
 from nctest import manage, procs, wait
-from nctest.procfs import task_counters
+from nctest.procfs import task_counters, tasks
 from nctest.procs import free_port, stop_popen as stop
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 CONNS = 50           # connections of one load generator (CPU mode)
 VALUE = 16           # bytes of every value
 LOAD_TIMEOUT = 600   # seconds one load may take (valgrind is slow)
-CONFIGS = (1, 2)     # -T of the two configurations; as many load generators as workers
+PIN = {"proxy": None, "load": None}  # --proxy-cpus, --load-cpus: lists of CPUs, None: free
 
 
 def workloads(scale, instr_n):
     """(name, pool, pipeline, requests per load generator in CPU mode, N in --instr mode)"""
-    return [("redis_get_P1", "redis", 1, int(100000 * scale), instr_n),
-            ("redis_get_P16", "redis", 16, int(1000000 * scale), instr_n * 4),
-            ("mc_get_P16", "mc", 16, int(1000000 * scale), instr_n * 4)]
+    # (counts such that a worker uses about a second of CPU or more: /proc counts in 10 ms ticks)
+    return [("redis_get_P1", "redis", 1, int(400000 * scale), instr_n),
+            ("redis_get_P16", "redis", 16, int(4000000 * scale), instr_n * 4),
+            ("mc_get_P16", "mc", 16, int(4000000 * scale), instr_n * 4)]
 
 
 # ---- the proxy and its load
@@ -65,16 +68,24 @@ def start_proxy(b, threads, tag, wrap=()):
     """nutcrackers -T threads on the bench config (wrap: a command it runs under, e.g. valgrind);
     returns (Popen, manage port)."""
     stats = free_port()
+    if PIN["proxy"] and not wrap:
+        wrap = ["taskset", "-c", ",".join(map(str, PIN["proxy"]))]
     cmd = [*wrap, b.nc_bin, "-c", b.conf, "-s", str(stats), "-a", "127.0.0.1",
            "-o", os.path.join(b.dir, f"{tag}.log"), "-T", str(threads)]
     p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=b.dir)
     for port in (b.port["redis"], b.port["mc"], stats):
         procs.wait_listening(port, p, timeout=120)
+    if PIN["proxy"] and wrap[:1] == ["taskset"]:  # worker i on the i-th proxy CPU alone
+        for tid, name in tasks(p.pid).items():
+            role = thread_role(name)
+            if role.startswith("worker-"):
+                os.sched_setaffinity(tid, {PIN["proxy"][int(role[7:]) % len(PIN["proxy"])]})
     return p, stats
 
 
 def load_cmd(b, pool, conns, pipe, n, op="get", seq=False):
-    cmd = [b.ncload, "load", "--proto", pool, "-p", str(b.port[pool]), "-c", str(conns), "-P", str(pipe),
+    taskset = ["taskset", "-c", ",".join(map(str, PIN["load"]))] if PIN["load"] else []
+    cmd = taskset + [b.ncload, "load", "--proto", pool, "-p", str(b.port[pool]), "-c", str(conns), "-P", str(pipe),
            "-n", str(n), "-r", str(bench.KEYSPACE), "--op", op, "-d", str(VALUE), "--timeout", str(LOAD_TIMEOUT)]
     return cmd + (["--seq"] if seq else [])
 
@@ -175,15 +186,17 @@ def cpu_report(w, res):
     """The table of one workload from its runs (res[threads] = list of cpu_run results)."""
     name, pool, pipe, n, _ = w
     keys = ("clients", "us", "calls", "us_call", "csw")
-    m = {t: [{k: med([r["workers"][i][k] for r in res[t]]) for k in keys} for i in range(t)] for t in CONFIGS}
-    base = m[1][0]
+    configs = list(res)
+    m = {t: [{k: med([r["workers"][i][k] for r in res[t]]) for k in keys} for i in range(t)] for t in configs}
+    base = m[configs[0]][0]
     lines = [f"### {name}", "",
              f"ncload {'memcached' if pool == 'mc' else 'redis'} get, {VALUE} B values, pipeline {pipe}, "
-             f"{CONNS} connections and {n} requests per load generator; medians of {len(res[1])} rounds", "",
-             "| -T | worker | clients | share of requests | worker CPU us/req | **/ -T 1's** | reads+writes/req | "
-             "context switches/req | CPU us per read or write | **/ -T 1's** | master CPU us/req | stats CPU us/req |",
+             f"{CONNS} connections and {n} requests per load generator; medians of {len(res[configs[0]])} rounds",
+             "", f"| -T | worker | clients | share of requests | worker CPU us/req | **/ -T {configs[0]}'s** | "
+             f"reads+writes/req | context switches/req | CPU us per read or write | **/ -T {configs[0]}'s** | "
+             "master CPU us/req | stats CPU us/req |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
-    for threads in CONFIGS:
+    for threads in configs:
         runs = res[threads]
         for i, v in enumerate(m[threads]):
             share = med([r["workers"][i]["requests"] / r["requests"] for r in runs])
@@ -194,13 +207,13 @@ def cpu_report(w, res):
     return "\n".join(lines) + "\n"
 
 
-def cpu_mode(b, ws, rounds):
+def cpu_mode(b, ws, rounds, configs):
     out = {}
     for w in ws:
-        res = {t: [] for t in CONFIGS}
+        res = {t: [] for t in configs}
         la0 = os.getloadavg()[0]
         for rnd in range(rounds):
-            for threads in CONFIGS:
+            for threads in configs:
                 r = cpu_run(b, threads, w)
                 res[threads].append(r)
                 per = ", ".join(f"worker {i}: {v['clients']} clients, {v['requests']} req, {v['us']:.2f} us/req, "
@@ -256,16 +269,17 @@ def instr_run(b, threads, w, n):
     return {roles.get(t, f"thread-{t}"): v for t, v in totals.items()}, {i: c[1] for i, c in counts.items()}
 
 
-def instr_mode(b, ws):
+def instr_mode(b, ws, configs):
     lines = ["### instructions per request (callgrind --separate-threads=yes)", "",
              "one client per worker (`ncload -c 1`); (3N-run - N-run) instructions / requests, per thread", "",
-             "| workload | N | -T | worker | instructions/req | **/ -T 1's worker** | master instr/req | stats instr/req |",
+             f"| workload | N | -T | worker | instructions/req | **/ -T {configs[0]}'s worker 0** | master instr/req | "
+             "stats instr/req |",
              "|---|---|---|---|---|---|---|---|"]
     out = {}
     for w in ws:
         n = w[4]
         per = {}
-        for threads in CONFIGS:
+        for threads in configs:
             (i1, q1), (i3, q3) = instr_run(b, threads, w, n), instr_run(b, threads, w, 3 * n)
             reqs = sum(q3.values()) - sum(q1.values())
             per[threads] = {"workers": {k: (i3.get(f"worker-{k}", 0) - i1.get(f"worker-{k}", 0)) / (q3[k] - q1[k])
@@ -273,14 +287,25 @@ def instr_mode(b, ws):
                             "master": (i3.get("master", 0) - i1.get("master", 0)) / reqs,
                             "stats": (i3.get("stats", 0) - i1.get("stats", 0)) / reqs}
             log(f"{w[0]} -T {threads} under callgrind: {per[threads]}")
-        base = per[1]["workers"][0]
-        for threads in CONFIGS:
+        base = per[configs[0]]["workers"][0]
+        for threads in configs:
             for k, v in per[threads]["workers"].items():
                 lines.append(f"| {w[0]} | {n} | {threads} | {k} | {v:,.0f} | **{fmt(ratio(v, base), 3)}** | "
                              f"{per[threads]['master']:,.1f} | {per[threads]['stats']:,.1f} |")
         out[w[0]] = per
     text = "\n".join(lines) + "\n"
     print(text, flush=True)
+    return out
+
+
+def cpu_list(text):
+    """"0-3,8" -> [0, 1, 2, 3, 8]; None -> None."""
+    if not text:
+        return None
+    out = []
+    for part in text.split(","):
+        lo, _, hi = part.partition("-")
+        out.extend(range(int(lo), int(hi or lo) + 1))
     return out
 
 
@@ -291,8 +316,13 @@ def main():
     ap.add_argument("--only", default="", help="comma-separated workload name prefixes")
     ap.add_argument("--instr", action="store_true", help="instructions per request under callgrind instead")
     ap.add_argument("--instr-n", type=int, default=3000, help="N of --instr at pipeline 1 (x4 at pipeline 16)")
+    ap.add_argument("--threads", default="1,2", help="the -T of each configuration (the first is the base)")
+    ap.add_argument("--proxy-cpus", help="CPU list for the proxy (worker i alone on the i-th), e.g. 0-7")
+    ap.add_argument("--load-cpus", help="CPU list for the load generators and the backends, e.g. 8-15")
     common_args(ap)
     args = ap.parse_args()
+    configs = [int(t) for t in args.threads.split(",") if t]
+    PIN.update(proxy=cpu_list(args.proxy_cpus), load=cpu_list(args.load_cpus))
     absolute_bins(args)
     raise_nofile()
     only = [o for o in args.only.split(",") if o]
@@ -303,11 +333,13 @@ def main():
     try:
         b.start_backends()
         b.write_conf()
+        if PIN["load"]:
+            b.pin_backends(set(PIN["load"]))
         preload(b)
         if args.instr:
-            allres["instr"] = instr_mode(b, ws)
+            allres["instr"] = instr_mode(b, ws, configs)
         else:
-            allres["cpu"] = cpu_mode(b, ws, args.rounds)
+            allres["cpu"] = cpu_mode(b, ws, args.rounds, configs)
         allres["loadavg_end"] = os.getloadavg()
         log(f"load average at end: {os.getloadavg()}")
     finally:
