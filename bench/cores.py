@@ -9,7 +9,8 @@ a fresh proxy. Around the load it reads every thread's utime + stime (/proc/PID/
 threads are named: nc-worker-N, nc-stats, the master keeps the process's name) and, from the
 manage port's `status workers`, each worker's requests (the replies its server connections got:
 one per request for single-key GETs) and clients. Printed per workload, medians of the rounds:
-each worker's share of clients and requests, its CPU per request and the ratio to -T 1's worker,
+each worker's share of clients and requests, its CPU per request and the ratio to -T 1's worker
+(and of its user-space and kernel parts),
 its read- and write-like system calls and context switches per request (/proc/PID/task/TID/io
 and status: how well it batches, which moves its CPU per request more than anything else here),
 its minor page faults per request (pages the once-a-second trim gave back, touched again),
@@ -49,6 +50,7 @@ from nctest.procfs import task_counters, tasks
 from nctest.procs import free_port, stop_popen as stop
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
+NONE = {"s": 0.0, "user_s": 0.0, "minflt": 0, "syscr": 0, "syscw": 0, "csw": 0}  # a thread's deltas, none yet
 CONNS = 50           # connections of one load generator (CPU mode)
 VALUE = 16           # bytes of every value
 LOAD_TIMEOUT = 600   # seconds one load may take (valgrind is slow)
@@ -139,19 +141,22 @@ def thread_role(name):
 # ---- CPU per request
 
 def thread_deltas(t0, t1):
-    """{role: {"s": CPU seconds, "minflt", "syscr", "syscw", "csw"}} between two task_counters readings."""
+    """{role: {"s": CPU seconds, "user_s": user-space CPU seconds, "minflt", "syscr", "syscw", "csw"}}
+    between two task_counters readings."""
     out = {}
     for tid, c in t1.items():
-        c0 = t0.get(tid, {"ticks": 0, "minflt": 0, "syscr": 0, "syscw": 0, "csw": 0})
-        d = out.setdefault(thread_role(c["name"]), {"s": 0.0, "minflt": 0, "syscr": 0, "syscw": 0, "csw": 0})
+        c0 = t0.get(tid, {"ticks": 0, "uticks": 0, "minflt": 0, "syscr": 0, "syscw": 0, "csw": 0})
+        d = out.setdefault(thread_role(c["name"]), dict(NONE))
         d["s"] += (c["ticks"] - c0["ticks"]) / CLK_TCK
+        d["user_s"] += (c["uticks"] - c0["uticks"]) / CLK_TCK
         for k in ("minflt", "syscr", "syscw", "csw"):
             d[k] += c[k] - c0[k]
     return out
 
 
 def cpu_run(b, threads, w):
-    """One run: {"workers": {id: {"clients", "requests", "us", "calls", "csw", "faults" (per request), "us_call"
+    """One run: {"workers": {id: {"clients", "requests", "us", "user_us", "sys_us", "calls", "csw",
+    "faults" (per request), "us_call"
     (CPU per read- or write-like system call)}}, "master_us", "stats_us", "requests"}."""
     name, pool, pipe, n, _ = w
     p, stats = start_proxy(b, threads, f"T{threads}")
@@ -170,14 +175,14 @@ def cpu_run(b, threads, w):
     total = sum(c1[i][1] - c0[i][1] for i in c1)
     if total != n * threads:
         log(f"warning: {name} -T {threads}: the workers answered {total} requests, the loads sent {n * threads}")
-    none = {"s": 0.0, "minflt": 0, "syscr": 0, "syscw": 0, "csw": 0}
-    r = {"workers": {}, "requests": total, "master_us": d.get("master", none)["s"] * 1e6 / total,
-         "stats_us": d.get("stats", none)["s"] * 1e6 / total}
+    r = {"workers": {}, "requests": total, "master_us": d.get("master", NONE)["s"] * 1e6 / total,
+         "stats_us": d.get("stats", NONE)["s"] * 1e6 / total}
     for i in sorted(c1):
-        reqs, wd = c1[i][1] - c0[i][1], d.get(f"worker-{i}", none)
+        reqs, wd = c1[i][1] - c0[i][1], d.get(f"worker-{i}", NONE)
         per = (lambda v: v / reqs) if reqs else (lambda v: float("nan"))
         calls = wd["syscr"] + wd["syscw"]
         r["workers"][i] = {"clients": c1[i][0] - c0[i][0], "requests": reqs, "us": per(wd["s"] * 1e6),
+                           "user_us": per(wd["user_s"] * 1e6), "sys_us": per((wd["s"] - wd["user_s"]) * 1e6),
                            "calls": per(calls), "csw": per(wd["csw"]), "faults": per(wd["minflt"]),
                            "us_call": wd["s"] * 1e6 / calls if calls else float("nan")}
     return r
@@ -186,7 +191,7 @@ def cpu_run(b, threads, w):
 def cpu_report(w, res):
     """The table of one workload from its runs (res[threads] = list of cpu_run results)."""
     name, pool, pipe, n, _ = w
-    keys = ("clients", "us", "calls", "us_call", "csw", "faults")
+    keys = ("clients", "us", "user_us", "sys_us", "calls", "us_call", "csw", "faults")
     configs = list(res)
     m = {t: [{k: med([r["workers"][i][k] for r in res[t]]) for k in keys} for i in range(t)] for t in configs}
     base = m[configs[0]][0]
@@ -194,15 +199,16 @@ def cpu_report(w, res):
              f"ncload {'memcached' if pool == 'mc' else 'redis'} get, {VALUE} B values, pipeline {pipe}, "
              f"{CONNS} connections and {n} requests per load generator; medians of {len(res[configs[0]])} rounds",
              "", f"| -T | worker | clients | share of requests | worker CPU us/req | **/ -T {configs[0]}'s** | "
-             f"reads+writes/req | context switches/req | page faults/req | CPU us per read or write | "
+             f"user / -T {configs[0]}'s | system / -T {configs[0]}'s | reads+writes/req | context switches/req | page faults/req | CPU us per read or write | "
              f"**/ -T {configs[0]}'s** | master CPU us/req | stats CPU us/req |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for threads in configs:
         runs = res[threads]
         for i, v in enumerate(m[threads]):
             share = med([r["workers"][i]["requests"] / r["requests"] for r in runs])
             lines.append(f"| {threads} | {i} | {v['clients']:.0f} | {share:.2f} | {fmt(v['us'])} | "
-                         f"**{fmt(ratio(v['us'], base['us']))}** | {fmt(v['calls'], 3)} | {fmt(v['csw'], 3)} | {fmt(v['faults'], 4)} | "
+                         f"**{fmt(ratio(v['us'], base['us']))}** | {fmt(ratio(v['user_us'], base['user_us']))} | "
+                         f"{fmt(ratio(v['sys_us'], base['sys_us']))} | {fmt(v['calls'], 3)} | {fmt(v['csw'], 3)} | {fmt(v['faults'], 4)} | "
                          f"{fmt(v['us_call'])} | **{fmt(ratio(v['us_call'], base['us_call']))}** | "
                          f"{fmt(med([r['master_us'] for r in runs]), 3)} | {fmt(med([r['stats_us'] for r in runs]), 3)} |")
     return "\n".join(lines) + "\n"

@@ -74,7 +74,8 @@ def tasks(pid):
 
 
 def task_counters(pid):
-    """{thread id: {"name", "ticks" (utime + stime, clock ticks), "minflt" (minor page faults),
+    """{thread id: {"name", "ticks" (utime + stime, clock ticks), "uticks" (utime alone),
+    "minflt" (minor page faults),
     "syscr", "syscw" (read- and write-like system calls, /proc/PID/task/TID/io), "csw" (context
     switches, voluntary and not)}} of every thread of pid; a thread that ends meanwhile is left
     out."""
@@ -89,7 +90,8 @@ def task_counters(pid):
             continue
         fields = text[text.rfind(")") + 2:].split()
         csw = sum(int(line.split()[1]) for line in status.splitlines() if "ctxt_switches:" in line)
-        out[int(t.name)] = {"name": name, "ticks": int(fields[11]) + int(fields[12]), "minflt": int(fields[7]),
+        out[int(t.name)] = {"name": name, "ticks": int(fields[11]) + int(fields[12]), "uticks": int(fields[11]),
+                            "minflt": int(fields[7]),
                             "syscr": int(io["syscr"]), "syscw": int(io["syscw"]), "csw": csw}
     return out
 
