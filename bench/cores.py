@@ -30,7 +30,8 @@ Workloads: redis GET of 16-byte values at pipeline 1 and 16, memcached get at pi
 (bench.py's Bench). By default nothing is pinned: the proxy, the load generators and the backends
 share the machine's cores. For a larger host (notes/many-cores.md): --threads 1,2,4,8 runs more
 configurations (each against the first), --proxy-cpus puts worker i alone on the i-th CPU of its
-list, --load-cpus keeps the load generators and the backends on others. Only loopback addresses; every load is a fixed request count with a time limit;
+list, --load-cpus keeps the load generators and the backends on others, --backends starts more
+backends (so that they are not what limits). Only loopback addresses; every load is a fixed request count with a time limit;
 every process started here is stopped before it exits.
 """
 import argparse
@@ -326,6 +327,7 @@ def main():
     ap.add_argument("--threads", default="1,2", help="the -T of each configuration (the first is the base)")
     ap.add_argument("--proxy-cpus", help="CPU list for the proxy (worker i alone on the i-th), e.g. 0-7")
     ap.add_argument("--load-cpus", help="CPU list for the load generators and the backends, e.g. 8-15")
+    ap.add_argument("--backends", type=int, default=bench.NREDIS, help="redis-servers, and memcacheds, to start")
     common_args(ap)
     args = ap.parse_args()
     configs = [int(t) for t in args.threads.split(",") if t]
@@ -334,6 +336,7 @@ def main():
     raise_nofile()
     only = [o for o in args.only.split(",") if o]
     ws = [w for w in workloads(args.scale, args.instr_n) if not only or any(w[0].startswith(o) for o in only)]
+    bench.NREDIS = bench.NMC = args.backends  # (read by Bench.start_backends)
     b = Bench(args)
     allres = {"loadavg_start": os.getloadavg()}
     log(f"load average at start: {os.getloadavg()}; dir {b.dir}")
