@@ -176,6 +176,9 @@ def cpu_run(b, threads, w):
     total = sum(c1[i][1] - c0[i][1] for i in c1)
     if total != n * threads:
         log(f"warning: {name} -T {threads}: the workers answered {total} requests, the loads sent {n * threads}")
+    shares = {i: c1[i][0] - c0[i][0] for i in c1}
+    if any(v != CONNS for v in shares.values()):
+        log(f"warning: {name} -T {threads}: clients per worker {shares}, not {CONNS} each")
     r = {"workers": {}, "requests": total, "master_us": d.get("master", NONE)["s"] * 1e6 / total,
          "stats_us": d.get("stats", NONE)["s"] * 1e6 / total}
     for i in sorted(c1):
