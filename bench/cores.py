@@ -9,13 +9,12 @@ a fresh proxy. Around the load it reads every thread's utime + stime (/proc/PID/
 threads are named: nc-worker-N, nc-stats, the master keeps the process's name) and, from the
 manage port's `status workers`, each worker's requests (the replies its server connections got:
 one per request for single-key GETs) and clients. Printed per workload, medians of the rounds:
-each worker's share of clients and requests, its CPU per request and the ratio to -T 1's worker
-(and of its user-space and kernel parts),
-its read- and write-like system calls and context switches per request (/proc/PID/task/TID/io
-and status: how well it batches, which moves its CPU per request more than anything else here),
-its minor page faults per request (pages the once-a-second trim gave back, touched again),
-its CPU per such system call and the ratio to -T 1's worker, and the master's and the stats
-thread's CPU per request (of all requests).
+each worker's share of clients and requests; its CPU per request and the ratio to -T 1's worker
+(and of its user-space and kernel parts); its read- and write-like system calls and context
+switches per request (/proc/PID/task/TID/io and status: how well it batches, which moves its
+CPU per request more than anything else here); its minor page faults per request (pages the
+once-a-second trim gave back, touched again); its CPU per such system call and the ratio to
+-T 1's worker; the master's and the stats thread's CPU per request (of all requests).
 
 --instr: the same two configurations under `valgrind --tool=callgrind --separate-threads=yes`,
 one client per worker (`ncload -c 1`, so each request is its own loop iteration), each
@@ -31,8 +30,8 @@ Workloads: redis GET of 16-byte values at pipeline 1 and 16, memcached get at pi
 share the machine's cores. For a larger host (notes/many-cores.md): --threads 1,2,4,8 runs more
 configurations (each against the first), --proxy-cpus puts worker i alone on the i-th CPU of its
 list, --load-cpus keeps the load generators and the backends on others, --backends starts more
-backends (so that they are not what limits). Only loopback addresses; every load is a fixed request count with a time limit;
-every process started here is stopped before it exits.
+backends (so that they are not what limits). Only loopback addresses; every load is a fixed
+request count with a time limit; every process started here is stopped before it exits.
 """
 import argparse
 import glob
@@ -42,7 +41,6 @@ import re
 import signal
 import subprocess
 import sys
-import tempfile
 
 import bench  # bench/bench.py: the same helpers and conventions
 from bench import Bench, absolute_bins, common_args, fmt, log, med, raise_nofile, ratio
@@ -89,8 +87,9 @@ def start_proxy(b, threads, tag, wrap=()):
 
 def load_cmd(b, pool, conns, pipe, n, op="get", seq=False):
     taskset = ["taskset", "-c", ",".join(map(str, PIN["load"]))] if PIN["load"] else []
-    cmd = taskset + [b.ncload, "load", "--proto", pool, "-p", str(b.port[pool]), "-c", str(conns), "-P", str(pipe),
-           "-n", str(n), "-r", str(bench.KEYSPACE), "--op", op, "-d", str(VALUE), "--timeout", str(LOAD_TIMEOUT)]
+    cmd = taskset + [b.ncload, "load", "--proto", pool, "-p", str(b.port[pool]), "-c", str(conns),
+                     "-P", str(pipe), "-n", str(n), "-r", str(bench.KEYSPACE), "--op", op, "-d", str(VALUE),
+                     "--timeout", str(LOAD_TIMEOUT)]
     return cmd + (["--seq"] if seq else [])
 
 
@@ -156,9 +155,9 @@ def thread_deltas(t0, t1):
 
 
 def cpu_run(b, threads, w):
-    """One run: {"workers": {id: {"clients", "requests", "us", "user_us", "sys_us", "calls", "csw",
-    "faults" (per request), "us_call"
-    (CPU per read- or write-like system call)}}, "master_us", "stats_us", "requests"}."""
+    """One run: {"workers": {id: {"clients", "requests", per request "us", "user_us", "sys_us",
+    "calls", "csw", "faults", and "us_call": CPU per read- or write-like system call}},
+    "master_us", "stats_us", "requests"}."""
     name, pool, pipe, n, _ = w
     p, stats = start_proxy(b, threads, f"T{threads}")
     try:
@@ -203,8 +202,9 @@ def cpu_report(w, res):
              f"ncload {'memcached' if pool == 'mc' else 'redis'} get, {VALUE} B values, pipeline {pipe}, "
              f"{CONNS} connections and {n} requests per load generator; medians of {len(res[configs[0]])} rounds",
              "", f"| -T | worker | clients | share of requests | worker CPU us/req | **/ -T {configs[0]}'s** | "
-             f"user / -T {configs[0]}'s | system / -T {configs[0]}'s | reads+writes/req | context switches/req | page faults/req | CPU us per read or write | "
-             f"**/ -T {configs[0]}'s** | master CPU us/req | stats CPU us/req |",
+             f"user / -T {configs[0]}'s | system / -T {configs[0]}'s | reads+writes/req | context switches/req | "
+             f"page faults/req | CPU us per read or write | **/ -T {configs[0]}'s** | master CPU us/req | "
+             "stats CPU us/req |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for threads in configs:
         runs = res[threads]
@@ -212,9 +212,11 @@ def cpu_report(w, res):
             share = med([r["workers"][i]["requests"] / r["requests"] for r in runs])
             lines.append(f"| {threads} | {i} | {v['clients']:.0f} | {share:.2f} | {fmt(v['us'])} | "
                          f"**{fmt(ratio(v['us'], base['us']))}** | {fmt(ratio(v['user_us'], base['user_us']))} | "
-                         f"{fmt(ratio(v['sys_us'], base['sys_us']))} | {fmt(v['calls'], 3)} | {fmt(v['csw'], 3)} | {fmt(v['faults'], 4)} | "
+                         f"{fmt(ratio(v['sys_us'], base['sys_us']))} | {fmt(v['calls'], 3)} | {fmt(v['csw'], 3)} | "
+                         f"{fmt(v['faults'], 4)} | "
                          f"{fmt(v['us_call'])} | **{fmt(ratio(v['us_call'], base['us_call']))}** | "
-                         f"{fmt(med([r['master_us'] for r in runs]), 3)} | {fmt(med([r['stats_us'] for r in runs]), 3)} |")
+                         f"{fmt(med([r['master_us'] for r in runs]), 3)} | "
+                         f"{fmt(med([r['stats_us'] for r in runs]), 3)} |")
     return "\n".join(lines) + "\n"
 
 
@@ -228,7 +230,8 @@ def cpu_mode(b, ws, rounds, configs):
                 r = cpu_run(b, threads, w)
                 res[threads].append(r)
                 per = ", ".join(f"worker {i}: {v['clients']} clients, {v['requests']} req, {v['us']:.2f} us/req, "
-                                f"{v['calls']:.3f} reads+writes/req, {v['csw']:.3f} csw/req, {v['faults']:.4f} faults/req"
+                                f"{v['calls']:.3f} reads+writes/req, {v['csw']:.3f} csw/req, "
+                                f"{v['faults']:.4f} faults/req"
                                 for i, v in r["workers"].items())
                 log(f"{w[0]} round {rnd + 1} -T {threads}: {per}; master {r['master_us']:.3f}, "
                     f"stats {r['stats_us']:.3f} us/req")
@@ -260,7 +263,7 @@ def callgrind_totals(prefix):
 def instr_run(b, threads, w, n):
     """One run under callgrind: ({role: instructions}, {worker id: requests})."""
     name, pool, pipe, _, _ = w
-    prefix = tempfile.mktemp(prefix=f"cg-{name}-T{threads}-{n}.", dir=b.dir)
+    prefix = os.path.join(b.dir, f"cg-{name}-T{threads}-{n}")  # (each such run once per invocation)
     wrap = ["valgrind", "--tool=callgrind", "--separate-threads=yes", f"--callgrind-out-file={prefix}"]
     p, stats = start_proxy(b, threads, f"cg-T{threads}", wrap)
     try:
