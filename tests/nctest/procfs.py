@@ -81,6 +81,29 @@ def tasks(pid):
     return {int(t.name): (t / "comm").read_text().strip() for t in Path(f"/proc/{pid}/task").iterdir()}
 
 
+def task_counters(pid):
+    """{thread id: {"name", "ticks" (utime + stime, clock ticks), "uticks" (utime alone),
+    "minflt" (minor page faults),
+    "syscr", "syscw" (read- and write-like system calls, /proc/PID/task/TID/io), "csw" (context
+    switches, voluntary and not)}} of every thread of pid; a thread that ends meanwhile is left
+    out."""
+    out = {}
+    for t in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            text = (t / "stat").read_text()
+            name = (t / "comm").read_text().strip()
+            io = dict(line.split(": ") for line in (t / "io").read_text().splitlines())
+            status = (t / "status").read_text()
+        except OSError:
+            continue
+        fields = text[text.rfind(")") + 2:].split()
+        csw = sum(int(line.split()[1]) for line in status.splitlines() if "ctxt_switches:" in line)
+        out[int(t.name)] = {"name": name, "ticks": int(fields[11]) + int(fields[12]), "uticks": int(fields[11]),
+                            "minflt": int(fields[7]),
+                            "syscr": int(io["syscr"]), "syscw": int(io["syscw"]), "csw": csw}
+    return out
+
+
 def stopped(pid):
     """Whether every thread of pid is stopped (state T): a SIGSTOP reaches a process's threads one
     by one, and one that runs on another CPU may go on for a few milliseconds."""
