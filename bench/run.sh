@@ -4,7 +4,8 @@
 # out of tree (build-bench/: ./configure without debug flags) and the load generator
 # (make -C bench), then runs bench/bench.py on that build with the arguments given (see
 # `bench/run.sh --help`; a later --nc-bin wins); `bench/run.sh storm ...` runs bench/storm.py
-# (connection storms next to a steady client) instead.
+# (connection storms next to a steady client) instead, `bench/run.sh latency ...` bench/latency.py
+# (the latency each proxy adds at fixed request rates, open loop).
 #   NC_SKIP_DEPS=1   install nothing
 # Nothing is left running: bench.py stops every process it started, on errors too.
 set -euo pipefail
@@ -39,8 +40,10 @@ nc_log "building"
 make -C "$BUILD" -j2 src/nutcrackers >/dev/null
 make -C bench >/dev/null
 SCRIPT=bench/bench.py
-if [ "${1:-}" = storm ]; then
-    SCRIPT=bench/storm.py
+case "${1:-}" in
+storm | latency)
+    SCRIPT=bench/$1.py
     shift
-fi
+    ;;
+esac
 exec python3 "$SCRIPT" --nc-bin "$BUILD/src/nutcrackers" "$@"
