@@ -20,9 +20,9 @@ Variants: direct = ncload straight to the backend; nc1 / nc2 = nutcrackers -T 1 
 ncb1 / ncb2 = the same with --nc-bin-b; tw = twemproxy (--tw-bin); px / px2 = predixy with 1 / 2
 worker threads (--px-bin, redis only; started through --px-wrap on the same twemproxy config:
 crc16/modula, which one server makes moot). No CPU pinning: the proxy, the backend and ncload
-share the machine's cores, as a proxy with 2 threads needs both (pinning like bench.py, the proxy
-alone on one core, would hand -T 2 and px2 a core they cannot use); `direct` shares them the same
-way, less the proxy. Run it through `bench/run.sh latency ...`, which builds what is missing.
+share the machine's cores, as a proxy with 2 threads needs both (pinning the proxy alone on one
+core, like bench.py, would leave -T 2 and px2 one core for two threads); `direct` shares them the
+same way, less the proxy. Run it through `bench/run.sh latency ...`, which builds what is missing.
 
 Only loopback addresses; every load has a time limit; every process started here is stopped
 before it exits.
