@@ -6,7 +6,8 @@
 # naming px, pxf or px2f: the peers directory's build-predixy.sh, into build-bench/predixy/), then
 # runs bench/bench.py on that build with the arguments given (see `bench/run.sh --help`; a later
 # --nc-bin wins); `bench/run.sh storm ...` runs bench/storm.py (connection storms next to a
-# steady client) instead.
+# steady client) instead, `bench/run.sh latency ...` bench/latency.py (the latency each proxy adds
+# at fixed request rates, open loop; with predixy, as bench.py).
 #   NC_SKIP_DEPS=1   install nothing
 # Nothing is left running: bench.py stops every process it started, on errors too.
 set -euo pipefail
@@ -41,12 +42,15 @@ nc_log "building"
 make -C "$BUILD" -j2 src/nutcrackers >/dev/null
 make -C bench >/dev/null
 SCRIPT=bench/bench.py
-if [ "${1:-}" = storm ]; then
-    SCRIPT=bench/storm.py
+case "${1:-}" in
+storm | latency)
+    SCRIPT=bench/$1.py
     shift
-fi
-# predixy (px, pxf, px2f; px is among bench.py's default variants), built from the peers directory
-# (NC_PEERS_DIR, default ../shared/peers beside the repository) into build-bench/predixy/
+    ;;
+esac
+# predixy (px, pxf, px2f; px is among bench.py's and latency.py's default variants), built from
+# the peers directory (NC_PEERS_DIR, default ../shared/peers beside the repository) into
+# build-bench/predixy/
 variants=default
 prev=
 for arg in "$@"; do
@@ -55,7 +59,7 @@ for arg in "$@"; do
     prev=$arg
 done
 PEERS=${NC_PEERS_DIR:-$(dirname "$ROOT")/shared/peers}
-if [ "$SCRIPT" = bench/bench.py ] && { [ "$variants" = default ] || [[ ",$variants," == *,px* ]]; }; then
+if [ "$SCRIPT" != bench/storm.py ] && { [ "$variants" = default ] || [[ ",$variants," == *,px* ]]; }; then
     if [ -x "$PEERS/build-predixy.sh" ]; then
         nc_log "building predixy (build-bench/predixy/, once)"
         PX_BIN=$(nice -n 10 "$PEERS/build-predixy.sh" "$BUILD/predixy")
