@@ -357,13 +357,22 @@ static bool client_flush(struct conn *c)
     return false;
 }
 
+/* What the request c is still sending makes the proxy hold: its bytes parsed so far, and the
+ * chunk it is being read into (which holds the bytes the parser cannot take yet: a key is
+ * parsed whole), as a queued request's chunks count (client_req_queued). 0 between requests. */
+static uint64_t client_partial_bytes(const struct conn *c)
+{
+    if (c->rd.msg == NULL) return 0;
+    const struct mbuf *buf = c->rd.buf;
+    return c->rd.msg->len + (buf != NULL ? sizeof(*buf) + buf->cap : 0);
+}
+
 /* conn_ops.on_readable */
 static void client_on_readable(struct conn *c)
 {
     bool eof = false;
     int rc = conn_recv(c, &eof);
-    if (c->rd.msg != NULL || c->held_partial != 0) /* the request it is still sending */
-        client_mem_partial(c, c->rd.msg != NULL ? c->rd.msg->len : 0);
+    if (c->rd.msg != NULL || c->held_partial != 0) client_mem_partial(c, client_partial_bytes(c));
     client_mem_read(c);
     if (rc == -EPROTO || rc == -E2BIG || rc == -EMSGSIZE) {
         const char *why = rc == -E2BIG      ? "request token larger than the buffer size (-m)"

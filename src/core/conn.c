@@ -50,7 +50,7 @@ static void conn_on_event(evutil_socket_t fd, short what, void *arg)
     if (c->tio != 0 && (what = conn_on_transport_event(c, what)) == 0) return;
     if ((what & EV_WRITE) && c->ops->on_writable(c)) return; /* c is gone, or its socket */
     if ((what & EV_READ) && c->reading) c->ops->on_readable(c);
-    else if ((what & EV_CLOSED) && (c->armed & EV_CLOSED)) c->ops->on_hangup(c);
+    else if ((c->armed & EV_CLOSED) && ((what & EV_CLOSED) || transport_peer_gone(&c->tr))) c->ops->on_hangup(c);
 }
 
 int conn_attach(struct conn *c, const struct transport_ctx *ctx, int fd, const char *peer_name)
@@ -104,7 +104,13 @@ static short conn_events_needed(const struct conn *c, bool rd, bool wr)
         wr = (wr && !wwaits) || rwaits;
     }
     bool hup = (c->hup & CONN_HUP_WANTED) && !rd;
-    return (short)((rd ? EV_READ : 0) | (wr ? EV_WRITE : 0) | (hup ? EV_CLOSED : 0));
+    /* epoll reports a reset (ERR|HUP) to libevent as readable and writable, never as EV_CLOSED
+     * (only a FIN's RDHUP is): an event waiting for EV_CLOSED alone would never be called, and
+     * epoll would return the socket in every round. A write wanted sees a reset as its write's
+     * error; without one, EV_READ too, edge-triggered (one call per arrival, not one per round
+     * while the bytes the proxy does not read wait), and conn_on_event asks the socket. */
+    short hup_ev = hup ? (short)(wr ? EV_CLOSED : EV_CLOSED | EV_READ | EV_ET) : 0;
+    return (short)((rd ? EV_READ : 0) | (wr ? EV_WRITE : 0) | hup_ev);
 }
 
 /* Arms the event for what c and its transport want now, when that is not what it is armed with.

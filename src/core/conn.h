@@ -5,7 +5,7 @@
  * What a connection does with its events is its role's: a const struct conn_ops set at creation
  * (client_conn_ops in client.c, server_conn_ops in server.c, dedicated_conn_ops in dedicated.c:
  * a server connection that one client holds at a time, for its transaction; pubsub_conn_ops in
- * pubsub.c while a subscriber holds one). conn.c knows no
+ * feature/pubsub.c while a subscriber holds one). conn.c knows no
  * role by name: it reads, parses and writes, and calls the role's ops.
  *
  * How its bytes move is its transport's (net/transport.h: the plain socket, or another

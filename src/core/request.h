@@ -2,8 +2,9 @@
  * request.h - what happens to a parsed request: answered by the proxy (its protocol's local():
  * PING, AUTH, rejects, ...; errors), routed by key to one server (on a connection of the protocol
  * variant its client speaks), or split into fragments (one per server: by key, or one to every
- * server for CMD_F_FRAG_ALL) whose replies are coalesced; and what happens when its reply arrives
- * or its server fails.
+ * server for CMD_F_FRAG_ALL) whose replies are coalesced (a request forwarded past its client's
+ * fair share of the server connections waits in the proxy first: fair.h); and what happens when
+ * its reply arrives or its server fails.
  *
  * Threads: the loop owning the client (and so the request, its fragments and replies).
  */

@@ -489,7 +489,7 @@ static void txn_resume(struct conn *c)
         t->barrier = 0;
         if (t->bconn != NULL && t->bconn != t->dconn) dedicated_release(t->bconn, false);
         t->bconn = NULL;
-        conn_watch_hangup(c, false);
+        if (!c->mem_paused) conn_watch_hangup(c, false); /* (a client paused for -M keeps its watch) */
         if (t->dconn != NULL && !t->watching) { /* EXEC or UNWATCH answered: nothing is watched */
             dedicated_release(t->dconn, false);
             t->dconn = NULL;

@@ -144,6 +144,11 @@ static inline int transport_accept(struct transport *t, struct sockaddr *sa, soc
     return t->ops->accept(t, sa, salen);
 }
 
+/* Whether the peer of t's socket is gone, for a connection the proxy does not read: the socket
+ * has an error (a reset) or its peer's end of stream is the next thing to read. Bytes waiting to
+ * be read say it is not. Whatever the transport: it asks the socket itself. */
+bool transport_peer_gone(const struct transport *t);
+
 /* Why the last call failed, for a log line: ops->why's words, else strerror(err). */
 const char *transport_strerror(const struct transport *t, int err);
 

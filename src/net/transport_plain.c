@@ -117,6 +117,17 @@ ssize_t transport_write(struct transport *t, const void *buf, size_t len)
     return transport_writev(t, &iov, 1);
 }
 
+bool transport_peer_gone(const struct transport *t)
+{
+    if (t->fd < 0) return true;
+    int err = 0;
+    socklen_t len = sizeof(err);
+    if (getsockopt(t->fd, SOL_SOCKET, SO_ERROR, &err, &len) == 0 && err != 0) return true;
+    char b;
+    ssize_t n = recv(t->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+    return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+}
+
 const char *transport_strerror(const struct transport *t, int err)
 {
     const char *why = t->ops->why != NULL ? t->ops->why(t) : NULL;

@@ -13,8 +13,9 @@
  * its unconsumed tail (the start of a token the parser could not finish) moves to a fresh mbuf;
  * a tail that fills a whole mbuf is a token larger than the buffer size (-E2BIG).
  *
- * The loop's functions are inline: the core's conn_recv passes a sink of known functions, which
- * the compiler then calls directly (the loop runs twice per proxied request).
+ * The loop's functions are inline, compiled into their caller (the core's conn_recv: the loop
+ * runs twice per proxied request): no call for the loop itself; the sink's functions are called
+ * through its pointers.
  *
  * Threads: a reader belongs to the owner of its connection (one loop's thread; a test's, a
  * fuzzer's); the pools it takes from too.

@@ -308,10 +308,12 @@ def test_client_leaving_while_blocked_frees_its_connection(redis_server, write_c
         c.exchange(resp("GET", j), b"$-1\r\n")
 
 
-def test_client_leaving_with_a_long_pipeline_behind_its_block(redis_server, write_conf, nutcrackers):
+@pytest.mark.parametrize("leaving", ["close", "reset"])
+def test_client_leaving_with_a_long_pipeline_behind_its_block(redis_server, write_conf, nutcrackers, leaving):
     """A blocked client with more requests pipelined behind its block than the proxy reads ahead
     (4096: its reading is paused) is still seen leaving (the peer's close is watched while it
-    does not read): its blocked connection is closed at once, not when the block would end."""
+    does not read, a FIN as a reset): its blocked connection is closed at once, not when the block
+    would end."""
     cl = own_cluster(redis_server, write_conf, nutcrackers, "leave-pipelined")
     k, j = tagged("k", "j")
     where = server_of(cl, k)
@@ -324,7 +326,10 @@ def test_client_leaving_with_a_long_pipeline_behind_its_block(redis_server, writ
     c.send(resp("BLPOP", k, "0") + resp("GET", j) * 4200)
     wait_for(lambda: len(redis_blocked(cl.ports[where])) == 1, 10, "BLPOP blocked")
     wait_for(lambda: status(cl.proxy.manage_port)[cl.name]["client_connections"] == 1, 10, "the client in")
-    c.close()
+    if leaving == "reset":
+        c.reset()
+    else:
+        c.close()
     wait_for(lambda: redis_blocked(cl.ports[where]) == [], 10, "the blocked connection gone from the backend")
     wait_for(lambda: procfs.fd_count(pid) == base_fds, 10, "the proxy's fds back to the baseline")
     assert gauge(cl) == [0, 0]

@@ -241,12 +241,13 @@ def test_far_past_the_cap_the_biggest_are_closed_without_waiting_for_the_tick(
         f"peak RSS {top >> 10} kB: {(top - base) >> 20} MB over the idle {base >> 10} kB"
 
 
+@pytest.mark.parametrize("leaving", ["close", "reset"])
 def test_unfinished_bulks_are_counted_closed_biggest_first_and_released_when_they_leave(
-        redis_server, write_conf, nutcrackers):
+        redis_server, write_conf, nutcrackers, leaving):
     """Clients stopped in the middle of a 100 MB value: the request still being sent counts; past
     the cap the biggest is closed (logged with its address), the others are no longer read; when
     they leave, they are closed and the gauge falls back, even while it stays above 9/10 of the
-    cap (they are not read then: their leaving must be seen all the same)."""
+    cap (they are not read then: their leaving must be seen all the same, a FIN as a reset)."""
     proxy, port, _, _ = start(redis_server, write_conf, nutcrackers, "-T", "1", "-M", "64m")
     by = bystander(port)
     lone = RawConn(port)
@@ -255,16 +256,49 @@ def test_unfinished_bulks_are_counted_closed_biggest_first_and_released_when_the
     wait_gauge(proxy, lambda v: v >= 5 * MB, "5 MB for the unfinished request")
     # 20 x 3 MB more: over the cap, the lone 5 MB request is the biggest; what is left after it
     # stays above 9/10 of the cap
-    with crowd.Crowd(port, 20, crowd.redis_unfinished_bulk(3 * MB)):
+    with crowd.Crowd(port, 20, crowd.redis_unfinished_bulk(3 * MB)) as unfinished:
         wait.wait_value(lambda: closes(proxy), lambda n: n >= 1, 20, "a client closed for -M")
         assert lone.is_closed(timeout=10), "the biggest client was not the one closed"
         proxy.wait_log(f"(127.0.0.1:{lone.local_port}) of pool '{POOL}' holds")
         check_bystander(by, "during the unfinished bulks")
+        unfinished.leave(reset=leaving == "reset")
     lone.close()
     wait.wait_value(lambda: doc(proxy)["curr_connections"], lambda n: n == 0, 10,
                     "every crowd client closed once it left")
     wait_gauge(proxy, lambda v: v <= NEAR_ZERO, "near 0 once the crowd left")
     witness_after(port)
+
+
+def test_a_key_still_being_sent_counts_the_buffer_it_is_read_into(redis_server, write_conf, nutcrackers):
+    """200 clients each stopped in the middle of a 16,000-byte key: the parser takes a key whole,
+    so none of its bytes are parsed yet, but each client's 15,000 bytes sit in the proxy's read
+    buffer: they count (about 3 MB and more), and go once the clients leave."""
+    proxy, port, _, _ = start(redis_server, write_conf, nutcrackers, "-T", "1", "-M", "1g")
+    partial_key = b"*3\r\n$3\r\nSET\r\n$16000\r\n" + b"k" * 15000
+    with crowd.Crowd(port, 200, partial_key) as partial:
+        wait.wait_value(lambda: len(partial.finished), lambda n: n == 200, 20, "every key sent")
+        wait_gauge(proxy, lambda v: v >= 200 * 15000, "counting the keys being sent")
+    wait.wait_value(lambda: doc(proxy)["curr_connections"], lambda n: n == 0, 10, "the clients gone")
+    wait_gauge(proxy, lambda v: v <= NEAR_ZERO, "near 0 once they left")
+
+
+def test_a_blocked_client_paused_for_the_cap_is_seen_leaving_once_its_block_ended(
+        redis_server, write_conf, nutcrackers):
+    """A client whose BLPOP times out while the rest of its pipeline (an unfinished 100 kB SET)
+    has it paused for the cap: the end of its block leaves it paused, and its leaving (a FIN) is
+    still seen while the proxy stays above 9/10 of the cap (22 clients stopped 3 MB into a value,
+    one of them closed)."""
+    proxy, port, _, _ = start(redis_server, write_conf, nutcrackers, "-T", "1", "-M", "64m")
+    with crowd.Crowd(port, 22, crowd.redis_unfinished_bulk(3 * MB)):
+        wait.wait_value(lambda: closes(proxy), lambda n: n >= 1, 20, "a client closed for -M")
+        c = RawConn(port, timeout=30)
+        c.send(resp("BLPOP", "nolist", "1") + crowd.redis_unfinished_bulk(100 * 1024, key="c"))
+        c.expect(b"*-1\r\n")  # the block ended (its timeout), the SET still unfinished
+        before = doc(proxy)["curr_connections"]
+        c.close()
+        wait.wait_value(lambda: doc(proxy)["curr_connections"], lambda n: n == before - 1, 10,
+                        "the paused client closed once it left")
+        assert doc(proxy)["client_memory"] > 57 * MB, "the proxy fell under 9/10 of the cap: nothing was tested"
 
 
 def test_past_the_cap_the_big_clients_are_paused_at_once(redis_server, write_conf, nutcrackers):

@@ -16,6 +16,7 @@ others (ints and sets replaced or grown one item at a time: a reader sees a rece
 import errno
 import select
 import socket
+import struct
 import threading
 
 from . import codec, wait
@@ -131,13 +132,16 @@ class Crowd:
         wait.wait_for(lambda: self.total_sent() >= min(nbytes, total), timeout,
                       f"{what}: {nbytes} bytes")
 
-    def leave(self):
-        """Stops writing and closes every client (a reset where replies are unread)."""
+    def leave(self, reset=False):
+        """Stops writing and closes every client (a reset where replies are unread, or with
+        reset: SO_LINGER 0, a reset whatever is unread)."""
         self.stopping.set()
         if self.thread is not None:
             self.thread.join(10)
             assert not self.thread.is_alive(), "the crowd's writer did not stop"
         for s in self.socks:
+            if reset:
+                s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
             s.close()
         self.socks = []
 
