@@ -212,17 +212,16 @@ void conn_watch_hangup(struct conn *c, bool on)
 
 void conn_flush_later(struct conn *c)
 {
-    struct loop *l = c->loop;
     if (c->flush_queued) return;
-    if (TAILQ_EMPTY(&l->flushq)) event_active(l->flush_ev, EV_TIMEOUT, 1);
-    TAILQ_INSERT_TAIL(&l->flushq, c, flush_link);
+    TAILQ_INSERT_TAIL(&c->loop->flushq, c, flush_link); /* run at the end of the pass (loop_pass) */
     c->flush_queued = true;
 }
 
 void conn_flush_queue(struct loop *l)
 {
     /* a flush may queue other conns (a memcached noreply request written completes its client's
-     * turn); each conn is in the queue at most once, and the loop is bounded all the same */
+     * turn); each conn is in the queue at most once, and the loop is bounded all the same (the
+     * rest waits for the next pass, which does not block then) */
     for (uint32_t i = 0; i < CONN_FLUSH_MAX; i++) {
         struct conn *c = TAILQ_FIRST(&l->flushq);
         if (c == NULL) return;
@@ -230,7 +229,6 @@ void conn_flush_queue(struct loop *l)
         c->flush_queued = false;
         c->ops->flush(c);
     }
-    if (!TAILQ_EMPTY(&l->flushq)) event_active(l->flush_ev, EV_TIMEOUT, 1);
 }
 
 int conn_recv(struct conn *c, bool *eof)

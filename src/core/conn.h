@@ -193,13 +193,13 @@ void conn_watch_hangup(struct conn *c, bool on);
 
 /*
  * Output is written without waiting for EV_WRITE: a conn with something to write is queued on its
- * loop, and the queue is flushed once the callbacks of the current loop iteration have run (so
- * the requests of many clients go to a server in one writev, and a client's pipelined replies in
- * one). EV_WRITE is added only when a socket is full. Idempotent; the conn leaves the queue when
- * it is flushed or destroyed.
+ * loop, and the queue is flushed once the callbacks of the current pass of the loop have run
+ * (loop_pass: so the requests of many clients go to a server in one writev, and a client's
+ * pipelined replies in one). EV_WRITE is added only when a socket is full. Idempotent; the conn
+ * leaves the queue when it is flushed or destroyed.
  */
 void conn_flush_later(struct conn *c);
-/* Runs the loop's flush queue (the loop's flush event). */
+/* Runs the loop's flush queue (loop_pass, after the pass's callbacks). */
 void conn_flush_queue(struct loop *l);
 
 /*

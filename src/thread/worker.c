@@ -83,7 +83,7 @@ static void *worker_main(void *arg)
 {
     struct worker *w = arg;
     loop_start(&w->loop);
-    event_base_dispatch(w->base);
+    loop_run(&w->loop);
     return NULL;
 }
 
