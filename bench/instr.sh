@@ -7,8 +7,11 @@
 #
 #   bench/instr.sh BIN [BIN...]            e.g. bench/instr.sh /tmp/nc-before build/src/nutcrackers
 #   NC_INSTR_N=5000 (requests of the small run), NC_INSTR_WORKLOADS="redis_get_p1 ..."
+#   NC_INSTR_KEEP=DIR keeps each run's callgrind output there (DIR-BIN.WORKLOAD.REQUESTS.out),
+#   for callgrind_annotate by function
 #
-# Workloads: redis_get_p1, redis_set_p16 (redis-benchmark, 1 client), mc_get_p1, mc_get_p16
+# Workloads: redis_get_p1, redis_set_p16 (redis-benchmark, 1 client), redis_get_p16 (not in the
+# default set), mc_get_p1, mc_get_p16
 # (bench/ncload, 1 client). Needs valgrind, redis-server, redis-benchmark, memcached and
 # bench/ncload (`make -C bench`). Only 127.0.0.1; every process it starts is stopped.
 set -euo pipefail
@@ -56,6 +59,7 @@ count() {
     redis-benchmark -p "$pp" -n 1 -c 1 -t set -q >/dev/null 2>&1  # the key the GETs read
     case $wl in
         redis_get_p1) redis-benchmark -p "$pp" -n "$n" -c 1 -t get -P 1 -q >/dev/null 2>&1 ;;
+        redis_get_p16) redis-benchmark -p "$pp" -n "$n" -c 1 -t get -P 16 -q >/dev/null 2>&1 ;;
         redis_set_p16) redis-benchmark -p "$pp" -n "$n" -c 1 -t set -P 16 -q >/dev/null 2>&1 ;;
         mc_get_p1) "$ROOT/bench/ncload" load --proto mc -p "$mcp" -c 1 -P 1 -n "$n" --op get -d 16 >/dev/null ;;
         mc_get_p16) "$ROOT/bench/ncload" load --proto mc -p "$mcp" -c 1 -P 16 -n "$n" --op get -d 16 >/dev/null ;;
@@ -64,6 +68,10 @@ count() {
     kill -TERM "$vp"; wait "$vp" || true
     for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
     PIDS=()
+    if [ -n "${NC_INSTR_KEEP:-}" ]; then
+        mkdir -p "$NC_INSTR_KEEP"
+        cp "$d/cg.out" "$NC_INSTR_KEEP/$(basename "$(dirname "$bin")")-$(basename "$bin").$wl.$n.out"
+    fi
     callgrind_annotate "$d/cg.out" | awk '/PROGRAM TOTALS/ && !done { gsub(",", "", $1); print $1; done = 1 }'
 }
 
