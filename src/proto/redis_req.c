@@ -381,12 +381,15 @@ static int rq_start(struct parse_state *ps, struct msg *m, const uint8_t *buf, s
     if (p == len) return PARSE_AGAIN;
     if (buf[p] != '*') return rq_inline(ps, m, buf, len, pp);
 
-    long n = redis_line(buf + p, len - p, REDIS_MAX_HDR);
-    if (n == REDIS_LINE_AGAIN) return PARSE_AGAIN;
     int64_t nargs;
-    if (n == REDIS_LINE_BAD || !redis_parse_int(buf + p + 1, (size_t)n - 1, &nargs) ||
-        nargs > REDIS_MAX_ARGS)
-        return rq_error(ps, "invalid multibulk length");
+    long n = redis_header_fast(buf + p, len - p, &nargs);
+    if (n < 0) {
+        n = redis_line(buf + p, len - p, REDIS_MAX_HDR);
+        if (n == REDIS_LINE_AGAIN) return PARSE_AGAIN;
+        if (n == REDIS_LINE_BAD || !redis_parse_int(buf + p + 1, (size_t)n - 1, &nargs))
+            return rq_error(ps, "invalid multibulk length");
+    }
+    if (nargs > REDIS_MAX_ARGS) return rq_error(ps, "invalid multibulk length");
     *pp = p + (size_t)n + 2;
     if (nargs <= 0) return rq_ignored(ps, (size_t)n + 2);
     ps->a = (uint64_t)nargs;
@@ -416,12 +419,15 @@ static int rq_arg_hdr(struct parse_state *ps, struct msg *m, const uint8_t *buf,
     size_t p = *pp;
     if (p == len) return PARSE_AGAIN;
     if (buf[p] != '$') return rq_error(ps, rq_expected_dollar[buf[p]]);
-    long n = redis_line(buf + p, len - p, REDIS_MAX_HDR);
-    if (n == REDIS_LINE_AGAIN) return PARSE_AGAIN;
     int64_t blen;
-    if (n == REDIS_LINE_BAD || !redis_parse_int(buf + p + 1, (size_t)n - 1, &blen) || blen < 0 ||
-        blen > REDIS_MAX_BULK)
-        return rq_error(ps, "invalid bulk length");
+    long n = redis_header_fast(buf + p, len - p, &blen);
+    if (n < 0) {
+        n = redis_line(buf + p, len - p, REDIS_MAX_HDR);
+        if (n == REDIS_LINE_AGAIN) return PARSE_AGAIN;
+        if (n == REDIS_LINE_BAD || !redis_parse_int(buf + p + 1, (size_t)n - 1, &blen) || blen < 0)
+            return rq_error(ps, "invalid bulk length");
+    }
+    if (blen > REDIS_MAX_BULK) return rq_error(ps, "invalid bulk length");
     ps->off = m->len + p;
     ps->c = (uint64_t)blen;
     *pp = p + (size_t)n + 2;

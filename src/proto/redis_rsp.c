@@ -302,12 +302,14 @@ static int rs_start(struct parse_state *ps, struct msg *m, const uint8_t *buf, s
     }
     if (t != ':' && t != '$' && t != '*') return rs_start3(ps, m, buf, len, pp);
 
-    long n = redis_line(buf + p, len - p, REDIS_MAX_HDR);
-    if (n == REDIS_LINE_AGAIN) return PARSE_AGAIN;
     int64_t v;
-    if (n == REDIS_LINE_BAD || !redis_parse_int(buf + p + 1, (size_t)n - 1, &v) ||
-        (t != ':' && v < -1))
-        return rs_error(ps, rs_header_error(buf + p, n));
+    long n = redis_header_fast(buf + p, len - p, &v);
+    if (n < 0) {
+        n = redis_line(buf + p, len - p, REDIS_MAX_HDR);
+        if (n == REDIS_LINE_AGAIN) return PARSE_AGAIN;
+        if (n == REDIS_LINE_BAD || !redis_parse_int(buf + p + 1, (size_t)n - 1, &v) || (t != ':' && v < -1))
+            return rs_error(ps, rs_header_error(buf + p, n));
+    }
     *pp = p + (size_t)n + 2;
     uint64_t end = m->len + *pp;
 
