@@ -108,7 +108,8 @@ static short conn_events_needed(const struct conn *c, bool rd, bool wr)
 }
 
 /* Arms the event for what c and its transport want now, when that is not what it is armed with.
- * Called whenever c->tio or c->hup changes: conn_set_events' shortcut trusts that the event
+ * Called whenever c->tio or c->hup changes: the shortcut of conn_set_events (and of
+ * conn_want_read/write) trusts that the event
  * matches the role's wishes once both are 0 again. */
 static void conn_arm(struct conn *c)
 {
@@ -123,8 +124,7 @@ static void conn_arm(struct conn *c)
     }
 }
 
-/* Re-arms the event for what is wanted now (rare: back-pressure, a full socket, connect). */
-static void conn_set_events(struct conn *c, bool rd, bool wr)
+void conn_set_events(struct conn *c, bool rd, bool wr)
 {
     /* the usual call changes nothing (client_write asks for what it has): one test for it */
     if (c->reading == rd && c->wev_on == wr && (c->hup | c->tio) == 0) return;
@@ -191,16 +191,6 @@ static void conn_transport_waits(struct conn *c, uint8_t flag)
 {
     c->tio |= flag;
     conn_arm(c);
-}
-
-void conn_want_write(struct conn *c, bool on)
-{
-    conn_set_events(c, c->reading, on);
-}
-
-void conn_want_read(struct conn *c, bool on)
-{
-    conn_set_events(c, on, c->wev_on);
 }
 
 void conn_watch_hangup(struct conn *c, bool on)

@@ -184,8 +184,20 @@ static inline bool conn_open(const struct conn *c)
  */
 int conn_handshake_start(struct conn *c);
 
-void conn_want_write(struct conn *c, bool on);
-void conn_want_read(struct conn *c, bool on);
+/* Re-arms c's event for what its role wants (reading, writing): rare, back-pressure, a full
+ * socket, a connect. */
+void conn_set_events(struct conn *c, bool rd, bool wr);
+
+/* The usual call changes nothing (client_write asks for what it has): one test for it, inline. */
+static inline void conn_want_write(struct conn *c, bool on)
+{
+    if (c->wev_on != on || (c->hup | c->tio) != 0) conn_set_events(c, c->reading, on);
+}
+
+static inline void conn_want_read(struct conn *c, bool on)
+{
+    if (c->reading != on || (c->hup | c->tio) != 0) conn_set_events(c, on, c->wev_on);
+}
 /* While on and c does not read, the peer's close (EV_CLOSED: epoll's RDHUP, seen without reading
  * the bytes before it) calls ops->on_hangup: a blocked client whose reading is paused is seen
  * leaving (feature/txn.c). Where the event backend cannot tell, nothing is watched. */

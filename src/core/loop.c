@@ -236,7 +236,7 @@ int loop_pass(struct loop *l, bool nonblock)
 
 void loop_run(struct loop *l)
 {
-    while (loop_pass(l, false) == 0 && !event_base_got_break(l->base) && !event_base_got_exit(l->base)) {
+    while (loop_pass(l, false) == 0 && !event_base_got_break(l->base)) {
     }
 }
 

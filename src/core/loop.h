@@ -105,8 +105,8 @@ void loop_deinit(struct loop *l);
  * activate. Returns event_base_loop's value (0; 1: no event left; -1: an error).
  */
 int loop_pass(struct loop *l, bool nonblock);
-/* Runs passes until the base is told to stop (event_base_loopbreak/loopexit) or has no event
- * left: the thread's loop. */
+/* Runs passes until the base is told to stop (event_base_loopbreak) or has no event left: the
+ * thread's loop. */
 void loop_run(struct loop *l);
 
 /* Takes over fd, a client the master accepted for pool index `pool` of config generation

@@ -69,10 +69,14 @@ void msg_put(struct msg_pool *pool, struct msg *m)
 {
     for (uint32_t i = 0; i < m->nspans; i++) mbuf_unref(m->spans[i].mb);
     m->nspans = 0;
-    free(m->frags);
-    m->frags = NULL;
-    free(m->key_frag);
-    m->key_frag = NULL;
+    if (m->frags != NULL) { /* (a multi-key request's: the plain path makes no call here) */
+        free(m->frags);
+        m->frags = NULL;
+    }
+    if (m->key_frag != NULL) {
+        free(m->key_frag);
+        m->key_frag = NULL;
+    }
     pool->nlive--;
     /* big arrays are not kept: memory returns to its baseline after a burst */
     if (pool->nfree >= pool->max_free || m->spans_cap > 64 || m->keys_cap > 64 || m->elems_cap > 64) {
