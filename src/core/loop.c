@@ -236,8 +236,14 @@ int loop_pass(struct loop *l, bool nonblock)
 
 void loop_run(struct loop *l)
 {
-    while (loop_pass(l, false) == 0 && !event_base_got_break(l->base)) {
+    while (loop_pass(l, false) == 0 && !l->stopping) {
     }
+}
+
+void loop_stop(struct loop *l)
+{
+    l->stopping = true;
+    event_base_loopbreak(l->base);
 }
 
 void loop_deinit(struct loop *l)

@@ -85,6 +85,7 @@ struct loop {
     uint64_t mem_far;             /* while over: the sum past which the loop closes at once */
     struct nc_ratelimit mem_log;  /* its lines about clients closed for the cap */
     bool draining;                /* loop_drain was called: no client stays once answered */
+    bool stopping;                /* loop_stop was called: loop_run returns */
     atomic_bool drained;          /* draining and no client left: the one field another thread
                                    * (the master, waiting to stop) reads */
 };
@@ -105,9 +106,10 @@ void loop_deinit(struct loop *l);
  * activate. Returns event_base_loop's value (0; 1: no event left; -1: an error).
  */
 int loop_pass(struct loop *l, bool nonblock);
-/* Runs passes until the base is told to stop (event_base_loopbreak) or has no event left: the
- * thread's loop. */
+/* Runs passes until loop_stop or until the base has no event left: the thread's loop. */
 void loop_run(struct loop *l);
+/* Ends loop_run after the current callback (on the loop's thread). */
+void loop_stop(struct loop *l);
 
 /* Takes over fd, a client the master accepted for pool index `pool` of config generation
  * `generation`. Returns 0, or -errno when it was closed instead. */
