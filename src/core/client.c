@@ -201,15 +201,21 @@ static bool client_should_pause(const struct conn *c)
     return (over && head != NULL && !head->done) || c->mem_paused; /* (the proxy over -M) */
 }
 
+/* client_over_limit's drop (its cold end). */
+static __attribute__((noinline)) void client_drop_over_limit(struct conn *c, uint64_t held)
+{
+    log_warn("client %lu: %lu bytes held for requests, replies it does not read and subscriptions "
+             "(besides its largest request): dropping the client", (unsigned long)c->id, (unsigned long)held);
+    client_kill(c, ENOBUFS);
+}
+
 /* Drops c when what it holds, its largest request aside, passes the hard limit. Returns true then. */
-static bool client_over_limit(struct conn *c)
+static inline bool client_over_limit(struct conn *c)
 {
     if (c->kill) return true;
     uint64_t held = c->held_bytes > c->held_max ? c->held_bytes - c->held_max : 0;
     if (held <= CLIENT_OUT_HARD_LIMIT) return false;
-    log_warn("client %lu: %lu bytes held for requests, replies it does not read and subscriptions "
-             "(besides its largest request): dropping the client", (unsigned long)c->id, (unsigned long)held);
-    client_kill(c, ENOBUFS);
+    client_drop_over_limit(c, held);
     return true;
 }
 
