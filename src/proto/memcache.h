@@ -140,20 +140,34 @@ bool mc_parse_i32(const uint8_t *p, size_t len, int32_t *out);
 
 typedef int (*mc_step_fn)(struct parse_state *ps, struct msg *m, const uint8_t *buf, size_t len,
                           size_t *pos);
-/*
- * The loop of both parsers: in MC_STATE_DATA consumes the data block (mc_data) then calls
- * after_data, in any other state calls line; until a step returns a PARSE_* status. Sets
- * *consumed.
- */
-int mc_run(struct parse_state *ps, struct msg *m, const uint8_t *buf, size_t len,
-           size_t *consumed, mc_step_fn line, mc_step_fn after_data);
-
 /* Sets ps->error = why (static text); returns PARSE_ERROR. */
 int mc_fail(struct parse_state *ps, const char *why);
 /* Consumes the rest of a data block (ps->b bytes to come) and the "\r\n" after it; ps->off is
  * the phase (0 data, 1 '\r', 2 '\n') and is 0 again at PARSE_DONE. PARSE_AGAIN wants more bytes,
  * PARSE_ERROR "bad data chunk" is anything but "\r\n" after the data. */
 int mc_data(struct parse_state *ps, const uint8_t *buf, size_t len, size_t *pos);
+
+/*
+ * The loop of both parsers: in MC_STATE_DATA consumes the data block (mc_data) then calls
+ * after_data, in any other state calls line; until a step returns a PARSE_* status. Sets
+ * *consumed. Inline: each parser passes its own steps, which the compiler then calls directly.
+ */
+static inline int mc_run(struct parse_state *ps, struct msg *m, const uint8_t *buf, size_t len,
+                         size_t *consumed, mc_step_fn line, mc_step_fn after_data)
+{
+    size_t pos = 0;
+    int rc = MC_STEP_CONT;
+    while (rc == MC_STEP_CONT) {
+        if (ps->state == MC_STATE_DATA) {
+            rc = mc_data(ps, buf, len, &pos);
+            if (rc == PARSE_DONE) rc = after_data(ps, m, buf, len, &pos);
+        } else {
+            rc = line(ps, m, buf, len, &pos);
+        }
+    }
+    *consumed = pos;
+    return rc;
+}
 
 /*
  * Takes the next step on a line from buf[*pos]: consumes the spaces (MC_TOK_AGAIN), a token

@@ -147,20 +147,3 @@ int mc_line_next(struct parse_state *ps, const uint8_t *buf, size_t len, size_t 
     ps->c += *pos - p;
     return (int)kind;
 }
-
-int mc_run(struct parse_state *ps, struct msg *m, const uint8_t *buf, size_t len,
-           size_t *consumed, mc_step_fn line, mc_step_fn after_data)
-{
-    size_t pos = 0;
-    int rc = MC_STEP_CONT;
-    while (rc == MC_STEP_CONT) {
-        if (ps->state == MC_STATE_DATA) {
-            rc = mc_data(ps, buf, len, &pos);
-            if (rc == PARSE_DONE) rc = after_data(ps, m, buf, len, &pos);
-        } else {
-            rc = line(ps, m, buf, len, &pos);
-        }
-    }
-    *consumed = pos;
-    return rc;
-}

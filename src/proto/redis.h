@@ -31,15 +31,11 @@
 #define REDIS_ERR_PREFIX    48                     /* bytes of an error reply needed to classify it */
 
 /*
- * A parser is a table of steps, one per state: a step consumes what it can from buf[*pp, len)
- * and returns REDIS_CONT (go on with ps->state), PARSE_AGAIN, PARSE_DONE or PARSE_ERROR.
- * redis_run() runs the steps from ps->state until one does not return REDIS_CONT.
+ * A parser is a set of steps, one per state: a step consumes what it can from buf[*pp, len)
+ * and returns REDIS_CONT (go on with ps->state), PARSE_AGAIN, PARSE_DONE or PARSE_ERROR. The
+ * parser runs the steps from ps->state, in a switch, until one does not return REDIS_CONT.
  */
 #define REDIS_CONT 2
-typedef int (*redis_step_fn)(struct parse_state *ps, struct msg *m, const uint8_t *buf, size_t len,
-                             size_t *pp);
-int redis_run(const redis_step_fn *steps, size_t nsteps, struct parse_state *ps, struct msg *m,
-              const uint8_t *buf, size_t len, size_t *consumed);
 
 int redis_parse_req(struct parse_state *ps, struct msg *m, const uint8_t *buf, size_t len,
                     size_t *consumed);

@@ -539,16 +539,24 @@ static int rq_arg_crlf(struct parse_state *ps, struct msg *m, const uint8_t *buf
     return rq_arg_done(ps, m, true, m->len + *pp);
 }
 
+/* The steps in a switch rather than a table of functions: the compiler inlines them into one loop
+ * (every request runs 5 or more). */
 int redis_parse_req(struct parse_state *ps, struct msg *m, const uint8_t *buf, size_t len,
                     size_t *consumed)
 {
-    static const redis_step_fn steps[] = {
-        [RQ_START] = rq_start,
-        [RQ_ARG_HDR] = rq_arg_hdr,
-        [RQ_ARG_WHOLE] = rq_arg_whole,
-        [RQ_NAME_PREFIX] = rq_name_prefix,
-        [RQ_ARG_PIECE] = rq_arg_piece,
-        [RQ_ARG_CRLF] = rq_arg_crlf,
-    };
-    return redis_run(steps, sizeof(steps) / sizeof(steps[0]), ps, m, buf, len, consumed);
+    size_t p = 0;
+    int rc;
+    do {
+        switch (ps->state) {
+        case RQ_START: rc = rq_start(ps, m, buf, len, &p); break;
+        case RQ_ARG_HDR: rc = rq_arg_hdr(ps, m, buf, len, &p); break;
+        case RQ_ARG_WHOLE: rc = rq_arg_whole(ps, m, buf, len, &p); break;
+        case RQ_NAME_PREFIX: rc = rq_name_prefix(ps, m, buf, len, &p); break;
+        case RQ_ARG_PIECE: rc = rq_arg_piece(ps, m, buf, len, &p); break;
+        case RQ_ARG_CRLF: rc = rq_arg_crlf(ps, m, buf, len, &p); break;
+        default: rc = rq_error(ps, "bad parser state"); break;
+        }
+    } while (rc == REDIS_CONT);
+    *consumed = p; /* the contract: set on every return */
+    return rc;
 }
