@@ -106,17 +106,8 @@ static int grow(void **arr, uint32_t *cap, uint32_t need, size_t elem_size)
     return 0;
 }
 
-int msg_append(struct msg *m, struct mbuf *mb, uint32_t off, uint32_t len)
+int msg_append_grow(struct msg *m, struct mbuf *mb, uint32_t off, uint32_t len)
 {
-    if (len == 0) return 0;
-    if (m->nspans > 0) {
-        struct span *last = &m->spans[m->nspans - 1];
-        if (last->mb == mb && last->off + last->len == off) {
-            last->len += len;
-            m->len += len;
-            return 0;
-        }
-    }
     if (grow((void **)&m->spans, &m->spans_cap, m->nspans + 1, sizeof(struct span)) < 0)
         return -ENOMEM;
     mbuf_ref(mb);

@@ -143,9 +143,28 @@ struct msg *msg_get(struct msg_pool *pool);
  * fragments or the peer: the caller does that. */
 void msg_put(struct msg_pool *pool, struct msg *m);
 
+/* msg_append's new span when the array is full: grows it. */
+int msg_append_grow(struct msg *m, struct mbuf *mb, uint32_t off, uint32_t len);
+
 /* Appends bytes [off, off+len) of mb (takes a reference). Merges with the last span when adjacent.
- * Returns 0 or -ENOMEM. */
-int msg_append(struct msg *m, struct mbuf *mb, uint32_t off, uint32_t len);
+ * Returns 0 or -ENOMEM. Inline: the reader appends every message it parses. */
+static inline int msg_append(struct msg *m, struct mbuf *mb, uint32_t off, uint32_t len)
+{
+    if (len == 0) return 0;
+    if (m->nspans > 0) {
+        struct span *last = &m->spans[m->nspans - 1];
+        if (last->mb == mb && last->off + last->len == off) {
+            last->len += len;
+            m->len += len;
+            return 0;
+        }
+    }
+    if (m->nspans == m->spans_cap) return msg_append_grow(m, mb, off, len);
+    mbuf_ref(mb);
+    m->spans[m->nspans++] = (struct span){ .mb = mb, .off = off, .len = len };
+    m->len += len;
+    return 0;
+}
 /* Appends a copy of data as a literal mbuf. Returns 0 or -ENOMEM. */
 int msg_append_literal(struct msg *m, const void *data, size_t len);
 /* Appends the bytes [start, end) of src (by reference, no copy). Returns 0, -EINVAL or -ENOMEM. */
