@@ -78,6 +78,7 @@ enum rq_state {
     RQ_NAME_PREFIX,  /* a name longer than REDIS_NAME_PREFIX: its first REDIS_NAME_PREFIX bytes */
     RQ_ARG_PIECE,    /* data of any other argument, in pieces */
     RQ_ARG_CRLF,     /* the CRLF after data consumed in pieces */
+    RQ_KEY_WHOLE,    /* RQ_ARG_WHOLE of a key: its kind known (found once, by the header) */
 };
 
 enum rq_kind { ARG_NAME, ARG_KEY, ARG_NUMKEYS, ARG_OPTION, ARG_TIMEOUT, ARG_VALUE };
@@ -439,6 +440,8 @@ static int rq_arg_hdr(struct parse_state *ps, struct msg *m, const uint8_t *buf,
         ps->state = blen > REDIS_NAME_PREFIX ? RQ_NAME_PREFIX : RQ_ARG_WHOLE;
         break;
     case ARG_KEY:
+        ps->state = RQ_KEY_WHOLE;
+        break;
     case ARG_OPTION:
         ps->state = RQ_ARG_WHOLE;
         break;
@@ -472,8 +475,9 @@ static int rq_arg_done(struct parse_state *ps, struct msg *m, bool value, uint64
     return PARSE_DONE;
 }
 
-static int rq_arg_whole(struct parse_state *ps, struct msg *m, const uint8_t *buf, size_t len,
-                        size_t *pp)
+/* The argument's data and CRLF, all there at once; kind: what the argument is (rq_kind). */
+static inline int rq_arg_whole(struct parse_state *ps, struct msg *m, const uint8_t *buf, size_t len,
+                               size_t *pp, enum rq_kind kind)
 {
     size_t p = *pp;
     uint64_t dlen = ps->c;
@@ -482,7 +486,7 @@ static int rq_arg_whole(struct parse_state *ps, struct msg *m, const uint8_t *bu
     const uint8_t *data = buf + p;
     uint64_t end = m->len + p + dlen + 2;
     bool check = false;
-    switch (rq_kind(ps, m, ps->b)) {
+    switch (kind) {
     case ARG_NAME:
         rq_on_name(ps, m, data, (size_t)dlen);
         check = true;
@@ -553,7 +557,8 @@ int redis_parse_req(struct parse_state *ps, struct msg *m, const uint8_t *buf, s
         switch (ps->state) {
         case RQ_START: rc = rq_start(ps, m, buf, len, &p); break;
         case RQ_ARG_HDR: rc = rq_arg_hdr(ps, m, buf, len, &p); break;
-        case RQ_ARG_WHOLE: rc = rq_arg_whole(ps, m, buf, len, &p); break;
+        case RQ_ARG_WHOLE: rc = rq_arg_whole(ps, m, buf, len, &p, rq_kind(ps, m, ps->b)); break;
+        case RQ_KEY_WHOLE: rc = rq_arg_whole(ps, m, buf, len, &p, ARG_KEY); break;
         case RQ_NAME_PREFIX: rc = rq_name_prefix(ps, m, buf, len, &p); break;
         case RQ_ARG_PIECE: rc = rq_arg_piece(ps, m, buf, len, &p); break;
         case RQ_ARG_CRLF: rc = rq_arg_crlf(ps, m, buf, len, &p); break;
