@@ -121,9 +121,6 @@ struct mc_tok {
     size_t end;
 };
 
-/* Finds the next token in buf[pos, len). */
-enum mc_tok_kind mc_tok_next(const uint8_t *buf, size_t pos, size_t len, size_t max,
-                             struct mc_tok *t);
 /* Skips the rest of a too-long token: true when it ends in buf (its last byte is *end - 1), false
  * when bytes [pos, *end) may be dropped and more are needed. */
 bool mc_tok_skip(const uint8_t *buf, size_t pos, size_t len, size_t *end);
@@ -168,16 +165,6 @@ static inline int mc_run(struct parse_state *ps, struct msg *m, const uint8_t *b
     *consumed = pos;
     return rc;
 }
-
-/*
- * Takes the next step on a line from buf[*pos]: consumes the spaces (MC_TOK_AGAIN), a token
- * (MC_TOK_WORD, at t), the part in sight of a too-long token (MC_TOK_LONG) or the line end
- * (MC_TOK_EOL), and counts the line's bytes in ps->c (0 at a line's start). Returns that kind,
- * or PARSE_ERROR "line too long" when limited and the line has more than MC_LINE_MAX bytes
- * before its "\n" (decided the same way however the bytes are split).
- */
-int mc_line_next(struct parse_state *ps, const uint8_t *buf, size_t len, size_t *pos,
-                 bool limited, struct mc_tok *t);
 
 /* The proto_ops entries, one file each. */
 int mc_parse_req(struct parse_state *ps, struct msg *m, const uint8_t *buf, size_t len,
