@@ -42,20 +42,8 @@ struct msg *msg_get(struct msg_pool *pool)
     if (m != NULL) {
         pool->free = m->peer;
         pool->nfree--;
-        /* keep the arrays (capacity) of a recycled msg, reset everything else */
-        struct span *spans = m->spans;
-        uint32_t spans_cap = m->spans_cap;
-        struct msg_key *keys = m->keys;
-        uint32_t keys_cap = m->keys_cap;
-        struct msg_elem *elems = m->elems;
-        uint32_t elems_cap = m->elems_cap;
-        memset(m, 0, sizeof(*m));
-        m->spans = spans;
-        m->spans_cap = spans_cap;
-        m->keys = keys;
-        m->keys_cap = keys_cap;
-        m->elems = elems;
-        m->elems_cap = elems_cap;
+        /* keep the arrays (capacity) of a recycled msg, reset everything before them */
+        memset(m, 0, offsetof(struct msg, spans));
     } else {
         m = calloc(1, sizeof(*m));
         if (m == NULL) return NULL;

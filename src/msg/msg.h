@@ -76,9 +76,8 @@ struct msg {
     struct msg *peer;              /* request <-> its response */
     uint64_t id;
 
-    /* bytes */
-    struct span *spans;
-    uint32_t nspans, spans_cap;
+    /* bytes (the array: at the end) */
+    uint32_t nspans;
     uint64_t len;
 
     /* request, filled by the parser */
@@ -90,8 +89,7 @@ struct msg {
                                     * deadline instead of the pool's timeout; 0: not one;
                                     * MSG_BLOCK_FOREVER: no deadline */
     uint64_t nargs;                /* redis: number of arguments including the name */
-    struct msg_key *keys;
-    uint32_t nkeys, keys_cap;
+    uint32_t nkeys;                /* (the array: at the end) */
     bool noreply;                  /* memcached "noreply": no response will come (or be sent) */
     bool quit;                     /* close the client after the replies before this one */
     uint8_t reject;                /* enum msg_reject */
@@ -101,8 +99,8 @@ struct msg {
     uint8_t rsp_type;              /* enum msg_rsp_type */
     bool rsp_fatal;                /* a reply that means the server is unusable (-LOADING, -BUSY, ...) */
     int64_t integer;               /* RSP_INTEGER value */
-    struct msg_elem *elems;        /* top-level elements, recorded when the parser is asked to */
-    uint32_t nelems, elems_cap;
+    uint32_t nelems;               /* top-level elements, recorded when the parser is asked to
+                                    * (the array: at the end) */
 
     /* fragments (multi-key requests) */
     struct msg *frag_owner;        /* a fragment: the client's request */
@@ -120,6 +118,13 @@ struct msg {
     uint32_t fair_cost;            /* request: what it counts in its client's share while in flight */
     uint64_t t_start, t_sent;      /* usec: read from client, written to server */
     uint64_t held;                 /* request: bytes charged to its client's held_bytes */
+
+    /* The arrays, kept with their capacity when the msg is reused (msg_get clears everything
+     * before them). */
+    struct span *spans;
+    struct msg_key *keys;
+    struct msg_elem *elems;
+    uint32_t spans_cap, keys_cap, elems_cap;
 };
 
 TAILQ_HEAD(msg_tqh, msg);
