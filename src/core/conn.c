@@ -109,8 +109,7 @@ static short conn_events_needed(const struct conn *c, bool rd, bool wr)
 
 /* Arms the event for what c and its transport want now, when that is not what it is armed with.
  * Called whenever c->tio or c->hup changes: the shortcut of conn_set_events (and of
- * conn_want_read/write) trusts that the event
- * matches the role's wishes once both are 0 again. */
+ * conn_want_read/write) trusts that the event matches the role's wishes once both are 0 again. */
 static void conn_arm(struct conn *c)
 {
     if (c->ev == NULL) return;

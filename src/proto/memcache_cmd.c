@@ -7,8 +7,6 @@
 #include "config.h"
 #include "proto/memcache.h"
 
-#include <string.h>
-
 const struct mc_cmd mc_cmds[MC_CMD_COUNT] = {
 #define MC_CMD_ENTRY(id, n, a, f, u) \
     [MC_CMD_##id] = { .name = n, .name_len = sizeof(n) - 1, .args = a, .flags = f, .unsupported = u },
