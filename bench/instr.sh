@@ -7,10 +7,13 @@
 #
 #   bench/instr.sh BIN [BIN...]            e.g. bench/instr.sh /tmp/nc-before build/src/nutcrackers
 #   NC_INSTR_N=5000 (requests of the small run), NC_INSTR_WORKLOADS="redis_get_p1 ..."
+#   NC_INSTR_KEEP=DIR keeps each run's callgrind output there (DIR/FOLDER-BIN.WORKLOAD.REQUESTS.out)
+#   for callgrind_annotate or bench/cg_groups.py (instructions per request by group of code)
 #
-# Workloads: redis_get_p1, redis_set_p16 (redis-benchmark, 1 client), mc_get_p1, mc_get_p16
-# (bench/ncload, 1 client). Needs valgrind, redis-server, redis-benchmark, memcached and
-# bench/ncload (`make -C bench`). Only 127.0.0.1; every process it starts is stopped.
+# Workloads: redis_get_p1, redis_set_p16, redis_get_p16 (not in the default set; redis-benchmark,
+# 1 client), mc_get_p1, mc_get_p16 (bench/ncload, 1 client; bench/instr_lib.sh). Needs valgrind,
+# redis-server, redis-benchmark, memcached and bench/ncload (`make -C bench`). Only 127.0.0.1;
+# every process it starts is stopped.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -20,50 +23,28 @@ WORKLOADS=${NC_INSTR_WORKLOADS:-"redis_get_p1 redis_set_p16 mc_get_p1 mc_get_p16
 for tool in valgrind callgrind_annotate redis-server redis-benchmark memcached; do
     command -v "$tool" >/dev/null || { echo "bench/instr.sh: $tool is missing" >&2; exit 2; }
 done
-[ -x "$ROOT/bench/ncload" ] || make -C "$ROOT/bench" >/dev/null
-WORK=$(mktemp -d /tmp/nc-instr.XXXXXX)
-PIDS=()
-cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$WORK"; }
-trap cleanup EXIT
-
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
-
-wait_port() {  # wait_port PORT: until something accepts on it (bounded: 20 s)
-    for _ in $(seq 1 200); do
-        (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
-        sleep 0.1
-    done
-    echo "bench/instr.sh: nothing listens on $1" >&2
-    return 1
-}
+PIN=""
+# shellcheck source=bench/instr_lib.sh
+. "$ROOT/bench/instr_lib.sh"
+bench_setup instr
 
 # count BIN WORKLOAD REQUESTS: the proxy's instructions (all threads) for that many requests
 count() {
     local bin=$1 wl=$2 n=$3 d rp mp pp mcp sp vp
     d=$(mktemp -d "$WORK/run.XXXXXX")
-    rp=$(free_port); mp=$(free_port); pp=$(free_port); mcp=$(free_port); sp=$(free_port)
-    redis-server --port "$rp" --bind 127.0.0.1 --save "" --appendonly no --logfile "$d/redis.log" &
-    PIDS+=($!)
-    memcached -u "$(id -un)" -l 127.0.0.1 -p "$mp" -U 0 &
-    PIDS+=($!)
-    printf 'r:\n  listen: 127.0.0.1:%s\n  redis: true\n  servers:\n   - 127.0.0.1:%s:1\nm:\n  listen: 127.0.0.1:%s\n  servers:\n   - 127.0.0.1:%s:1\n' \
-        "$pp" "$rp" "$mcp" "$mp" >"$d/conf.yml"
-    wait_port "$rp"; wait_port "$mp"
+    start_backends "$d"
     valgrind --tool=callgrind --callgrind-out-file="$d/cg.out" "$bin" -c "$d/conf.yml" -T 1 \
         -s "$sp" -a 127.0.0.1 -o "$d/proxy.log" >/dev/null 2>"$d/valgrind.log" &
     vp=$!
     wait_port "$pp"; wait_port "$mcp"
-    redis-benchmark -p "$pp" -n 1 -c 1 -t set -q >/dev/null 2>&1  # the key the GETs read
-    case $wl in
-        redis_get_p1) redis-benchmark -p "$pp" -n "$n" -c 1 -t get -P 1 -q >/dev/null 2>&1 ;;
-        redis_set_p16) redis-benchmark -p "$pp" -n "$n" -c 1 -t set -P 16 -q >/dev/null 2>&1 ;;
-        mc_get_p1) "$ROOT/bench/ncload" load --proto mc -p "$mcp" -c 1 -P 1 -n "$n" --op get -d 16 >/dev/null ;;
-        mc_get_p16) "$ROOT/bench/ncload" load --proto mc -p "$mcp" -c 1 -P 16 -n "$n" --op get -d 16 >/dev/null ;;
-        *) echo "bench/instr.sh: unknown workload $wl" >&2; exit 2 ;;
-    esac
+    run_load "$wl" "$n"
     kill -TERM "$vp"; wait "$vp" || true
     for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
     PIDS=()
+    if [ -n "${NC_INSTR_KEEP:-}" ]; then
+        mkdir -p "$NC_INSTR_KEEP"
+        cp "$d/cg.out" "$NC_INSTR_KEEP/$(basename "$(dirname "$bin")")-$(basename "$bin").$wl.$n.out"
+    fi
     callgrind_annotate "$d/cg.out" | awk '/PROGRAM TOTALS/ && !done { gsub(",", "", $1); print $1; done = 1 }'
 }
 

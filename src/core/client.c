@@ -201,15 +201,21 @@ static bool client_should_pause(const struct conn *c)
     return (over && head != NULL && !head->done) || c->mem_paused; /* (the proxy over -M) */
 }
 
+/* client_over_limit's drop (its cold end). */
+static __attribute__((noinline)) void client_drop_over_limit(struct conn *c, uint64_t held)
+{
+    log_warn("client %lu: %lu bytes held for requests, replies it does not read and subscriptions "
+             "(besides its largest request): dropping the client", (unsigned long)c->id, (unsigned long)held);
+    client_kill(c, ENOBUFS);
+}
+
 /* Drops c when what it holds, its largest request aside, passes the hard limit. Returns true then. */
-static bool client_over_limit(struct conn *c)
+static inline bool client_over_limit(struct conn *c)
 {
     if (c->kill) return true;
     uint64_t held = c->held_bytes > c->held_max ? c->held_bytes - c->held_max : 0;
     if (held <= CLIENT_OUT_HARD_LIMIT) return false;
-    log_warn("client %lu: %lu bytes held for requests, replies it does not read and subscriptions "
-             "(besides its largest request): dropping the client", (unsigned long)c->id, (unsigned long)held);
-    client_kill(c, ENOBUFS);
+    client_drop_over_limit(c, held);
     return true;
 }
 
@@ -290,20 +296,17 @@ static int client_write(struct conn *c)
 {
     struct loop *l = c->loop;
     for (;;) {
-        struct msg *batch[CLIENT_WRITE_BATCH];
-        uint32_t n = 0;
+        /* the replies of the first n requests, all answered (they leave from the head) */
+        struct msg *replies[CLIENT_WRITE_BATCH];
+        uint32_t n = 0, nr = 0;
         struct msg *req;
         TAILQ_FOREACH(req, &c->reqs, client_link)
         {
             if (!req->done || n == CLIENT_WRITE_BATCH) break;
-            batch[n++] = req;
+            n++;
+            if (req->peer) replies[nr++] = req->peer;
         }
         if (n == 0) break;
-        struct msg *replies[CLIENT_WRITE_BATCH];
-        uint32_t nr = 0;
-        for (uint32_t i = 0; i < n; i++) {
-            if (batch[i]->peer) replies[nr++] = batch[i]->peer;
-        }
         int64_t wrote = nr ? conn_writev(c, replies, nr, c->out_off) : 0;
         if (wrote < 0) return (int)wrote;
         uint64_t off = c->out_off + (uint64_t)wrote;
@@ -312,14 +315,15 @@ static int client_write(struct conn *c)
         if (wrote > 0) c->t_active = now;
         struct stats_pool_block *ps = c->pool->st;
         for (uint32_t i = 0; i < n; i++) {
-            uint64_t len = batch[i]->peer ? batch[i]->peer->len : 0;
+            req = TAILQ_FIRST(&c->reqs);
+            uint64_t len = req->peer ? req->peer->len : 0;
             if (off < len) break;
             off -= len;
-            TAILQ_REMOVE(&c->reqs, batch[i], client_link);
+            TAILQ_REMOVE(&c->reqs, req, client_link);
             c->nreqs--;
-            if (batch[i]->t_start != 0) request_record_latency(l, batch[i], ps, now);
-            client_mem_add(c, -(int64_t)batch[i]->held);
-            request_free(l, batch[i]);
+            if (req->t_start != 0) request_record_latency(l, req, ps, now);
+            client_mem_add(c, -(int64_t)req->held);
+            request_free(l, req);
             freed++;
         }
         c->out_off = off;

@@ -114,8 +114,8 @@ static short conn_events_needed(const struct conn *c, bool rd, bool wr)
 }
 
 /* Arms the event for what c and its transport want now, when that is not what it is armed with.
- * Called whenever c->tio or c->hup changes: conn_set_events' shortcut trusts that the event
- * matches the role's wishes once both are 0 again. */
+ * Called whenever c->tio or c->hup changes: the shortcut of conn_set_events (and of
+ * conn_want_read/write) trusts that the event matches the role's wishes once both are 0 again. */
 static void conn_arm(struct conn *c)
 {
     if (c->ev == NULL) return;
@@ -129,8 +129,7 @@ static void conn_arm(struct conn *c)
     }
 }
 
-/* Re-arms the event for what is wanted now (rare: back-pressure, a full socket, connect). */
-static void conn_set_events(struct conn *c, bool rd, bool wr)
+void conn_set_events(struct conn *c, bool rd, bool wr)
 {
     /* the usual call changes nothing (client_write asks for what it has): one test for it */
     if (c->reading == rd && c->wev_on == wr && (c->hup | c->tio) == 0) return;
@@ -199,16 +198,6 @@ static void conn_transport_waits(struct conn *c, uint8_t flag)
     conn_arm(c);
 }
 
-void conn_want_write(struct conn *c, bool on)
-{
-    conn_set_events(c, c->reading, on);
-}
-
-void conn_want_read(struct conn *c, bool on)
-{
-    conn_set_events(c, on, c->wev_on);
-}
-
 void conn_watch_hangup(struct conn *c, bool on)
 {
     if (on && !(event_base_get_features(c->loop->base) & EV_FEATURE_EARLY_CLOSE)) return;
@@ -218,17 +207,16 @@ void conn_watch_hangup(struct conn *c, bool on)
 
 void conn_flush_later(struct conn *c)
 {
-    struct loop *l = c->loop;
     if (c->flush_queued) return;
-    if (TAILQ_EMPTY(&l->flushq)) event_active(l->flush_ev, EV_TIMEOUT, 1);
-    TAILQ_INSERT_TAIL(&l->flushq, c, flush_link);
+    TAILQ_INSERT_TAIL(&c->loop->flushq, c, flush_link); /* run at the end of the pass (loop_pass) */
     c->flush_queued = true;
 }
 
 void conn_flush_queue(struct loop *l)
 {
     /* a flush may queue other conns (a memcached noreply request written completes its client's
-     * turn); each conn is in the queue at most once, and the loop is bounded all the same */
+     * turn); each conn is in the queue at most once, and the loop is bounded all the same (the
+     * rest waits for the next pass, which does not block then) */
     for (uint32_t i = 0; i < CONN_FLUSH_MAX; i++) {
         struct conn *c = TAILQ_FIRST(&l->flushq);
         if (c == NULL) return;
@@ -236,7 +224,6 @@ void conn_flush_queue(struct loop *l)
         c->flush_queued = false;
         c->ops->flush(c);
     }
-    if (!TAILQ_EMPTY(&l->flushq)) event_active(l->flush_ev, EV_TIMEOUT, 1);
 }
 
 int conn_recv(struct conn *c, bool *eof)

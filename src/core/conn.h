@@ -184,8 +184,20 @@ static inline bool conn_open(const struct conn *c)
  */
 int conn_handshake_start(struct conn *c);
 
-void conn_want_write(struct conn *c, bool on);
-void conn_want_read(struct conn *c, bool on);
+/* Re-arms c's event for what its role wants (reading, writing): rare, back-pressure, a full
+ * socket, a connect. */
+void conn_set_events(struct conn *c, bool rd, bool wr);
+
+/* The usual call changes nothing (client_write asks for what it has): one test for it, inline. */
+static inline void conn_want_write(struct conn *c, bool on)
+{
+    if (c->wev_on != on || (c->hup | c->tio) != 0) conn_set_events(c, c->reading, on);
+}
+
+static inline void conn_want_read(struct conn *c, bool on)
+{
+    if (c->reading != on || (c->hup | c->tio) != 0) conn_set_events(c, on, c->wev_on);
+}
 /* While on and c does not read, the peer's close (EV_CLOSED: epoll's RDHUP, seen without reading
  * the bytes before it) calls ops->on_hangup: a blocked client whose reading is paused is seen
  * leaving (feature/txn.c). Where the event backend cannot tell, nothing is watched. */
@@ -193,13 +205,13 @@ void conn_watch_hangup(struct conn *c, bool on);
 
 /*
  * Output is written without waiting for EV_WRITE: a conn with something to write is queued on its
- * loop, and the queue is flushed once the callbacks of the current loop iteration have run (so
- * the requests of many clients go to a server in one writev, and a client's pipelined replies in
- * one). EV_WRITE is added only when a socket is full. Idempotent; the conn leaves the queue when
- * it is flushed or destroyed.
+ * loop, and the queue is flushed once the callbacks of the current pass of the loop have run
+ * (loop_pass: so the requests of many clients go to a server in one writev, and a client's
+ * pipelined replies in one). EV_WRITE is added only when a socket is full. Idempotent; the conn
+ * leaves the queue when it is flushed or destroyed.
  */
 void conn_flush_later(struct conn *c);
-/* Runs the loop's flush queue (the loop's flush event). */
+/* Runs the loop's flush queue (loop_pass, after the pass's callbacks). */
 void conn_flush_queue(struct loop *l);
 
 /*

@@ -112,13 +112,6 @@ static void loop_idle_arm(struct loop *l)
     if (every != 0) event_add(l->idle_ev, &tv);
 }
 
-static void loop_on_flush(int fd, short what, void *arg)
-{
-    (void)fd;
-    (void)what;
-    conn_flush_queue(arg);
-}
-
 /* Frees the old generations nothing uses any more (outside any connection's callback: freeing a
  * generation may close server connections). */
 static void loop_on_reap(int fd, short what, void *arg)
@@ -220,8 +213,6 @@ int loop_init(struct loop *l, uint32_t id, struct event_base *base, struct runti
     msg_pool_init(&l->msgs, LOOP_MSG_FREE_MAX);
     l->gen = gen_create(l, rt);
     if (l->gen == NULL) return -ENOMEM;
-    l->flush_ev = event_new(base, -1, 0, loop_on_flush, l);
-    if (l->flush_ev == NULL) return -ENOMEM;
     l->reap_ev = event_new(base, -1, 0, loop_on_reap, l);
     if (l->reap_ev == NULL) return -ENOMEM;
     struct timeval every = { .tv_sec = LOOP_TRIM_SEC };
@@ -234,6 +225,26 @@ int loop_init(struct loop *l, uint32_t id, struct event_base *base, struct runti
 void loop_start(struct loop *l)
 {
     gen_preconnect(l->gen);
+}
+
+int loop_pass(struct loop *l, bool nonblock)
+{
+    int flags = EVLOOP_ONCE | (nonblock || !TAILQ_EMPTY(&l->flushq) ? EVLOOP_NONBLOCK : 0);
+    int rc = event_base_loop(l->base, flags);
+    conn_flush_queue(l);
+    return rc;
+}
+
+void loop_run(struct loop *l)
+{
+    while (loop_pass(l, false) == 0 && !l->stopping) {
+    }
+}
+
+void loop_stop(struct loop *l)
+{
+    l->stopping = true;
+    event_base_loopbreak(l->base);
 }
 
 void loop_deinit(struct loop *l)
@@ -249,8 +260,6 @@ void loop_deinit(struct loop *l)
     if (l->idle_ev) event_free(l->idle_ev);
     l->idle_ev = NULL;
     client_mem_loop_deinit(l);
-    if (l->flush_ev) event_free(l->flush_ev);
-    l->flush_ev = NULL;
     if (l->reap_ev) event_free(l->reap_ev);
     l->reap_ev = NULL;
     l->stats = NULL; /* the master's */

@@ -55,7 +55,6 @@ struct loop {
     struct event *idle_ev;        /* periodic look for idle clients (client_idle_timeout), NULL:
                                    * no pool of the current generation has one */
     uint64_t idle_every_usec;     /* its period */
-    struct event *flush_ev;       /* activated while flushq is not empty */
     struct event *reap_ev;        /* activated when an old generation may have become idle */
     struct conn_tqh flushq;       /* conns with output to write (conn_flush_later) */
     struct mbuf_pool mbufs;
@@ -86,6 +85,7 @@ struct loop {
     uint64_t mem_far;             /* while over: the sum past which the loop closes at once */
     struct nc_ratelimit mem_log;  /* its lines about clients closed for the cap */
     bool draining;                /* loop_drain was called: no client stays once answered */
+    bool stopping;                /* loop_stop was called: loop_run returns */
     atomic_bool drained;          /* draining and no client left: the one field another thread
                                    * (the master, waiting to stop) reads */
 };
@@ -98,6 +98,18 @@ int loop_init(struct loop *l, uint32_t id, struct event_base *base, struct runti
 void loop_start(struct loop *l);
 /* Closes every client and connection and frees what loop_init made (not the base). */
 void loop_deinit(struct loop *l);
+
+/*
+ * One pass of l's event base: waits for events (not when output is queued: then it only runs
+ * what is ready; nonblock: never), runs their callbacks, then writes the output they queued
+ * (conn_flush_later): one writev per connection per pass, without an event of its own to
+ * activate. Returns event_base_loop's value (0; 1: no event left; -1: an error).
+ */
+int loop_pass(struct loop *l, bool nonblock);
+/* Runs passes until loop_stop or until the base has no event left: the thread's loop. */
+void loop_run(struct loop *l);
+/* Ends loop_run after the current callback (on the loop's thread). */
+void loop_stop(struct loop *l);
 
 /* Takes over fd, a client the master accepted for pool index `pool` of config generation
  * `generation`. Returns 0, or -errno when it was closed instead. */

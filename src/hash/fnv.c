@@ -28,14 +28,24 @@ uint32_t hash_fnv1_32(const uint8_t *key, size_t len)
     return h;
 }
 
+/* FNV-1a in 32-bit arithmetic from basis h with prime p, four bytes a round (the loop's own
+ * instructions then cost a quarter as much: fnv1a_64 is the hash of most pools). */
+static inline uint32_t fnv1a_32bit(uint32_t h, uint32_t p, const uint8_t *key, size_t len)
+{
+    size_t i = 0;
+    for (; i + 4 <= len; i += 4) {
+        h = (h ^ hash_sext32(key[i])) * p;
+        h = (h ^ hash_sext32(key[i + 1])) * p;
+        h = (h ^ hash_sext32(key[i + 2])) * p;
+        h = (h ^ hash_sext32(key[i + 3])) * p;
+    }
+    for (; i < len; i++) h = (h ^ hash_sext32(key[i])) * p;
+    return h;
+}
+
 uint32_t hash_fnv1a_32(const uint8_t *key, size_t len)
 {
-    uint32_t h = FNV32_OFFSET;
-    for (size_t i = 0; i < len; i++) {
-        h ^= hash_sext32(key[i]);
-        h *= FNV32_PRIME;
-    }
-    return h;
+    return fnv1a_32bit(FNV32_OFFSET, FNV32_PRIME, key, len);
 }
 
 uint32_t hash_fnv1_64(const uint8_t *key, size_t len)
@@ -50,10 +60,5 @@ uint32_t hash_fnv1_64(const uint8_t *key, size_t len)
 
 uint32_t hash_fnv1a_64(const uint8_t *key, size_t len)
 {
-    uint32_t h = (uint32_t)FNV64_OFFSET;
-    for (size_t i = 0; i < len; i++) {
-        h ^= hash_sext32(key[i]);
-        h *= (uint32_t)FNV64_PRIME;
-    }
-    return h;
+    return fnv1a_32bit((uint32_t)FNV64_OFFSET, (uint32_t)FNV64_PRIME, key, len);
 }

@@ -13,16 +13,18 @@
 /*
  * twemproxy reads key bytes as `char`, which is signed on x86, and some hashes widen them with a
  * plain cast: 0x80..0xff become 0xffffff80..0xffffffff. These reproduce that without relying on
- * the signedness of char.
+ * the signedness of char: through int8_t, one sign-extending load (a test and a select
+ * otherwise: 5 instructions a key byte). uint8_t to int8_t keeps the bits on every compiler the
+ * build supports (GCC and Clang define the conversion modulo 2^8).
  */
 static inline uint32_t hash_sext32(uint8_t b)
 {
-    return b < 0x80 ? (uint32_t)b : (uint32_t)b | UINT32_C(0xffffff00);
+    return (uint32_t)(int32_t)(int8_t)b;
 }
 
 static inline uint64_t hash_sext64(uint8_t b)
 {
-    return b < 0x80 ? (uint64_t)b : (uint64_t)b | UINT64_C(0xffffffffffffff00);
+    return (uint64_t)(int64_t)(int8_t)b;
 }
 
 static inline uint32_t hash_load_le32(const uint8_t *p)

@@ -65,9 +65,8 @@ struct mbuf *mbuf_literal(const void *data, size_t len)
     return mb;
 }
 
-void mbuf_unref(struct mbuf *mb)
+void mbuf_release(struct mbuf *mb)
 {
-    if (--mb->refs > 0) return;
     struct mbuf_pool *pool = mb->pool;
     if (pool == NULL) {
         free(mb);

@@ -46,7 +46,14 @@ struct mbuf *mbuf_get(struct mbuf_pool *pool);
 struct mbuf *mbuf_literal(const void *data, size_t len);
 
 static inline void mbuf_ref(struct mbuf *mb) { mb->refs++; }
-void mbuf_unref(struct mbuf *mb);
+/* mbuf_unref's last reference: the chunk goes back to its pool (or is freed). */
+void mbuf_release(struct mbuf *mb);
+/* Drops a reference (inline: several per request, and seldom the last). */
+static inline void mbuf_unref(struct mbuf *mb)
+{
+    if (--mb->refs > 0) return;
+    mbuf_release(mb);
+}
 
 static inline uint32_t mbuf_room(const struct mbuf *mb) { return mb->cap - mb->len; }
 

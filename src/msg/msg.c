@@ -42,20 +42,8 @@ struct msg *msg_get(struct msg_pool *pool)
     if (m != NULL) {
         pool->free = m->peer;
         pool->nfree--;
-        /* keep the arrays (capacity) of a recycled msg, reset everything else */
-        struct span *spans = m->spans;
-        uint32_t spans_cap = m->spans_cap;
-        struct msg_key *keys = m->keys;
-        uint32_t keys_cap = m->keys_cap;
-        struct msg_elem *elems = m->elems;
-        uint32_t elems_cap = m->elems_cap;
-        memset(m, 0, sizeof(*m));
-        m->spans = spans;
-        m->spans_cap = spans_cap;
-        m->keys = keys;
-        m->keys_cap = keys_cap;
-        m->elems = elems;
-        m->elems_cap = elems_cap;
+        /* keep the arrays (capacity) of a recycled msg, reset everything before them */
+        memset(m, 0, offsetof(struct msg, spans));
     } else {
         m = calloc(1, sizeof(*m));
         if (m == NULL) return NULL;
@@ -69,10 +57,14 @@ void msg_put(struct msg_pool *pool, struct msg *m)
 {
     for (uint32_t i = 0; i < m->nspans; i++) mbuf_unref(m->spans[i].mb);
     m->nspans = 0;
-    free(m->frags);
-    m->frags = NULL;
-    free(m->key_frag);
-    m->key_frag = NULL;
+    if (m->frags != NULL) { /* (a multi-key request's: the plain path makes no call here) */
+        free(m->frags);
+        m->frags = NULL;
+    }
+    if (m->key_frag != NULL) {
+        free(m->key_frag);
+        m->key_frag = NULL;
+    }
     pool->nlive--;
     /* big arrays are not kept: memory returns to its baseline after a burst */
     if (pool->nfree >= pool->max_free || m->spans_cap > 64 || m->keys_cap > 64 || m->elems_cap > 64) {
@@ -102,17 +94,8 @@ static int grow(void **arr, uint32_t *cap, uint32_t need, size_t elem_size)
     return 0;
 }
 
-int msg_append(struct msg *m, struct mbuf *mb, uint32_t off, uint32_t len)
+int msg_append_grow(struct msg *m, struct mbuf *mb, uint32_t off, uint32_t len)
 {
-    if (len == 0) return 0;
-    if (m->nspans > 0) {
-        struct span *last = &m->spans[m->nspans - 1];
-        if (last->mb == mb && last->off + last->len == off) {
-            last->len += len;
-            m->len += len;
-            return 0;
-        }
-    }
     if (grow((void **)&m->spans, &m->spans_cap, m->nspans + 1, sizeof(struct span)) < 0)
         return -ENOMEM;
     mbuf_ref(mb);

@@ -76,9 +76,8 @@ struct msg {
     struct msg *peer;              /* request <-> its response */
     uint64_t id;
 
-    /* bytes */
-    struct span *spans;
-    uint32_t nspans, spans_cap;
+    /* bytes (the array: at the end) */
+    uint32_t nspans;
     uint64_t len;
 
     /* request, filled by the parser */
@@ -90,8 +89,7 @@ struct msg {
                                     * deadline instead of the pool's timeout; 0: not one;
                                     * MSG_BLOCK_FOREVER: no deadline */
     uint64_t nargs;                /* redis: number of arguments including the name */
-    struct msg_key *keys;
-    uint32_t nkeys, keys_cap;
+    uint32_t nkeys;                /* (the array: at the end) */
     bool noreply;                  /* memcached "noreply": no response will come (or be sent) */
     bool quit;                     /* close the client after the replies before this one */
     uint8_t reject;                /* enum msg_reject */
@@ -101,8 +99,8 @@ struct msg {
     uint8_t rsp_type;              /* enum msg_rsp_type */
     bool rsp_fatal;                /* a reply that means the server is unusable (-LOADING, -BUSY, ...) */
     int64_t integer;               /* RSP_INTEGER value */
-    struct msg_elem *elems;        /* top-level elements, recorded when the parser is asked to */
-    uint32_t nelems, elems_cap;
+    uint32_t nelems;               /* top-level elements, recorded when the parser is asked to
+                                    * (the array: at the end) */
 
     /* fragments (multi-key requests) */
     struct msg *frag_owner;        /* a fragment: the client's request */
@@ -120,6 +118,13 @@ struct msg {
     uint32_t fair_cost;            /* request: what it counts in its client's share while in flight */
     uint64_t t_start, t_sent;      /* usec: read from client, written to server */
     uint64_t held;                 /* request: bytes charged to its client's held_bytes */
+
+    /* The arrays, kept with their capacity when the msg is reused (msg_get clears everything
+     * before them). */
+    struct span *spans;
+    struct msg_key *keys;
+    struct msg_elem *elems;
+    uint32_t spans_cap, keys_cap, elems_cap;
 };
 
 TAILQ_HEAD(msg_tqh, msg);
@@ -143,9 +148,28 @@ struct msg *msg_get(struct msg_pool *pool);
  * fragments or the peer: the caller does that. */
 void msg_put(struct msg_pool *pool, struct msg *m);
 
+/* msg_append's new span when the array is full: grows it. */
+int msg_append_grow(struct msg *m, struct mbuf *mb, uint32_t off, uint32_t len);
+
 /* Appends bytes [off, off+len) of mb (takes a reference). Merges with the last span when adjacent.
- * Returns 0 or -ENOMEM. */
-int msg_append(struct msg *m, struct mbuf *mb, uint32_t off, uint32_t len);
+ * Returns 0 or -ENOMEM. Inline: the reader appends every message it parses. */
+static inline int msg_append(struct msg *m, struct mbuf *mb, uint32_t off, uint32_t len)
+{
+    if (len == 0) return 0;
+    if (m->nspans > 0) {
+        struct span *last = &m->spans[m->nspans - 1];
+        if (last->mb == mb && last->off + last->len == off) {
+            last->len += len;
+            m->len += len;
+            return 0;
+        }
+    }
+    if (m->nspans == m->spans_cap) return msg_append_grow(m, mb, off, len);
+    mbuf_ref(mb);
+    m->spans[m->nspans++] = (struct span){ .mb = mb, .off = off, .len = len };
+    m->len += len;
+    return 0;
+}
 /* Appends a copy of data as a literal mbuf. Returns 0 or -ENOMEM. */
 int msg_append_literal(struct msg *m, const void *data, size_t len);
 /* Appends the bytes [start, end) of src (by reference, no copy). Returns 0, -EINVAL or -ENOMEM. */

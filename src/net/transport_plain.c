@@ -3,6 +3,10 @@
  * the non-blocking socket itself, no handshake, nothing held back. The generic helpers of
  * transport.h live here too.
  *
+ * read and writev are made as raw system calls (syscall(2)): libc's wrappers are cancellation
+ * points, which costs two calls around every system call in a threaded process (~40 instructions
+ * each, 4 to 5 calls per proxied request); the proxy never cancels a thread.
+ *
  * Threads: the ops are const; a struct transport belongs to its connection's thread.
  */
 #include "config.h"
@@ -10,12 +14,13 @@
 
 #include <errno.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 static ssize_t plain_read(struct transport *t, void *buf, size_t len)
 {
     for (;;) {
-        ssize_t n = read(t->fd, buf, len);
+        ssize_t n = syscall(SYS_read, t->fd, buf, len);
         if (n >= 0) return n;
         if (errno == EINTR) continue;
         if (errno == EAGAIN || errno == EWOULDBLOCK) {
@@ -29,7 +34,7 @@ static ssize_t plain_read(struct transport *t, void *buf, size_t len)
 static ssize_t plain_writev(struct transport *t, const struct iovec *iov, int n)
 {
     for (;;) {
-        ssize_t w = writev(t->fd, iov, n);
+        ssize_t w = syscall(SYS_writev, t->fd, iov, n);
         if (w >= 0) return w;
         if (errno == EINTR) continue;
         if (errno == EAGAIN || errno == EWOULDBLOCK) {

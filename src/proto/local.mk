@@ -6,7 +6,7 @@ src_libnutcrackers_la_SOURCES += src/proto/reader.h src/proto/reader.c
 src_libnutcrackers_la_SOURCES += \
 	src/proto/memcache.h \
 	src/proto/memcache_cmd.c \
-	src/proto/memcache_token.c \
+	src/proto/memcache_token.c src/proto/memcache_token.h \
 	src/proto/memcache_req.c \
 	src/proto/memcache_rsp.c \
 	src/proto/memcache_frag.c \

@@ -121,9 +121,6 @@ struct mc_tok {
     size_t end;
 };
 
-/* Finds the next token in buf[pos, len). */
-enum mc_tok_kind mc_tok_next(const uint8_t *buf, size_t pos, size_t len, size_t max,
-                             struct mc_tok *t);
 /* Skips the rest of a too-long token: true when it ends in buf (its last byte is *end - 1), false
  * when bytes [pos, *end) may be dropped and more are needed. */
 bool mc_tok_skip(const uint8_t *buf, size_t pos, size_t len, size_t *end);
@@ -140,14 +137,6 @@ bool mc_parse_i32(const uint8_t *p, size_t len, int32_t *out);
 
 typedef int (*mc_step_fn)(struct parse_state *ps, struct msg *m, const uint8_t *buf, size_t len,
                           size_t *pos);
-/*
- * The loop of both parsers: in MC_STATE_DATA consumes the data block (mc_data) then calls
- * after_data, in any other state calls line; until a step returns a PARSE_* status. Sets
- * *consumed.
- */
-int mc_run(struct parse_state *ps, struct msg *m, const uint8_t *buf, size_t len,
-           size_t *consumed, mc_step_fn line, mc_step_fn after_data);
-
 /* Sets ps->error = why (static text); returns PARSE_ERROR. */
 int mc_fail(struct parse_state *ps, const char *why);
 /* Consumes the rest of a data block (ps->b bytes to come) and the "\r\n" after it; ps->off is
@@ -156,14 +145,26 @@ int mc_fail(struct parse_state *ps, const char *why);
 int mc_data(struct parse_state *ps, const uint8_t *buf, size_t len, size_t *pos);
 
 /*
- * Takes the next step on a line from buf[*pos]: consumes the spaces (MC_TOK_AGAIN), a token
- * (MC_TOK_WORD, at t), the part in sight of a too-long token (MC_TOK_LONG) or the line end
- * (MC_TOK_EOL), and counts the line's bytes in ps->c (0 at a line's start). Returns that kind,
- * or PARSE_ERROR "line too long" when limited and the line has more than MC_LINE_MAX bytes
- * before its "\n" (decided the same way however the bytes are split).
+ * The loop of both parsers: in MC_STATE_DATA consumes the data block (mc_data) then calls
+ * after_data, in any other state calls line; until a step returns a PARSE_* status. Sets
+ * *consumed. Inline: each parser passes its own steps, which the compiler then calls directly.
  */
-int mc_line_next(struct parse_state *ps, const uint8_t *buf, size_t len, size_t *pos,
-                 bool limited, struct mc_tok *t);
+static inline int mc_run(struct parse_state *ps, struct msg *m, const uint8_t *buf, size_t len,
+                         size_t *consumed, mc_step_fn line, mc_step_fn after_data)
+{
+    size_t pos = 0;
+    int rc = MC_STEP_CONT;
+    while (rc == MC_STEP_CONT) {
+        if (ps->state == MC_STATE_DATA) {
+            rc = mc_data(ps, buf, len, &pos);
+            if (rc == PARSE_DONE) rc = after_data(ps, m, buf, len, &pos);
+        } else {
+            rc = line(ps, m, buf, len, &pos);
+        }
+    }
+    *consumed = pos;
+    return rc;
+}
 
 /* The proto_ops entries, one file each. */
 int mc_parse_req(struct parse_state *ps, struct msg *m, const uint8_t *buf, size_t len,

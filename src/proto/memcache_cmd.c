@@ -7,8 +7,6 @@
 #include "config.h"
 #include "proto/memcache.h"
 
-#include <string.h>
-
 const struct mc_cmd mc_cmds[MC_CMD_COUNT] = {
 #define MC_CMD_ENTRY(id, n, a, f, u) \
     [MC_CMD_##id] = { .name = n, .name_len = sizeof(n) - 1, .args = a, .flags = f, .unsupported = u },
@@ -26,7 +24,7 @@ enum mc_cmd_id mc_cmd_lookup(const uint8_t *verb, size_t len)
 {
     for (int i = MC_CMD_UNKNOWN + 1; i < MC_CMD_COUNT; i++) {
         const struct mc_cmd *c = &mc_cmds[i];
-        if (c->name_len == len && len > 0 && memcmp(c->name, verb, len) == 0) return (enum mc_cmd_id)i;
+        if (c->name_len == len && len > 0 && proto_bytes_equal(c->name, verb, len)) return (enum mc_cmd_id)i;
     }
     return MC_CMD_UNKNOWN;
 }

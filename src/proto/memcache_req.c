@@ -38,7 +38,7 @@
  * Threads: the worker owning the connection (parse_state) and the msg.
  */
 #include "config.h"
-#include "proto/memcache.h"
+#include "proto/memcache_token.h"
 
 #include <string.h>
 

@@ -18,7 +18,7 @@
  * Threads: the worker owning the connection (parse_state) and the msg.
  */
 #include "config.h"
-#include "proto/memcache.h"
+#include "proto/memcache_token.h"
 
 #include <string.h>
 
@@ -31,34 +31,37 @@ enum { RS_WORD = 0, RS_VALUE, RS_EOL, RS_TEXT, RS_STAT, RS_DATA = MC_STATE_DATA 
 
 struct mc_rsp_word {
     const char *word;
+    uint8_t len;     /* strlen(word) */
     uint8_t type;    /* enum msg_rsp_type */
     uint8_t next;    /* RS_EOL (nothing after the word), RS_TEXT (free text), RS_VALUE or RS_STAT
                       * (free text, then more lines) */
 };
 
+#define MC_WORD(w, type, next) { w, sizeof(w) - 1, type, next }
 static const struct mc_rsp_word mc_rsp_words[] = {
-    { "VALUE", RSP_MC_END, RS_VALUE },
-    { "END", RSP_MC_END, RS_EOL },
-    { "STORED", RSP_MC_STORED, RS_EOL },
-    { "NOT_STORED", RSP_MC_NOT_STORED, RS_EOL },
-    { "EXISTS", RSP_MC_EXISTS, RS_EOL },
-    { "NOT_FOUND", RSP_MC_NOT_FOUND, RS_EOL },
-    { "DELETED", RSP_MC_DELETED, RS_EOL },
-    { "TOUCHED", RSP_MC_TOUCHED, RS_EOL },
-    { "OK", RSP_MC_OK, RS_EOL },
-    { "VERSION", RSP_MC_VERSION, RS_TEXT },
-    { "ERROR", RSP_MC_ERROR, RS_TEXT },
-    { "CLIENT_ERROR", RSP_MC_CLIENT_ERROR, RS_TEXT },
-    { "SERVER_ERROR", RSP_MC_SERVER_ERROR, RS_TEXT },
-    { "STAT", RSP_MC_END, RS_STAT }, /* last: only stats, which is rare, looks this far */
+    MC_WORD("VALUE", RSP_MC_END, RS_VALUE),
+    MC_WORD("END", RSP_MC_END, RS_EOL),
+    MC_WORD("STORED", RSP_MC_STORED, RS_EOL),
+    MC_WORD("NOT_STORED", RSP_MC_NOT_STORED, RS_EOL),
+    MC_WORD("EXISTS", RSP_MC_EXISTS, RS_EOL),
+    MC_WORD("NOT_FOUND", RSP_MC_NOT_FOUND, RS_EOL),
+    MC_WORD("DELETED", RSP_MC_DELETED, RS_EOL),
+    MC_WORD("TOUCHED", RSP_MC_TOUCHED, RS_EOL),
+    MC_WORD("OK", RSP_MC_OK, RS_EOL),
+    MC_WORD("VERSION", RSP_MC_VERSION, RS_TEXT),
+    MC_WORD("ERROR", RSP_MC_ERROR, RS_TEXT),
+    MC_WORD("CLIENT_ERROR", RSP_MC_CLIENT_ERROR, RS_TEXT),
+    MC_WORD("SERVER_ERROR", RSP_MC_SERVER_ERROR, RS_TEXT),
+    MC_WORD("STAT", RSP_MC_END, RS_STAT), /* last: only stats, which is rare, looks this far */
 };
+#undef MC_WORD
 
 static int on_word(struct parse_state *ps, struct msg *m, const uint8_t *tok, size_t len,
                    uint64_t off)
 {
     const struct mc_rsp_word *w = NULL;
     for (size_t i = 0; i < NC_ARRAY_LEN(mc_rsp_words); i++) {
-        if (strlen(mc_rsp_words[i].word) == len && memcmp(mc_rsp_words[i].word, tok, len) == 0) {
+        if (mc_rsp_words[i].len == len && proto_bytes_equal(mc_rsp_words[i].word, tok, len)) {
             w = &mc_rsp_words[i];
             break;
         }

@@ -1,57 +1,16 @@
 /*
- * memcache_token.c - the memcached line tokenizer and strict number parsing, shared by the request
- * and the response parsers (see memcache.h).
+ * memcache_token.c - the memcached tokenizer's cold end (skipping a too-long token), strict number
+ * parsing and the data block, shared by the request and the response parsers (see memcache.h;
+ * the tokenizer itself is inline: memcache_token.h).
  *
  * Threads: pure functions; any thread.
  */
 #include "config.h"
-#include "proto/memcache.h"
-
-#include <string.h>
-
-/* Index of the first ' ' or '\n' in buf[pos, len), or len. */
-static size_t find_delim(const uint8_t *buf, size_t pos, size_t len)
-{
-    while (pos < len && buf[pos] != ' ' && buf[pos] != '\n') pos++;
-    return pos;
-}
-
-enum mc_tok_kind mc_tok_next(const uint8_t *buf, size_t pos, size_t len, size_t max,
-                             struct mc_tok *t)
-{
-    while (pos < len && buf[pos] == ' ') pos++;
-    t->start = pos;
-    t->end = pos;
-    if (pos == len) return MC_TOK_AGAIN;
-    if (buf[pos] == '\n') {
-        t->end = pos + 1;
-        return MC_TOK_EOL;
-    }
-    if (buf[pos] == '\r') {
-        if (pos + 1 == len) return MC_TOK_AGAIN; /* "\r\n" or a token starting with '\r' */
-        if (buf[pos + 1] == '\n') {
-            t->end = pos + 2;
-            return MC_TOK_EOL;
-        }
-    }
-    size_t d = find_delim(buf, pos + 1, len);
-    if (d < len) {
-        /* a '\r' just before the '\n' belongs to the line end, not to the token */
-        t->end = (buf[d] == '\n' && buf[d - 1] == '\r') ? d - 1 : d;
-        return MC_TOK_WORD;
-    }
-    /* no delimiter yet; a last '\r' may turn out to start the line end */
-    size_t sure = buf[len - 1] == '\r' ? len - 1 : len;
-    if (sure - pos > max) {
-        t->end = sure;
-        return MC_TOK_LONG;
-    }
-    return MC_TOK_AGAIN;
-}
+#include "proto/memcache_token.h"
 
 bool mc_tok_skip(const uint8_t *buf, size_t pos, size_t len, size_t *end)
 {
-    size_t d = find_delim(buf, pos, len);
+    size_t d = mc_find_delim(buf, pos, len);
     if (d < len) {
         *end = (buf[d] == '\n' && d > pos && buf[d - 1] == '\r') ? d - 1 : d;
         return true;
@@ -118,49 +77,3 @@ int mc_data(struct parse_state *ps, const uint8_t *buf, size_t len, size_t *pos)
     return PARSE_DONE;
 }
 
-int mc_line_next(struct parse_state *ps, const uint8_t *buf, size_t len, size_t *pos,
-                 bool limited, struct mc_tok *t)
-{
-    size_t p = *pos;
-    /* line bytes before its "\n" once this step is taken; every byte counted is before it */
-    uint64_t upto;
-    enum mc_tok_kind kind = mc_tok_next(buf, p, len, MC_KEY_MAX, t);
-    switch (kind) {
-    case MC_TOK_AGAIN:
-        *pos = t->start;
-        upto = ps->c + (len - p);
-        break;
-    case MC_TOK_LONG:
-        *pos = t->end;
-        upto = ps->c + (len - p);
-        break;
-    case MC_TOK_WORD:
-        *pos = t->end;
-        upto = ps->c + (t->end - p);
-        break;
-    default: /* MC_TOK_EOL */
-        *pos = t->end;
-        upto = ps->c + (t->end - 1 - p);
-        break;
-    }
-    if (limited && upto > MC_LINE_MAX) return mc_fail(ps, "line too long");
-    ps->c += *pos - p;
-    return (int)kind;
-}
-
-int mc_run(struct parse_state *ps, struct msg *m, const uint8_t *buf, size_t len,
-           size_t *consumed, mc_step_fn line, mc_step_fn after_data)
-{
-    size_t pos = 0;
-    int rc = MC_STEP_CONT;
-    while (rc == MC_STEP_CONT) {
-        if (ps->state == MC_STATE_DATA) {
-            rc = mc_data(ps, buf, len, &pos);
-            if (rc == PARSE_DONE) rc = after_data(ps, m, buf, len, &pos);
-        } else {
-            rc = line(ps, m, buf, len, &pos);
-        }
-    }
-    *consumed = pos;
-    return rc;
-}

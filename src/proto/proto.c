@@ -33,17 +33,6 @@ struct msg *proto_frag_new(struct msg *req, uint32_t server, struct msg_pool *po
     return fr;
 }
 
-void parse_state_reset(struct parse_state *ps)
-{
-    bool want_elems = ps->want_elems;
-    uint64_t *stack = ps->stack;
-    uint32_t stack_cap = ps->stack_cap;
-    memset(ps, 0, sizeof(*ps));
-    ps->want_elems = want_elems;
-    ps->stack = stack;
-    ps->stack_cap = stack_cap;
-}
-
 void parse_state_free(struct parse_state *ps)
 {
     free(ps->stack);

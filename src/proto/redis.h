@@ -31,15 +31,11 @@
 #define REDIS_ERR_PREFIX    48                     /* bytes of an error reply needed to classify it */
 
 /*
- * A parser is a table of steps, one per state: a step consumes what it can from buf[*pp, len)
- * and returns REDIS_CONT (go on with ps->state), PARSE_AGAIN, PARSE_DONE or PARSE_ERROR.
- * redis_run() runs the steps from ps->state until one does not return REDIS_CONT.
+ * A parser is a set of steps, one per state: a step consumes what it can from buf[*pp, len)
+ * and returns REDIS_CONT (go on with ps->state), PARSE_AGAIN, PARSE_DONE or PARSE_ERROR. The
+ * parser runs the steps from ps->state, in a switch, until one does not return REDIS_CONT.
  */
 #define REDIS_CONT 2
-typedef int (*redis_step_fn)(struct parse_state *ps, struct msg *m, const uint8_t *buf, size_t len,
-                             size_t *pp);
-int redis_run(const redis_step_fn *steps, size_t nsteps, struct parse_state *ps, struct msg *m,
-              const uint8_t *buf, size_t len, size_t *consumed);
 
 int redis_parse_req(struct parse_state *ps, struct msg *m, const uint8_t *buf, size_t len,
                     size_t *consumed);
@@ -161,6 +157,23 @@ static inline int redis_crlf(const uint8_t *buf, size_t len, size_t p)
 /* Strict decimal, as redis' string2ll: optional '-', no '+', no leading zeros, no "-0", fits
  * int64. Returns false when p[0..n) is not such a number. */
 bool redis_parse_int(const uint8_t *p, size_t n, int64_t *out);
+
+/*
+ * The usual header line at buf ("*2\r\n", "$3\r\n": a type byte, then a count of at most 18
+ * digits without a leading zero, then CRLF, all within len), read in one pass: the line's length
+ * without its CRLF (as redis_line) and the count in *v. -1 for any other line, complete or not:
+ * the caller then reads it with redis_line and redis_parse_int, which give the same result for
+ * every line read here (this only saves their calls on the hot path).
+ */
+static inline long redis_header_fast(const uint8_t *buf, size_t len, int64_t *v)
+{
+    size_t lim = len < 19 ? len : 19, i = 1;
+    uint64_t n = 0;
+    while (i < lim && (uint8_t)(buf[i] - '0') <= 9) n = n * 10 + (uint64_t)(buf[i++] - '0');
+    if (i == 1 || i + 1 >= len || buf[i] != '\r' || buf[i + 1] != '\n' || (buf[1] == '0' && i > 2)) return -1;
+    *v = (int64_t)n;
+    return (long)i;
+}
 
 /* A blocking command's timeout argument longer than this is not read (msg.block_ms stays
  * MSG_BLOCK_FOREVER). */

@@ -22,7 +22,6 @@
 #include "proto/redis_cmd.h"
 
 #include <stddef.h>
-#include <string.h>
 
 #include "proto/proto.h"
 
@@ -343,7 +342,7 @@ int redis_cmd_lookup(const uint8_t *name, size_t len)
     for (uint32_t s = cmd_hash_slot(h); cmd_slot[s] != 0; s = (s + 1) & (REDIS_CMD_SLOTS - 1)) {
         unsigned i = cmd_slot[s] - 1u;
         /* equal bytes over the same length: "get\0x" has length 5, so it is never "get" */
-        if (cmd_len[i] == len && memcmp(low, redis_cmds[i].name, len) == 0) return (int)i;
+        if (cmd_len[i] == len && proto_bytes_equal(low, redis_cmds[i].name, len)) return (int)i;
     }
     return -1;
 }

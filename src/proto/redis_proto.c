@@ -72,23 +72,6 @@ bool redis_parse_timeout(const uint8_t *p, size_t n, uint32_t unit_ms, uint32_t 
     return true;
 }
 
-int redis_run(const redis_step_fn *steps, size_t nsteps, struct parse_state *ps, struct msg *m,
-              const uint8_t *buf, size_t len, size_t *consumed)
-{
-    size_t p = 0;
-    int rc;
-    do {
-        if (ps->state < 0 || (size_t)ps->state >= nsteps) {
-            ps->error = "bad parser state";
-            *consumed = p; /* the contract: set on every return */
-            return PARSE_ERROR;
-        }
-        rc = steps[ps->state](ps, m, buf, len, &p);
-    } while (rc == REDIS_CONT);
-    *consumed = p;
-    return rc;
-}
-
 /* (redis.h) Control bytes of mid (CR, LF, NUL, ...) become spaces, so that they cannot end or
  * split the reply line. */
 size_t redis_reply_line(char *buf, size_t size, const char *pre, const uint8_t *mid,

@@ -302,12 +302,14 @@ static int rs_start(struct parse_state *ps, struct msg *m, const uint8_t *buf, s
     }
     if (t != ':' && t != '$' && t != '*') return rs_start3(ps, m, buf, len, pp);
 
-    long n = redis_line(buf + p, len - p, REDIS_MAX_HDR);
-    if (n == REDIS_LINE_AGAIN) return PARSE_AGAIN;
     int64_t v;
-    if (n == REDIS_LINE_BAD || !redis_parse_int(buf + p + 1, (size_t)n - 1, &v) ||
-        (t != ':' && v < -1))
-        return rs_error(ps, rs_header_error(buf + p, n));
+    long n = redis_header_fast(buf + p, len - p, &v);
+    if (n < 0) {
+        n = redis_line(buf + p, len - p, REDIS_MAX_HDR);
+        if (n == REDIS_LINE_AGAIN) return PARSE_AGAIN;
+        if (n == REDIS_LINE_BAD || !redis_parse_int(buf + p + 1, (size_t)n - 1, &v) || (t != ':' && v < -1))
+            return rs_error(ps, rs_header_error(buf + p, n));
+    }
     *pp = p + (size_t)n + 2;
     uint64_t end = m->len + *pp;
 
@@ -524,18 +526,25 @@ static int rs_number_lf(struct parse_state *ps, struct msg *m, const uint8_t *bu
     return rs_value_done(ps, m, m->len + *pp);
 }
 
+/* The steps in a switch (see redis_parse_req). */
 int redis_parse_rsp(struct parse_state *ps, struct msg *m, const uint8_t *buf, size_t len,
                     size_t *consumed)
 {
-    static const redis_step_fn steps[] = {
-        [RS_START] = rs_start,
-        [RS_LINE_REST] = rs_line_rest,
-        [RS_BULK_DATA] = rs_bulk_data,
-        [RS_BULK_CRLF] = rs_bulk_crlf,
-        [RS_ERR_HEAD] = rs_err_head,
-        [RS_VERB_HEAD] = rs_verb_head,
-        [RS_NUMBER] = rs_number,
-        [RS_NUMBER_LF] = rs_number_lf,
-    };
-    return redis_run(steps, sizeof(steps) / sizeof(steps[0]), ps, m, buf, len, consumed);
+    size_t p = 0;
+    int rc;
+    do {
+        switch (ps->state) {
+        case RS_START: rc = rs_start(ps, m, buf, len, &p); break;
+        case RS_LINE_REST: rc = rs_line_rest(ps, m, buf, len, &p); break;
+        case RS_BULK_DATA: rc = rs_bulk_data(ps, m, buf, len, &p); break;
+        case RS_BULK_CRLF: rc = rs_bulk_crlf(ps, m, buf, len, &p); break;
+        case RS_ERR_HEAD: rc = rs_err_head(ps, m, buf, len, &p); break;
+        case RS_VERB_HEAD: rc = rs_verb_head(ps, m, buf, len, &p); break;
+        case RS_NUMBER: rc = rs_number(ps, m, buf, len, &p); break;
+        case RS_NUMBER_LF: rc = rs_number_lf(ps, m, buf, len, &p); break;
+        default: rc = rs_error(ps, "bad parser state"); break;
+        }
+    } while (rc == REDIS_CONT);
+    *consumed = p; /* the contract: set on every return */
+    return rc;
 }

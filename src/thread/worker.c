@@ -26,7 +26,7 @@ static void worker_inbox_item(void *arg, const struct inbox_item *it)
     case INBOX_NEW_CLIENT: loop_take_client(&w->loop, it->generation, it->pool, it->fd); break;
     case INBOX_RELOAD: loop_reload(&w->loop, it->rt); break;
     case INBOX_DRAIN: loop_drain(&w->loop); break;
-    case INBOX_STOP: event_base_loopbreak(w->base); break;
+    case INBOX_STOP: loop_stop(&w->loop); break;
     case INBOX_RELOAD_REQ: break; /* for the master only */
     case INBOX_PASSWORD: break;   /* for the stats thread only */
     }
@@ -83,7 +83,7 @@ static void *worker_main(void *arg)
 {
     struct worker *w = arg;
     loop_start(&w->loop);
-    event_base_dispatch(w->base);
+    loop_run(&w->loop);
     return NULL;
 }
 

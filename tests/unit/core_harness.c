@@ -104,7 +104,7 @@ void ch_peer_write(struct harness *h, struct ch_peer *p, const char *bytes)
         if (w < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
             fail_msg("%s: write failed: %s", p->name, strerror(errno));
         if (ch_ms() > deadline) fail_msg("%s: the proxy does not read", p->name);
-        event_base_loop(h->base, EVLOOP_ONCE);
+        loop_pass(&h->loop, false);
     }
 }
 

@@ -75,7 +75,7 @@ void ch_wait(struct harness *h, ch_pred pred, void *arg, const char *what)
             ch_dump(h);
             fail_msg("timed out after %d ms waiting for %s", CH_WAIT_MS, what);
         }
-        event_base_loop(h->base, EVLOOP_ONCE); /* the tick bounds it */
+        loop_pass(&h->loop, false); /* the tick bounds it */
     }
 }
 
@@ -220,9 +220,9 @@ void ch_settle(struct harness *h)
             fail_msg("the loop did not settle within %d ms", CH_WAIT_MS);
         }
         bool before = ch_still(h);
-        /* ONCE with NONBLOCK: one round even when an event fires in every one (a socket armed
-         * for writing: NONBLOCK alone would loop for as long as it does) */
-        event_base_loop(h->base, before ? EVLOOP_NONBLOCK | EVLOOP_ONCE : EVLOOP_ONCE);
+        /* one pass that does not block: one round even when an event fires in every one (a
+         * socket armed for writing: EVLOOP_NONBLOCK alone would loop for as long as it does) */
+        loop_pass(&h->loop, before);
         calm = before && ch_still(h) ? calm + 1 : 0;
     }
 }
