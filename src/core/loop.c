@@ -35,7 +35,7 @@
 #define LOOP_MBUF_FREE_MAX 256  /* free chunks kept per loop; more go back to the allocator */
 #define LOOP_MSG_FREE_MAX 4096
 #endif
-#define LOOP_TRIM_SEC 1  /* how often free chunks beyond the recent need are released */
+#define LOOP_TRIM_SEC 1  /* how often free chunks unused since the last time are released */
 #define LOOP_IDLE_MIN_USEC 50000u   /* idle clients are looked for at most this often */
 #define LOOP_IDLE_MAX_USEC 1000000u /* and at least this often, while some pool has a timeout */
 #define LOOP_KEEP_MIN 16
@@ -44,29 +44,26 @@
  * fall: given back to the system too (see loop_on_trim). */
 #define LOOP_TRIM_FELL (8 << 20)
 
-/* After a burst, memory goes back to its baseline: every second, free chunks beyond what the
- * loop has in use (plus a few) are returned, and malloc gives the pages back. The pools keep at
- * most LOOP_MBUF_FREE_MAX free chunks, so while more are live that test never passes: memory
- * that clients gave back meanwhile (closed for -M, or gone while others still hold much) went
- * to the allocator, which keeps the pages; a fall of LOOP_TRIM_FELL in what the clients hold
- * trims too. */
+/* After a burst, memory goes back to its baseline: every second, the free chunks and msgs that
+ * stayed unused for the whole second (beyond a few) are returned, and malloc gives the pages
+ * back. Under a steady load the pools keep what its peaks take: freeing what is free at the
+ * moment of the tick would allocate it again within the second (and malloc_trim takes every
+ * arena's lock). The pools keep at most LOOP_MBUF_FREE_MAX free chunks, so memory that clients
+ * gave back beyond that (closed for -M, or gone while others still hold much) went to the
+ * allocator, which keeps the pages; a fall of LOOP_TRIM_FELL in what the clients hold trims too. */
 static void loop_on_trim(int fd, short what, void *arg)
 {
     struct loop *l = arg;
     (void)fd;
     (void)what;
-    uint32_t keep = l->mbufs.nlive < LOOP_KEEP_MIN ? LOOP_KEEP_MIN : (uint32_t)l->mbufs.nlive;
-    uint32_t keep_msgs = l->msgs.nlive < LOOP_KEEP_MIN_MSGS ? LOOP_KEEP_MIN_MSGS : (uint32_t)l->msgs.nlive;
     loop_reap_later(l); /* an old generation waiting for its server connections to drain */
     client_mem_check(l); /* the proxy over -M seen by a worker whose own sum did not move; and
                           * mem_trim_mark brought up to date */
     bool fell = l->mem_trim_mark - l->mem_held >= LOOP_TRIM_FELL;
     if (fell) l->mem_trim_mark = l->mem_held;
-    if (l->mbufs.nfree > keep || l->msgs.nfree > keep_msgs || fell) {
-        mbuf_pool_trim(&l->mbufs, keep);
-        msg_pool_trim(&l->msgs, keep_msgs);
-        mem_trim(); /* mem_trim_init ran before the loops' threads started */
-    }
+    uint32_t freed = mbuf_pool_trim_idle(&l->mbufs, LOOP_KEEP_MIN);
+    freed += msg_pool_trim_idle(&l->msgs, LOOP_KEEP_MIN_MSGS);
+    if (freed != 0 || fell) mem_trim(); /* mem_trim_init ran before the loops' threads started */
 }
 
 /* Closes the clients idle past their pool's client_idle_timeout (client_idle_check). */

@@ -28,6 +28,15 @@ void mbuf_pool_trim(struct mbuf_pool *pool, uint32_t keep)
     }
 }
 
+uint32_t mbuf_pool_trim_idle(struct mbuf_pool *pool, uint32_t keep)
+{
+    uint32_t idle = pool->low_free < pool->nfree ? pool->low_free : pool->nfree;
+    uint32_t freed = idle > keep ? idle - keep : 0;
+    mbuf_pool_trim(pool, pool->nfree - freed);
+    pool->low_free = pool->nfree;
+    return freed;
+}
+
 void mbuf_pool_deinit(struct mbuf_pool *pool)
 {
     mbuf_pool_trim(pool, 0);
@@ -38,7 +47,7 @@ struct mbuf *mbuf_get(struct mbuf_pool *pool)
     struct mbuf *mb = pool->free;
     if (mb != NULL) {
         pool->free = mb->next_free;
-        pool->nfree--;
+        if (--pool->nfree < pool->low_free) pool->low_free = pool->nfree;
     } else {
         mb = malloc(pool->chunk_size);
         if (mb == NULL) return NULL;

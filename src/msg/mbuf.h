@@ -32,13 +32,19 @@ struct mbuf_pool {
     struct mbuf *free;
     uint32_t nfree;
     uint32_t max_free;       /* chunks kept beyond this go back to the allocator */
+    uint32_t low_free;       /* the fewest free chunks since the last mbuf_pool_trim_idle: that
+                              * many stayed unused all that time */
     uint64_t nlive;          /* chunks handed out and not yet returned */
 };
 
 void mbuf_pool_init(struct mbuf_pool *pool, size_t chunk_size, uint32_t max_free);
 void mbuf_pool_deinit(struct mbuf_pool *pool);
-/* Frees every free chunk (after a burst, when idle). */
+/* Frees free chunks beyond keep. */
 void mbuf_pool_trim(struct mbuf_pool *pool, uint32_t keep);
+/* Frees the free chunks that stayed unused since the last call (low_free), beyond keep, and
+ * starts a new period; returns how many were freed. Under a steady load the pool keeps what the
+ * load's peaks take, instead of freeing it at a low moment to allocate it again. */
+uint32_t mbuf_pool_trim_idle(struct mbuf_pool *pool, uint32_t keep);
 
 /* A chunk with refs = 1 and len = 0, or NULL when out of memory. */
 struct mbuf *mbuf_get(struct mbuf_pool *pool);

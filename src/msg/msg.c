@@ -30,6 +30,15 @@ void msg_pool_trim(struct msg_pool *pool, uint32_t keep)
     }
 }
 
+uint32_t msg_pool_trim_idle(struct msg_pool *pool, uint32_t keep)
+{
+    uint32_t idle = pool->low_free < pool->nfree ? pool->low_free : pool->nfree;
+    uint32_t freed = idle > keep ? idle - keep : 0;
+    msg_pool_trim(pool, pool->nfree - freed);
+    pool->low_free = pool->nfree;
+    return freed;
+}
+
 void msg_pool_deinit(struct msg_pool *pool)
 {
     msg_pool_trim(pool, 0);
@@ -41,7 +50,7 @@ struct msg *msg_get(struct msg_pool *pool)
     struct msg *m = pool->free;
     if (m != NULL) {
         pool->free = m->peer;
-        pool->nfree--;
+        if (--pool->nfree < pool->low_free) pool->low_free = pool->nfree;
         /* keep the arrays (capacity) of a recycled msg, reset everything before them */
         memset(m, 0, offsetof(struct msg, spans));
     } else {

@@ -133,6 +133,7 @@ TAILQ_HEAD(msg_tqh, msg);
 struct msg_pool {
     struct msg *free;              /* linked through peer */
     uint32_t nfree, max_free;
+    uint32_t low_free;             /* the fewest free msgs since the last msg_pool_trim_idle */
     uint64_t next_id;
     uint64_t nlive;
 };
@@ -142,6 +143,9 @@ void msg_pool_deinit(struct msg_pool *pool);
 /* Frees free msgs beyond keep (after a burst: a free msg left in the middle of the heap would
  * keep its whole page from going back to the system). */
 void msg_pool_trim(struct msg_pool *pool, uint32_t keep);
+/* Frees the free msgs that stayed unused since the last call, beyond keep, and starts a new
+ * period (as mbuf_pool_trim_idle); returns how many were freed. */
+uint32_t msg_pool_trim_idle(struct msg_pool *pool, uint32_t keep);
 /* A zeroed msg with a fresh id, or NULL when out of memory. */
 struct msg *msg_get(struct msg_pool *pool);
 /* Drops every span (unref'ing mbufs), the fragments array and the msg itself. Does not put the
