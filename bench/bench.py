@@ -306,6 +306,12 @@ def common_args(ap):
     ap.add_argument("--keep", action="store_true", help="keep the temporary directory (configs, logs)")
 
 
+def write_json(path, obj):
+    """--json: the run's record (every script of bench/)."""
+    with open(path, "w") as f:
+        json.dump(obj, f, indent=1)
+
+
 def absolute_bins(args):
     """--nc-bin, --nc-bin-b, --tw-bin (and --px-bin) as absolute paths: the proxies run in a temporary
     directory."""
@@ -454,8 +460,7 @@ def main():
     finally:
         b.close()
         if args.json:
-            with open(args.json, "w") as f:
-                json.dump(allres, f, indent=1)
+            write_json(args.json, allres)
     return 0
 
 

@@ -35,7 +35,6 @@ request count with a time limit; every process started here is stopped before it
 """
 import argparse
 import glob
-import json
 import os
 import re
 import signal
@@ -43,7 +42,7 @@ import subprocess
 import sys
 
 import bench  # bench/bench.py: the same helpers and conventions
-from bench import Bench, absolute_bins, common_args, fmt, log, med, raise_nofile, ratio
+from bench import Bench, absolute_bins, common_args, fmt, log, med, raise_nofile, ratio, write_json
 from nctest import manage, procs, wait
 from nctest.procfs import task_counters, tasks
 from nctest.procs import free_port, stop_popen as stop
@@ -361,8 +360,7 @@ def main():
     finally:
         b.close()
         if args.json:
-            with open(args.json, "w") as f:
-                json.dump({"args": vars(args), **allres}, f, indent=1)
+            write_json(args.json, {"args": vars(args), **allres})
     return 0
 
 

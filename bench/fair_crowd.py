@@ -29,7 +29,6 @@ Only loopback addresses; the bystander has a time limit; every process started h
 before it exits.
 """
 import argparse
-import json
 import os
 import shutil
 import signal
@@ -39,7 +38,8 @@ import tempfile
 import time
 
 import bench  # bench/bench.py: the same helpers and conventions
-from bench import absolute_bins, chosen_variants, common_args, fmt, log, med, raise_nofile, steady_client, steady_key
+from bench import absolute_bins, chosen_variants, common_args, fmt, log, med, raise_nofile, steady_client, \
+    steady_key, write_json
 from memory_crowd import size_bytes
 from nctest import crowd, keys, procs, wait
 from nctest.codec import bulk, resp
@@ -203,8 +203,7 @@ def main():
         if not args.keep:
             shutil.rmtree(workdir, ignore_errors=True)
         if args.json:
-            with open(args.json, "w") as f:
-                json.dump({"args": vars(args), "variants": variants, "runs": res}, f, indent=1)
+            write_json(args.json, {"args": vars(args), "variants": variants, "runs": res})
     return 0
 
 

@@ -28,7 +28,6 @@ Only loopback addresses; every load has a time limit; every process started here
 before it exits.
 """
 import argparse
-import json
 import os
 import shutil
 import signal
@@ -37,8 +36,9 @@ import sys
 import tempfile
 
 import bench  # bench/bench.py: the same helpers and conventions
+import peers  # bench/peers.py: how each proxy is started
 from bench import CLK_TCK, NCLOAD, absolute_bins, chosen_variants, common_args, fmt, log, med, ncload_fields, \
-    raise_nofile
+    raise_nofile, write_json
 from nctest import procs, wait
 from nctest.conf import render_conf
 from nctest.procfs import cpu_ticks
@@ -52,7 +52,6 @@ VARIANTS = {"direct": ("direct", 0, "straight to the backend"), "nc1": ("nc", 1,
 REDIS_ONLY = {"px", "px2"}
 BACKEND = {"redis": "redis", "mc": "memcache"}
 SHORT = 0.98  # achieved / target under this: the run fell short of its rate
-PX_WRAP = "/work/shared/peers/predixy-wrap.py"
 
 
 class Latency:
@@ -90,14 +89,9 @@ class Latency:
         kind, threads, _ = VARIANTS[variant]
         conf, listen = self.conf[proto]
         logf = os.path.join(self.dir, f"{variant}-{proto}.log")
-        stats = ["-s", str(free_port()), "-a", "127.0.0.1"]
-        if kind == "tw":
-            cmd = [self.args.tw_bin, "-c", conf, *stats, "-o", logf]
-        elif kind == "px":
-            cmd = [sys.executable, self.args.px_wrap, self.args.px_bin, conf, logf, str(threads)]
-        else:
-            cmd = [self.args.nc_bin_b if kind == "ncb" else self.args.nc_bin, "-T", str(threads), "-c", conf, *stats,
-                   "-o", logf]
+        binary = {"tw": self.args.tw_bin, "px": self.args.px_bin, "ncb": self.args.nc_bin_b}.get(kind, self.args.nc_bin)
+        cmd = peers.proxy_argv({"tw": "twemproxy", "px": "predixy"}.get(kind, "nutcrackers"), binary, conf,
+                               free_port(), logf, threads, self.args.px_wrap)
         p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=self.dir)
         procs.wait_listening(listen, p)
         return p, listen
@@ -175,8 +169,9 @@ def parse_args():
     ap.add_argument("--protos", default="redis", help="redis, mc or redis,mc (predixy: redis only)")
     ap.add_argument("--variants", help="of: " + ",".join(VARIANTS) + " (default: direct,nc1,nc2,tw, and px,px2 "
                                        "with --px-bin)")
-    ap.add_argument("--px-bin", help="predixy's binary (e.g. the path /work/shared/peers/build-predixy.sh prints)")
-    ap.add_argument("--px-wrap", default=PX_WRAP, help="predixy-wrap.py: runs predixy on a twemproxy config")
+    ap.add_argument("--px-bin", default=peers.default_predixy_bin(),
+                    help="predixy's binary (default: as bench/run.sh builds it)")
+    ap.add_argument("--px-wrap", default=peers.predixy_wrap(), help="predixy-wrap.py: runs predixy on a twemproxy config")
     common_args(ap)
     args = ap.parse_args()
     if args.variants is None:
@@ -222,8 +217,7 @@ def main():
     finally:
         lat.close()
         if args.json:
-            with open(args.json, "w") as f:
-                json.dump(allres, f, indent=1)
+            write_json(args.json, allres)
     return 0
 
 

@@ -67,17 +67,22 @@ def write_predixy_conf(path, render_conf, pool):
         f.write(render_conf({"bench_redis": pool}))
 
 
+def proxy_argv(kind, binary, conf, stats_port, logf, threads=1, wrap=None):
+    """The argv that starts a proxy of kind ("twemproxy", "predixy", else nutcrackers) on a
+    twemproxy config (predixy: through predixy-wrap.py, `wrap` or the peers directory's)."""
+    if kind == "twemproxy":
+        return [binary, "-c", conf, "-s", str(stats_port), "-a", "127.0.0.1", "-o", logf]
+    if kind == "predixy":
+        return ["python3", wrap or predixy_wrap(), binary, conf, logf, str(threads)]
+    return [binary, "-c", conf, "-s", str(stats_port), "-a", "127.0.0.1", "-o", logf, "-T", str(threads)]
+
+
 def proxy_cmd(variant, bins, confs, stats_port, logf):
     """The proxy's argv (under taskset, on the variant's CPUs). bins: {"nutcrackers", "nutcrackers-b",
     "twemproxy", "predixy": path}; confs: {"all": both pools, "predixy": the redis pool alone}."""
     kind, threads, cpus, _ = VARIANTS[variant]
-    if kind == "twemproxy":
-        cmd = [bins[kind], "-c", confs["all"], "-s", str(stats_port), "-a", "127.0.0.1", "-o", logf]
-    elif kind == "predixy":
-        cmd = ["python3", predixy_wrap(), bins[kind], confs["predixy"], logf, str(threads)]
-    else:
-        cmd = [bins[kind], "-c", confs["all"], "-s", str(stats_port), "-a", "127.0.0.1", "-o", logf,
-               "-T", str(threads)]
+    conf = confs["predixy"] if kind == "predixy" else confs["all"]
+    cmd = proxy_argv(kind, bins[kind], conf, stats_port, logf, threads)
     return ["taskset", "-c", ",".join(map(str, sorted(cpus)))] + cmd
 
 

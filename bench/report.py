@@ -65,8 +65,8 @@ def workload_table(w, variants, res, skipped):
     if "nc1" in m:
         lines.append(f"| **nc1 proxy/backend CPU** | | **{fmt(ratio(m['nc1']['proxy_us'], m['nc1']['backend_us']))}** |"
                      + " |" * (len(COLUMNS) - 2))
-    notes = [f"backend req/read, req/write: requests over the read and write system calls of all "
-             f"the pool's backends (/proc/PID/io syscr, syscw; EAGAIN reads count)"]
+    notes = ["backend req/read, req/write: requests over the read and write system calls of all "
+             "the pool's backends (/proc/PID/io syscr, syscw; EAGAIN reads count)"]
     if pool in NOT_COUNTED:
         notes.append(NOT_COUNTED[pool])
     if skipped:

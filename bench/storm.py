@@ -24,7 +24,6 @@ Only loopback addresses; every load has a time limit; every process started here
 before it exits.
 """
 import argparse
-import json
 import os
 import shutil
 import signal
@@ -33,8 +32,8 @@ import sys
 import tempfile
 
 import bench  # bench/bench.py: the same helpers and conventions
-from bench import NCLOAD, absolute_bins, chosen_variants, common_args, fmt, log, med, ncload_fields, raise_nofile, steady_client, \
-    steady_key
+from bench import NCLOAD, absolute_bins, chosen_variants, common_args, fmt, log, med, ncload_fields, raise_nofile, \
+    steady_client, steady_key, write_json
 from nctest import procs, wait
 from nctest.conf import render_conf
 from nctest.procs import free_port, stop_popen as stop
@@ -197,8 +196,7 @@ def main():
     finally:
         s.close()
         if args.json:
-            with open(args.json, "w") as f:
-                json.dump({"variants": variants, "runs": res}, f, indent=1)
+            write_json(args.json, {"variants": variants, "runs": res})
     return 0
 
 

@@ -30,8 +30,7 @@ void mbuf_pool_trim(struct mbuf_pool *pool, uint32_t keep)
 
 uint32_t mbuf_pool_trim_idle(struct mbuf_pool *pool, uint32_t keep)
 {
-    uint32_t idle = pool->low_free < pool->nfree ? pool->low_free : pool->nfree;
-    uint32_t freed = idle > keep ? idle - keep : 0;
+    uint32_t freed = pool_idle_beyond(pool->low_free, pool->nfree, keep);
     mbuf_pool_trim(pool, pool->nfree - freed);
     pool->low_free = pool->nfree;
     return freed;

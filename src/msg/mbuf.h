@@ -41,6 +41,14 @@ void mbuf_pool_init(struct mbuf_pool *pool, size_t chunk_size, uint32_t max_free
 void mbuf_pool_deinit(struct mbuf_pool *pool);
 /* Frees free chunks beyond keep. */
 void mbuf_pool_trim(struct mbuf_pool *pool, uint32_t keep);
+/* How many of a free list's entries to free at a trim: those that stayed free all along (the
+ * fewest it had since the last trim, low_free), beyond keep (mbuf and msg pools alike). */
+static inline uint32_t pool_idle_beyond(uint32_t low_free, uint32_t nfree, uint32_t keep)
+{
+    uint32_t idle = low_free < nfree ? low_free : nfree;
+    return idle > keep ? idle - keep : 0;
+}
+
 /* Frees the free chunks that stayed unused since the last call (low_free), beyond keep, and
  * starts a new period; returns how many were freed. Under a steady load the pool keeps what the
  * load's peaks take, instead of freeing it at a low moment to allocate it again. */

@@ -32,8 +32,7 @@ void msg_pool_trim(struct msg_pool *pool, uint32_t keep)
 
 uint32_t msg_pool_trim_idle(struct msg_pool *pool, uint32_t keep)
 {
-    uint32_t idle = pool->low_free < pool->nfree ? pool->low_free : pool->nfree;
-    uint32_t freed = idle > keep ? idle - keep : 0;
+    uint32_t freed = pool_idle_beyond(pool->low_free, pool->nfree, keep);
     msg_pool_trim(pool, pool->nfree - freed);
     pool->low_free = pool->nfree;
     return freed;
