@@ -3,23 +3,26 @@
 over going straight to the backend, at fixed request rates, for nutcrackers -T 1 and -T 2,
 twemproxy (nutcracker 0.5.0) and predixy.
 
-Starts one redis-server (and with --protos redis,mc one memcached) on a free 127.0.0.1 port and
-writes --keys 16-byte values to it directly. Per protocol and per rate (--rates), the variants
+Starts --servers redis-servers (and with --protos redis,mc as many memcacheds) on free 127.0.0.1
+ports and writes --keys 16-byte values to each of them directly (so any routing finds every key;
+`direct` goes to the first). Per protocol and per rate (--rates), the variants
 run in alternation (A B C ... A B C ..., --rounds times), each on a fresh proxy process (one
-pool, one server): a warm-up (`ncload load`, 2,000 GETs: the server connections open), then
+pool of --servers servers): a warm-up (`ncload load`, 2,000 GETs: the server connections open), then
 `ncload rate` for --seconds: GETs of random keys due at fixed intervals whatever the replies,
 spread over --conns connections, each latency measured from the request's due time (no
 coordinated omission: a stalled reply is charged for the requests due behind it). Prints per
 protocol and rate, the medians over the rounds of: the achieved rate (and "short" when under 98%
 of the target), p50/p99/p999, the latency added over `direct` (the same percentile's difference
-of medians, and their ratio), the proxy's CPU µs per request (utime + stime, all threads) and
+of medians, and their ratio), the proxy's CPU µs per request (utime + stime, all threads), the
+backends' CPU µs per request and requests per backend read (the batch a server gets: `syscr` of
+/proc/PID/io; memcached's EAGAIN reads count too), and
 how late ncload itself wrote its requests (p99 send lag: when that is large, the load generator
 fell short, not the proxy alone).
 
 Variants: direct = ncload straight to the backend; nc1 / nc2 = nutcrackers -T 1 / -T 2 (--nc-bin);
 ncb1 / ncb2 = the same with --nc-bin-b; tw = twemproxy (--tw-bin); px / px2 = predixy with 1 / 2
 worker threads (--px-bin, redis only; started through --px-wrap on the same twemproxy config:
-crc16/modula, which one server makes moot). No CPU pinning: the proxy, the backend and ncload
+crc16/modula: other servers for the same keys, each holding every key). No CPU pinning: the proxy, the backend and ncload
 share the machine's cores, as a proxy with 2 threads needs both (pinning the proxy alone on one
 core, like bench.py, would leave -T 2 and px2 one core for two threads); `direct` shares them the
 same way, less the proxy. Run it through `bench/run.sh latency ...`, which builds what is missing.
@@ -41,7 +44,7 @@ from bench import CLK_TCK, NCLOAD, absolute_bins, chosen_variants, common_args, 
     raise_nofile, write_json
 from nctest import procs, wait
 from nctest.conf import render_conf
-from nctest.procfs import cpu_ticks
+from nctest.procfs import cpu_ticks, io_calls
 from nctest.procs import free_port, stop_popen as stop
 
 # name: (kind, worker threads, description)
@@ -58,29 +61,38 @@ class Latency:
     def __init__(self, args):
         self.args = args
         self.dir = tempfile.mkdtemp(prefix="nc-latency.")
-        self.backends = {}  # proto: (port, Popen)
+        self.backends = {}  # proto: [(port, Popen)], the first is direct's
         self.conf = {}      # proto: (config path, listen port)
 
-    def start(self, proto):
+    def start_backend(self, proto):
         for _ in range(3):  # another process may take the port between its pick and the bind
             port = free_port()
             p = procs.start_backend(BACKEND[proto], port, ("--maxclients", "20000") if proto == "redis" else
                                     ("-m", "256", "-c", "20000"), cwd=self.dir)
             if p is not None:
-                break
-        else:
-            raise RuntimeError(f"{BACKEND[proto]} did not start")
-        self.backends[proto] = (port, p)
+                self.backends.setdefault(proto, []).append((port, p))
+                return port
+        raise RuntimeError(f"{BACKEND[proto]} did not start")
+
+    def start(self, proto):
+        ports = [self.start_backend(proto) for _ in range(self.args.servers)]
         listen = free_port()
         path = os.path.join(self.dir, f"{proto}.yml")
         with open(path, "w") as f:
             f.write(render_conf({f"lat_{proto}": {"listen": f"127.0.0.1:{listen}", "hash": "fnv1a_64",
                                                   "distribution": "ketama", "redis": proto == "redis",
-                                                  "backlog": 1024, "servers": [f"127.0.0.1:{port}:1"]}}))
+                                                  "backlog": 1024,
+                                                  "servers": [f"127.0.0.1:{port}:1" for port in ports]}}))
         self.conf[proto] = (path, listen)
-        subprocess.run(self.ncload(proto, port, "load", "-c", "8", "-P", "32", "--seq", "--op", "set", "-d",
-                                   str(self.args.value), "-n", str(self.args.keys)),
-                       check=True, capture_output=True, timeout=120)
+        for port in ports:
+            subprocess.run(self.ncload(proto, port, "load", "-c", "8", "-P", "32", "--seq", "--op", "set", "-d",
+                                       str(self.args.value), "-n", str(self.args.keys)),
+                           check=True, capture_output=True, timeout=120)
+
+    def backend_counts(self, proto, variant):
+        """(CPU ticks, read calls) of the backends the variant sends to so far."""
+        bes = self.backends[proto][:1] if variant == "direct" else self.backends[proto]
+        return sum(cpu_ticks(p.pid) for _, p in bes), sum(io_calls(p.pid)[0] for _, p in bes)
 
     def ncload(self, proto, port, mode, *args):
         return [NCLOAD, mode, "--proto", proto, "-p", str(port), "-r", str(self.args.keys), *args]
@@ -98,21 +110,28 @@ class Latency:
 
     def one_run(self, proto, variant, rate):
         """One variant at one rate on fresh processes: ncload rate's fields, and proxy_us (CPU µs per
-        request of the proxy; of the backend for direct)."""
-        p, port = (None, self.backends[proto][0]) if variant == "direct" else self.start_proxy(proto, variant)
+        request of the proxy; of the backend for direct), backend_us and backend_rpr (the backends' CPU µs
+        and requests per read)."""
+        direct_port, direct_p = self.backends[proto][0]
+        p, port = (None, direct_port) if variant == "direct" else self.start_proxy(proto, variant)
         try:
             subprocess.run(self.ncload(proto, port, "load", "-c", str(self.args.conns), "-n", "2000"), check=True,
                            capture_output=True, timeout=60)  # warm-up: the server connections open
             wait.hold(0.2, "the warm-up's replies settled before the CPU time is read")
-            pid = (p or self.backends[proto][1]).pid
+            pid = (p or direct_p).pid
             t0 = cpu_ticks(pid)
+            b0 = self.backend_counts(proto, variant)
             out = subprocess.run(self.ncload(proto, port, "rate", "--rate", str(rate), "--seconds",
                                              str(self.args.seconds), "-c", str(self.args.conns), "--timeout", "60"),
                                  capture_output=True, text=True, timeout=self.args.seconds + 90)
             if out.returncode not in (0, 1):
                 raise RuntimeError(f"ncload rate failed ({out.returncode}): {out.stderr.strip()[-300:]}")
             r = ncload_fields(out.stdout)
-            r["proxy_us"] = (cpu_ticks(pid) - t0) / CLK_TCK * 1e6 / max(r["requests"], 1)
+            n = max(r["requests"], 1)
+            r["proxy_us"] = (cpu_ticks(pid) - t0) / CLK_TCK * 1e6 / n
+            b1 = self.backend_counts(proto, variant)
+            r["backend_us"] = (b1[0] - b0[0]) / CLK_TCK * 1e6 / n
+            r["backend_rpr"] = n / max(b1[1] - b0[1], 1)
             if p is not None and p.poll() is not None:
                 raise RuntimeError(f"{variant} exited during the run")
         finally:
@@ -120,13 +139,15 @@ class Latency:
         return r
 
     def close(self):
-        for _, p in self.backends.values():
-            stop(p)
+        for bes in self.backends.values():
+            for _, p in bes:
+                stop(p)
         if not self.args.keep:
             shutil.rmtree(self.dir, ignore_errors=True)
 
 
-COLS = ["rps", "p50_ms", "p99_ms", "p999_ms", "max_ms", "proxy_us", "send_lag_p99_ms", "errors"]
+COLS = ["rps", "p50_ms", "p99_ms", "p999_ms", "max_ms", "proxy_us", "backend_us", "backend_rpr", "send_lag_p99_ms",
+        "errors"]
 
 
 def medians(runs):
@@ -142,7 +163,8 @@ def report(proto, rate, variants, res, rounds):
     lines = [f"### {proto} GET, {rate:,} requests/s (target)", "",
              f"medians of {rounds} rounds; added = the variant's percentile minus direct's (µs), x = their ratio", "",
              "| variant | achieved req/s | p50 ms | p99 ms | p999 ms | added p50 µs | added p99 µs | added p999 µs | "
-             "x p50 | x p99 | x p999 | CPU µs/req (direct: the backend's) | ncload lag p99 ms |", "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "x p50 | x p99 | x p999 | CPU µs/req (direct: the backend's) | backends' CPU µs/req | backend req/read | "
+             "ncload lag p99 ms |", "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     ms = {v: medians(res[v]) for v in variants if res.get(v)}
     d = ms.get("direct")
     for v, m in ms.items():
@@ -153,7 +175,7 @@ def report(proto, rate, variants, res, rounds):
             cells += [fmt(a, 0) for a, _ in add] + [fmt(x) for _, x in add]
         else:
             cells += [""] * 6
-        cells += [fmt(m["proxy_us"]), fmt(m["send_lag_p99_ms"], 3)]
+        cells += [fmt(m["proxy_us"]), fmt(m["backend_us"]), fmt(m["backend_rpr"]), fmt(m["send_lag_p99_ms"], 3)]
         lines.append(f"| {v} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n", ms
 
@@ -166,6 +188,7 @@ def parse_args():
     ap.add_argument("--conns", type=int, default=50, help="connections the load is spread over")
     ap.add_argument("--keys", type=int, default=10000, help="keys written before, GET at random")
     ap.add_argument("--value", type=int, default=16, help="value size in bytes")
+    ap.add_argument("--servers", type=int, default=1, help="backends in the pool (direct uses the first)")
     ap.add_argument("--protos", default="redis", help="redis, mc or redis,mc (predixy: redis only)")
     ap.add_argument("--variants", help="of: " + ",".join(VARIANTS) + " (default: direct,nc1,nc2,tw, and px,px2 "
                                        "with --px-bin)")
@@ -207,7 +230,8 @@ def main():
                         res[v].append(r)
                         log(f"{proto} {rate}/s round {rnd + 1} {v}: {r['rps']:.0f} req/s, p50 {r['p50_ms']} "
                             f"p99 {r['p99_ms']} p999 {r['p999_ms']} max {r['max_ms']} ms, lag p99 "
-                            f"{r['send_lag_p99_ms']} ms, {r['proxy_us']:.1f} CPU us/req, {r['errors']:.0f} errors")
+                            f"{r['send_lag_p99_ms']} ms, {r['proxy_us']:.1f} CPU us/req, backends "
+                            f"{r['backend_us']:.1f} us/req and {r['backend_rpr']:.2f} req/read, {r['errors']:.0f} errors")
                 text, ms = report(proto, rate, pv, res, args.rounds)
                 text += f"\nload average (1 min) before/after: {la0:.2f} / {os.getloadavg()[0]:.2f}\n"
                 print(text, flush=True)

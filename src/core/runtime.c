@@ -72,8 +72,11 @@ struct runtime *runtime_create(struct conf *conf, const struct runtime *prev, si
     rt->loaded_at_usec = nc_usec_wall();
     rt->nworkers = nworkers;
     rt->npools = conf->npools;
-    rt->pools = calloc(conf->npools ? conf->npools : 1, sizeof(*rt->pools));
+    /* on cache lines of their own (pool_shared.lock's alignment) */
+    size_t pools_size = (conf->npools ? conf->npools : 1) * sizeof(*rt->pools);
+    rt->pools = aligned_alloc(alignof(struct pool_shared), pools_size);
     if (rt->pools == NULL) goto fail;
+    memset(rt->pools, 0, pools_size);
     for (size_t i = 0; i < conf->npools; i++) {
         struct pool_shared *p = &rt->pools[i];
         p->idx = (uint32_t)i;

@@ -22,6 +22,7 @@
 #define NC_RUNTIME_H
 
 #include <pthread.h>
+#include <stdalign.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -60,8 +61,9 @@ struct pool_shared {
     const struct topo_source_ops *source_ops; /* where its servers come from (topo/topology.h) */
     struct topo_source *source;      /* a source running on the master (runtime_sources_start);
                                       * NULL: its set never changes */
-    _Atomic uint64_t version;        /* bumped with every new route */
-    pthread_mutex_t lock;            /* guards set and route (publication and pick-up) */
+    _Atomic uint64_t version;        /* bumped with every new route; loaded per request by every
+                                      * worker: the mutex below starts the next cache line */
+    alignas(64) pthread_mutex_t lock; /* guards set and route (publication and pick-up) */
     struct topo_set *set;            /* its servers as its source last published them */
     struct route *route;             /* current routing table, built from set and health */
     /* where each worker counts for this pool: wstats[worker], wservers[worker * nservers + s] */
