@@ -19,6 +19,7 @@
 #include "common/log.h"
 #include "common/ratelimit.h"
 #include "common/util.h"
+#include "core/batch_wait.h"
 #include "msg/mbuf.h"
 
 /* The C type of an option's field in struct nc_options; it decides the option's kind: a bool is a
@@ -105,6 +106,10 @@ static const struct opt_desc opt_table[] = {
       .max = INT64_MAX, .size_suffix = true, .unit = "bytes: no cap", .usage = "max memory",
       .help = "set the memory all clients together may make the proxy hold, in bytes (k, m, g: KiB, "
               "MiB, GiB)" },
+    { .short_name = 'W', .long_name = "batch-wait", OPT_FIELD(batch_wait_usec), .def = BATCH_WAIT_DEFAULT_USEC,
+      .min = 0, .max = BATCH_WAIT_MAX_USEC, .help_range = true, .unit = "usec", .usage = "batch wait",
+      .help = "set how long a worker waits for more requests before it writes to a busy server, in "
+              "usec (0: never)" },
 };
 
 /* The usage line's group of flags, in twemproxy's order ("-?" is help too); the test checks that

@@ -71,6 +71,9 @@ struct conn_ops {
     void (*on_close)(struct conn *c, int err);
     /* The peer closed (EV_CLOSED) while c does not read (conn_watch_hangup); NULL: not watched. */
     void (*on_hangup)(struct conn *c);
+    /* c's peer still works on what c sent it, so holding c's next write a few µs costs the peer
+     * nothing (the loop's batch wait, core/batch_wait.h). NULL: never. */
+    bool (*peer_busy)(const struct conn *c);
 };
 
 #define CONN_HUP_WANTED 1u         /* conn.hup: conn_watch_hangup is on */

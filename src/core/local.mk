@@ -4,6 +4,7 @@ src_libnutcrackers_la_SOURCES += \
 	src/core/runtime_stats.c src/core/runtime_stats.h \
 	src/core/route.c src/core/route.h \
 	src/core/loop.c src/core/loop.h \
+	src/core/batch_wait.c src/core/batch_wait.h \
 	src/core/pool.c src/core/pool.h \
 	src/core/conn.c src/core/conn.h \
 	src/core/client.c src/core/client.h \

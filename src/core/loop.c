@@ -19,6 +19,7 @@
 #include "common/log.h"
 #include "common/mem_trim.h"
 #include "core/client.h"
+#include "core/batch_wait.h"
 #include "core/client_mem.h"
 #include "core/runtime.h"
 
@@ -222,6 +223,7 @@ int loop_init(struct loop *l, uint32_t id, struct event_base *base, struct runti
 
 void loop_start(struct loop *l)
 {
+    batch_wait_thread_init(l);
     gen_preconnect(l->gen);
 }
 
@@ -229,6 +231,7 @@ int loop_pass(struct loop *l, bool nonblock)
 {
     int flags = EVLOOP_ONCE | (nonblock || !TAILQ_EMPTY(&l->flushq) ? EVLOOP_NONBLOCK : 0);
     int rc = event_base_loop(l->base, flags);
+    if (!nonblock) batch_wait_run(l);
     conn_flush_queue(l);
     return rc;
 }

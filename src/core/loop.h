@@ -84,6 +84,9 @@ struct loop {
     bool mem_over;                /* the proxy was seen over the cap, and not yet back under 9/10 */
     uint64_t mem_far;             /* while over: the sum past which the loop closes at once */
     struct nc_ratelimit mem_log;  /* its lines about clients closed for the cap */
+    uint32_t batch_wait_usec;     /* -W: the batch wait (core/batch_wait.h), 0: none */
+    uint64_t batch_wait_off_until; /* usec: no batch wait before (the waits ended late) */
+    int64_t batch_wait_late_avg;  /* usec: how late the recent waits ended, averaged */
     bool draining;                /* loop_drain was called: no client stays once answered */
     bool stopping;                /* loop_stop was called: loop_run returns */
     atomic_bool drained;          /* draining and no client left: the one field another thread
@@ -94,7 +97,8 @@ struct loop {
  * reference). stats: its counter block. Returns 0 or -errno (then loop_deinit cleans up). */
 int loop_init(struct loop *l, uint32_t id, struct event_base *base, struct runtime *rt,
               struct stats_worker *stats, size_t mbuf_size);
-/* On the loop's own thread, before it dispatches: opens the preconnect pools' connections. */
+/* On the loop's own thread, before it dispatches: opens the preconnect pools' connections (and
+ * sets the thread up for the batch wait). */
 void loop_start(struct loop *l);
 /* Closes every client and connection and frees what loop_init made (not the base). */
 void loop_deinit(struct loop *l);
@@ -103,7 +107,8 @@ void loop_deinit(struct loop *l);
  * One pass of l's event base: waits for events (not when output is queued: then it only runs
  * what is ready; nonblock: never), runs their callbacks, then writes the output they queued
  * (conn_flush_later): one writev per connection per pass, without an event of its own to
- * activate. Returns event_base_loop's value (0; 1: no event left; -1: an error).
+ * activate; unless nonblock, the batch wait (core/batch_wait.h) may come before the writes.
+ * Returns event_base_loop's value (0; 1: no event left; -1: an error).
  */
 int loop_pass(struct loop *l, bool nonblock);
 /* Runs passes until loop_stop or until the base has no event left: the thread's loop. */

@@ -492,6 +492,12 @@ void server_on_readable(struct conn *c)
     else if (c->nsent == 0 && c->tev && !c->connecting && c->t_wblocked == 0) evtimer_del(c->tev);
 }
 
+/* conn_ops.peer_busy: the server has requests of this connection to answer. */
+static bool server_peer_busy(const struct conn *c)
+{
+    return c->nsent > 0;
+}
+
 const struct conn_ops server_conn_ops = {
     .role = "server",
     .on_writable = server_on_writable,
@@ -500,4 +506,5 @@ const struct conn_ops server_conn_ops = {
     .sink = SERVER_SINK,
     .on_handshake = server_on_handshake,
     .on_close = NULL,
+    .peer_busy = server_peer_busy,
 };

@@ -98,6 +98,8 @@ static void stats_json_header(struct textbuf *b, const struct stats_snapshot *s)
         case STATS_HEADER_total_connections: textbuf_add_u64(b, s->total_connections); break;
         case STATS_HEADER_curr_connections: textbuf_add_i64(b, s->curr_connections); break;
         case STATS_HEADER_client_memory: textbuf_add_i64(b, s->client_memory); break;
+        case STATS_HEADER_batch_waits: textbuf_add_u64(b, s->batch_waits); break;
+        case STATS_HEADER_batch_wait_offs: textbuf_add_u64(b, s->batch_wait_offs); break;
         case STATS_HEADER_NFIELD: break;
         }
     }

@@ -153,6 +153,10 @@ static void stats_prom_header(struct textbuf *b, const struct stats_snapshot *s)
     stats_prom_value(b, STATS_GAUGE, (uint64_t)s->curr_connections);
     stats_prom_single(b, "nutcrackers_client_memory_bytes", h[STATS_HEADER_client_memory].desc, "gauge",
                       (uint64_t)(s->client_memory > 0 ? s->client_memory : 0));
+    stats_prom_single(b, "nutcrackers_batch_waits_total", h[STATS_HEADER_batch_waits].desc, "counter",
+                      s->batch_waits);
+    stats_prom_single(b, "nutcrackers_batch_wait_offs_total", h[STATS_HEADER_batch_wait_offs].desc, "counter",
+                      s->batch_wait_offs);
 }
 
 static void stats_prom_hist(struct textbuf *b, const char *name, const struct conf_pool *cp,

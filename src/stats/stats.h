@@ -62,6 +62,9 @@ struct stats_worker {
     stats_ctr client_memory;           /* bytes its clients make it hold (core/client_mem.h): the
                                         * other workers read it too, for -M */
     struct stats_pool_block *pools;    /* registry: every pool name seen */
+    /* the batch wait (core/batch_wait.h), written per pass: off line 0, which -M reads */
+    _Alignas(64) stats_ctr batch_waits;
+    stats_ctr batch_wait_offs;
     _Alignas(64) struct stats_slowlog slowlog; /* this worker's slow requests (own cache lines) */
 };
 

@@ -33,7 +33,11 @@ enum stats_type {
     ACTION(total_connections, STATS_COUNTER, "# connections accepted since the start")       \
     ACTION(curr_connections, STATS_GAUGE, "# connections open now")                          \
     ACTION(client_memory, STATS_GAUGE,                                                       \
-           "bytes the client connections make the proxy hold now (-M caps it)")
+           "bytes the client connections make the proxy hold now (-M caps it)")             \
+    ACTION(batch_waits, STATS_COUNTER,                                                       \
+           "# loop passes that waited -W usec before writing to a busy server")              \
+    ACTION(batch_wait_offs, STATS_COUNTER,                                                   \
+           "# times the waits ended so late that a worker stopped waiting for 200 ms")
 
 /*
  * The refused commands per name are flat members of the pool's object, after its fields and only

@@ -48,6 +48,7 @@ static int master_start_workers(struct master *m)
         int rc = worker_init(&m->workers[i], i, runtime_get(m->rt), m->blocks[i], m->opts->mbuf_size);
         if (rc == 0) rc = client_mem_loop_init(&m->workers[i].loop, &m->mem);
         if (rc < 0) return rc;
+        m->workers[i].loop.batch_wait_usec = (uint32_t)m->opts->batch_wait_usec;
         stats_slowlog_configure(&m->blocks[i]->slowlog, i, (uint64_t)m->opts->slowlog_usec);
     }
     worker_peers(m->workers, n);

@@ -33,6 +33,7 @@ FLAGS = [
     ("-L", "--log-interval=N", "(default: 10000 msec)"),
     ("-G", "--stop-grace=N", "(default: 5000 msec)"),
     ("-M", "--max-memory=N", "(default: 0 bytes: no cap)"),
+    ("-W", "--batch-wait=N", "(default: 50 usec"),
 ]
 
 POOL_METRICS = ["client_eof", "client_err", "client_connections", "server_ejects",
@@ -44,7 +45,7 @@ SERVER_METRICS = ["server_eof", "server_err", "server_timedout", "server_connect
                   "dedicated_connections"]
 HEADER_FIELDS = ["service", "source", "version", "uptime", "timestamp", "generation", "loaded_at",
                  "total_connections",
-                 "curr_connections", "client_memory"]
+                 "curr_connections", "client_memory", "batch_waits", "batch_wait_offs"]
 
 
 @pytest.mark.parametrize("flag", ["-V", "--version"])

@@ -19,7 +19,7 @@ from nctest.procs import HOST
 
 HEADER = ["service", "source", "version", "uptime", "timestamp", "generation", "loaded_at",
           "total_connections",
-          "curr_connections", "client_memory"]
+          "curr_connections", "client_memory", "batch_waits", "batch_wait_offs"]
 POOL_FIELDS = ["client_eof", "client_err", "client_connections", "server_ejects", "forward_error",
                "fragments", "refused_commands", "client_idle_timeouts",
                "client_memory_closes"]

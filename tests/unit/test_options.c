@@ -323,6 +323,10 @@ static void test_max_memory_sizes(void **state)
         { "--max-memory", "9223372036854775808", false }, { "-M", "9223372036854775807", true },
     };
     check_bounds(b, sizeof(b) / sizeof(b[0]), "-M/--max-memory");
+    static const struct bound w[] = {
+        { "-W", "-1", false }, { "-W", "1001", false }, { "--batch-wait", "0", true }, { "-W", "1000", true },
+    };
+    check_bounds(w, sizeof(w) / sizeof(w[0]), "-W/--batch-wait");
     static const char *const garbage[] = { "1x", "k", "1kb", "1 k", "1.5g", "" };
     for (size_t i = 0; i < sizeof(garbage) / sizeof(garbage[0]); i++) {
         struct parsed p;
@@ -524,7 +528,7 @@ static void test_help_exact(void **state)
         "                   [-i stats interval] [-p pid file] [-m mbuf size]\n"
         "                   [-T thread num] [-S slowlog threshold] [-N trusted nets]\n"
         "                   [-K auth file] [-L log interval] [-G stop grace]\n"
-        "                   [-M max memory]\n"
+        "                   [-M max memory] [-W batch wait]\n"
         "\n"
         "Options:\n"
         "  -h, --help               : this help\n"
@@ -552,7 +556,9 @@ static void test_help_exact(void **state)
         "  -G, --stop-grace=N       : set how long SIGTERM lets requests in flight finish in msec "
         "(default: 5000 msec)\n"
         "  -M, --max-memory=N       : set the memory all clients together may make the proxy hold, in "
-        "bytes (k, m, g: KiB, MiB, GiB) (default: 0 bytes: no cap)\n";
+        "bytes (k, m, g: KiB, MiB, GiB) (default: 0 bytes: no cap)\n"
+        "  -W, --batch-wait=N       : set how long a worker waits for more requests before it writes to a "
+        "busy server, in usec (0: never) (default: 50 usec, min: 0, max: 1000)\n";
     char *buf = help_text();
     assert_string_equal(buf, want);
     free(buf);

@@ -1,0 +1,41 @@
+/*
+ * batch_wait.h - the batch wait (-W/--batch-wait): at the end of a pass of its loop that has
+ * requests to write to a server that is still working on earlier ones, a worker sleeps a few
+ * microseconds and runs one more non-blocking pass before it writes, so that the requests and
+ * replies that come meanwhile share the same system calls. A server with nothing outstanding is
+ * written at once: at low load nothing waits. When the waits end late, on average by more than
+ * BATCH_WAIT_LATE_FACTOR times what they ask (the thread waits for a CPU: the host is short of
+ * them), they are turned off for a while, so a busy host does not make every pass wait for a
+ * CPU. notes/batch-wait.md says why and what it costs.
+ *
+ * Threads: batch_wait_thread_init and batch_wait_run on the loop's own thread.
+ */
+#ifndef NC_CORE_BATCH_WAIT_H
+#define NC_CORE_BATCH_WAIT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct loop;
+
+#define BATCH_WAIT_DEFAULT_USEC 50u
+#define BATCH_WAIT_MAX_USEC 1000u
+/* The waits' lateness (how much later than asked they end) is averaged over about the last
+ * 2^BATCH_WAIT_LATE_SHIFT waits; past BATCH_WAIT_LATE_FACTOR times the wait asked for (and at
+ * least BATCH_WAIT_LATE_MIN_USEC) the waits are off for BATCH_WAIT_OFF_USEC. An average, not one
+ * wait: a virtual CPU's timers are sometimes a few hundred µs late with nothing else running. */
+#define BATCH_WAIT_LATE_SHIFT 4
+#define BATCH_WAIT_LATE_FACTOR 4u
+#define BATCH_WAIT_LATE_MIN_USEC 500u
+#define BATCH_WAIT_OFF_USEC 200000u
+
+/* On the loop's thread, before its first pass: the thread's timer slack made small enough that a
+ * wait of l->batch_wait_usec is not stretched by the kernel's default 50 µs of slack. */
+void batch_wait_thread_init(const struct loop *l);
+
+/* Between a blocking pass's callbacks and its flush (loop_pass): waits and runs one more pass when
+ * l->batch_wait_usec is set, the waits are not off (l->batch_wait_off_until) and a connection
+ * queued for flushing has a busy peer (conn_ops.peer_busy). Returns true when it waited. */
+bool batch_wait_run(struct loop *l);
+
+#endif

@@ -1,0 +1,99 @@
+"""-W (--batch-wait), with real redis-servers: a loop pass that writes to a server still busy with
+earlier requests waits first (notes/batch-wait.md), and one that writes to an idle server never
+does.
+
+One client that waits for each reply always finds its server idle: the batch_waits counter stays
+0. Clients that pipeline at once make the worker wait (the counter moves, within a bounded number
+of rounds of load), and every reply is still the right one, in order, for the right client, at
+the longest wait (-W 1000) too; with -W 0 the counter never moves. The counters are in the stats
+JSON (summed and per worker) and in /metrics.
+"""
+import threading
+
+import pytest
+
+from nctest import manage, procs
+from nctest.codec import bulk, resp
+from nctest.conn import RawConn
+from nctest.procs import HOST
+
+POOL = "bw"
+CLIENTS = 8
+PIPELINE = 64
+ROUNDS = 30  # rounds of concurrent load at most, until the worker has waited once
+
+
+def start(nutcrackers, write_conf, redis_server, *flags, servers=2):
+    ports = [redis_server()[0] for _ in range(servers)]
+    listen = procs.free_port()
+    conf = write_conf({POOL: {"listen": f"{HOST}:{listen}", "redis": True, "hash": "fnv1a_64",
+                              "distribution": "ketama", "timeout": 30000,
+                              "servers": [f"{HOST}:{p}:1" for p in ports]}})
+    return nutcrackers(conf, "-T", "1", *flags, wait_manage=True), listen
+
+
+def waits(proxy):
+    return manage.status(proxy.manage_port)["batch_waits"]
+
+
+def pipelined_round(port, rnd):
+    """CLIENTS clients at once, each pipelining PIPELINE SETs of its own keys and values, then the
+    GETs of them: every reply checked. Returns the errors seen (empty: all right)."""
+    errors = []
+    start = threading.Barrier(CLIENTS)
+
+    def one(i):
+        try:
+            names = [f"bw:{rnd}:{i}:{k}" for k in range(PIPELINE)]
+            values = [f"v{rnd}-{i}-{k}-" + "x" * (k % 7) for k in range(PIPELINE)]
+            with RawConn(port) as c:
+                start.wait(timeout=30)
+                c.send(b"".join(resp("SET", n, v) for n, v in zip(names, values)))
+                c.expect(b"+OK\r\n" * PIPELINE)
+                c.send(b"".join(resp("GET", n) for n in names))
+                c.expect(b"".join(bulk(v) for v in values))
+        except Exception as e:  # noqa: BLE001 - reported by the test below
+            errors.append(f"client {i}: {e!r}")
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(CLIENTS)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    return errors
+
+
+def test_one_client_waiting_for_each_reply_never_waits(nutcrackers, write_conf, redis_server):
+    proxy, port = start(nutcrackers, write_conf, redis_server)
+    with RawConn(port) as c:
+        for i in range(200):
+            assert c.call("SET", f"seq:{i}", f"v{i}") == "OK"
+            assert c.call("GET", f"seq:{i}") == f"v{i}".encode()
+    assert waits(proxy) == 0
+
+
+@pytest.mark.parametrize("flags", [(), ("-W", "1000")], ids=["default", "W1000"])
+def test_pipelining_clients_make_it_wait_and_get_their_own_replies(nutcrackers, write_conf, redis_server,
+                                                                   flags):
+    proxy, port = start(nutcrackers, write_conf, redis_server, *flags)
+    for rnd in range(ROUNDS):
+        assert pipelined_round(port, rnd) == []
+        if waits(proxy) > 0:
+            break
+    doc = manage.status(proxy.manage_port)
+    assert doc["batch_waits"] > 0, f"no pass waited in {ROUNDS} rounds of {CLIENTS} pipelining clients"
+    workers = manage.status(proxy.manage_port, "workers")["workers"]
+    assert sum(w["batch_waits"] for w in workers) == doc["batch_waits"]
+    assert doc["batch_wait_offs"] >= 0
+    status, _, body = manage.http_get(proxy.manage_port, "/metrics")
+    assert status == 200
+    line = [x for x in body.decode().splitlines() if x.startswith("nutcrackers_batch_waits_total ")]
+    assert line and int(line[0].split()[1]) >= doc["batch_waits"], line
+
+
+def test_zero_never_waits(nutcrackers, write_conf, redis_server):
+    proxy, port = start(nutcrackers, write_conf, redis_server, "-W", "0")
+    for rnd in range(3):
+        assert pipelined_round(port, rnd) == []
+    doc = manage.status(proxy.manage_port)
+    assert doc["batch_waits"] == 0 and doc["batch_wait_offs"] == 0
