@@ -31,6 +31,7 @@ VARIANTS = {
     "nc2f": ("nutcrackers", 2, {0, 1}, {0, 1}),
     "px2f": ("predixy", 2, {0, 1}, {0, 1}),
     "ncb": ("nutcrackers-b", 1, {1}, {0}),  # --nc-bin-b, pinned like nc1: A/B of two builds
+    "ncb2f": ("nutcrackers-b", 2, {0, 1}, {0, 1}),  # --nc-bin-b, free like nc2f
 }
 # the pools each kind of proxy serves
 POOLS = {"twemproxy": ("redis", "mc"), "nutcrackers": ("redis", "mc"), "nutcrackers-b": ("redis", "mc"),

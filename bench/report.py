@@ -8,7 +8,7 @@ import statistics
 
 # the ratios printed per workload (when both variants ran)
 RATIOS = [("nc1", "tw"), ("nc1", "px"), ("nc1f", "twf"), ("nc1f", "pxf"), ("nc2f", "nc1f"), ("nc2f", "twf"),
-          ("nc2f", "px2f"), ("nc1", "ncb")]
+          ("nc2f", "px2f"), ("nc1", "ncb"), ("nc2f", "ncb2f"), ("ncb2f", "twf")]
 # the pairs of the summary
 SUMMARY = [("nc1", "tw"), ("nc1", "px"), ("nc1f", "twf"), ("nc1f", "pxf"), ("nc2f", "px2f")]
 # (key of a run's result, column title, digits)
