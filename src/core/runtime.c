@@ -62,6 +62,53 @@ static void runtime_inherit_health(struct pool_shared *p, const struct runtime *
     }
 }
 
+/* Sets up pool i of rt (zeroed) from conf, taking over what prev's pool of the same name shares
+ * (its clients' count, its servers' health). Returns 0, or -1 (rt's clean-up frees what was made). */
+static int runtime_pool_init(struct runtime *rt, struct conf *conf, size_t i, const struct runtime *prev)
+{
+    size_t nworkers = rt->nworkers ? rt->nworkers : 1;
+    struct pool_shared *p = &rt->pools[i];
+    p->idx = (uint32_t)i;
+    p->cp = &conf->pools[i];
+    p->proto = proto_for_pool(p->cp);
+    p->client_tp = transport_ctx_for_pool(p->cp, TRANSPORT_CLIENTS);
+    p->server_tp = transport_ctx_for_pool(p->cp, TRANSPORT_SERVERS);
+    if (p->client_tp == NULL || p->server_tp == NULL) return -1;
+    atomic_init(&p->version, 1);
+    pthread_mutex_init(&p->lock, NULL);
+    size_t ns = p->cp->nservers ? p->cp->nservers : 1;
+    p->health = calloc(ns, sizeof(*p->health));
+    p->wstats = calloc(nworkers, sizeof(*p->wstats));
+    p->wservers = calloc(nworkers * ns, sizeof(*p->wservers));
+    p->refused_log = calloc(p->proto->nrefused + 1, sizeof(*p->refused_log));
+    if (p->health == NULL || p->wstats == NULL || p->wservers == NULL || p->refused_log == NULL) return -1;
+    for (size_t b = 0; b <= p->proto->nrefused; b++) nc_ratelimit_init(&p->refused_log[b], 0, 1);
+    for (size_t s = 0; s < ns; s++) {
+        nc_ratelimit_init(&p->health[s].fail_log, 0, 1);
+        nc_ratelimit_init(&p->health[s].state_log, 0, SERVER_STATE_LOG_BURST);
+    }
+    const struct pool_shared *same = prev != NULL ? runtime_pool_find(prev, p->cp->name) : NULL;
+    if (same != NULL) {
+        p->clients = same->clients;
+        atomic_fetch_add(&p->clients->refs, 1);
+    } else {
+        p->clients = calloc(1, sizeof(*p->clients));
+        if (p->clients == NULL) return -1;
+        atomic_init(&p->clients->refs, 1);
+        atomic_init(&p->clients->n, 0);
+    }
+    if (prev != NULL) runtime_inherit_health(p, prev);
+    p->source_ops = topo_source_for_pool(p->cp);
+    p->set = p->source_ops->first(p->cp);
+    if (p->set == NULL) return -1;
+    p->route = route_build_first(p);
+    if (p->route == NULL) {
+        log_error("pool '%s': cannot build its distribution", p->cp->name);
+        return -1;
+    }
+    return 0;
+}
+
 struct runtime *runtime_create(struct conf *conf, const struct runtime *prev, size_t nworkers)
 {
     struct runtime *rt = calloc(1, sizeof(*rt));
@@ -78,46 +125,7 @@ struct runtime *runtime_create(struct conf *conf, const struct runtime *prev, si
     if (rt->pools == NULL) goto fail;
     memset(rt->pools, 0, pools_size);
     for (size_t i = 0; i < conf->npools; i++) {
-        struct pool_shared *p = &rt->pools[i];
-        p->idx = (uint32_t)i;
-        p->cp = &conf->pools[i];
-        p->proto = proto_for_pool(p->cp);
-        p->client_tp = transport_ctx_for_pool(p->cp, TRANSPORT_CLIENTS);
-        p->server_tp = transport_ctx_for_pool(p->cp, TRANSPORT_SERVERS);
-        if (p->client_tp == NULL || p->server_tp == NULL) goto fail;
-        atomic_init(&p->version, 1);
-        pthread_mutex_init(&p->lock, NULL);
-        size_t ns = p->cp->nservers ? p->cp->nservers : 1;
-        p->health = calloc(ns, sizeof(*p->health));
-        p->wstats = calloc(nworkers ? nworkers : 1, sizeof(*p->wstats));
-        p->wservers = calloc((nworkers ? nworkers : 1) * ns, sizeof(*p->wservers));
-        p->refused_log = calloc(p->proto->nrefused + 1, sizeof(*p->refused_log));
-        if (p->health == NULL || p->wstats == NULL || p->wservers == NULL || p->refused_log == NULL)
-            goto fail;
-        for (size_t b = 0; b <= p->proto->nrefused; b++) nc_ratelimit_init(&p->refused_log[b], 0, 1);
-        for (size_t s = 0; s < ns; s++) {
-            nc_ratelimit_init(&p->health[s].fail_log, 0, 1);
-            nc_ratelimit_init(&p->health[s].state_log, 0, SERVER_STATE_LOG_BURST);
-        }
-        const struct pool_shared *same = prev != NULL ? runtime_pool_find(prev, p->cp->name) : NULL;
-        if (same != NULL) {
-            p->clients = same->clients;
-            atomic_fetch_add(&p->clients->refs, 1);
-        } else {
-            p->clients = calloc(1, sizeof(*p->clients));
-            if (p->clients == NULL) goto fail;
-            atomic_init(&p->clients->refs, 1);
-            atomic_init(&p->clients->n, 0);
-        }
-        if (prev != NULL) runtime_inherit_health(p, prev);
-        p->source_ops = topo_source_for_pool(p->cp);
-        p->set = p->source_ops->first(p->cp);
-        if (p->set == NULL) goto fail;
-        p->route = route_build_first(p);
-        if (p->route == NULL) {
-            log_error("pool '%s': cannot build its distribution", p->cp->name);
-            goto fail;
-        }
+        if (runtime_pool_init(rt, conf, i, prev) < 0) goto fail;
     }
     return rt;
 fail:
