@@ -295,6 +295,18 @@ def reply_error_budget():
     return NCLIENTS * LIMIT + THREADS
 
 
+def reset_error_budget():
+    # A backend that accepts and then resets every connection: each worker's connection to it
+    # fails on its own, failing what was queued on it, and the reconnect that the next request
+    # makes is accepted, so the requests written on it fail with the next reset. A client whose
+    # request failed with the first counted failure may have its next one on a worker's new
+    # connection before the server_failure_limit-th failure ejects the backend: up to LIMIT errors
+    # per client, as for failure replies (reply_error_budget), plus one request per worker routed
+    # with the old table. (One per client, error_budget(), held in most runs; the parallel
+    # sanitizer stages showed 60 of 50 clients.)
+    return NCLIENTS * LIMIT + THREADS
+
+
 def timeout_error_budget():
     # With a stopped backend the failures are timeouts, `timeout` apart: when only one worker's
     # connection to it had requests at the stop, the server_failure_limit-th failure comes one
@@ -667,7 +679,7 @@ def test_backend_closing_every_connection(rig, eject):
     assert_errors_are(errors, (RESET, "Broken pipe"), "closed at once")
     assert_fast(errors)
     if eject:
-        assert len(errors) <= error_budget(), describe(errors)
+        assert len(errors) <= reset_error_budget(), describe(errors)
         late = [e for e in errors if e.t1 > t_fake + SLACK]
         assert not late, f"errors after the ejection:\n{describe(late)}"
         # the probe's connection is accepted and closed: that is no answer
