@@ -7,6 +7,8 @@
 #include "core/batch_wait.h"
 
 #include <event2/event.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <sys/prctl.h>
 #include <time.h>
 
@@ -56,13 +58,12 @@ static void batch_wait_sleep(struct loop *l, uint64_t start)
     l->batch_wait_late_avg = avg;
 }
 
-bool batch_wait_run(struct loop *l)
+void batch_wait_run(struct loop *l)
 {
-    if (l->batch_wait_usec == 0 || !batch_wait_wanted(l)) return false;
+    if (l->batch_wait_usec == 0 || !batch_wait_wanted(l)) return;
     uint64_t start = nc_usec_now();
-    if (start < l->batch_wait_off_until) return false;
+    if (start < l->batch_wait_off_until) return;
     stats_ctr_add(&l->stats->batch_waits, 1);
     batch_wait_sleep(l, start);
     (void)event_base_loop(l->base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
-    return true;
 }

@@ -13,9 +13,6 @@
 #ifndef NC_CORE_BATCH_WAIT_H
 #define NC_CORE_BATCH_WAIT_H
 
-#include <stdbool.h>
-#include <stdint.h>
-
 struct loop;
 
 #define BATCH_WAIT_DEFAULT_USEC 50u
@@ -35,7 +32,7 @@ void batch_wait_thread_init(const struct loop *l);
 
 /* Between a blocking pass's callbacks and its flush (loop_pass): waits and runs one more pass when
  * l->batch_wait_usec is set, the waits are not off (l->batch_wait_off_until) and a connection
- * queued for flushing has a busy peer (conn_ops.peer_busy). Returns true when it waited. */
-bool batch_wait_run(struct loop *l);
+ * queued for flushing has a busy peer (conn_ops.peer_busy). */
+void batch_wait_run(struct loop *l);
 
 #endif

@@ -1,8 +1,9 @@
 /*
  * loop.c - a worker's core context (see loop.h): its pools and their periodic trim (which also
  * looks at -M, client_mem.h), the sweep for idle clients (client_idle_timeout), the loop's passes
- * (libevent once, then the flush queue: loop_pass, loop_run), reloads and the reaping of old
- * generations, and the hand-over of new clients.
+ * (libevent once, the batch wait when a write goes to a busy server (batch_wait.h), then the flush
+ * queue: loop_pass, loop_run), reloads and the reaping of old generations, and the hand-over of
+ * new clients.
  *
  * Threads: loop_init/loop_deinit run on the master (before the loop's thread starts, after it
  * stopped), loop_drained on any thread; everything else on the loop's own thread.
