@@ -21,6 +21,7 @@
 #include "common/log.h"
 #include "common/ratelimit.h"
 #include "conf/conf.h"
+#include "net/transport.h"
 #include "stats/stats_desc.h"
 #include "thread/master.h"
 #include "nc_commit.h" /* NC_GIT_COMMIT, when built from a git checkout (Makefile.am) */
@@ -59,6 +60,10 @@ static void main_print_connections(FILE *f, const struct conf *conf, int threads
 static int main_test_conf(struct nc_options *opts)
 {
     struct conf *conf = conf_load(opts->conf_file, NULL, NULL);
+    if (conf != NULL && transport_conf_check(conf, NULL, NULL) > 0) { /* TLS: files that parse, ... */
+        conf_unref(conf);
+        conf = NULL;
+    }
     if (conf == NULL) {
         fprintf(stderr, "nutcrackers: configuration file '%s' syntax is invalid\n", opts->conf_file);
         return 1;
@@ -137,6 +142,10 @@ static int main_run(struct nc_options *opts)
     if (options_resolve_threads(opts, why, sizeof(why)) > 0) log_warn("%s", why);
     else log_notice("%s", why);
     conf = conf_load(opts->conf_file, main_conf_error, opts);
+    if (conf != NULL && transport_conf_check(conf, main_conf_error, opts) > 0) {
+        conf_unref(conf);
+        conf = NULL;
+    }
     if (conf == NULL) {
         log_error("configuration file '%s' is invalid", opts->conf_file);
         if (opts->output != NULL) {

@@ -5,6 +5,7 @@
 #   nc_install_debs [run|test]
 #                        Debian packages. `run` (scripts/run.sh): what building the daemon and
 #                        running it beside local backends need: build tools, libyaml, libevent,
+#                        OpenSSL (libssl-dev, and the openssl CLI that makes the tests' certificates),
 #                        redis, memcached, nc, python3. `test` (the default; scripts/test.sh): those
 #                        and what only the tests need: cmocka (unit tests), pip, clang and its
 #                        sanitizer/libFuzzer runtimes for `make fuzz`, jemalloc for a unit test
@@ -29,7 +30,7 @@
 
 NC_DEB_RUN_PACKAGES=(
     build-essential autoconf automake libtool pkg-config
-    libyaml-dev libevent-dev
+    libyaml-dev libevent-dev libssl-dev openssl
     redis-server redis-tools memcached netcat-openbsd
 )
 NC_DEB_TEST_PACKAGES=(

@@ -45,6 +45,18 @@ void conf_report(struct conf_report *r, int line, int col, const char *pool, con
     else fprintf(stderr, "nutcrackers: %s\n", out);
 }
 
+void conf_pool_report(const struct conf_pool *p, const char *key, conf_error_fn on_error, void *ctx,
+                      const char *fmt, ...)
+{
+    char msg[CONF_LINE_MAX / 2];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    struct conf_report r = { .file = p->file != NULL ? p->file : "(string)", .fn = on_error, .ctx = ctx };
+    conf_report(&r, conf_pool_key_line(p, key), 0, p->name, key, "%s", msg);
+}
+
 static void conf_free(struct conf *c)
 {
     if (c == NULL) return;
@@ -118,6 +130,7 @@ static void conf_pool_add(struct conf *c, const struct conf_node *name,
         return;
     }
     p->line = name->line;
+    p->file = c->path;
     c->npools++;
     if (value->kind != CONF_NODE_MAP) {
         conf_report(r, value->line, 0, p->name, NULL, "expected a mapping of keys, got %s",

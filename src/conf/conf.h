@@ -34,6 +34,14 @@
 #define CONF_DEFAULT_KEEP (-1)               /* tcpkeepidle/cnt/intvl: -1 = kernel default */
 #define CONF_REDIS_AUTH_MAX 256              /* redis_auth must be shorter */
 
+/* tls_auth_clients */
+enum conf_tls_auth { CONF_TLS_AUTH_NO, CONF_TLS_AUTH_YES, CONF_TLS_AUTH_OPTIONAL };
+/* tls_protocols: a set of these bits (0: OpenSSL's defaults, TLSv1.2 at least) */
+#define CONF_TLS_V1_0 0x1u
+#define CONF_TLS_V1_1 0x2u
+#define CONF_TLS_V1_2 0x4u
+#define CONF_TLS_V1_3 0x8u
+
 /* An address to listen on or connect to: TCP host:port or a unix socket path. */
 struct conf_addr {
     char *text;       /* as written, e.g. "127.0.0.1:22121" or "/tmp/gamma" */
@@ -81,6 +89,19 @@ struct conf_pool {
     int server_failure_limit;
     struct conf_server *servers;
     size_t nservers;
+    /* TLS towards the clients (the listener): notes/tls.md */
+    bool tls;
+    char *tls_cert_file, *tls_key_file, *tls_ca_cert_file; /* NULL: not set */
+    int tls_auth_clients;         /* enum conf_tls_auth */
+    unsigned tls_protocols;       /* CONF_TLS_V* bits; 0: the default */
+    char *tls_ciphers, *tls_ciphersuites;
+    /* TLS towards the servers */
+    bool server_tls;
+    bool server_tls_verify;       /* default true */
+    char *server_tls_ca_cert_file, *server_tls_cert_file, *server_tls_key_file;
+    char *server_tls_server_name; /* NULL: each server's host */
+    const char *file;             /* the file it was loaded from (its conf's path) */
+    int *key_lines;               /* line where each key of the table was set (0: not set) */
 };
 
 struct conf {
@@ -108,6 +129,14 @@ struct conf *conf_load_string(const char *text, size_t len, const char *name,
 
 struct conf *conf_ref(struct conf *c);
 void conf_unref(struct conf *c);
+
+/* The line where key was set in p, else p's own line. */
+int conf_pool_key_line(const struct conf_pool *p, const char *key);
+/* Reports a problem of p's key found after loading (a certificate that does not parse) in the
+ * loader's format, "<file>:<line>: pool '<pool>': key '<key>': <what>", through on_error (NULL:
+ * stderr). */
+void conf_pool_report(const struct conf_pool *p, const char *key, conf_error_fn on_error, void *ctx,
+                      const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 
 /* Lookups on an immutable conf; NULL when absent. */
 const struct conf_pool *conf_pool_find(const struct conf *c, const char *name);

@@ -80,6 +80,17 @@ unsigned conf_pool_parse(struct conf_pool *p, const struct conf_node *map, struc
 /* Frees what a pool owns (not the pool itself). */
 void conf_pool_deinit(struct conf_pool *p);
 
+/* ---- TLS keys (conf_tls.c) ---- */
+
+/* "no", "yes" or "optional" -> enum conf_tls_auth. Returns 0, or -EINVAL. */
+int conf_tls_auth_parse(const char *s, int *out);
+/* A space-separated list of TLSv1, TLSv1.1, TLSv1.2, TLSv1.3 -> CONF_TLS_V* bits. Returns 0, or
+ * -EINVAL with a message in err. */
+int conf_tls_protocols_parse(const char *s, unsigned *mask, char *err, size_t errlen);
+/* What the TLS keys of a parsed pool must agree on (certificate and key given together, files
+ * readable, no TLS on a unix-socket listener, ...): reports each problem, returns their number. */
+unsigned conf_tls_check(const struct conf_pool *p, struct conf_report *r);
+
 /* ---- addresses (conf_addr.c) ---- */
 
 /*

@@ -23,6 +23,9 @@
 #define CONF_KEEPIDLE_MAX 32767 /* Linux limits for TCP_KEEPIDLE / TCP_KEEPINTVL / TCP_KEEPCNT */
 #define CONF_KEEPINTVL_MAX 32767
 #define CONF_KEEPCNT_MAX 127
+#define CONF_PATH_MAX 4095     /* certificate, key and CA file names */
+#define CONF_SNI_MAX 253       /* a DNS name */
+#define CONF_CIPHERS_MAX 4095
 #define CONF_SERVER_ENTRY "\"host:port:weight [name]\""
 
 struct conf_key;
@@ -65,6 +68,12 @@ struct conf_key {
 #define CONF_KEY_BOOL(n, fld) \
     { .name = n, .parse = conf_key_bool, .field = CONF_FIELD_BOOL, \
       .offset = CONF_OFFSET(fld, bool), .def = false }
+#define CONF_KEY_BOOL_TRUE(n, fld) \
+    { .name = n, .parse = conf_key_bool, .field = CONF_FIELD_BOOL, \
+      .offset = CONF_OFFSET(fld, bool), .def = true }
+#define CONF_KEY_STR(n, fld, maxlen) \
+    { .name = n, .parse = conf_key_string, .field = CONF_FIELD_STR, \
+      .offset = CONF_OFFSET(fld, char *), .max = (maxlen) }
 #define CONF_KEY_INT(n, fld, lo, hi, d) \
     { .name = n, .parse = conf_key_int, .field = CONF_FIELD_INT, \
       .offset = CONF_OFFSET(fld, int), .min = (lo), .max = (hi), .def = (d) }
@@ -86,6 +95,10 @@ static int conf_key_listen(const struct conf_key *k, const struct conf_node *v,
                            struct conf_pool *p, struct conf_report *r);
 static int conf_key_servers(const struct conf_key *k, const struct conf_node *v,
                             struct conf_pool *p, struct conf_report *r);
+static int conf_key_tls_auth(const struct conf_key *k, const struct conf_node *v,
+                             struct conf_pool *p, struct conf_report *r);
+static int conf_key_tls_protocols(const struct conf_key *k, const struct conf_node *v,
+                                  struct conf_pool *p, struct conf_report *r);
 
 static const char *conf_hash_name(int value)
 {
@@ -100,8 +113,8 @@ static const char *conf_dist_name(int value)
 static const struct conf_enum conf_hash_names = { hash_type_from_name, conf_hash_name, HASH_COUNT };
 static const struct conf_enum conf_dist_names = { dist_type_from_name, conf_dist_name, DIST_COUNT };
 
-/* The pool keys, in twemproxy's order (tcpkeepidle/cnt/intvl, client_idle_timeout, dedicated_connections and
- * redis_flush are ours). */
+/* The pool keys, in twemproxy's order (tcpkeepidle/cnt/intvl, client_idle_timeout, dedicated_connections,
+ * redis_flush and the TLS keys are ours). */
 static const struct conf_key conf_keys[] = {
     { .name = "listen", .parse = conf_key_listen, .required = true },
     { .name = "hash", .parse = conf_key_enum, .field = CONF_FIELD_HASH,
@@ -138,6 +151,20 @@ static const struct conf_key conf_keys[] = {
     CONF_KEY_INT("server_failure_limit", server_failure_limit, 1, CONF_INT_MAX,
                  CONF_DEFAULT_SERVER_FAILURE_LIMIT),
     { .name = "servers", .parse = conf_key_servers, .required = true },
+    CONF_KEY_BOOL("tls", tls),
+    CONF_KEY_STR("tls_cert_file", tls_cert_file, CONF_PATH_MAX),
+    CONF_KEY_STR("tls_key_file", tls_key_file, CONF_PATH_MAX),
+    CONF_KEY_STR("tls_ca_cert_file", tls_ca_cert_file, CONF_PATH_MAX),
+    { .name = "tls_auth_clients", .parse = conf_key_tls_auth },
+    { .name = "tls_protocols", .parse = conf_key_tls_protocols },
+    CONF_KEY_STR("tls_ciphers", tls_ciphers, CONF_CIPHERS_MAX),
+    CONF_KEY_STR("tls_ciphersuites", tls_ciphersuites, CONF_CIPHERS_MAX),
+    CONF_KEY_BOOL("server_tls", server_tls),
+    CONF_KEY_STR("server_tls_ca_cert_file", server_tls_ca_cert_file, CONF_PATH_MAX),
+    CONF_KEY_STR("server_tls_cert_file", server_tls_cert_file, CONF_PATH_MAX),
+    CONF_KEY_STR("server_tls_key_file", server_tls_key_file, CONF_PATH_MAX),
+    CONF_KEY_STR("server_tls_server_name", server_tls_server_name, CONF_SNI_MAX),
+    CONF_KEY_BOOL_TRUE("server_tls_verify", server_tls_verify),
 };
 
 static const struct {
@@ -358,6 +385,26 @@ static int conf_key_servers(const struct conf_key *k, const struct conf_node *v,
     return rc;
 }
 
+static int conf_key_tls_auth(const struct conf_key *k, const struct conf_node *v,
+                             struct conf_pool *p, struct conf_report *r)
+{
+    if (!conf_want_scalar(k, v, p, r, "no, yes or optional")) return -EINVAL;
+    int rc = conf_tls_auth_parse(v->text, &p->tls_auth_clients);
+    if (rc != 0)
+        conf_report(r, v->line, 0, p->name, k->name, "expected no, yes or optional, got '%s'", v->text);
+    return rc;
+}
+
+static int conf_key_tls_protocols(const struct conf_key *k, const struct conf_node *v,
+                                  struct conf_pool *p, struct conf_report *r)
+{
+    char err[CONF_ERR_MAX];
+    if (!conf_want_scalar(k, v, p, r, "protocol names")) return -EINVAL;
+    int rc = conf_tls_protocols_parse(v->text, &p->tls_protocols, err, sizeof(err));
+    if (rc != 0) conf_report(r, v->line, 0, p->name, k->name, "%s", err);
+    return rc;
+}
+
 static const struct conf_key *conf_key_find(const char *name)
 {
     for (size_t i = 0; i < NC_ARRAY_LEN(conf_keys); i++) {
@@ -369,9 +416,14 @@ static const struct conf_key *conf_key_find(const char *name)
 unsigned conf_pool_parse(struct conf_pool *p, const struct conf_node *map, struct conf_report *r)
 {
     unsigned before = r->nerrors;
-    int seen[NC_ARRAY_LEN(conf_keys)] = { 0 }; /* line where each key was set, 0: not set */
+    int *seen = calloc(NC_ARRAY_LEN(conf_keys), sizeof(*seen)); /* line of each key, 0: not set */
 
     NC_ASSERT(map->kind == CONF_NODE_MAP && map->nkids % 2 == 0);
+    if (seen == NULL) {
+        conf_report(r, p->line, 0, p->name, NULL, "out of memory");
+        return r->nerrors - before;
+    }
+    p->key_lines = seen;
     for (size_t i = 0; i < NC_ARRAY_LEN(conf_keys); i++) {
         conf_field_store(p, &conf_keys[i], conf_keys[i].def);
     }
@@ -403,7 +455,15 @@ unsigned conf_pool_parse(struct conf_pool *p, const struct conf_node *map, struc
             conf_report(r, p->line, 0, p->name, conf_keys[i].name, "required key is missing");
         }
     }
+    conf_tls_check(p, r);
     return r->nerrors - before;
+}
+
+int conf_pool_key_line(const struct conf_pool *p, const char *key)
+{
+    const struct conf_key *k = conf_key_find(key);
+    int line = k != NULL && p->key_lines != NULL ? p->key_lines[k - conf_keys] : 0;
+    return line > 0 ? line : p->line;
 }
 
 void conf_pool_deinit(struct conf_pool *p)
@@ -411,6 +471,15 @@ void conf_pool_deinit(struct conf_pool *p)
     for (size_t i = 0; i < p->nservers; i++) conf_server_deinit(&p->servers[i]);
     free(p->servers);
     free(p->redis_auth);
+    char **strs[] = { &p->tls_cert_file, &p->tls_key_file, &p->tls_ca_cert_file, &p->tls_ciphers,
+                      &p->tls_ciphersuites, &p->server_tls_ca_cert_file, &p->server_tls_cert_file,
+                      &p->server_tls_key_file, &p->server_tls_server_name };
+    for (size_t i = 0; i < NC_ARRAY_LEN(strs); i++) {
+        free(*strs[i]);
+        *strs[i] = NULL;
+    }
+    free(p->key_lines);
+    p->key_lines = NULL;
     conf_addr_deinit(&p->listen);
     free(p->name);
     p->servers = NULL;

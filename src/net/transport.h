@@ -5,8 +5,8 @@
  * transport, which reports what it needs from the event loop (readable, writable) when it cannot
  * go on.
  *
- * Implementations: the plain socket (net/transport_plain.c) is the only one. A TLS transport
- * (OpenSSL on the proxy's own non-blocking sockets) is the second: its handshake takes several
+ * Implementations: the plain socket (net/transport_plain.c), and TLS (net/transport_tls.c:
+ * OpenSSL on the proxy's own non-blocking sockets): its handshake takes several
  * round trips (handshake() returns -EAGAIN with `want` set until it is done), it holds bytes it
  * has decrypted but not yet handed out (pending(): the caller reads again before waiting on the
  * socket), a read may need the socket writable and a write may need it readable (`want` names
@@ -87,6 +87,7 @@ struct transport_ctx {
 extern const struct transport_ops transport_plain_ops;
 extern const struct transport_ctx transport_plain_ctx;
 
+struct conf;
 struct conf_pool;
 enum transport_side { TRANSPORT_CLIENTS, TRANSPORT_SERVERS };
 
@@ -95,6 +96,11 @@ enum transport_side { TRANSPORT_CLIENTS, TRANSPORT_SERVERS };
  * built (the config check has said why). */
 const struct transport_ctx *transport_ctx_for_pool(const struct conf_pool *cp, enum transport_side side);
 void transport_ctx_put(const struct transport_ctx *ctx);
+/* The config check of what only building the contexts finds (a TLS key that does not match its
+ * certificate, a file that does not parse): builds and frees every pool's contexts, reporting
+ * each failure in the loader's format through on_error (a conf_error_fn; NULL: stderr).
+ * Returns the number of failures. */
+unsigned transport_conf_check(const struct conf *c, void (*on_error)(void *, const char *), void *arg);
 
 /* Makes t the transport of fd for ctx (takes fd over: a failure closes it). server_name: the
  * peer's name for a client-side handshake (TLS SNI), or NULL. Returns 0 or -errno. */

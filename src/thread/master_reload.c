@@ -22,6 +22,7 @@
 #include "core/probe.h"
 #include "core/runtime.h"
 #include "core/runtime_stats.h"
+#include "net/transport.h"
 #include "thread/master_int.h"
 #include "thread/reload_req.h"
 #include "thread/stats_thread.h"
@@ -68,6 +69,10 @@ int master_reload(struct master *m, char *answer, size_t cap)
     stats_thread_reload_password(m->stats); /* the -K file too, whatever becomes of the config */
     struct conf *conf = conf_load(path, master_reload_error, &errs);
     struct runtime *rt = NULL;
+    if (conf != NULL && transport_conf_check(conf, master_reload_error, &errs) > 0) { /* TLS files */
+        conf_unref(conf);
+        conf = NULL;
+    }
     if (conf == NULL) goto fail;
     conf->generation = serving + 1;
     rt = runtime_create(conf, m->rt, m->nstarted);
