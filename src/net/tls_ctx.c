@@ -100,8 +100,11 @@ static int tls_pair(SSL_CTX *s, const char *cert, const char *key, const char *c
 {
     if (SSL_CTX_use_certificate_chain_file(s, cert) != 1)
         return tls_fail(e, cert_key, "cannot load the certificate '%s'", cert);
-    if (SSL_CTX_use_PrivateKey_file(s, key, SSL_FILETYPE_PEM) != 1)
+    if (SSL_CTX_use_PrivateKey_file(s, key, SSL_FILETYPE_PEM) != 1) {
+        if (ERR_GET_REASON(ERR_peek_last_error()) == X509_R_KEY_VALUES_MISMATCH)
+            return tls_fail(e, key_key, "'%s' does not match %s '%s'", key, cert_key, cert);
         return tls_fail(e, key_key, "cannot load the private key '%s'", key);
+    }
     if (SSL_CTX_check_private_key(s) != 1)
         return tls_fail(e, key_key, "'%s' does not match %s '%s'", key, cert_key, cert);
     return 0;

@@ -7,3 +7,13 @@ tests_unit_test_conf_CPPFLAGS = $(AM_CPPFLAGS) -DNC_TOP_SRCDIR='"$(abs_top_srcdi
 tests_unit_test_conf_CFLAGS = $(NC_UNIT_CFLAGS)
 tests_unit_test_conf_LDADD = $(NC_UNIT_LIBS)
 EXTRA_DIST += tests/unit/data/conf
+
+# TLS (test_tls): the pool's TLS keys and their checks, the config check of what only OpenSSL
+# finds, and the TLS transport over a socketpair; its certificates are under tests/unit/data/tls
+check_PROGRAMS += tests/unit/test_tls
+TESTS += tests/unit/test_tls
+tests_unit_test_tls_SOURCES = tests/unit/test_tls.c
+tests_unit_test_tls_CPPFLAGS = $(AM_CPPFLAGS) -DNC_TOP_SRCDIR='"$(abs_top_srcdir)"'
+tests_unit_test_tls_CFLAGS = $(NC_UNIT_CFLAGS)
+tests_unit_test_tls_LDADD = $(NC_UNIT_LIBS)
+EXTRA_DIST += tests/unit/data/tls
