@@ -7,7 +7,8 @@ tls_context, raw sockets for the bytes that are no TLS).
 
 Covered: each side alone and both at once; client certificates required and optional; a server
 whose certificate does not verify (a failing server: an error reply, fast, never plain text); a
-plain-text server behind server_tls (the pool's timeout); plain text and garbage on a TLS
+server that never answers the handshake (the pool's timeout) and a plain-text one behind
+server_tls (an error, never plain text); plain text and garbage on a TLS
 listener (closed, other clients unaffected); pipelining, MGET over 3 servers, MULTI/EXEC, pub/sub,
 an 8 MB value, 200 concurrent TLS clients, and memcached get_many over TLS. The config check (-t)
 and reload of certificates are in test_tls_conf.py.
@@ -22,6 +23,7 @@ import pytest
 from nctest import tls
 from nctest.codec import Err
 from nctest.conn import RawConn, mc_client, redis_client
+from nctest.fake import FakeBackend, serve_on_release
 from nctest.keys import big_value, digest, owners, spread_keys
 from nctest.procs import HOST, free_port
 from nctest.wait import scale, wait_for
@@ -231,10 +233,29 @@ def test_server_verify_false_accepts_the_wrong_ca(nutcrackers, write_conf, tls_r
     set_get_checked(redis_client(listen), "noverify", 5)
 
 
-def test_plain_server_behind_server_tls_times_out(nutcrackers, write_conf, redis_server,
-                                                  tls_certs):
-    """A plain-text redis-server never answers the ClientHello as TLS: the request fails by the
-    pool's timeout (1 s), with an error reply, not a hang and not a plain-text exchange."""
+def test_silent_server_behind_server_tls_times_out(nutcrackers, write_conf, tls_certs):
+    """A server that reads the ClientHello and never answers: the request fails by the pool's
+    timeout (1 s), with an error reply, not before and not a hang."""
+    never = threading.Event()
+    fake = FakeBackend(serve_on_release(never, b"+OK\r\n"))
+    try:
+        proxy, listen = start_proxy(nutcrackers, write_conf, [fake.port], timeout=1000,
+                                    tls_keys=[server_side(tls_certs)])
+        with RawConn(listen, timeout=10 * scale()) as c:
+            t0 = time.monotonic()
+            reply = c.call("GET", "silent:k")
+            took = time.monotonic() - t0
+        assert isinstance(reply, Err) and reply.startswith("ERR"), reply
+        assert 0.8 <= took < 8 * scale(), took
+        assert fake.counts()[0] >= 1 and fake.received > 0  # a handshake was begun
+    finally:
+        fake.stop()
+
+
+def test_plain_server_behind_server_tls_fails(nutcrackers, write_conf, redis_server, tls_certs):
+    """A plain-text redis-server cannot complete the handshake (it waits for a line, or answers
+    the ClientHello with a RESP error): the request gets an error reply within the pool's timeout
+    (1 s) and a margin, never a hang, and nothing reaches the server as plain text."""
     port, _ = redis_server()
     proxy, listen = start_proxy(nutcrackers, write_conf, [port], timeout=1000,
                                 tls_keys=[server_side(tls_certs)])
