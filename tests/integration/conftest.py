@@ -13,6 +13,9 @@ come back to it). A failing test's report gets the proxy's log attached.
 `module_redis_server`, `module_memcached_server`, `module_nutcrackers` (and `module_reaper`) are
 the same factories at module scope, for processes shared by the tests of one module: they are
 stopped when the module's last test ends, and the per-test clean-up leaves them alone.
+
+The TLS backends and certificates (`tls_certs`, `tls_redis_server`, `tls_memcached_server`) are in
+tls_fixtures.py, loaded as a plugin.
 """
 import os
 import signal
@@ -31,6 +34,9 @@ from nctest.procs import HOST, START_TIMEOUT  # noqa: E402
 from nctest.wait import scale, wait_for, wait_log  # noqa: E402
 
 LOG_TAIL = 20000  # characters of each log attached to a failing test
+
+# the TLS fixtures (tls_certs, tls_redis_server, tls_memcached_server): tls_fixtures.py
+pytest_plugins = ["tls_fixtures"]
 
 
 def _terminate(signo, frame):

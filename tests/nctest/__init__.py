@@ -20,6 +20,8 @@ the benchmark (bench/bench.py). One module per concern:
   nodeclients  the pinned Node.js packages (tests/clients/node): node, once they are installed
   framing  the same byte streams sent to a redis-server and through the proxy, the replies
            compared; a bystander client that checks every reply is its own
+  tls      certificates made with the openssl CLI (CA, server, client, a wrong CA and key),
+           ssl contexts and redis-server / memcached TLS flags
   deps     scripts/lib/deps.sh's functions (client builds and installs), a missing toolchain
            told apart from a failure
 

@@ -1,0 +1,54 @@
+"""pytest fixtures for the TLS tests (issue 26), loaded by conftest.py (pytest_plugins).
+
+- `tls_certs`: a nctest.tls.Certs made once per module in its own tmp dir (CA, other CA, server,
+  client, other client, a key matching nothing).
+- `tls_redis_server`: a factory over conftest's `redis_server`: tls_redis_server(auth_clients="no",
+  cert=None, key=None, args=()) -> (port, Popen) of a redis-server with no plain TCP port and a
+  TLS port on 127.0.0.1 (certs.server_cert unless told; --tls-auth-clients as given).
+- `tls_memcached_server`: the same over `memcached_server`: memcached -Z with the chain and key.
+
+The backends are the conftest ones (logs attached, stopped by pid at the end of the test); only
+their flags differ. A fixed port is one try for the conftest factory, so a TLS redis-server gets
+a few tries with fresh ports.
+"""
+import pytest
+
+from nctest import procs, tls
+
+START_TRIES = 3
+
+
+@pytest.fixture(scope="module")
+def tls_certs(tmp_path_factory):
+    """The module's certificates (nctest.tls.make_certs)."""
+    return tls.make_certs(tmp_path_factory.mktemp("tls-certs"))
+
+
+@pytest.fixture
+def tls_redis_server(redis_server, tls_certs):
+    """Factory: tls_redis_server(auth_clients="no", cert=None, key=None, args=()) -> (port,
+    Popen) of a TLS-only redis-server on 127.0.0.1."""
+
+    def start(auth_clients="no", cert=None, key=None, args=()):
+        last = None
+        for _ in range(START_TRIES):
+            port = procs.free_port()
+            flags = tls.redis_tls_args(tls_certs, port, auth_clients, cert, key)
+            try:
+                return redis_server(port=port, args=(*flags, *args))
+            except pytest.fail.Exception as e:  # the port was taken between pick and bind
+                last = e
+        raise last
+
+    return start
+
+
+@pytest.fixture
+def tls_memcached_server(memcached_server, tls_certs):
+    """Factory: tls_memcached_server(cert=None, key=None, args=()) -> (port, Popen) of a memcached
+    speaking TLS only, on 127.0.0.1."""
+
+    def start(cert=None, key=None, args=()):
+        return memcached_server(args=(*tls.memcached_tls_args(tls_certs, cert, key), *args))
+
+    return start
