@@ -169,8 +169,22 @@ static bool client_waits(const struct conn *c)
     return c->feat_on != 0 && feature_waits(c);
 }
 
+/* The handshake bound of client_idle_check: closes c when its handshake runs past it. */
+static bool client_handshake_check(struct conn *c, uint64_t now)
+{
+    int64_t limit = c->pool->cp->client_idle_timeout;
+    if (limit <= 0 || limit > CLIENT_HANDSHAKE_LIMIT_MS) limit = CLIENT_HANDSHAKE_LIMIT_MS;
+    if (now - c->t_active < (uint64_t)limit * 1000u) return false;
+    log_debug(LOG_INFO, "client %lu: %s handshake not done in %ld ms: closed", (unsigned long)c->id,
+              c->tr.ops->name, (long)limit);
+    c->err = ETIMEDOUT;
+    client_close(c);
+    return true;
+}
+
 bool client_idle_check(struct conn *c, uint64_t now)
 {
+    if (c->tio & CONN_TIO_HANDSHAKE) return client_handshake_check(c, now);
     int64_t timeout = c->pool->cp->client_idle_timeout;
     if (timeout <= 0 || c->kill || now - c->t_active < (uint64_t)timeout * 1000u || client_waits(c))
         return false;

@@ -46,9 +46,15 @@ void client_resume_reading(struct conn *c);
 /* c is in some feature's state (on) or in none any more (core/feature.h): its ops follow. */
 void client_features_on(struct conn *c, bool on);
 
+/* A client whose transport's handshake (TLS) has not ended this long after its accept is closed
+ * (or after its pool's client_idle_timeout, if shorter): a stalled handshake holds no worker, but
+ * it must not hold a connection for ever. */
+#define CLIENT_HANDSHAKE_LIMIT_MS 10000
+
 /* client_idle_timeout (its pool's): closes c when for that long it sent nothing, read no reply
  * and waited for no server (a request in flight, a subscriber's messages); a client that stopped
- * in the middle of a request is idle too. Returns true when it closed c (freed). */
+ * in the middle of a request is idle too. And CLIENT_HANDSHAKE_LIMIT_MS for a handshake. Returns
+ * true when it closed c (freed). */
 bool client_idle_check(struct conn *c, uint64_t now);
 
 /* The process stops (loop_drain): an idle client is closed now; a busy one stops reading and is

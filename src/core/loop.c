@@ -23,6 +23,7 @@
 #include "core/batch_wait.h"
 #include "core/client_mem.h"
 #include "core/runtime.h"
+#include "net/transport.h"
 
 #if defined(__has_feature)
 #if __has_feature(address_sanitizer)
@@ -85,12 +86,16 @@ static void loop_on_idle(int fd, short what, void *arg)
 }
 
 /* Looks for idle clients a quarter of the shortest client_idle_timeout of the current generation
- * apart (within LOOP_IDLE_MIN_USEC..LOOP_IDLE_MAX_USEC), or not at all without one. */
+ * apart (within LOOP_IDLE_MIN_USEC..LOOP_IDLE_MAX_USEC), or not at all without one; a pool whose
+ * clients have a handshake counts with CLIENT_HANDSHAKE_LIMIT_MS. */
 static void loop_idle_arm(struct loop *l)
 {
     int64_t shortest = 0;
     for (size_t i = 0; i < l->gen->npools; i++) {
-        int64_t t = l->gen->pools[i].cp->client_idle_timeout;
+        const struct pool_rt *p = &l->gen->pools[i];
+        int64_t t = p->cp->client_idle_timeout;
+        if (transport_ctx_has_handshake(p->shared->client_tp) && (t <= 0 || t > CLIENT_HANDSHAKE_LIMIT_MS))
+            t = CLIENT_HANDSHAKE_LIMIT_MS;
         if (t > 0 && (shortest == 0 || t < shortest)) shortest = t;
     }
     uint64_t every = (uint64_t)shortest * 1000u / 4;

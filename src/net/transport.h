@@ -139,6 +139,12 @@ static inline bool transport_has_handshake(const struct transport *t)
     return t->ops->handshake != NULL;
 }
 
+/* The connections of ctx have a handshake (NULL: no context). */
+static inline bool transport_ctx_has_handshake(const struct transport_ctx *ctx)
+{
+    return ctx != NULL && ctx->ops->handshake != NULL;
+}
+
 static inline void transport_shutdown(struct transport *t)
 {
     t->ops->shutdown(t);
