@@ -197,3 +197,23 @@ def test_reload_picks_up_new_certificate_files(nutcrackers, write_conf, redis_se
     pooled.close()
     with pytest.raises(ssl.SSLError):  # the new certificate is still checked: the other CA fails
         peer_fingerprint(listen, tls.client_context(tls_certs, ca=tls_certs.other_ca))
+
+
+def test_the_shipped_tls_example_passes_with_its_files(tls_certs, tmp_path):
+    """conf/tls.yml, its /etc/nutcrackers/ files replaced by the tests' certificates, passes -t;
+    and without them it names the first file it cannot read."""
+    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    text = open(os.path.join(repo, "conf", "tls.yml")).read()
+    files = {"proxy.crt": tls_certs.server_cert, "proxy.key": tls_certs.server_key,
+             "service-ca.crt": tls_certs.ca, "proxy-client.crt": tls_certs.client_cert,
+             "proxy-client.key": tls_certs.client_key}
+    for name, src in files.items():
+        shutil.copy(src, tmp_path / name)
+    good = tmp_path / "tls.yml"
+    good.write_text(text.replace("/etc/nutcrackers/", f"{tmp_path}/"))
+    r = run(["-t", "-c", str(good)])
+    assert r.returncode == 0, r.stderr
+    bare = tmp_path / "bare.yml"
+    bare.write_text(text.replace("/etc/nutcrackers/", f"{tmp_path}/missing/"))
+    r = run(["-t", "-c", str(bare)])
+    assert r.returncode == 1 and "key 'tls_cert_file'" in r.stderr, r.stderr
