@@ -8,7 +8,9 @@ ports and writes --keys 16-byte values to each of them directly (so any routing 
 `direct` goes to the first). Per protocol and per rate (--rates), the variants
 run in alternation (A B C ... A B C ..., --rounds times), each on a fresh proxy process (one
 pool of --servers servers): a warm-up (`ncload load`, 2,000 GETs: the server connections open), then
-`ncload rate` for --seconds: GETs of random keys due at fixed intervals whatever the replies,
+`ncload rate` for --seconds: GETs of random keys due at fixed intervals whatever the replies
+(with --pipeline P: in batches of P written at once on one connection, each latency a batch's,
+to its last reply: the servers see a pipelining client's load, at a rate every proxy can give),
 spread over --conns connections, each latency measured from the request's due time (no
 coordinated omission: a stalled reply is charged for the requests due behind it). Prints per
 protocol and rate, the medians over the rounds of: the achieved rate (and "short" when under 98%
@@ -122,7 +124,8 @@ class Latency:
             t0 = cpu_ticks(pid)
             b0 = self.backend_counts(proto, variant)
             out = subprocess.run(self.ncload(proto, port, "rate", "--rate", str(rate), "--seconds",
-                                             str(self.args.seconds), "-c", str(self.args.conns), "--timeout", "60"),
+                                             str(self.args.seconds), "-c", str(self.args.conns),
+                                             "-P", str(self.args.pipeline), "--timeout", "60"),
                                  capture_output=True, text=True, timeout=self.args.seconds + 90)
             if out.returncode not in (0, 1):
                 raise RuntimeError(f"ncload rate failed ({out.returncode}): {out.stderr.strip()[-300:]}")
@@ -159,8 +162,8 @@ def added(m, d, pct):
     return (m[pct] - d[pct]) * 1000.0, bench.ratio(m[pct], d[pct])
 
 
-def report(proto, rate, variants, res, rounds):
-    lines = [f"### {proto} GET, {rate:,} requests/s (target)", "",
+def report(proto, rate, variants, res, rounds, pipeline):
+    lines = [f"### {proto} GET, {rate:,} requests/s (target), pipeline {pipeline}", "",
              f"medians of {rounds} rounds; added = the variant's percentile minus direct's (µs), x = their ratio", "",
              "| variant | achieved req/s | p50 ms | p99 ms | p999 ms | added p50 µs | added p99 µs | added p999 µs | "
              "x p50 | x p99 | x p999 | CPU µs/req (direct: the backend's) | backends' CPU µs/req | backend req/read | "
@@ -186,6 +189,7 @@ def parse_args():
     ap.add_argument("--seconds", type=int, default=5, help="seconds of load per run")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--conns", type=int, default=50, help="connections the load is spread over")
+    ap.add_argument("--pipeline", type=int, default=1, help="requests per batch, written at once on one connection")
     ap.add_argument("--keys", type=int, default=10000, help="keys written before, GET at random")
     ap.add_argument("--value", type=int, default=16, help="value size in bytes")
     ap.add_argument("--servers", type=int, default=1, help="backends in the pool (direct uses the first)")
@@ -232,7 +236,7 @@ def main():
                             f"p99 {r['p99_ms']} p999 {r['p999_ms']} max {r['max_ms']} ms, lag p99 "
                             f"{r['send_lag_p99_ms']} ms, {r['proxy_us']:.1f} CPU us/req, backends "
                             f"{r['backend_us']:.1f} us/req and {r['backend_rpr']:.2f} req/read, {r['errors']:.0f} errors")
-                text, ms = report(proto, rate, pv, res, args.rounds)
+                text, ms = report(proto, rate, pv, res, args.rounds, args.pipeline)
                 text += f"\nload average (1 min) before/after: {la0:.2f} / {os.getloadavg()[0]:.2f}\n"
                 print(text, flush=True)
                 allres["runs"][f"{proto}_{rate}"] = {"runs": res, "medians": ms}

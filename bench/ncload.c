@@ -13,11 +13,13 @@
  *       --seconds S: no new batch after S seconds (n requests at most).
  *       --seq sets keys 0..n-1 in order (to preload a keyspace); --op mix is 9 gets : 1 set.
  *
- *   ncload rate  --proto mc|redis -p PORT --rate R --seconds S [-c conns] [-r keyspace]
- *                [-d value bytes] [--op get|set|mix] [--timeout s]
+ *   ncload rate  --proto mc|redis -p PORT --rate R --seconds S [-c conns] [-P pipeline]
+ *                [-r keyspace] [-d value bytes] [--op get|set|mix] [--timeout s]
  *       The open loop: R * S requests, request i due at i / R seconds from the start whatever
- *       the replies, spread over the conns connections in turn (each pipelines when its replies
- *       are late); waits for every reply (up to S + timeout seconds). Prints one line:
+ *       the replies (with -P: in batches of P, each due with its first request and written at
+ *       once), spread over the conns connections in turn (each pipelines more when its replies
+ *       are late; with -P a latency is a batch's, from its due time to its last reply); waits
+ *       for every reply (up to S + timeout seconds). Prints one line:
  *       requests=N errors=N elapsed_s=F target_rps=F rps=F p50_ms=F p99_ms=F p999_ms=F max_ms=F
  *       send_lag_p99_ms=F send_lag_max_ms=F
  *       (latency of a request: from the time it was due to the read of its reply, so a reply

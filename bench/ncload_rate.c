@@ -1,10 +1,12 @@
 /*
- * ncload_rate.c - `ncload rate`, the open loop: rate * seconds requests, request i due at
- * t0 + i / rate whatever the replies, on connection i mod conns (so a connection pipelines when
- * its replies are late). A request's latency runs from the time it was *due* to the read of its
- * reply, so a late proxy (or a late load generator) is charged for the requests it held back too
- * (no coordinated omission). Replies come in order on a connection, so the k-th reply of
- * connection c answers request k * conns + c, and its due time follows.
+ * ncload_rate.c - `ncload rate`, the open loop: rate * seconds requests in batches of -P (1 by
+ * default), batch b due at t0 + b * P / rate whatever the replies, written at once on connection
+ * b mod conns (so a connection pipelines more when its replies are late). A request's latency
+ * runs from the time it was *due* to the read of its reply, so a late proxy (or a late load
+ * generator) is charged for the requests it held back too (no coordinated omission). Replies
+ * come in order on a connection, so the k-th reply of connection c answers request
+ * ((k / P) * conns + c) * P + k % P, and its due time follows. With -P the latency recorded is
+ * a batch's, to its last reply: what a client that pipelines waits for.
  *
  * Threads: single-threaded (ncload runs one thread).
  */
@@ -27,14 +29,22 @@ struct rate {
     int ep;
     char *value;
     uint64_t t0, total, sent, answered, errors, last_reply;
+    uint64_t pipe;         /* requests per batch (-P) */
     double ns_per_req;
     struct hist *lat;      /* due time to reply */
     struct hist *lag;      /* due time to the request's write: the load generator's own delay */
 };
 
+/* When request i is due: with its batch's first request. */
 static uint64_t due_at(const struct rate *r, uint64_t i)
 {
-    return r->t0 + (uint64_t)((double)i * r->ns_per_req);
+    return r->t0 + (uint64_t)((double)(i - i % r->pipe) * r->ns_per_req);
+}
+
+/* The connection (slot) of request i: its batch's, in turn. */
+static uint32_t slot_of(const struct rate *r, uint64_t i)
+{
+    return (uint32_t)(i / r->pipe % (uint64_t)r->o->conns);
 }
 
 /* Waits for events until deadline (ns, CLOCK_MONOTONIC), to the microsecond when the kernel
@@ -82,7 +92,7 @@ static void rate_flush(struct rate *r, uint32_t slot)
 /* Appends request number r->sent to its connection's buffer. */
 static void rate_queue_one(struct rate *r, uint64_t now)
 {
-    struct client *c = &r->cs[r->sent % (uint64_t)r->o->conns];
+    struct client *c = &r->cs[slot_of(r, r->sent)];
     size_t need = r->o->value_len + 128;
     if (c->wcap - c->wlen < need) {
         c->wcap = 2 * c->wcap + need;
@@ -100,8 +110,16 @@ static void rate_send_due(struct rate *r, uint64_t now)
 {
     uint64_t first = r->sent;
     while (r->sent < r->total && due_at(r, r->sent) <= now) rate_queue_one(r, now);
-    uint64_t touched = r->sent - first < (uint64_t)r->o->conns ? r->sent - first : (uint64_t)r->o->conns;
-    for (uint64_t k = 0; k < touched; k++) rate_flush(r, (uint32_t)((first + k) % (uint64_t)r->o->conns));
+    if (r->sent == first) return;
+    uint64_t batches = (r->sent - 1) / r->pipe - first / r->pipe + 1;
+    uint64_t touched = batches < (uint64_t)r->o->conns ? batches : (uint64_t)r->o->conns;
+    for (uint64_t k = 0; k < touched; k++) rate_flush(r, slot_of(r, first - first % r->pipe + k * r->pipe));
+}
+
+/* The request the k-th reply of connection slot answers. */
+static uint64_t request_of(const struct rate *r, uint32_t slot, uint64_t k)
+{
+    return ((k / r->pipe) * (uint64_t)r->o->conns + slot) * r->pipe + k % r->pipe;
 }
 
 /* Reads the replies of one connection: 0, or 3 when it closed or answered more than it was sent. */
@@ -114,8 +132,10 @@ static int rate_read(struct rate *r, uint32_t slot)
         fprintf(stderr, "ncload: %s\n", got < 0 ? "connection closed by the server" : "more replies than requests");
         return 3;
     }
-    for (int g = 0; g < got; g++, c->answered++)
-        hist_record(r->lat, now - due_at(r, c->answered * (uint64_t)r->o->conns + slot));
+    for (int g = 0; g < got; g++, c->answered++) {
+        uint64_t i = request_of(r, slot, c->answered);
+        if (i % r->pipe == r->pipe - 1 || i == r->total - 1) hist_record(r->lat, now - due_at(r, i));
+    }
     r->answered += (uint64_t)got;
     if (got > 0) r->last_reply = now;
     return 0;
@@ -129,6 +149,7 @@ static int rate_open(struct rate *r, const struct opts *o)
     r->o = o;
     r->total = (uint64_t)(o->rate * o->seconds);
     r->ns_per_req = 1e9 / o->rate;
+    r->pipe = (uint64_t)o->pipeline;
     r->ep = epoll_create1(EPOLL_CLOEXEC);
     if (r->ep < 0) die("epoll_create1");
     r->cs = clients_open(r->ep, o->conns, o->port, EPOLLIN | EPOLLOUT); /* EPOLLOUT: connected */

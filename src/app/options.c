@@ -108,8 +108,8 @@ static const struct opt_desc opt_table[] = {
               "MiB, GiB)" },
     { .short_name = 'W', .long_name = "batch-wait", OPT_FIELD(batch_wait_usec), .def = BATCH_WAIT_DEFAULT_USEC,
       .min = 0, .max = BATCH_WAIT_MAX_USEC, .help_range = true, .unit = "usec", .usage = "batch wait",
-      .help = "set how long a worker waits for more requests before it writes to a busy server, in "
-              "usec (0: never)" },
+      .help = "set how long a worker waits for more before it writes to a busy server or to a client "
+              "awaiting more replies, in usec (0: never)" },
 };
 
 /* The usage line's group of flags, in twemproxy's order ("-?" is help too); the test checks that
@@ -378,7 +378,7 @@ void options_print_help(FILE *f)
         char name[40];
         snprintf(name, sizeof(name), "--%s%s", d->long_name,
                  d->type == OPT_T_BOOL ? "" : d->type == OPT_T_STR ? "=S" : "=N");
-        char help[160];
+        char help[256]; /* the longest help text and its parentheses fit */
         opt_help_text(d, help, sizeof(help));
         fprintf(f, "  -%c, %-20s : %s\n", d->short_name, name, help);
     }

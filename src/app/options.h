@@ -37,7 +37,7 @@ struct nc_options {
     int64_t max_memory;      /* -M / --max-memory, bytes all client connections together may make
                               * the proxy hold (core/client_mem.h); 0: no cap */
     int64_t batch_wait_usec; /* -W / --batch-wait, usec: how long a worker waits for more work
-                              * before writing to a busy server (core/batch_wait.h); 0: never */
+                              * before writing to a busy peer (core/batch_wait.h); 0: never */
 };
 
 /* Fills the defaults. */

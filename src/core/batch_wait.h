@@ -1,6 +1,7 @@
 /*
  * batch_wait.h - the batch wait (-W/--batch-wait): at the end of a pass of its loop that has
- * requests to write to a server that is still working on earlier ones, a worker sleeps a few
+ * requests to write to a server that is still working on earlier ones (or the first replies of a
+ * client's pipeline to write while its other requests are still answered), a worker sleeps a few
  * microseconds and runs one more non-blocking pass before it writes, so that the requests and
  * replies that come meanwhile share the same system calls. A server with nothing outstanding is
  * written at once: at low load nothing waits. When the waits end late, on average by more than

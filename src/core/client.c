@@ -476,6 +476,14 @@ static void client_on_handshake(struct conn *c, int err)
     client_close(c);
 }
 
+/* conn_ops.peer_busy: replies to later requests of c are still to come (a pipeline in part
+ * answered), so the client has to wait for them anyway and a few µs more on the first ones cost
+ * it nothing. */
+static bool client_peer_busy(const struct conn *c)
+{
+    return client_waits(c);
+}
+
 const struct conn_ops client_conn_ops = {
     .role = "client",
     .on_writable = client_on_writable,
@@ -484,6 +492,7 @@ const struct conn_ops client_conn_ops = {
     .sink = CLIENT_SINK,
     .on_handshake = client_on_handshake,
     .on_hangup = client_on_hangup,
+    .peer_busy = client_peer_busy,
 };
 
 /* A client in a feature's state (core/feature.h): once its replies are written, its features

@@ -71,8 +71,9 @@ struct conn_ops {
     void (*on_close)(struct conn *c, int err);
     /* The peer closed (EV_CLOSED) while c does not read (conn_watch_hangup); NULL: not watched. */
     void (*on_hangup)(struct conn *c);
-    /* c's peer still works on what c sent it, so holding c's next write a few µs costs the peer
-     * nothing (the loop's batch wait, core/batch_wait.h). NULL: never. */
+    /* c's peer still works on what c sent it (a server), or still waits for more than c has to
+     * write (a client whose pipeline is answered in part), so holding c's next write a few µs
+     * costs the peer nothing (the loop's batch wait, core/batch_wait.h). NULL: never. */
     bool (*peer_busy)(const struct conn *c);
 };
 

@@ -1,7 +1,7 @@
 /*
  * loop.c - a worker's core context (see loop.h): its pools and their periodic trim (which also
  * looks at -M, client_mem.h), the sweep for idle clients (client_idle_timeout), the loop's passes
- * (libevent once, the batch wait when a write goes to a busy server (batch_wait.h), then the flush
+ * (libevent once, the batch wait when a write goes to a busy peer (batch_wait.h), then the flush
  * queue: loop_pass, loop_run), reloads and the reaping of old generations, and the hand-over of
  * new clients.
  *

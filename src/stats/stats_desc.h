@@ -35,7 +35,7 @@ enum stats_type {
     ACTION(client_memory, STATS_GAUGE,                                                       \
            "bytes the client connections make the proxy hold now (-M caps it)")             \
     ACTION(batch_waits, STATS_COUNTER,                                                       \
-           "# loop passes that waited -W usec before writing to a busy server")              \
+           "# loop passes that waited -W usec before writing to a busy server or client")    \
     ACTION(batch_wait_offs, STATS_COUNTER,                                                   \
            "# times the waits ended so late that a worker stopped waiting for 200 ms")
 

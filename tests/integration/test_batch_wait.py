@@ -3,7 +3,8 @@ earlier requests waits first (notes/batch-wait.md), and one that writes to an id
 does.
 
 One client that waits for each reply always finds its server idle: the batch_waits counter stays
-0. Clients that pipeline at once make the worker wait (the counter moves, within a bounded number
+0. A client whose pipeline is answered in part (one server has answered, another still works)
+makes the worker wait before writing the first replies. Clients that pipeline at once make the worker wait (the counter moves, within a bounded number
 of rounds of load), and every reply is still the right one, in order, for the right client, at
 the longest wait (-W 1000) too; with -W 0 the counter never moves. The counters are in the stats
 JSON (summed and per worker) and in /metrics.
@@ -23,13 +24,29 @@ PIPELINE = 64
 ROUNDS = 30  # rounds of concurrent load at most, until the worker has waited once
 
 
-def start(nutcrackers, write_conf, redis_server, *flags, servers=2):
+def start(nutcrackers, write_conf, redis_server, *flags, servers=2, with_ports=False):
     ports = [redis_server()[0] for _ in range(servers)]
     listen = procs.free_port()
     conf = write_conf({POOL: {"listen": f"{HOST}:{listen}", "redis": True, "hash": "fnv1a_64",
                               "distribution": "ketama", "timeout": 30000,
                               "servers": [f"{HOST}:{p}:1" for p in ports]}})
-    return nutcrackers(conf, "-T", "1", *flags, wait_manage=True), listen
+    proxy = nutcrackers(conf, "-T", "1", *flags, wait_manage=True)
+    return (proxy, listen, ports) if with_ports else (proxy, listen)
+
+
+def key_per_server(port, server_ports):
+    """One key stored on each server (found by writing keys through the proxy and asking each
+    server which it holds), in server_ports' order. The keys differ at their start: fnv1a_64
+    keeps keys that differ only in their last bytes close together on the ring."""
+    names = [f"{i}:owner" for i in range(200)]
+    found = {}
+    with RawConn(port) as c:
+        for n in names:
+            assert c.call("SET", n, "x") == "OK"
+    for sp in server_ports:
+        with RawConn(sp) as s:
+            found[sp] = next(n for n in names if s.call("EXISTS", n) == 1)
+    return [found[sp] for sp in server_ports]
 
 
 def waits(proxy):
@@ -70,6 +87,30 @@ def test_one_client_waiting_for_each_reply_never_waits(nutcrackers, write_conf, 
             assert c.call("SET", f"seq:{i}", f"v{i}") == "OK"
             assert c.call("GET", f"seq:{i}") == f"v{i}".encode()
     assert waits(proxy) == 0
+
+
+# a script that keeps its server busy for some milliseconds
+SLOW_SCRIPT = "local i = 0 while i < 1000000 do i = i + 1 end return i"
+
+
+@pytest.mark.parametrize("flags,waited", [((), True), (("-W", "0"), False)], ids=["default", "W0"])
+def test_a_pipeline_answered_in_part_waits_before_its_first_replies(nutcrackers, write_conf, redis_server,
+                                                                    flags, waited):
+    """Each round pipelines a GET to one server and a slow script to the other, both idle: the
+    requests are written at once (no server is busy), the GET's reply comes first, and the
+    client still waits for the script's: the pass that has the GET's reply waits before writing
+    it."""
+    proxy, port, server_ports = start(nutcrackers, write_conf, redis_server, *flags, with_ports=True)
+    fast, slow = key_per_server(port, server_ports)
+    rounds = 8
+    with RawConn(port) as c:
+        for _ in range(rounds):
+            c.send(resp("GET", fast) + resp("EVAL", SLOW_SCRIPT, "1", slow))
+            assert c.read() == b"x"
+            assert c.read() == 1000000
+    # each round waits once unless both replies came in one pass (the proxy's thread held
+    # off its CPU for the script's milliseconds)
+    assert (waits(proxy) >= rounds // 2) if waited else waits(proxy) == 0, waits(proxy)
 
 
 @pytest.mark.parametrize("flags", [(), ("-W", "1000")], ids=["default", "W1000"])

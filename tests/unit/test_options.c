@@ -557,8 +557,9 @@ static void test_help_exact(void **state)
         "(default: 5000 msec)\n"
         "  -M, --max-memory=N       : set the memory all clients together may make the proxy hold, in "
         "bytes (k, m, g: KiB, MiB, GiB) (default: 0 bytes: no cap)\n"
-        "  -W, --batch-wait=N       : set how long a worker waits for more requests before it writes to a "
-        "busy server, in usec (0: never) (default: 50 usec, min: 0, max: 1000)\n";
+        "  -W, --batch-wait=N       : set how long a worker waits for more before it writes to a busy "
+        "server or to a client awaiting more replies, in usec (0: never) (default: 50 usec, min: 0, max: "
+        "1000)\n";
     char *buf = help_text();
     assert_string_equal(buf, want);
     free(buf);
