@@ -18,8 +18,10 @@
 #include <string.h>
 
 #include <openssl/err.h>
+#include <openssl/rand.h>
 #include <openssl/x509.h>
 
+#include "common/log.h"
 #include "conf/conf.h"
 
 #define TLS_SID_CTX "nutcrackers"
@@ -155,6 +157,22 @@ static int tls_connecting(SSL_CTX *s, const struct conf_pool *cp, struct tls_err
     return 0;
 }
 
+/* One SSL_CTX of t's side, as its keys say; NULL with e filled. */
+static SSL_CTX *tls_ctx_build(const struct tls_ctx *t, struct tls_err *e)
+{
+    SSL_CTX *s = SSL_CTX_new(t->connects ? TLS_client_method() : TLS_server_method());
+    int rc = s == NULL ? tls_fail(e, e->key, "cannot make a TLS context") : 0;
+    if (rc == 0) rc = t->connects ? tls_connecting(s, t->cp, e) : tls_accepting(s, t->cp, e);
+    if (rc == 0 && !t->connects &&
+        SSL_CTX_set_tlsext_ticket_keys(s, (void *)t->ticket_keys, sizeof(t->ticket_keys)) != 1)
+        rc = tls_fail(e, e->key, "cannot set the session ticket keys");
+    if (rc < 0) {
+        SSL_CTX_free(s);
+        return NULL;
+    }
+    return s;
+}
+
 struct tls_ctx *tls_ctx_new(const struct conf_pool *cp, enum transport_side side, const char **key,
                             char *what, size_t cap)
 {
@@ -169,9 +187,14 @@ struct tls_ctx *tls_ctx_new(const struct conf_pool *cp, enum transport_side side
     }
     t->connects = connects;
     t->verify = connects && cp->server_tls_verify;
-    t->ssl = SSL_CTX_new(connects ? TLS_client_method() : TLS_server_method());
-    int rc = t->ssl == NULL ? tls_fail(&e, e.key, "cannot make a TLS context") : 0;
-    if (rc == 0) rc = connects ? tls_connecting(t->ssl, cp, &e) : tls_accepting(t->ssl, cp, &e);
+    t->cp = cp;
+    pthread_mutex_init(&t->lock, NULL);
+    int rc = RAND_bytes(t->ticket_keys, sizeof(t->ticket_keys)) == 1
+                 ? 0 : tls_fail(&e, e.key, "no random bytes for the session ticket keys");
+    if (rc == 0) {
+        t->ssl = tls_ctx_build(t, &e);
+        if (t->ssl == NULL) rc = -1;
+    }
     if (rc == 0 && connects && cp->server_tls_server_name != NULL) {
         t->server_name = strdup(cp->server_tls_server_name);
         if (t->server_name == NULL) rc = tls_fail(&e, "server_tls_server_name", "out of memory");
@@ -184,10 +207,34 @@ struct tls_ctx *tls_ctx_new(const struct conf_pool *cp, enum transport_side side
     return t;
 }
 
+SSL_CTX *tls_ctx_for_thread(struct tls_ctx *t)
+{
+    pthread_t self = pthread_self();
+    SSL_CTX *found = NULL;
+    pthread_mutex_lock(&t->lock);
+    for (size_t i = 0; i < t->nper && found == NULL; i++)
+        if (pthread_equal(t->per[i].thread, self)) found = t->per[i].ssl;
+    if (found == NULL) {
+        char what[512];
+        struct tls_err e = { .key = t->connects ? "server_tls" : "tls", .what = what, .cap = sizeof(what) };
+        struct tls_thread_ctx *grown = realloc(t->per, (t->nper + 1) * sizeof(*grown));
+        if (grown != NULL) t->per = grown;
+        found = grown != NULL ? tls_ctx_build(t, &e) : NULL;
+        if (found != NULL) t->per[t->nper++] = (struct tls_thread_ctx){ self, found };
+        else log_error("pool '%s': key '%s': a worker's TLS context: %s", t->cp->name, e.key,
+                       grown != NULL ? what : "out of memory");
+    }
+    pthread_mutex_unlock(&t->lock);
+    return found;
+}
+
 void tls_ctx_free(struct tls_ctx *t)
 {
     if (t == NULL) return;
     SSL_CTX_free(t->ssl); /* connections still open keep it alive through their SSL */
+    for (size_t i = 0; i < t->nper; i++) SSL_CTX_free(t->per[i].ssl);
+    free(t->per);
+    pthread_mutex_destroy(&t->lock);
     free(t->server_name);
     free(t);
 }

@@ -4,13 +4,17 @@
  * (the clients' side: the proxy is the TLS server) or server_tls_* keys (the servers' side: the
  * proxy is the TLS client).
  *
- * Threads: built and freed by the thread that builds a config generation (the master, or -t);
- * read-only afterwards and shared by every worker (OpenSSL's SSL_CTX is safe to use from several
- * threads once set up: each connection has its own SSL).
+ * Threads: built and freed by the thread that builds a config generation (the master, or -t).
+ * Each worker gets an SSL_CTX of its own (tls_ctx_for_thread, on its first connection of the
+ * generation, under the context's mutex: once per new connection, never per request): OpenSSL 3.0
+ * fills some values of a shared context's certificate store lazily, racing between threads, and
+ * contends on its locks. The accepting side's contexts share one set of session-ticket keys, so
+ * a client resumes its session on any worker.
  */
 #ifndef NC_TLS_CTX_H
 #define NC_TLS_CTX_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -18,11 +22,24 @@
 
 #include "net/transport.h"
 
-struct tls_ctx {
+#define TLS_TICKET_KEYS_LEN 80 /* SSL_CTX_set_tlsext_ticket_keys: name, HMAC and AES keys */
+
+/* One worker's own SSL_CTX. */
+struct tls_thread_ctx {
+    pthread_t thread;
     SSL_CTX *ssl;
+};
+
+struct tls_ctx {
+    SSL_CTX *ssl;         /* the one built first (the config check's); a worker's own otherwise */
     bool connects;        /* the servers' side: the proxy is the TLS client */
     bool verify;          /* connects: the server's certificate and name are verified */
     char *server_name;    /* connects: server_tls_server_name, or NULL (each server's host) */
+    const struct conf_pool *cp; /* what it was built from (lives as long as the generation) */
+    unsigned char ticket_keys[TLS_TICKET_KEYS_LEN];
+    pthread_mutex_t lock; /* guards per and nper */
+    struct tls_thread_ctx *per;
+    size_t nper;
 };
 
 /* Builds side's context of cp. NULL on failure, with *key the pool key to blame and what in
@@ -30,6 +47,9 @@ struct tls_ctx {
 struct tls_ctx *tls_ctx_new(const struct conf_pool *cp, enum transport_side side, const char **key,
                             char *what, size_t cap);
 void tls_ctx_free(struct tls_ctx *t);
+/* The calling thread's own SSL_CTX of t (made on its first call). NULL when out of memory or
+ * when OpenSSL fails to build it again (logged). */
+SSL_CTX *tls_ctx_for_thread(struct tls_ctx *t);
 
 /* The first reason of the calling thread's OpenSSL error queue, in words (or dflt), into buf. */
 const char *tls_error_text(char *buf, size_t cap, const char *dflt);

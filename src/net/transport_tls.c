@@ -59,11 +59,13 @@ static int tls_set_peer(SSL *ssl, const struct tls_ctx *tc, const char *name)
 
 static int tls_open(struct transport *t, const struct transport_ctx *ctx, const char *server_name)
 {
-    const struct tls_ctx *tc = ctx->impl;
+    struct tls_ctx *tc = ctx->impl;
+    SSL_CTX *own = tls_ctx_for_thread(tc);
+    if (own == NULL) return -ENOMEM;
     struct tls_state *st = calloc(1, sizeof(*st));
     if (st == NULL) return -ENOMEM;
     ERR_clear_error();
-    st->ssl = SSL_new(tc->ssl);
+    st->ssl = SSL_new(own);
     int rc = st->ssl != NULL && SSL_set_fd(st->ssl, t->fd) == 1 ? 0 : -ENOMEM;
     if (rc == 0 && tc->connects) {
         SSL_set_connect_state(st->ssl);
