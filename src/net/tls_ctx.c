@@ -207,6 +207,35 @@ struct tls_ctx *tls_ctx_new(const struct conf_pool *cp, enum transport_side side
     return t;
 }
 
+/* Records ssl as thread's own context of t. Returns false when out of memory. */
+static bool tls_ctx_adopt(struct tls_ctx *t, pthread_t thread, SSL_CTX *ssl)
+{
+    struct tls_thread_ctx *grown = realloc(t->per, (t->nper + 1) * sizeof(*grown));
+    if (grown == NULL) return false;
+    t->per = grown;
+    t->per[t->nper++] = (struct tls_thread_ctx){ thread, ssl };
+    return true;
+}
+
+/* A new context for the calling thread: the one built with t for the first, else built again. */
+static SSL_CTX *tls_ctx_make_own(struct tls_ctx *t, pthread_t self)
+{
+    char what[512];
+    struct tls_err e = { .key = t->connects ? "server_tls" : "tls", .what = what, .cap = sizeof(what) };
+    SSL_CTX *s = t->ssl != NULL ? t->ssl : tls_ctx_build(t, &e);
+    if (s == NULL) {
+        log_error("pool '%s': key '%s': a worker's TLS context: %s", t->cp->name, e.key, what);
+        return NULL;
+    }
+    if (!tls_ctx_adopt(t, self, s)) {
+        if (s != t->ssl) SSL_CTX_free(s);
+        log_error("pool '%s': a worker's TLS context: out of memory", t->cp->name);
+        return NULL;
+    }
+    if (s == t->ssl) t->ssl = NULL; /* per[] owns it now */
+    return s;
+}
+
 SSL_CTX *tls_ctx_for_thread(struct tls_ctx *t)
 {
     pthread_t self = pthread_self();
@@ -214,16 +243,7 @@ SSL_CTX *tls_ctx_for_thread(struct tls_ctx *t)
     pthread_mutex_lock(&t->lock);
     for (size_t i = 0; i < t->nper && found == NULL; i++)
         if (pthread_equal(t->per[i].thread, self)) found = t->per[i].ssl;
-    if (found == NULL) {
-        char what[512];
-        struct tls_err e = { .key = t->connects ? "server_tls" : "tls", .what = what, .cap = sizeof(what) };
-        struct tls_thread_ctx *grown = realloc(t->per, (t->nper + 1) * sizeof(*grown));
-        if (grown != NULL) t->per = grown;
-        found = grown != NULL ? tls_ctx_build(t, &e) : NULL;
-        if (found != NULL) t->per[t->nper++] = (struct tls_thread_ctx){ self, found };
-        else log_error("pool '%s': key '%s': a worker's TLS context: %s", t->cp->name, e.key,
-                       grown != NULL ? what : "out of memory");
-    }
+    if (found == NULL) found = tls_ctx_make_own(t, self);
     pthread_mutex_unlock(&t->lock);
     return found;
 }

@@ -31,7 +31,7 @@ struct tls_thread_ctx {
 };
 
 struct tls_ctx {
-    SSL_CTX *ssl;         /* the one built first (the config check's); a worker's own otherwise */
+    SSL_CTX *ssl;         /* the one built with it (the config check's), until a worker takes it */
     bool connects;        /* the servers' side: the proxy is the TLS client */
     bool verify;          /* connects: the server's certificate and name are verified */
     char *server_name;    /* connects: server_tls_server_name, or NULL (each server's host) */
