@@ -34,19 +34,12 @@ def start(nutcrackers, write_conf, redis_server, *flags, servers=2, with_ports=F
     return (proxy, listen, ports) if with_ports else (proxy, listen)
 
 
-def key_per_server(port, server_ports):
-    """One key stored on each server (found by writing keys through the proxy and asking each
-    server which it holds), in server_ports' order. The keys differ at their start: fnv1a_64
-    keeps keys that differ only in their last bytes close together on the ring."""
-    names = [f"{i}:owner" for i in range(200)]
-    found = {}
-    with RawConn(port) as c:
-        for n in names:
-            assert c.call("SET", n, "x") == "OK"
-    for sp in server_ports:
-        with RawConn(sp) as s:
-            found[sp] = next(n for n in names if s.call("EXISTS", n) == 1)
-    return [found[sp] for sp in server_ports]
+def key_per_server(proxy, server_ports):
+    """One key routed to each server (the manage port's find_keys), in server_ports' order. The
+    keys differ at their start: fnv1a_64 keeps keys that differ only in their last bytes close
+    together on the ring."""
+    routed = manage.find_keys(proxy.manage_port, POOL, [f"{i}:owner" for i in range(200)])
+    return [next(k for k, name in routed.items() if name == f"{HOST}:{sp}:1") for sp in server_ports]
 
 
 def waits(proxy):
@@ -101,9 +94,10 @@ def test_a_pipeline_answered_in_part_waits_before_its_first_replies(nutcrackers,
     client still waits for the script's: the pass that has the GET's reply waits before writing
     it."""
     proxy, port, server_ports = start(nutcrackers, write_conf, redis_server, *flags, with_ports=True)
-    fast, slow = key_per_server(port, server_ports)
+    fast, slow = key_per_server(proxy, server_ports)
     rounds = 8
     with RawConn(port) as c:
+        assert c.call("SET", fast, "x") == "OK"
         for _ in range(rounds):
             c.send(resp("GET", fast) + resp("EVAL", SLOW_SCRIPT, "1", slow))
             assert c.read() == b"x"
