@@ -15,8 +15,8 @@
  *
  * A transport is chosen per side of a pool (its listener's clients, its servers) through a
  * transport context (struct transport_ctx): the plain one is transport_plain_ctx. A context is
- * immutable once built and shared by every thread; a struct transport belongs to the thread of
- * its connection.
+ * shared by every thread once built (a TLS one hands each worker an OpenSSL context of its own,
+ * net/tls_ctx.h); a struct transport belongs to the thread of its connection.
  */
 #ifndef NC_TRANSPORT_H
 #define NC_TRANSPORT_H

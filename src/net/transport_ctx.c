@@ -5,8 +5,9 @@
  * keys and freed with the generation. Also the config check of what only building the contexts
  * finds (a key that does not match its certificate, a file that does not parse).
  *
- * Threads: the thread that builds a config generation (the master, or -t); contexts are immutable
- * once built and read by every thread.
+ * Threads: the thread that builds a config generation (the master, or -t); contexts are read by
+ * every thread once built (a TLS context hands each worker an SSL_CTX of its own, under its
+ * mutex: net/tls_ctx.h).
  */
 #include "config.h"
 #include "net/transport.h"
