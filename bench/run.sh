@@ -7,7 +7,8 @@
 # runs bench/bench.py on that build with the arguments given (see `bench/run.sh --help`; a later
 # --nc-bin wins); `bench/run.sh storm ...` runs bench/storm.py (connection storms next to a
 # steady client) instead, `bench/run.sh latency ...` bench/latency.py (the latency each proxy adds
-# at fixed request rates, open loop; with predixy, as bench.py).
+# at fixed request rates, open loop; with predixy, as bench.py), `bench/run.sh tls ...`
+# bench/tls.py (TLS on both sides against stunnel + twemproxy + stunnel; installs stunnel4).
 #   NC_SKIP_DEPS=1   install nothing
 # Nothing is left running: bench.py stops every process it started, on errors too.
 set -euo pipefail
@@ -19,6 +20,7 @@ cd "$ROOT"
 
 if [ "${NC_SKIP_DEPS:-0}" != 1 ]; then
     NC_DEB_RUN_PACKAGES+=(nutcracker util-linux)
+    if [ "${1:-}" = tls ]; then NC_DEB_RUN_PACKAGES+=(stunnel4 openssl); fi
     nc_install_debs run
     # a nutcracker service started by the package would only take its own ports (22121, 22222),
     # never the free ones the benchmark picks; stop it anyway so it costs no CPU
@@ -43,7 +45,7 @@ make -C "$BUILD" -j2 src/nutcrackers >/dev/null
 make -C bench >/dev/null
 SCRIPT=bench/bench.py
 case "${1:-}" in
-storm | latency)
+storm | latency | tls)
     SCRIPT=bench/$1.py
     shift
     ;;
@@ -59,7 +61,7 @@ for arg in "$@"; do
     prev=$arg
 done
 PEERS=${NC_PEERS_DIR:-$(dirname "$ROOT")/shared/peers}
-if [ "$SCRIPT" != bench/storm.py ] && { [ "$variants" = default ] || [[ ",$variants," == *,px* ]]; }; then
+if [ "$SCRIPT" != bench/storm.py ] && [ "$SCRIPT" != bench/tls.py ] && { [ "$variants" = default ] || [[ ",$variants," == *,px* ]]; }; then
     if [ -x "$PEERS/build-predixy.sh" ]; then
         nc_log "building predixy (build-bench/predixy/, once)"
         PX_BIN=$(nice -n 10 "$PEERS/build-predixy.sh" "$BUILD/predixy")
