@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <event2/event.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -59,6 +60,29 @@ static _Atomic uint64_t client_next_id;
 
 static void client_on_handshake(struct conn *c, int err);
 
+/*
+ * The transport's handshake with client c ended (why NULL: done; else why it failed): counted for
+ * its pool (client_tls_handshakes / _failures: TLS is the only transport with a handshake, a
+ * plain client never comes here). A failed one is logged at notice level, at most one line per
+ * pool per log interval (pool_shared.handshake_log), which says how many were left out.
+ */
+static void client_handshake_ended(struct conn *c, const char *why)
+{
+    struct pool_rt *p = c->pool;
+    if (why == NULL) {
+        STATS_POOL_ADD(p->st, client_tls_handshakes, 1);
+        return;
+    }
+    STATS_POOL_ADD(p->st, client_tls_handshake_failures, 1);
+    uint64_t sup;
+    if (!log_enabled(LOG_NOTICE) || !nc_ratelimit_allow(&p->shared->handshake_log, nc_usec_now(), &sup))
+        return;
+    char addr[160];
+    sock_addr_text(c->tr.fd, true, addr, sizeof(addr));
+    log_notice("pool '%s': client %llu (%s): %s handshake failed: %s%s", p->cp->name,
+               (unsigned long long)c->sess.id, addr, c->tr.ops->name, why, NC_RATELIMIT_NOTE(sup));
+}
+
 int client_accept(struct loop *l, struct pool_rt *pool, int fd)
 {
     struct conn *c = conn_create(l, &client_conn_ops, pool);
@@ -82,7 +106,9 @@ int client_accept(struct loop *l, struct pool_rt *pool, int fd)
     STATS_POOL_ADD(pool->st, client_connections, 1);
     conn_want_read(c, true); /* once the transport's handshake is done, where it has one */
     log_debug(LOG_VERB, "worker %u: client %lu on pool '%s'", l->id, (unsigned long)c->id, pool->cp->name);
-    if ((rc = conn_handshake_start(c)) < 0) client_on_handshake(c, rc);
+    rc = conn_handshake_start(c);
+    /* ended at once (done or failed), where the transport has a handshake; else 1: it runs */
+    if (rc < 0 || (rc == 0 && transport_has_handshake(&c->tr))) client_on_handshake(c, rc);
     return 0;
 }
 
@@ -175,8 +201,9 @@ static bool client_handshake_check(struct conn *c, uint64_t now)
     int64_t limit = c->pool->cp->client_idle_timeout;
     if (limit <= 0 || limit > CLIENT_HANDSHAKE_LIMIT_MS) limit = CLIENT_HANDSHAKE_LIMIT_MS;
     if (now - c->t_active < (uint64_t)limit * 1000u) return false;
-    log_debug(LOG_INFO, "client %lu: %s handshake not done in %ld ms: closed", (unsigned long)c->id,
-              c->tr.ops->name, (long)limit);
+    char why[64];
+    snprintf(why, sizeof(why), "not done in %ld ms", (long)limit);
+    client_handshake_ended(c, why);
     c->err = ETIMEDOUT;
     client_close(c);
     return true;
@@ -469,9 +496,8 @@ static int client_parse(void *ctx, struct parse_state *ps, struct msg *m, const 
  * read from now on, as conn_want_read asked at accept); a failed one closes the client alone. */
 static void client_on_handshake(struct conn *c, int err)
 {
+    client_handshake_ended(c, err == 0 ? NULL : transport_strerror(&c->tr, -err));
     if (err == 0) return;
-    log_debug(LOG_INFO, "client %lu: %s handshake failed: %s", (unsigned long)c->id, c->tr.ops->name,
-              transport_strerror(&c->tr, -err));
     c->err = -err;
     client_close(c);
 }

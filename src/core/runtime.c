@@ -83,6 +83,7 @@ static int runtime_pool_init(struct runtime *rt, struct conf *conf, size_t i, co
     p->refused_log = calloc(p->proto->nrefused + 1, sizeof(*p->refused_log));
     if (p->health == NULL || p->wstats == NULL || p->wservers == NULL || p->refused_log == NULL) return -1;
     for (size_t b = 0; b <= p->proto->nrefused; b++) nc_ratelimit_init(&p->refused_log[b], 0, 1);
+    nc_ratelimit_init(&p->handshake_log, 0, 1);
     for (size_t s = 0; s < ns; s++) {
         nc_ratelimit_init(&p->health[s].fail_log, 0, 1);
         nc_ratelimit_init(&p->health[s].state_log, 0, SERVER_STATE_LOG_BURST);

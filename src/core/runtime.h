@@ -27,6 +27,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "common/ratelimit.h"
 #include "conf/conf.h"
 #include "proto/proto.h"
 
@@ -56,6 +57,7 @@ struct pool_shared {
                                       * generations (a reference) */
     struct server_health *health;    /* cp->nservers */
     struct nc_ratelimit *refused_log; /* log lines of refused commands: proto->nrefused + 1 */
+    struct nc_ratelimit handshake_log; /* log lines of clients whose handshake failed */
     const struct transport_ctx *client_tp; /* how its listener's clients move bytes (net/transport.h) */
     const struct transport_ctx *server_tp; /* how its server connections (and probes) move bytes */
     const struct topo_source_ops *source_ops; /* where its servers come from (topo/topology.h) */

@@ -93,11 +93,22 @@ static void server_log_failure(const struct conn *c, bool connecting, int err, e
                what, say_err ? ": " : "", say_err ? strerror(err) : "", nlost, NC_RATELIMIT_NOTE(sup));
 }
 
+/* The transport's handshake with the server ended (ok or not): counted for the server
+ * (server_tls_handshakes / _failures: TLS is the only transport with a handshake, a plain
+ * connection never comes here). */
+static void server_handshake_ended(struct conn *c, bool ok)
+{
+    if (ok) SSTAT(c, server_tls_handshakes, 1);
+    else SSTAT(c, server_tls_handshake_failures, 1);
+}
+
 /* Fails every request the connection holds and closes its socket (it reconnects on demand). */
 static void server_fail(struct conn *c, int err, enum server_end how)
 {
     struct loop *l = c->loop;
     struct msg *m;
+    /* a handshake still running fails with it (its connect timed out, say); not at a shutdown */
+    if ((c->tio & CONN_TIO_HANDSHAKE) && how != SERVER_END_SHUTDOWN) server_handshake_ended(c, false);
     bool outstanding = c->nto_send + c->nsent > 0;
     bool was_open = conn_open(c);
     if (c->ops->on_close != NULL) c->ops->on_close(c, err);
@@ -182,6 +193,7 @@ static void server_timer_at(struct conn *c, uint64_t deadline)
 static int server_connect_done(struct conn *c)
 {
     int rc = conn_handshake_start(c);
+    if (rc <= 0 && transport_has_handshake(&c->tr)) server_handshake_ended(c, rc == 0); /* at once */
     if (rc < 0) return rc;
     if (rc > 0) return 0;
     c->connecting = false;
@@ -196,6 +208,7 @@ static int server_write(struct conn *c);
  * is the server's failure (counted, logged, its requests failed); a done one writes what waits. */
 void server_on_handshake(struct conn *c, int err)
 {
+    server_handshake_ended(c, err == 0);
     if (err == 0) {
         c->connecting = false;
         c->connected = true;

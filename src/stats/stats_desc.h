@@ -62,7 +62,10 @@ enum stats_type {
     ACTION(client_idle_timeouts, STATS_COUNTER,                                              \
            "# clients closed after client_idle_timeout with nothing sent, read or awaited")   \
     ACTION(client_memory_closes, STATS_COUNTER,                                              \
-           "# clients closed because the proxy held more than -M for its clients")
+           "# clients closed because the proxy held more than -M for its clients")            \
+    ACTION(client_tls_handshakes, STATS_COUNTER, "# TLS handshakes completed with clients")  \
+    ACTION(client_tls_handshake_failures, STATS_COUNTER,                                     \
+           "# TLS handshakes with clients that failed or timed out (the client is closed)")
 
 /* ACTION(name, type, description): one object per server, nested in its pool's. */
 #define STATS_SERVER_FIELDS(ACTION)                                                          \
@@ -81,7 +84,10 @@ enum stats_type {
     ACTION(out_queue, STATS_GAUGE, "# requests in outgoing queue")                           \
     ACTION(out_queue_bytes, STATS_GAUGE, "current request bytes in outgoing queue")          \
     ACTION(dedicated_connections, STATS_GAUGE,                                               \
-           "# dedicated server connections held by clients (transactions, blocking commands)")
+           "# dedicated server connections held by clients (transactions, blocking commands)") \
+    ACTION(server_tls_handshakes, STATS_COUNTER, "# TLS handshakes completed with the server") \
+    ACTION(server_tls_handshake_failures, STATS_COUNTER,                                     \
+           "# TLS handshakes with the server that failed or timed out")
 
 /*
  * The latency histograms are not in twemproxy's document (where any object inside a pool is taken

@@ -19,14 +19,15 @@ import threading
 import time
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
-from nctest import tls
+from nctest import manage, tls
 from nctest.codec import Err
 from nctest.conn import RawConn, mc_client, redis_client
 from nctest.fake import FakeBackend, serve_on_release
 from nctest.keys import big_value, digest, owners, spread_keys
 from nctest.procs import HOST, free_port
-from nctest.wait import scale, wait_for
+from nctest.wait import scale, wait_for, wait_log
 
 POOL = "tls"
 TIMEOUT_MS = 10000      # the pool's timeout where a test does not wait for it
@@ -55,9 +56,9 @@ def server_side(certs, ca=None, **more):
 
 
 def start_proxy(nutcrackers, write_conf, ports, redis=True, tls_keys=(), timeout=TIMEOUT_MS,
-                threads=None):
+                threads=None, wait="listen"):
     """A proxy with one pool POOL over servers ports (hash_tag "{}"), with the given TLS keys;
-    returns (proxy, listen port)."""
+    returns (proxy, listen port). wait: the fixture's ("log": no start-up probe connects)."""
     listen = free_port()
     pool = {"listen": f"{HOST}:{listen}", "hash": "fnv1a_64", "distribution": "ketama",
             "hash_tag": "{}", "timeout": timeout}
@@ -67,7 +68,7 @@ def start_proxy(nutcrackers, write_conf, ports, redis=True, tls_keys=(), timeout
         pool.update(keys)
     pool["servers"] = [f"{HOST}:{p}:1" for p in ports]
     flags = ("-T", str(threads)) if threads else ()
-    return nutcrackers(write_conf({POOL: pool}), *flags), listen
+    return nutcrackers(write_conf({POOL: pool}), *flags, wait=wait), listen
 
 
 def tls_client(certs, port, client_cert=False, **kw):
@@ -414,3 +415,86 @@ def test_memcached_get_many_over_tls(nutcrackers, write_conf, memcached_server,
         d.close()
     assert sum(per_server) == len(names) and all(per_server), per_server
     m.close()
+
+
+# --- handshake counters and the failed client's log line ----------------------------------------
+
+HANDSHAKE_COUNTERS = {"pool": ["client_tls_handshakes", "client_tls_handshake_failures"],
+                      "server": ["server_tls_handshakes", "server_tls_handshake_failures"]}
+
+
+def handshake_metrics(proxy):
+    """The handshake counters of /metrics: {(name, labels): value}."""
+    status, _, body = manage.http_get(proxy.manage_port, "/metrics")
+    assert status == 200
+    return {(s.name, tuple(sorted(s.labels.items()))): s.value
+            for fam in text_string_to_metric_families(body.decode()) for s in fam.samples
+            if "tls_handshake" in s.name}
+
+
+def test_client_handshakes_counted_and_failure_logged(nutcrackers, write_conf, redis_server,
+                                                      tls_certs):
+    """N TLS clients: client_tls_handshakes == N; a plain client on the TLS listener:
+    client_tls_handshake_failures == 1 and a notice line naming the pool, the client's address
+    and the reason (no start-up probe connects: wait="log"). The JSON (summed over 2 workers)
+    and /metrics agree; the server counters of this plain-server pool stay 0."""
+    n = 6
+    port, _ = redis_server()
+    proxy, listen = start_proxy(nutcrackers, write_conf, [port], threads=2, wait="log",
+                                tls_keys=[client_side(tls_certs)])
+    mark = proxy.log_mark()
+    for i in range(n):
+        r = tls_client(tls_certs, listen)
+        assert r.ping() is True
+        r.close()
+    with RawConn(listen, timeout=FAST) as plain:
+        plain.send(b"*1\r\n$4\r\nPING\r\n")
+        plain.read_until_closed()
+    doc = manage.wait_status(proxy.manage_port,
+                             lambda d: d[POOL]["client_tls_handshakes"] >= n
+                             and d[POOL]["client_tls_handshake_failures"] >= 1)
+    pool, server = doc[POOL], doc[POOL][f"{HOST}:{port}:1"]
+    assert (pool["client_tls_handshakes"], pool["client_tls_handshake_failures"]) == (n, 1), pool
+    assert server["server_tls_handshakes"] == 0 and server["server_tls_handshake_failures"] == 0
+    prom = handshake_metrics(proxy)
+    for f in HANDSHAKE_COUNTERS["pool"]:
+        assert prom[(f"nutcrackers_pool_{f}_total", (("pool", POOL),))] == pool[f], f
+    wait_log(proxy.log, "tls handshake failed:", 10, start=mark)
+    lines = [l for l in proxy.log()[mark:].splitlines() if "tls handshake failed:" in l]
+    assert any(f"pool '{POOL}': client " in l and f"({HOST}:" in l for l in lines), lines
+
+
+def test_server_handshakes_counted(nutcrackers, write_conf, tls_redis_server, redis_server,
+                                   tls_certs):
+    """A TLS server verified: server_tls_handshakes > 0; one whose certificate is from another
+    CA: server_tls_handshake_failures > 0 (and no handshake done); a plain pool: every handshake
+    counter 0 (in the JSON and /metrics)."""
+    good_port, _ = tls_redis_server()
+    bad_port, _ = tls_redis_server()
+    plain_port, _ = redis_server()
+    good, good_listen = start_proxy(nutcrackers, write_conf, [good_port],
+                                    tls_keys=[server_side(tls_certs)])
+    bad, bad_listen = start_proxy(nutcrackers, write_conf, [bad_port],
+                                  tls_keys=[server_side(tls_certs, ca=tls_certs.other_ca)])
+    plain, plain_listen = start_proxy(nutcrackers, write_conf, [plain_port])
+    set_get_checked(redis_client(good_listen), "hsgood", 3)
+    set_get_checked(redis_client(plain_listen), "hsplain", 3)
+    with RawConn(bad_listen, timeout=FAST * scale()) as c:
+        assert isinstance(c.call("GET", "hsbad:k"), Err)
+    for proxy, port, done, failed in ((good, good_port, True, False), (bad, bad_port, False, True)):
+        name = f"{HOST}:{port}:1"
+        doc = manage.wait_status(proxy.manage_port, lambda d: d[POOL][name][
+            "server_tls_handshakes" if done else "server_tls_handshake_failures"] > 0)
+        s = doc[POOL][name]
+        assert (s["server_tls_handshakes"] > 0, s["server_tls_handshake_failures"] > 0) == \
+            (done, failed), s
+        assert doc[POOL]["client_tls_handshakes"] == 0  # its clients speak plain text
+        prom = handshake_metrics(proxy)
+        labels = (("pool", POOL), ("server", name))
+        for f in HANDSHAKE_COUNTERS["server"]:  # a later reconnect may add to the failures
+            assert prom[(f"nutcrackers_{f}_total", labels)] >= s[f], f
+    doc = manage.status(plain.manage_port)
+    counters = [doc[POOL][f] for f in HANDSHAKE_COUNTERS["pool"]]
+    counters += [doc[POOL][f"{HOST}:{plain_port}:1"][f] for f in HANDSHAKE_COUNTERS["server"]]
+    assert counters == [0, 0, 0, 0], counters
+    assert all(v == 0 for v in handshake_metrics(plain).values())
