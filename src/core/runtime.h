@@ -57,7 +57,6 @@ struct pool_shared {
                                       * generations (a reference) */
     struct server_health *health;    /* cp->nservers */
     struct nc_ratelimit *refused_log; /* log lines of refused commands: proto->nrefused + 1 */
-    struct nc_ratelimit handshake_log; /* log lines of clients whose handshake failed */
     const struct transport_ctx *client_tp; /* how its listener's clients move bytes (net/transport.h) */
     const struct transport_ctx *server_tp; /* how its server connections (and probes) move bytes */
     const struct topo_source_ops *source_ops; /* where its servers come from (topo/topology.h) */
@@ -71,6 +70,9 @@ struct pool_shared {
     /* where each worker counts for this pool: wstats[worker], wservers[worker * nservers + s] */
     struct stats_pool_block **wstats;
     struct stats_server_block **wservers;
+    /* log lines of clients whose handshake failed: written by any worker, on a cache line of its
+     * own (a flood of failed handshakes must not bounce the lines every request reads) */
+    alignas(64) struct nc_ratelimit handshake_log;
 };
 
 struct runtime {
