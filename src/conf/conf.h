@@ -42,6 +42,15 @@ enum conf_tls_auth { CONF_TLS_AUTH_NO, CONF_TLS_AUTH_YES, CONF_TLS_AUTH_OPTIONAL
 #define CONF_TLS_V1_2 0x4u
 #define CONF_TLS_V1_3 0x8u
 
+/* read_from: where a pool with replicas sends read-only commands (notes/sentinel.md) */
+enum conf_read_from {
+    CONF_READ_MASTER,          /* masters only (the default) */
+    CONF_READ_PREFER_MASTER,   /* the master; a replica while the master is unreachable */
+    CONF_READ_REPLICA,         /* replicas only (an error while none is up) */
+    CONF_READ_PREFER_REPLICA,  /* a replica; the master while none is up */
+    CONF_READ_ANY,             /* the master and the replicas in turn */
+};
+
 /* An address to listen on or connect to: TCP host:port or a unix socket path. */
 struct conf_addr {
     char *text;       /* as written, e.g. "127.0.0.1:22121" or "/tmp/gamma" */
@@ -100,6 +109,11 @@ struct conf_pool {
     bool server_tls_verify;       /* default true */
     char *server_tls_ca_cert_file, *server_tls_cert_file, *server_tls_key_file;
     char *server_tls_server_name; /* NULL: each server's host */
+    /* Redis Sentinel (notes/sentinel.md): the servers' names are the sentinels' master names */
+    struct conf_addr *sentinels;  /* NULL: a static pool */
+    size_t nsentinels;
+    char *sentinel_auth;          /* NULL: the sentinels need no password */
+    int read_from;                /* enum conf_read_from */
     const char *file;             /* the file it was loaded from (its conf's path) */
     int *key_lines;               /* line where each key of the table was set (0: not set) */
 };

@@ -91,6 +91,18 @@ int conf_tls_protocols_parse(const char *s, unsigned *mask, char *err, size_t er
  * readable, no TLS on a unix-socket listener, ...): reports each problem, returns their number. */
 unsigned conf_tls_check(const struct conf_pool *p, struct conf_report *r);
 
+/* ---- Redis Sentinel keys (conf_sentinel.c) ---- */
+/* A read_from value -> enum conf_read_from. Returns 0, or -EINVAL. */
+int conf_read_from_parse(const char *s, int *out);
+const char *conf_read_from_name(int value);
+/* The `sentinels` sequence of "host:port" into p->sentinels, reporting each bad item. */
+int conf_sentinels_parse(const char *key, const struct conf_node *v, struct conf_pool *p,
+                         struct conf_report *r);
+/* What the sentinel keys of a parsed pool must agree on: reports each problem, returns their number. */
+unsigned conf_sentinel_check(const struct conf_pool *p, struct conf_report *r);
+/* Frees the sentinel keys' values. */
+void conf_sentinel_deinit(struct conf_pool *p);
+
 /* ---- addresses (conf_addr.c) ---- */
 
 /*

@@ -99,6 +99,10 @@ static int conf_key_tls_auth(const struct conf_key *k, const struct conf_node *v
                              struct conf_pool *p, struct conf_report *r);
 static int conf_key_tls_protocols(const struct conf_key *k, const struct conf_node *v,
                                   struct conf_pool *p, struct conf_report *r);
+static int conf_key_sentinels(const struct conf_key *k, const struct conf_node *v,
+                              struct conf_pool *p, struct conf_report *r);
+static int conf_key_read_from(const struct conf_key *k, const struct conf_node *v,
+                              struct conf_pool *p, struct conf_report *r);
 
 static const char *conf_hash_name(int value)
 {
@@ -114,7 +118,7 @@ static const struct conf_enum conf_hash_names = { hash_type_from_name, conf_hash
 static const struct conf_enum conf_dist_names = { dist_type_from_name, conf_dist_name, DIST_COUNT };
 
 /* The pool keys, in twemproxy's order (tcpkeepidle/cnt/intvl, client_idle_timeout, dedicated_connections,
- * redis_flush and the TLS keys are ours). */
+ * redis_flush, the TLS and the Sentinel keys are ours). */
 static const struct conf_key conf_keys[] = {
     { .name = "listen", .parse = conf_key_listen, .required = true },
     { .name = "hash", .parse = conf_key_enum, .field = CONF_FIELD_HASH,
@@ -165,6 +169,10 @@ static const struct conf_key conf_keys[] = {
     CONF_KEY_STR("server_tls_key_file", server_tls_key_file, CONF_PATH_MAX),
     CONF_KEY_STR("server_tls_server_name", server_tls_server_name, CONF_SNI_MAX),
     CONF_KEY_BOOL_TRUE("server_tls_verify", server_tls_verify),
+    { .name = "sentinels", .parse = conf_key_sentinels },
+    { .name = "sentinel_auth", .parse = conf_key_string, .field = CONF_FIELD_STR,
+      .offset = CONF_OFFSET(sentinel_auth, char *), .max = CONF_REDIS_AUTH_MAX - 1 },
+    { .name = "read_from", .parse = conf_key_read_from },
 };
 
 static const struct {
@@ -405,6 +413,23 @@ static int conf_key_tls_protocols(const struct conf_key *k, const struct conf_no
     return rc;
 }
 
+static int conf_key_sentinels(const struct conf_key *k, const struct conf_node *v,
+                              struct conf_pool *p, struct conf_report *r)
+{
+    return conf_sentinels_parse(k->name, v, p, r);
+}
+
+static int conf_key_read_from(const struct conf_key *k, const struct conf_node *v,
+                              struct conf_pool *p, struct conf_report *r)
+{
+    if (!conf_want_scalar(k, v, p, r, "master, prefer_master, replica, prefer_replica or any")) return -EINVAL;
+    int rc = conf_read_from_parse(v->text, &p->read_from);
+    if (rc != 0)
+        conf_report(r, v->line, 0, p->name, k->name,
+                    "expected master, prefer_master, replica, prefer_replica or any, got '%s'", v->text);
+    return rc;
+}
+
 static const struct conf_key *conf_key_find(const char *name)
 {
     for (size_t i = 0; i < NC_ARRAY_LEN(conf_keys); i++) {
@@ -456,6 +481,7 @@ unsigned conf_pool_parse(struct conf_pool *p, const struct conf_node *map, struc
         }
     }
     conf_tls_check(p, r);
+    conf_sentinel_check(p, r);
     return r->nerrors - before;
 }
 
@@ -478,6 +504,7 @@ void conf_pool_deinit(struct conf_pool *p)
         free(*strs[i]);
         *strs[i] = NULL;
     }
+    conf_sentinel_deinit(p);
     free(p->key_lines);
     p->key_lines = NULL;
     conf_addr_deinit(&p->listen);

@@ -22,6 +22,7 @@
 #include "core/client.h"
 #include "core/batch_wait.h"
 #include "core/client_mem.h"
+#include "core/park.h"
 #include "core/runtime.h"
 #include "net/transport.h"
 
@@ -212,6 +213,7 @@ int loop_init(struct loop *l, uint32_t id, struct event_base *base, struct runti
     client_mem_loop_init(l, NULL);            /* and -M (client_mem_loop_init again) */
     TAILQ_INIT(&l->clients);
     TAILQ_INIT(&l->flushq);
+    TAILQ_INIT(&l->parked);
     TAILQ_INIT(&l->gens);
     TAILQ_INIT(&l->backends);
     mbuf_pool_init(&l->mbufs, mbuf_size, LOOP_MBUF_FREE_MAX);
@@ -233,11 +235,23 @@ void loop_start(struct loop *l)
     gen_preconnect(l->gen);
 }
 
+void loop_routes_changed(struct loop *l)
+{
+    l->moved_pending = false;
+    struct gen *g;
+    TAILQ_FOREACH(g, &l->gens, link)
+    {
+        for (size_t i = 0; i < g->npools; i++) pool_rt_refresh_moved(&g->pools[i]);
+    }
+}
+
 int loop_pass(struct loop *l, bool nonblock)
 {
     int flags = EVLOOP_ONCE | (nonblock || !TAILQ_EMPTY(&l->flushq) ? EVLOOP_NONBLOCK : 0);
     int rc = event_base_loop(l->base, flags);
     if (!nonblock) batch_wait_run(l);
+    /* before the writes: what this pass queued for a server that moved is not written there */
+    if (l->moved_pending) loop_routes_changed(l);
     conn_flush_queue(l);
     return rc;
 }
@@ -257,6 +271,7 @@ void loop_stop(struct loop *l)
 void loop_deinit(struct loop *l)
 {
     struct conn *c;
+    park_release_all(l); /* before the clients: parked requests are theirs */
     while ((c = TAILQ_FIRST(&l->clients)) != NULL) client_close(c);
     feature_loop_deinit(l); /* after the clients: what they waited for is orphaned */
     struct gen *g;

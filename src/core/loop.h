@@ -87,6 +87,10 @@ struct loop {
     uint32_t batch_wait_usec;     /* -W: the batch wait (core/batch_wait.h), 0: none */
     uint64_t batch_wait_off_until; /* usec: no batch wait before (the waits ended late) */
     int64_t batch_wait_late_avg;  /* usec: how late the recent waits ended, averaged */
+    struct msg_tqh parked;        /* writes refused by a demoted master (core/park.h) */
+    struct event *park_ev;        /* relays the parked ones whose master did not move */
+    bool moved_pending;           /* a pool's new table moves a server: picked up at the pass's
+                                   * end (pool_rt_refresh) */
     bool draining;                /* loop_drain was called: no client stays once answered */
     bool stopping;                /* loop_stop was called: loop_run returns */
     atomic_bool drained;          /* draining and no client left: the one field another thread
@@ -127,6 +131,10 @@ void loop_drain(struct loop *l);
 bool loop_drained(struct loop *l);
 /* A new config generation (takes over the caller's reference on rt). */
 void loop_reload(struct loop *l, struct runtime *rt);
+/* A topology source published new server sets (the master wakes every loop): every pool of every
+ * generation picks up its newest table now, closing the connections of servers that moved. Not
+ * while a request is being routed. */
+void loop_routes_changed(struct loop *l);
 /* An old generation may have no user left: check (outside the current callback). */
 void loop_reap_later(struct loop *l);
 

@@ -15,6 +15,7 @@
 #include "core/fair.h"
 #include "core/gen.h"
 #include "core/loop.h"
+#include "core/park.h"
 
 int pool_rt_init(struct pool_rt *p, struct gen *g, struct pool_shared *shared)
 {
@@ -52,20 +53,44 @@ void pool_rt_deinit(struct pool_rt *p)
     p->route = NULL;
 }
 
+/* Whether any server is at another address in b than in a. */
+static bool pool_set_moved(const struct topo_set *a, const struct topo_set *b)
+{
+    if (a == b) return false;
+    for (uint32_t i = 0; i < a->nservers && i < b->nservers; i++) {
+        if (!topo_same_addr(a, b, i)) return true;
+    }
+    return false;
+}
+
 void pool_rt_refresh(struct pool_rt *p)
+{
+    struct route *r = pool_route_get(p->shared);
+    if (pool_set_moved(p->route->set, r->set)) {
+        /* not now: at the pass's end (the version is noted so that routing does not come back
+         * here for every request until then) */
+        p->route_version = r->version;
+        p->loop->moved_pending = true;
+        route_put(r);
+        return;
+    }
+    struct route *old = p->route;
+    p->route = r;
+    p->route_version = r->version;
+    route_put(old);
+}
+
+void pool_rt_refresh_moved(struct pool_rt *p)
 {
     struct route *r = pool_route_get(p->shared);
     struct route *old = p->route;
     p->route = r;
     p->route_version = r->version;
-    /* a server its source moved (the same name, another address): its connections to the old
-     * address are closed now, before anything more is written on them (what is in flight fails:
-     * it may have run there); the next request connects to the new address. The caller may be
-     * routing a request: closing fails other requests (their clients are answered from the flush
-     * queue) and may take a held dedicated connection from its holder (which takes another) */
     if (r->set != old->set) {
-        for (uint32_t i = 0; i < p->nservers; i++) {
-            if (!topo_same_addr(old->set, r->set, i)) backend_moved(p->servers[i].be);
+        for (uint32_t i = 0; i < p->nservers && i < r->set->nservers; i++) {
+            if (topo_same_addr(old->set, r->set, i)) continue;
+            backend_moved(p->servers[i].be);
+            park_server_moved(p->loop, p, i);
         }
     }
     route_put(old);

@@ -55,9 +55,16 @@ int pool_rt_init(struct pool_rt *p, struct gen *g, struct pool_shared *shared);
 /* Frees p (its servers must have released their backends). */
 void pool_rt_deinit(struct pool_rt *p);
 
-/* Picks up the pool's new routing table (after an ejection or a return, or a new server set from
- * its topology source: the connections of a server whose address changed are closed). */
+/* Picks up the pool's new routing table (after an ejection or a return) while a request is being
+ * routed. A table whose server set moved a server to another address is left for the end of the
+ * loop's pass (loop.moved_pending, pool_rt_refresh_moved): closing that server's connections
+ * here would fail other requests, and take a transaction's connection, inside the routing of
+ * this one. */
 void pool_rt_refresh(struct pool_rt *p);
+/* Picks up the pool's newest table where no request is being routed (the loop's pass end, a
+ * wake-up from the topology source): the connections of a server at another address are closed
+ * (what is queued or in flight on them fails; nothing more is written to the old address). */
+void pool_rt_refresh_moved(struct pool_rt *p);
 /* Where server s of p is now (its topology's newest address this loop has picked up). */
 const struct conf_addr *pool_rt_server_addr(struct pool_rt *p, uint32_t s);
 

@@ -92,6 +92,13 @@ void pool_publish_set(void *arg, struct topo_set *set)
     set->serial = old->serial + 1;
     p->set = set;
     pthread_mutex_unlock(&p->lock);
+    /* a server at a new address starts with a clean record: the old address's failures (an
+     * ejection for a dead master) say nothing of the new one */
+    for (uint32_t i = 0; i < set->nservers; i++) {
+        if (topo_same_addr(old, set, i)) continue;
+        atomic_store(&p->health[i].failures, 0);
+        atomic_store(&p->health[i].ejected_until, 0);
+    }
     topo_set_put(old);
     pool_publish(p);
 }

@@ -10,6 +10,8 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
 #include "common/clock.h"
 #include "common/log.h"
@@ -70,6 +72,7 @@ static int runtime_pool_init(struct runtime *rt, struct conf *conf, size_t i, co
     struct pool_shared *p = &rt->pools[i];
     p->idx = (uint32_t)i;
     p->cp = &conf->pools[i];
+    p->recheck_fd = -1;
     p->proto = proto_for_pool(p->cp);
     p->client_tp = transport_ctx_for_pool(p->cp, TRANSPORT_CLIENTS);
     p->server_tp = transport_ctx_for_pool(p->cp, TRANSPORT_SERVERS);
@@ -100,8 +103,18 @@ static int runtime_pool_init(struct runtime *rt, struct conf *conf, size_t i, co
     }
     if (prev != NULL) runtime_inherit_health(p, prev);
     p->source_ops = topo_source_for_pool(p->cp);
+    if (p->source_ops->start != NULL && (p->recheck_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0) return -1;
     p->set = p->source_ops->first(p->cp);
     if (p->set == NULL) return -1;
+    const struct pool_shared *old = prev != NULL ? runtime_pool_find(prev, p->cp->name) : NULL;
+    if (old != NULL && old->source_ops == p->source_ops && p->source_ops->start != NULL) {
+        /* where the source of the generation before had followed the servers (the master is
+         * the only thread that publishes sets: no lock needed to read it here) */
+        struct topo_set *set = topo_set_inherit(p->set, old->set);
+        topo_set_put(p->set);
+        p->set = set;
+        if (p->set == NULL) return -1;
+    }
     p->route = route_build_first(p);
     if (p->route == NULL) {
         log_error("pool '%s': cannot build its distribution", p->cp->name);
@@ -148,6 +161,7 @@ void runtime_put(struct runtime *rt)
         if (p->cp == NULL) continue;
         route_put(p->route);
         topo_set_put(p->set);
+        if (p->recheck_fd >= 0) close(p->recheck_fd);
         if (p->client_tp != NULL) transport_ctx_put(p->client_tp);
         if (p->server_tp != NULL) transport_ctx_put(p->server_tp);
         if (p->clients != NULL && atomic_fetch_sub(&p->clients->refs, 1) == 1) free(p->clients);
@@ -163,13 +177,30 @@ void runtime_put(struct runtime *rt)
 }
 
 
-void runtime_sources_start(struct runtime *rt, struct event_base *base)
+void pool_topology_recheck(struct pool_shared *p)
+{
+    uint64_t one = 1;
+    if (p->recheck_fd >= 0 && write(p->recheck_fd, &one, sizeof(one)) < 0) {
+        /* EAGAIN: the counter is full, the source has been asked already */
+    }
+}
+
+/* topo_sink.publish: the pool's new set, then the waker. */
+static void runtime_publish_set(void *arg, struct topo_set *set)
+{
+    struct pool_shared *p = arg;
+    pool_publish_set(p, set);
+    if (p->waker.wake != NULL) p->waker.wake(p->waker.arg);
+}
+
+void runtime_sources_start(struct runtime *rt, struct event_base *base, const struct runtime_waker *waker)
 {
     for (size_t i = 0; i < rt->npools; i++) {
         struct pool_shared *p = &rt->pools[i];
         if (p->source_ops->start == NULL || p->source != NULL) continue;
-        struct topo_sink sink = { .publish = pool_publish_set, .arg = p };
-        p->source = p->source_ops->start(p->cp, base, &sink);
+        if (waker != NULL) p->waker = *waker;
+        struct topo_sink sink = { .publish = runtime_publish_set, .arg = p, .recheck_fd = p->recheck_fd };
+        p->source = p->source_ops->start(p->cp, p->set, base, &sink);
         if (p->source == NULL)
             log_error("pool '%s': cannot start its %s topology source: its servers stay as configured",
                       p->cp->name, p->source_ops->name);

@@ -49,6 +49,13 @@ struct pool_clients {
     atomic_long n;
 };
 
+/* Who is told after a source published a new set (the master: it wakes every worker, which
+ * closes its connections to servers that moved at once, busy or idle). */
+struct runtime_waker {
+    void (*wake)(void *arg);
+    void *arg;
+};
+
 struct pool_shared {
     uint32_t idx;
     const struct conf_pool *cp;
@@ -62,6 +69,9 @@ struct pool_shared {
     const struct topo_source_ops *source_ops; /* where its servers come from (topo/topology.h) */
     struct topo_source *source;      /* a source running on the master (runtime_sources_start);
                                       * NULL: its set never changes */
+    struct runtime_waker waker;      /* told after the source published (the master's) */
+    int recheck_fd;                  /* a source that moves servers: an eventfd any worker writes to
+                                      * ask it to look again now (pool_topology_recheck); -1: none */
     _Atomic uint64_t version;        /* bumped with every new route; loaded per request by every
                                       * worker: the mutex below starts the next cache line */
     alignas(64) pthread_mutex_t lock; /* guards set and route (publication and pick-up) */
@@ -96,10 +106,15 @@ struct runtime *runtime_get(struct runtime *rt);
 void runtime_put(struct runtime *rt);
 
 /* Starts the sources of rt's pools that follow their servers at run time, on base (the master's,
- * after rt is published); each publishes new sets into its pool (pool_publish_set, route.h). */
-void runtime_sources_start(struct runtime *rt, struct event_base *base);
+ * after rt is published); each publishes new sets into its pool (pool_publish_set, route.h),
+ * then calls waker (may be NULL). */
+void runtime_sources_start(struct runtime *rt, struct event_base *base, const struct runtime_waker *waker);
 /* Stops them (rt is replaced, or the process stops): its pools keep their last sets. */
 void runtime_sources_stop(struct runtime *rt);
+
+/* Asks p's topology source to look at its servers again now (a write was refused by a server
+ * that is no master any more). Any thread; nothing for a pool whose servers never move. */
+void pool_topology_recheck(struct pool_shared *p);
 
 /* The client count of pool p (all workers, all generations). */
 static inline atomic_long *pool_nclients(const struct pool_shared *p)

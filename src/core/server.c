@@ -18,6 +18,7 @@
 #include "common/sock.h"
 #include "core/backend.h"
 #include "core/loop.h"
+#include "core/park.h"
 #include "core/request.h"
 
 #define SERVER_WRITE_BATCH 256
@@ -458,6 +459,7 @@ int server_on_reply(void *ctx, struct msg *rsp)
         stats_ctr_add(&ss->f[STATS_SERVER_response_bytes], (int64_t)rsp->len);
         stats_hist_record(&ss->server_latency, now > req->t_sent ? now - req->t_sent : 0);
     }
+    if (rsp->rsp_readonly && park_readonly(c, req, rsp)) return 0; /* held until its master moves */
     if (rsp->rsp_fatal) server_count_failure(c); /* -LOADING, -BUSY, ...: passed on, and counted */
     else pool_server_ok(c->pool->shared, c->server->idx);
     rsp->owner = c;

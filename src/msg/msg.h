@@ -98,6 +98,7 @@ struct msg {
     /* response, filled by the parser */
     uint8_t rsp_type;              /* enum msg_rsp_type */
     bool rsp_fatal;                /* a reply that means the server is unusable (-LOADING, -BUSY, ...) */
+    bool rsp_readonly;             /* redis -READONLY: a replica refused a write (it did not run) */
     int64_t integer;               /* RSP_INTEGER value */
     uint32_t nelems;               /* top-level elements, recorded when the parser is asked to
                                     * (the array: at the end) */
@@ -112,6 +113,7 @@ struct msg {
     int err;                       /* errno of a failed request (reply "-ERR strerror") */
     bool done;                     /* its reply (or error) is ready */
     bool swallow;                  /* proxy-internal (AUTH/SELECT on connect): drop the reply */
+    bool retried;                  /* sent again once after its master moved (core/park.h) */
     bool txn_wait;                 /* request held behind its client's transaction (feature/txn.c) */
     bool fair_wait;                /* request held back: its client has its share in flight (core/fair.h) */
     uint32_t server_idx;           /* the server it was routed to */

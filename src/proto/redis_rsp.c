@@ -102,15 +102,20 @@ static int rs_error(struct parse_state *ps, const char *why)
     return PARSE_ERROR;
 }
 
+/* Whether the error text[0..n) (after its '-') starts with code, as a word. */
+static bool rs_is_code(const uint8_t *text, size_t n, const char *code)
+{
+    size_t cl = strlen(code);
+    return n >= cl && memcmp(text, code, cl) == 0 && (n == cl || text[cl] == ' ');
+}
+
 /* text: an error reply after its '-', CR/LF excluded (maybe only its first bytes). Whether it
  * is one of rs_unready (only those with probe_down when for_probe). */
 static bool rs_is_unready(const uint8_t *text, size_t n, bool for_probe)
 {
     for (size_t i = 0; i < sizeof(rs_unready) / sizeof(rs_unready[0]); i++) {
         if (for_probe && !rs_unready[i].probe_down) continue;
-        size_t cl = strlen(rs_unready[i].code);
-        if (n >= cl && memcmp(text, rs_unready[i].code, cl) == 0 && (n == cl || text[cl] == ' '))
-            return true;
+        if (rs_is_code(text, n, rs_unready[i].code)) return true;
     }
     return false;
 }
@@ -212,6 +217,7 @@ static int rs_top_error(struct parse_state *ps, struct msg *m, const uint8_t *bu
     if (tlen > 0 && buf[p + seen - 1] == '\r') tlen--;
     m->rsp_type = RSP_ERROR;
     m->rsp_fatal = rs_is_unready(buf + p + 1, tlen, false);
+    m->rsp_readonly = rs_is_code(buf + p + 1, tlen, "READONLY");
     if (nl != NULL) {
         *pp = p + seen + 1;
         return rs_value_done(ps, m, m->len + *pp);
@@ -371,6 +377,7 @@ static int rs_err_head(struct parse_state *ps, struct msg *m, const uint8_t *buf
     size_t k = ps->c < REDIS_ERR_PREFIX ? (size_t)ps->c : REDIS_ERR_PREFIX;
     if (len - *pp < k) return PARSE_AGAIN;
     m->rsp_fatal = rs_is_unready(buf + *pp, k, false);
+    m->rsp_readonly = rs_is_code(buf + *pp, k, "READONLY");
     *pp += k;
     ps->c -= k;
     ps->state = RS_BULK_DATA;

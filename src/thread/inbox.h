@@ -27,6 +27,7 @@ enum inbox_type {
     INBOX_RELOAD_REQ,   /* to the master: req asks for a reload and waits for its answer */
     INBOX_PASSWORD,     /* to the stats thread: password, the manage password a reload read (the
                          * taker wipes and frees it) */
+    INBOX_ROUTES,       /* a topology source moved servers: pick up the pools' tables now */
     INBOX_DRAIN,        /* the process stops: serve what clients already sent, then close them */
     INBOX_STOP,         /* leave the event loop */
 };

@@ -84,6 +84,24 @@ static int master_first_runtime(struct master *m, struct conf *conf)
     return stats_bind(m->rt, m->blocks, n);
 }
 
+/* runtime_waker.wake: a topology source moved servers; every worker picks up the new tables at
+ * once (arg: the master). */
+static void master_wake_workers(void *arg)
+{
+    struct master *m = arg;
+    for (uint32_t i = 0; i < m->nstarted; i++) {
+        struct inbox_item it = { .type = INBOX_ROUTES, .fd = -1 };
+        if (inbox_push(&m->workers[i].inbox, &it) < 0)
+            log_error("worker %u: out of memory: it picks the new servers up at its next request", i);
+    }
+}
+
+void master_sources_start(struct master *m, struct runtime *rt)
+{
+    struct runtime_waker waker = { .wake = master_wake_workers, .arg = m };
+    runtime_sources_start(rt, m->base, &waker);
+}
+
 /* What the master runs for the servers of the current runtime: the prober of ejected servers, and
  * the topology sources that follow the pools' servers at run time (none for a static list).
  * Returns 0 or -1 (logged). */
@@ -94,7 +112,7 @@ static int master_watch_servers(struct master *m)
         log_error("cannot start the liveness prober: out of memory");
         return -1;
     }
-    runtime_sources_start(m->rt, m->base);
+    master_sources_start(m, m->rt);
     return 0;
 }
 

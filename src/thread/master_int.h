@@ -56,6 +56,10 @@ struct master {
     uint64_t drain_deadline; /* usec (nc_usec_now) when the grace is over */
 };
 
+/* Starts the topology sources of rt's pools (master.c): each new set they publish wakes every
+ * worker (INBOX_ROUTES). */
+void master_sources_start(struct master *m, struct runtime *rt);
+
 /* ---- listeners (master_listen.c) ---- */
 
 /* Opens the listeners of m->rt's pools (at the start). Returns 0, or -1 after logging why. */

@@ -94,7 +94,7 @@ int master_reload(struct master *m, char *answer, size_t cap)
     m->prober = prober_create(m->base, rt);
     if (m->prober == NULL) log_error("reload: cannot restart the liveness prober: out of memory");
     runtime_sources_stop(old);
-    runtime_sources_start(rt, m->base);
+    master_sources_start(m, rt);
     runtime_put(old);
     log_notice("configuration reloaded from '%s': generation %lu, %zu pools", path,
                (unsigned long)rt->generation, rt->npools);

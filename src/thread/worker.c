@@ -25,6 +25,7 @@ static void worker_inbox_item(void *arg, const struct inbox_item *it)
     switch (it->type) {
     case INBOX_NEW_CLIENT: loop_take_client(&w->loop, it->generation, it->pool, it->fd); break;
     case INBOX_RELOAD: loop_reload(&w->loop, it->rt); break;
+    case INBOX_ROUTES: loop_routes_changed(&w->loop); break;
     case INBOX_DRAIN: loop_drain(&w->loop); break;
     case INBOX_STOP: loop_stop(&w->loop); break;
     case INBOX_RELOAD_REQ: break; /* for the master only */

@@ -62,6 +62,25 @@ void topo_set_put(struct topo_set *s)
     if (s != NULL && atomic_fetch_sub(&s->refs, 1) == 1) free(s);
 }
 
+struct topo_set *topo_set_inherit(const struct topo_set *first, const struct topo_set *prev)
+{
+    struct topo_server *servers = calloc(first->nservers ? first->nservers : 1, sizeof(*servers));
+    if (servers == NULL) return NULL;
+    for (uint32_t i = 0; i < first->nservers; i++) {
+        servers[i] = first->servers[i];
+        for (uint32_t j = 0; prev != NULL && j < prev->nservers; j++) {
+            if (strcmp(prev->servers[j].name, servers[i].name) != 0) continue;
+            servers[i].addr = prev->servers[j].addr;
+            servers[i].role = prev->servers[j].role;
+            break;
+        }
+    }
+    struct topo_set *set = topo_set_create(servers, first->nservers);
+    free(servers);
+    if (set != NULL) set->serial = first->serial;
+    return set;
+}
+
 bool topo_same_addr(const struct topo_set *a, const struct topo_set *b, uint32_t i)
 {
     const struct conf_addr *x = &a->servers[i].addr, *y = &b->servers[i].addr;

@@ -1,16 +1,18 @@
 /*
  * topo_static.c - the static topology source: a pool's servers are its YAML `servers:` list, in
  * that order, all masters, at the addresses written; the set never changes while the config
- * generation lives (a reload builds a new generation with a new first set).
+ * generation lives (a reload builds a new generation with a new first set). Also where a pool's
+ * source is chosen.
  *
  * Threads: first() runs on the thread that builds a generation (the master).
  */
 #include "config.h"
 #include "topo/topology.h"
+#include "topo/topo_sentinel.h"
 
 #include <stdlib.h>
 
-static struct topo_set *topo_static_first(const struct conf_pool *cp)
+struct topo_set *topo_static_servers(const struct conf_pool *cp)
 {
     uint32_t n = (uint32_t)cp->nservers;
     struct topo_server *servers = calloc(n ? n : 1, sizeof(*servers));
@@ -33,7 +35,7 @@ static struct topo_set *topo_static_first(const struct conf_pool *cp)
 
 static const struct topo_source_ops topo_static_ops = {
     .name = "static",
-    .first = topo_static_first,
+    .first = topo_static_servers,
     .start = NULL,
     .stop = NULL,
     .build_dist = NULL,
@@ -41,6 +43,5 @@ static const struct topo_source_ops topo_static_ops = {
 
 const struct topo_source_ops *topo_source_for_pool(const struct conf_pool *cp)
 {
-    (void)cp; /* every pool has its servers: list; Sentinel and Cluster pools will say otherwise */
-    return &topo_static_ops;
+    return cp->nsentinels > 0 ? &topo_sentinel_ops : &topo_static_ops;
 }

@@ -8,9 +8,9 @@
  * connections' accounting; the workers close the connections to the old address and connect to
  * the new one (core/pool.c). Sources:
  *   - static (topo_static.c): the YAML `servers:` list; the set never changes (a reload builds a
- *     new generation). The only source today.
- *   - a source that follows addresses and roles at run time (Redis Sentinel) implements start():
- *     it runs on the master's event base and publishes each new set through its sink.
+ *     new generation).
+ *   - Redis Sentinel (topo_sentinel.c) follows the masters' addresses at run time: it implements
+ *     start(), runs on the master's event base and publishes each new set through its sink.
  *   - a source that replaces the key -> server routing (Redis Cluster's slot map) also implements
  *     build_dist(): the routing table is then its slot table instead of the pool's distribution.
  * The design: notes/topology.md.
@@ -60,6 +60,8 @@ bool topo_same_addr(const struct topo_set *a, const struct topo_set *b, uint32_t
 struct topo_sink {
     void (*publish)(void *arg, struct topo_set *set);
     void *arg;
+    int recheck_fd;               /* readable when a worker asks the source to look again now
+                                   * (an eventfd; the source reads it, never closes it) */
 };
 
 struct topo_source;
@@ -68,18 +70,28 @@ struct topo_source_ops {
     const char *name;             /* "static", ...: for logs and stats */
     /* The pool's first set, from its config (serial 1). NULL when out of memory. */
     struct topo_set *(*first)(const struct conf_pool *cp);
-    /* Follows the pool at run time on base (the master's), publishing through sink. Returns a
-     * source for stop(), or NULL (out of memory: the pool keeps its first set). NULL op: the set
-     * never changes. */
-    struct topo_source *(*start)(const struct conf_pool *cp, struct event_base *base, const struct topo_sink *sink);
+    /* Follows the pool at run time on base (the master's), from set (the pool's current one: its
+     * first, or what the generation it replaces had learned), publishing through sink. Returns a
+     * source for stop(), or NULL (out of memory: the pool keeps its set). NULL op: the set never
+     * changes. */
+    struct topo_source *(*start)(const struct conf_pool *cp, struct topo_set *set, struct event_base *base,
+                                 const struct topo_sink *sink);
     void (*stop)(struct topo_source *src);
     /* The routing table over set (live[i]: server i takes keys). NULL op: the pool's distribution
      * (ketama, modula, random) over the servers' names and weights (topo_build_dist). */
     struct dist *(*build_dist)(const struct conf_pool *cp, const struct topo_set *set, const bool *live);
 };
 
-/* The source of a pool's servers, chosen by its config. */
+/* The source of a pool's servers, chosen by its config: Sentinel for a pool with `sentinels`,
+ * else static. */
 const struct topo_source_ops *topo_source_for_pool(const struct conf_pool *cp);
+/* The config's `servers:` list as a set (serial 1), every server a master at the address
+ * written: the static source's only set, the others' first. NULL when out of memory. */
+struct topo_set *topo_static_servers(const struct conf_pool *cp);
+/* first with each server that prev (the pool's set in the generation before) has by the same
+ * name at prev's address and role: a reload does not undo what a source learned. A new set, or
+ * NULL when out of memory. */
+struct topo_set *topo_set_inherit(const struct topo_set *first, const struct topo_set *prev);
 
 /* The pool's own distribution over set: ketama points from each server's ketama_name, modula's
  * order by name, weights; servers with !live[i] take no keys. NULL when out of memory. */

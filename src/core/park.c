@@ -1,0 +1,107 @@
+/*
+ * park.c - writes refused with -READONLY, held until their master moves (see park.h).
+ *
+ * Threads: the loop's own.
+ */
+#include "config.h"
+#include "core/park.h"
+
+#include <event2/event.h>
+
+#include "common/clock.h"
+#include "common/log.h"
+#include "core/conn.h"
+#include "core/loop.h"
+#include "core/pool.h"
+#include "core/request.h"
+#include "core/runtime.h"
+#include "core/server.h"
+
+/* The client whose request (or fragment of one) req is; NULL when it left. */
+static struct conn *park_client(const struct msg *req)
+{
+    return req->frag_owner != NULL ? req->frag_owner->owner : req->owner;
+}
+
+/* req gets the reply it had (its peer, the -READONLY). */
+static void park_relay(struct loop *l, struct msg *req)
+{
+    TAILQ_REMOVE(&l->parked, req, server_link);
+    request_complete(l, req);
+}
+
+/* The timer, for the earliest deadline of the parked requests (their t_sent while parked). */
+static void park_arm(struct loop *l)
+{
+    const struct msg *req;
+    uint64_t due = UINT64_MAX;
+    TAILQ_FOREACH(req, &l->parked, server_link)
+    {
+        if (req->t_sent < due) due = req->t_sent;
+    }
+    if (due == UINT64_MAX || l->park_ev == NULL) return;
+    uint64_t now = nc_usec_now();
+    uint64_t wait = due > now ? due - now : 0;
+    struct timeval tv = { .tv_sec = (time_t)(wait / 1000000u), .tv_usec = (suseconds_t)(wait % 1000000u) };
+    evtimer_add(l->park_ev, &tv);
+}
+
+/* Parked requests past their deadline: their master did not move in time; relayed. */
+static void park_on_timer(int fd, short what, void *arg)
+{
+    struct loop *l = arg;
+    (void)fd;
+    (void)what;
+    uint64_t now = nc_usec_now();
+    struct msg *req = TAILQ_FIRST(&l->parked), *next;
+    for (; req != NULL; req = next) {
+        next = TAILQ_NEXT(req, server_link);
+        if (req->t_sent <= now) park_relay(l, req);
+    }
+    park_arm(l);
+}
+
+bool park_readonly(struct conn *c, struct msg *req, struct msg *rsp)
+{
+    struct loop *l = c->loop;
+    struct pool_shared *ps = c->pool->shared;
+    if (req->swallow || req->retried || ps->recheck_fd < 0 || c->ops != &server_conn_ops) return false;
+    if (l->park_ev == NULL && (l->park_ev = evtimer_new(l->base, park_on_timer, l)) == NULL) return false;
+    req->retried = true;
+    req->peer = rsp;
+    rsp->peer = req;
+    int64_t timeout_ms = c->pool->cp->timeout;
+    uint64_t wait = timeout_ms > 0 ? (uint64_t)timeout_ms * 1000u : PARK_USEC;
+    req->t_sent = nc_usec_now() + wait; /* while parked: its deadline */
+    TAILQ_INSERT_TAIL(&l->parked, req, server_link);
+    park_arm(l);
+    pool_topology_recheck(ps);
+    return true;
+}
+
+void park_server_moved(struct loop *l, struct pool_rt *p, uint32_t s)
+{
+    struct msg *req = TAILQ_FIRST(&l->parked), *next;
+    for (; req != NULL; req = next) {
+        next = TAILQ_NEXT(req, server_link);
+        struct conn *client = park_client(req);
+        if (req->server_idx != s || (client != NULL && client->pool != p)) continue;
+        if (client == NULL) { /* it left: nothing to send again */
+            park_relay(l, req);
+            continue;
+        }
+        TAILQ_REMOVE(&l->parked, req, server_link);
+        msg_put(&l->msgs, req->peer);
+        req->peer = NULL;
+        int rc = server_enqueue(&p->servers[s], req, client->id, client->sess.variant);
+        if (rc < 0) request_fail(l, req, -rc);
+    }
+}
+
+void park_release_all(struct loop *l)
+{
+    struct msg *req;
+    while ((req = TAILQ_FIRST(&l->parked)) != NULL) park_relay(l, req);
+    if (l->park_ev != NULL) event_free(l->park_ev);
+    l->park_ev = NULL;
+}
