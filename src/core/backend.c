@@ -101,17 +101,18 @@ bool backend_busy(const struct backend *be)
     return backend_conns_busy(be->dconns, be->ndconns);
 }
 
-static void backend_conns_close(struct conn *const *conns, uint32_t n)
+static void backend_conns_close(struct conn *const *conns, uint32_t n, int err)
 {
     for (uint32_t i = 0; conns != NULL && i < n; i++) {
-        if (conns[i] != NULL && conn_open(conns[i])) server_conn_close(conns[i], ECONNRESET);
+        if (conns[i] != NULL && conn_open(conns[i])) server_conn_close(conns[i], err);
     }
 }
 
 void backend_moved(struct backend *be)
 {
-    for (int v = 0; v < PROTO_VARIANTS; v++) backend_conns_close(be->conns[v], be->nconns);
-    backend_conns_close(be->dconns, be->ndconns);
+    /* what fails with them says why: "Remote address changed" */
+    for (int v = 0; v < PROTO_VARIANTS; v++) backend_conns_close(be->conns[v], be->nconns, EREMCHG);
+    backend_conns_close(be->dconns, be->ndconns, EREMCHG);
 }
 
 bool backend_used_only_by(const struct backend *be, const struct server_rt *s)

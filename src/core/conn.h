@@ -154,6 +154,8 @@ struct conn {
     bool wev_on;                   /* EV_WRITE wanted */
     bool reading;                  /* EV_READ wanted */
     bool connecting;               /* server: non-blocking connect in progress */
+    bool gated;                    /* server: a set-up request's reply must pass its check before
+                                    * the requests after it are written (msg.gate) */
     bool connected;
     bool closing;                  /* client: close once the replies before `quit` are written */
     bool eof;                      /* the peer closed its side */

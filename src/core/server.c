@@ -130,7 +130,7 @@ static void server_fail(struct conn *c, int err, enum server_end how)
     /* an idle connection the server closed is not a failure; a failed connect or a lost request is */
     if (how != SERVER_END_SHUTDOWN && (outstanding || c->connecting)) server_count_failure(c);
     conn_detach(c);
-    c->connected = c->connecting = false;
+    c->connected = c->connecting = c->gated = false;
     c->out_off = 0;
     c->t_wblocked = 0;
     if (c->tev) evtimer_del(c->tev);
@@ -370,7 +370,7 @@ static void server_on_timeout(int fd, short what, void *arg)
 static int server_write(struct conn *c)
 {
     struct loop *l = c->loop;
-    while (!TAILQ_EMPTY(&c->to_send)) {
+    while (!TAILQ_EMPTY(&c->to_send) && !c->gated) {
         struct msg *batch[SERVER_WRITE_BATCH];
         uint32_t n = 0;
         struct msg *m;
@@ -378,6 +378,7 @@ static int server_write(struct conn *c)
         {
             if (n == SERVER_WRITE_BATCH) break;
             batch[n++] = m;
+            if (m->gate) break; /* nothing after it before its reply passed (server_gate_reply) */
         }
         int64_t wrote = conn_writev(c, batch, n, c->out_off);
         if (wrote < 0) return (int)wrote;
@@ -400,13 +401,14 @@ static int server_write(struct conn *c)
             TAILQ_INSERT_TAIL(&c->sent, m, server_link);
             c->nsent++;
             server_stats_queue(c, true, m, 1);
+            c->gated = m->gate;
         }
         c->out_off = off;
         if (wrote > 0) c->t_wblocked = 0;
         if (sent > 0) server_arm_timer(c);
         if (sent < n || wrote == 0) break;
     }
-    bool blocked = !TAILQ_EMPTY(&c->to_send); /* the socket took less than everything */
+    bool blocked = !TAILQ_EMPTY(&c->to_send) && !c->gated; /* the socket took less than everything */
     if (!blocked) c->t_wblocked = 0;
     else if (c->t_wblocked == 0) c->t_wblocked = nc_usec_now();
     if (blocked) server_arm_timer(c);
@@ -441,6 +443,29 @@ void server_flush(struct conn *c)
     if (rc < 0) server_fail(c, -rc, SERVER_END_ERR);
 }
 
+/* The reply to a gate (a set-up request the protocol checks, proto.setup_check): the requests
+ * after it are written now, or the connection fails (the server is not what the topology says:
+ * its source is asked to look again). Returns 0 or -errno. */
+static int server_gate_reply(struct conn *c, struct msg *req, struct msg *rsp)
+{
+    const struct proto_ops *proto = c->pool->proto;
+    int rc = proto->setup_check != NULL ? proto->setup_check(req, rsp) : 0;
+    msg_put(&c->loop->msgs, rsp);
+    request_complete(c->loop, req);
+    if (rc < 0) {
+        uint64_t sup;
+        if (server_log_allowed(&c->pool->shared->health[c->server->idx].state_log, &sup))
+            log_notice("pool '%s': server %s (%s): refused by its set-up check (%s): its topology is asked again%s",
+                       c->pool->cp->name, c->server->cs->stats_name, pool_rt_server_addr(c->pool, c->server->idx)->text,
+                       rc == -EREMCHG ? "not a master" : strerror(-rc), NC_RATELIMIT_NOTE(sup));
+        pool_topology_recheck(c->pool->shared);
+        return rc;
+    }
+    c->gated = false;
+    if (!TAILQ_EMPTY(&c->to_send)) conn_flush_later(c);
+    return 0;
+}
+
 int server_on_reply(void *ctx, struct msg *rsp)
 {
     struct conn *c = ctx;
@@ -452,6 +477,7 @@ int server_on_reply(void *ctx, struct msg *rsp)
     TAILQ_REMOVE(&c->sent, req, server_link);
     c->nsent--;
     server_stats_queue(c, true, req, -1);
+    if (req->gate) return server_gate_reply(c, req, rsp);
     if (!req->swallow) { /* the proxy's own AUTH/SELECT are not the clients' requests */
         struct stats_server_block *ss = server_stats(c);
         uint64_t now = c->loop->read_usec;

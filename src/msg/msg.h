@@ -114,6 +114,8 @@ struct msg {
     bool done;                     /* its reply (or error) is ready */
     bool swallow;                  /* proxy-internal (AUTH/SELECT on connect): drop the reply */
     bool retried;                  /* sent again once after its master moved (core/park.h) */
+    bool gate;                     /* a set-up request whose reply the protocol checks
+                                    * (proto.setup_check) before anything after it is written */
     bool txn_wait;                 /* request held behind its client's transaction (feature/txn.c) */
     bool fair_wait;                /* request held back: its client has its share in flight (core/fair.h) */
     uint32_t server_idx;           /* the server it was routed to */

@@ -518,6 +518,18 @@ static struct msg *redis_setup_msg(struct msg_pool *pool, const char *const *arg
     return m;
 }
 
+int redis_setup_check(const struct msg *req, const struct msg *rsp)
+{
+    static const char master[] = "$6\r\nmaster\r\n";
+    char head[32];
+    (void)req; /* ROLE is the only gate */
+    size_t n = msg_copy_out(rsp, 0, head, sizeof(head) - 1);
+    head[n] = '\0';
+    const char *nl = strchr(head, '\n');
+    bool ok = (head[0] == '*' || head[0] == '>') && nl != NULL && strncmp(nl + 1, master, sizeof(master) - 1) == 0;
+    return ok ? 0 : -EREMCHG;
+}
+
 int redis_server_setup(const struct conf_pool *cp, uint8_t variant, struct msg_pool *pool, struct msg **out,
                        uint32_t max)
 {
@@ -537,6 +549,11 @@ int redis_server_setup(const struct conf_pool *cp, uint8_t variant, struct msg_p
         const char *arg[] = { "SELECT", db };
         if ((out[n] = redis_setup_msg(pool, arg, 2)) == NULL) goto oom;
         n++;
+    }
+    if (cp->nsentinels > 0 && n < max) { /* a master, as the sentinels said? (notes/sentinel.md) */
+        const char *arg[] = { "ROLE" };
+        if ((out[n] = redis_setup_msg(pool, arg, 1)) == NULL) goto oom;
+        out[n++]->gate = true;
     }
     return (int)n;
 oom:

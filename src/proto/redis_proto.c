@@ -184,6 +184,7 @@ const struct proto_ops redis_proto = {
     .client_line = redis_client_line,
     .list_reply = redis_list_reply,
     .server_setup = redis_server_setup,
+    .setup_check = redis_setup_check,
     .probe_request = "*1\r\n$4\r\nPING\r\n",
     .probe_alive = redis_probe_alive,
     .max_clients_reply = "-ERR max number of clients reached\r\n",
