@@ -199,7 +199,8 @@ void runtime_sources_start(struct runtime *rt, struct event_base *base, const st
         struct pool_shared *p = &rt->pools[i];
         if (p->source_ops->start == NULL || p->source != NULL) continue;
         if (waker != NULL) p->waker = *waker;
-        struct topo_sink sink = { .publish = runtime_publish_set, .arg = p, .recheck_fd = p->recheck_fd };
+        struct topo_sink sink = { .publish = runtime_publish_set, .arg = p, .recheck_fd = p->recheck_fd,
+                                  .up = &p->topo_up };
         p->source = p->source_ops->start(p->cp, p->set, base, &sink);
         if (p->source == NULL)
             log_error("pool '%s': cannot start its %s topology source: its servers stay as configured",

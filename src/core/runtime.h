@@ -70,6 +70,8 @@ struct pool_shared {
     struct topo_source *source;      /* a source running on the master (runtime_sources_start);
                                       * NULL: its set never changes */
     struct runtime_waker waker;      /* told after the source published (the master's) */
+    atomic_uint topo_up;             /* a source that moves servers: how many of the services it
+                                      * follows answer now (Sentinel: sentinels), for the stats */
     int recheck_fd;                  /* a source that moves servers: an eventfd any worker writes to
                                       * ask it to look again now (pool_topology_recheck); -1: none */
     _Atomic uint64_t version;        /* bumped with every new route; loaded per request by every

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "core/runtime.h"
+#include "topo/topology.h"
 
 static void stats_json_key(struct textbuf *b, const char *name)
 {
@@ -134,6 +135,25 @@ static void stats_json_refused(struct textbuf *b, const struct stats_snapshot *s
     }
 }
 
+/* A pool whose servers move: ,"topology":"<source>","topology_reachable":N (how many of the
+ * services the source follows answer: sentinels) */
+static void stats_json_topology(struct textbuf *b, const char *source, unsigned up)
+{
+    textbuf_adds(b, ",\"topology\":");
+    textbuf_add_json_str(b, source, strlen(source));
+    textbuf_adds(b, ",\"topology_reachable\":");
+    textbuf_add_u64(b, up);
+}
+
+/* Its server's place now: ,"server_addr":"host:port","server_role":"master" */
+static void stats_json_server_place(struct textbuf *b, const struct topo_server *ts)
+{
+    textbuf_adds(b, ",\"server_addr\":");
+    textbuf_add_json_str(b, ts->addr.text, strlen(ts->addr.text));
+    textbuf_adds(b, ",\"server_role\":");
+    textbuf_adds(b, ts->role == TOPO_ROLE_MASTER ? "\"master\"" : "\"replica\"");
+}
+
 void stats_json_render(struct textbuf *b, const struct stats_snapshot *s)
 {
     const struct runtime *rt = s->src->rt;
@@ -144,9 +164,11 @@ void stats_json_render(struct textbuf *b, const struct stats_snapshot *s)
         stats_json_open(b, true, cp->name);
         stats_json_fields(b, ps->f, stats_pool_desc, STATS_POOL_NFIELD);
         stats_json_refused(b, s, p);
+        if (ps->set != NULL) stats_json_topology(b, rt->pools[p].source_ops->name, ps->topo_up);
         for (size_t k = 0; k < ps->nservers; k++) {
             stats_json_open(b, true, cp->servers[k].stats_name);
             stats_json_fields(b, ps->servers[k].f, stats_server_desc, STATS_SERVER_NFIELD);
+            if (ps->set != NULL && k < ps->set->nservers) stats_json_server_place(b, &ps->set->servers[k]);
             textbuf_addc(b, '}');
         }
         textbuf_addc(b, '}');

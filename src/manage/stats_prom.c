@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "core/runtime.h"
+#include "topo/topology.h"
 
 enum stats_prom_level { PROM_HEADER, PROM_POOL, PROM_SERVER };
 
@@ -75,9 +76,10 @@ static const char *stats_prom_type(enum stats_type t)
     return t == STATS_COUNTER ? "counter" : "gauge";
 }
 
-/* {pool="..."} or {pool="...",server="..."}, with an extra label pair when extra is not NULL */
+/* {pool="..."} or {pool="...",server="..."} (with role="..." for a server whose pool's servers
+ * move: Sentinel), with an extra label pair when extra is not NULL */
 static void stats_prom_labels(struct textbuf *b, const struct conf_pool *cp, const struct conf_server *cs,
-                              const char *extra)
+                              const char *role, const char *extra)
 {
     textbuf_adds(b, "{pool=\"");
     stats_prom_label_value(b, cp->name);
@@ -85,6 +87,11 @@ static void stats_prom_labels(struct textbuf *b, const struct conf_pool *cp, con
     if (cs != NULL) {
         textbuf_adds(b, ",server=\"");
         stats_prom_label_value(b, cs->stats_name);
+        textbuf_addc(b, '"');
+    }
+    if (role != NULL) {
+        textbuf_adds(b, ",role=\"");
+        textbuf_adds(b, role);
         textbuf_addc(b, '"');
     }
     if (extra != NULL) {
@@ -160,7 +167,7 @@ static void stats_prom_header(struct textbuf *b, const struct stats_snapshot *s)
 }
 
 static void stats_prom_hist(struct textbuf *b, const char *name, const struct conf_pool *cp,
-                            const struct conf_server *cs, const struct stats_hist_sum *h)
+                            const struct conf_server *cs, const char *role, const struct stats_hist_sum *h)
 {
     char le[48], secs[32];
     uint64_t cum = 0;
@@ -173,19 +180,61 @@ static void stats_prom_hist(struct textbuf *b, const char *name, const struct co
             snprintf(le, sizeof(le), "le=\"+Inf\"");
         }
         textbuf_addf(b, "%s_bucket", name);
-        stats_prom_labels(b, cp, cs, le);
+        stats_prom_labels(b, cp, cs, role, le);
         textbuf_addc(b, ' ');
         textbuf_add_u64(b, cum);
         textbuf_addc(b, '\n');
     }
     stats_prom_seconds_str(secs, sizeof(secs), h->sum_usec);
     textbuf_addf(b, "%s_sum", name);
-    stats_prom_labels(b, cp, cs, NULL);
+    stats_prom_labels(b, cp, cs, role, NULL);
     textbuf_addf(b, " %s\n%s_count", secs, name);
-    stats_prom_labels(b, cp, cs, NULL);
+    stats_prom_labels(b, cp, cs, role, NULL);
     textbuf_addc(b, ' ');
     textbuf_add_u64(b, cum);
     textbuf_addc(b, '\n');
+}
+
+/* The role label of server k of a pool whose servers move (NULL: a static pool, no label). */
+static const char *stats_prom_role(const struct stats_pool_snap *ps, size_t k)
+{
+    if (ps->set == NULL || k >= ps->set->nservers) return NULL;
+    return ps->set->servers[k].role == TOPO_ROLE_MASTER ? "master" : "replica";
+}
+
+/* Pools whose servers move (Sentinel): nutcrackers_pool_topology_reachable{pool} (the services
+ * their source follows that answer) and nutcrackers_server_info{pool,server,role,addr} 1 (where
+ * each server is now). No family without such a pool. */
+static void stats_prom_topology(struct textbuf *b, const struct stats_snapshot *s)
+{
+    const struct runtime *rt = s->src->rt;
+    bool any = false;
+    for (size_t p = 0; p < s->npools; p++) any |= s->pools[p].set != NULL;
+    if (!any) return;
+    stats_prom_family(b, "nutcrackers_pool_topology_reachable",
+                      "# how many of the services the pool's topology source follows answer (sentinels)", NULL,
+                      "gauge");
+    for (size_t p = 0; p < s->npools; p++) {
+        if (s->pools[p].set == NULL) continue;
+        textbuf_adds(b, "nutcrackers_pool_topology_reachable");
+        stats_prom_labels(b, rt->pools[p].cp, NULL, NULL, NULL);
+        textbuf_addf(b, " %u\n", s->pools[p].topo_up);
+    }
+    stats_prom_family(b, "nutcrackers_server_info", "# where the server is now (addr) and its role", NULL, "gauge");
+    for (size_t p = 0; p < s->npools; p++) {
+        const struct stats_pool_snap *ps = &s->pools[p];
+        const struct conf_pool *cp = rt->pools[p].cp;
+        for (size_t k = 0; ps->set != NULL && k < ps->nservers && k < ps->set->nservers; k++) {
+            textbuf_adds(b, "nutcrackers_server_info");
+            textbuf_adds(b, "{pool=\"");
+            stats_prom_label_value(b, cp->name);
+            textbuf_adds(b, "\",server=\"");
+            stats_prom_label_value(b, cp->servers[k].stats_name);
+            textbuf_addf(b, "\",role=\"%s\",addr=\"", stats_prom_role(ps, k));
+            stats_prom_label_value(b, ps->set->servers[k].addr.text);
+            textbuf_adds(b, "\"} 1\n");
+        }
+    }
 }
 
 /* nutcrackers_refused_commands_total{pool,command}: the pool's refused commands that are not zero
@@ -208,7 +257,7 @@ static void stats_prom_refused(struct textbuf *b, const struct stats_snapshot *s
             char label[64];
             snprintf(label, sizeof(label), "command=\"%s\"", name);
             textbuf_adds(b, "nutcrackers_refused_commands_total");
-            stats_prom_labels(b, rt->pools[p].cp, NULL, label);
+            stats_prom_labels(b, rt->pools[p].cp, NULL, NULL, label);
             textbuf_addc(b, ' ');
             textbuf_add_u64(b, s->pools[p].refused[r]);
             textbuf_addc(b, '\n');
@@ -227,11 +276,12 @@ void stats_prom_render(struct textbuf *b, const struct stats_snapshot *s)
         stats_prom_field_family(b, name, d, stats_prom_type(d->type));
         for (size_t p = 0; p < s->npools; p++) {
             textbuf_adds(b, name);
-            stats_prom_labels(b, rt->pools[p].cp, NULL, NULL);
+            stats_prom_labels(b, rt->pools[p].cp, NULL, NULL, NULL);
             stats_prom_value(b, d->type, s->pools[p].f[i]);
         }
     }
     stats_prom_refused(b, s);
+    stats_prom_topology(b, s);
     for (size_t i = 0; i < STATS_SERVER_NFIELD; i++) {
         const struct stats_field_desc *d = &stats_server_desc[i];
         stats_prom_name(name, sizeof(name), PROM_SERVER, d);
@@ -240,7 +290,7 @@ void stats_prom_render(struct textbuf *b, const struct stats_snapshot *s)
             const struct conf_pool *cp = rt->pools[p].cp;
             for (size_t k = 0; k < s->pools[p].nservers; k++) {
                 textbuf_adds(b, name);
-                stats_prom_labels(b, cp, &cp->servers[k], NULL);
+                stats_prom_labels(b, cp, &cp->servers[k], stats_prom_role(&s->pools[p], k), NULL);
                 stats_prom_value(b, d->type, s->pools[p].servers[k].f[i]);
             }
         }
@@ -250,7 +300,7 @@ void stats_prom_render(struct textbuf *b, const struct stats_snapshot *s)
         stats_prom_name(name, sizeof(name), PROM_POOL, d);
         stats_prom_field_family(b, name, d, "histogram");
         for (size_t p = 0; p < s->npools; p++)
-            stats_prom_hist(b, name, rt->pools[p].cp, NULL, &s->pools[p].latency[i]);
+            stats_prom_hist(b, name, rt->pools[p].cp, NULL, NULL, &s->pools[p].latency[i]);
     }
     for (size_t i = 0; i < STATS_SERVER_NHIST; i++) {
         const struct stats_field_desc *d = &stats_server_hist_desc[i];
@@ -259,7 +309,8 @@ void stats_prom_render(struct textbuf *b, const struct stats_snapshot *s)
         for (size_t p = 0; p < s->npools; p++) {
             const struct conf_pool *cp = rt->pools[p].cp;
             for (size_t k = 0; k < s->pools[p].nservers; k++)
-                stats_prom_hist(b, name, cp, &cp->servers[k], &s->pools[p].servers[k].latency[i]);
+                stats_prom_hist(b, name, cp, &cp->servers[k], stats_prom_role(&s->pools[p], k),
+                                &s->pools[p].servers[k].latency[i]);
         }
     }
 }

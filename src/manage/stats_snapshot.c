@@ -6,11 +6,13 @@
 #include "config.h"
 #include "manage/stats_snapshot.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/clock.h"
 #include "core/runtime.h"
+#include "topo/topology.h"
 
 struct stats_snapshot *stats_snapshot_create(const struct stats_source *src)
 {
@@ -37,7 +39,10 @@ fail:
 void stats_snapshot_destroy(struct stats_snapshot *s)
 {
     if (s == NULL) return;
-    for (size_t i = 0; s->pools != NULL && i < s->npools; i++) free(s->pools[i].servers);
+    for (size_t i = 0; s->pools != NULL && i < s->npools; i++) {
+        free(s->pools[i].servers);
+        topo_set_put(s->pools[i].set);
+    }
     free(s->pools);
     free(s);
 }
@@ -99,6 +104,19 @@ static void stats_snapshot_add_block(struct stats_snapshot *s, size_t i)
     }
 }
 
+/* Where the servers of a pool whose source moves them are now, and how many of the source's
+ * services answer. */
+static void stats_snapshot_topology(struct stats_pool_snap *ps, struct pool_shared *p)
+{
+    topo_set_put(ps->set);
+    ps->set = NULL;
+    if (p->source_ops->start == NULL) return;
+    pthread_mutex_lock(&p->lock);
+    ps->set = topo_set_ref(p->set);
+    pthread_mutex_unlock(&p->lock);
+    ps->topo_up = atomic_load(&p->topo_up);
+}
+
 void stats_snapshot_take(struct stats_snapshot *s, long worker)
 {
     const struct stats_source *src = s->src;
@@ -113,6 +131,7 @@ void stats_snapshot_take(struct stats_snapshot *s, long worker)
         memset(ps->refused, 0, sizeof(ps->refused));
         memset(ps->latency, 0, sizeof(ps->latency));
         memset(ps->servers, 0, ps->nservers * sizeof(*ps->servers));
+        stats_snapshot_topology(ps, &src->rt->pools[p]);
     }
     for (size_t i = 0; i < src->nblocks; i++) {
         if (worker >= 0 && (size_t)worker != i) continue;

@@ -17,6 +17,7 @@
 #include "stats/stats.h"
 
 struct runtime;
+struct topo_set;
 
 /* Where the numbers come from: the runtime (names, shape) and every worker's block. */
 struct stats_source {
@@ -33,6 +34,9 @@ struct stats_server_snap {
 };
 
 struct stats_pool_snap {
+    struct topo_set *set;                /* a pool whose servers move (Sentinel): where they are
+                                          * now (a reference); NULL: the config's list */
+    unsigned topo_up;                    /* then: how many of its source's services answer */
     uint64_t f[STATS_POOL_NFIELD];
     uint64_t refused[STATS_REFUSED_MAX]; /* per bucket of the pool's protocol (refused_names, other) */
     struct stats_hist_sum latency[STATS_POOL_NHIST];

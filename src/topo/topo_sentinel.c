@@ -139,6 +139,9 @@ static bool sentinel_port(const char *text, uint16_t *port)
 static void sentinel_round_end(struct topo_source *s)
 {
     s->round_open = false;
+    unsigned up = 0;
+    for (uint32_t i = 0; i < s->cp->nsentinels; i++) up += s->peers[i].cmd_ready;
+    if (s->sink.up != NULL) atomic_store(s->sink.up, up);
     if (s->round_answers == 0 && s->cp->nsentinels > 0) {
         if (!s->unreachable)
             log_warn("pool '%s': no sentinel answers: the servers stay where they were last known", s->cp->name);

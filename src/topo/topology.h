@@ -62,6 +62,7 @@ struct topo_sink {
     void *arg;
     int recheck_fd;               /* readable when a worker asks the source to look again now
                                    * (an eventfd; the source reads it, never closes it) */
+    atomic_uint *up;              /* where the source says how many of its services answer */
 };
 
 struct topo_source;
