@@ -32,3 +32,10 @@ tests_unit_test_transport_SOURCES = tests/unit/test_transport.c tests/unit/trans
 	tests/unit/transport_fixture.h $(NC_CORE_HARNESS)
 tests_unit_test_transport_CFLAGS = $(NC_UNIT_CFLAGS)
 tests_unit_test_transport_LDADD = $(NC_UNIT_LIBS)
+
+# the RESP reply reader of the Sentinel source (test_resp_value)
+check_PROGRAMS += tests/unit/test_resp_value
+TESTS += tests/unit/test_resp_value
+tests_unit_test_resp_value_SOURCES = tests/unit/test_resp_value.c
+tests_unit_test_resp_value_CFLAGS = $(NC_UNIT_CFLAGS)
+tests_unit_test_resp_value_LDADD = $(NC_UNIT_LIBS)

@@ -2,7 +2,10 @@
  * test_topology.c - unit tests of topology sources and the routing tables built from their server
  * sets (topo/topology.h, core/route.h): the static source's set is the YAML list; a new set that
  * moves a server to another address keeps its identity (every key routes to the same index, its
- * health stays) and the table points at the new address; a set of another size is refused.
+ * health stays) and the table points at the new address; a set of another size is refused; a
+ * pool with sentinels gets the Sentinel source, a worker's recheck eventfd, and keeps across a
+ * reload where its servers were moved to (a server moved to a new address starts with a clean
+ * failure record).
  *
  * Threads: the test's only.
  */
@@ -13,6 +16,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "conf/conf.h"
@@ -123,6 +127,66 @@ static void test_moved_server_keeps_its_identity(void **state)
     runtime_put(rt);
 }
 
+static const char sentinel_yaml[] =
+    "alpha:\n"
+    "  listen: 127.0.0.1:22121\n"
+    "  redis: true\n"
+    "  auto_eject_hosts: true\n"
+    "  server_failure_limit: 1\n"
+    "  sentinels:\n"
+    "   - 127.0.0.1:26379\n"
+    "  servers:\n"
+    "   - 127.0.0.1:6379:1 s1\n"
+    "   - 127.0.0.1:6380:2 s2\n"
+    "   - 127.0.0.1:6381:1 s3\n";
+
+static struct runtime *load_sentinel(const char *yaml, const struct runtime *prev)
+{
+    struct conf *c = conf_load_string(yaml, strlen(yaml), "sentinel.yml", NULL, NULL);
+    assert_non_null(c);
+    struct runtime *rt = runtime_create(c, prev, 1);
+    conf_unref(c);
+    assert_non_null(rt);
+    return rt;
+}
+
+static void test_sentinel_pool_moves_and_keeps_its_moves_on_reload(void **state)
+{
+    (void)state;
+    struct runtime *rt = load_sentinel(sentinel_yaml, NULL);
+    struct pool_shared *p = runtime_pool_find(rt, "alpha");
+    assert_string_equal(p->source_ops->name, "sentinel");
+    assert_non_null(p->source_ops->start);
+    assert_true(p->recheck_fd >= 0);
+    pool_topology_recheck(p); /* any thread may ask; the eventfd counts */
+    uint64_t asked = 0;
+    assert_int_equal(read(p->recheck_fd, &asked, sizeof(asked)), (ssize_t)sizeof(asked));
+    assert_int_equal(asked, 1);
+    assert_true(pool_server_failed(p, 1, 1000)); /* s2 ejected at its old address */
+    pool_publish_set(p, moved_set(p, 1, 7001));
+    assert_false(pool_server_ejected(p, 1)); /* the new address has a clean record */
+    /* a reload that drops s3 and adds s4: s2 stays where it moved, s1 and s4 as configured */
+    static const char reloaded[] = "alpha:\n"
+                                   "  listen: 127.0.0.1:22121\n"
+                                   "  redis: true\n"
+                                   "  sentinels:\n"
+                                   "   - 127.0.0.1:26379\n"
+                                   "  servers:\n"
+                                   "   - 127.0.0.1:6379:1 s1\n"
+                                   "   - 127.0.0.1:6380:2 s2\n"
+                                   "   - 127.0.0.1:6382:1 s4\n";
+    struct runtime *rt2 = load_sentinel(reloaded, rt);
+    struct pool_shared *p2 = runtime_pool_find(rt2, "alpha");
+    struct route *r = pool_route_get(p2);
+    assert_int_equal(r->set->servers[0].addr.port, 6379);
+    assert_int_equal(r->set->servers[1].addr.port, 7001);
+    assert_string_equal(r->set->servers[1].addr.text, "127.0.0.1:7001");
+    assert_int_equal(r->set->servers[2].addr.port, 6382);
+    route_put(r);
+    runtime_put(rt2);
+    runtime_put(rt);
+}
+
 static void test_set_of_another_size_is_refused(void **state)
 {
     (void)state;
@@ -147,6 +211,7 @@ int main(void)
         cmocka_unit_test(test_static_set_is_the_yaml_list),
         cmocka_unit_test(test_moved_server_keeps_its_identity),
         cmocka_unit_test(test_set_of_another_size_is_refused),
+        cmocka_unit_test(test_sentinel_pool_moves_and_keeps_its_moves_on_reload),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
