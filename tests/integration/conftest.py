@@ -15,7 +15,8 @@ the same factories at module scope, for processes shared by the tests of one mod
 stopped when the module's last test ends, and the per-test clean-up leaves them alone.
 
 The TLS backends and certificates (`tls_certs`, `tls_redis_server`, `tls_memcached_server`) are in
-tls_fixtures.py, loaded as a plugin.
+tls_fixtures.py, the Redis Sentinel deployments (`sentinel_deployment`) in sentinel_fixtures.py,
+both loaded as plugins.
 """
 import os
 import signal
@@ -34,9 +35,11 @@ from nctest.procs import HOST, START_TIMEOUT  # noqa: E402
 from nctest.wait import scale, wait_for, wait_log  # noqa: E402
 
 LOG_TAIL = 20000  # characters of each log attached to a failing test
+LONG_LOGS = ("nutcrackers", "sentinel")  # titles whose logs get LOG_TAIL (a sentinel's events)
 
-# the TLS fixtures (tls_certs, tls_redis_server, tls_memcached_server): tls_fixtures.py
-pytest_plugins = ["tls_fixtures"]
+# the TLS fixtures (tls_certs, tls_redis_server, tls_memcached_server): tls_fixtures.py; the
+# Sentinel deployments (sentinel_deployment, module_sentinel_deployment): sentinel_fixtures.py
+pytest_plugins = ["tls_fixtures", "sentinel_fixtures"]
 
 
 def _terminate(signo, frame):
@@ -120,7 +123,7 @@ def pytest_runtest_makereport(item, call):
                                not log[0].startswith("nutcrackers")))
     for title, path in logs:
         text = procs.read_text(path)
-        tail = LOG_TAIL if title.startswith("nutcrackers") else BACKEND_LOG_TAIL
+        tail = LOG_TAIL if title.startswith(LONG_LOGS) else BACKEND_LOG_TAIL
         if len(text) > tail:
             text = "...\n" + text[-tail:]
         report.sections.append((f"{title} ({path})", text or "(empty)"))

@@ -22,6 +22,9 @@ the benchmark (bench/bench.py). One module per concern:
            compared; a bystander client that checks every reply is its own
   tls      certificates made with the openssl CLI (CA, server, client, a wrong CA and key),
            ssl contexts and redis-server / memcached TLS flags
+  sentinel Redis Sentinel deployments (shards of a master and replicas, 3 sentinels) and what
+           a test does to them: failovers, killed masters, restarts, stopped sentinels
+  sentinel_events  a sentinel's event channels (+switch-master ...) read as they come
   deps     scripts/lib/deps.sh's functions (client builds and installs), a missing toolchain
            told apart from a failure
 
