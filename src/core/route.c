@@ -94,8 +94,13 @@ void pool_publish_set(void *arg, struct topo_set *set)
     pthread_mutex_unlock(&p->lock);
     /* a server at a new address starts with a clean record: the old address's failures (an
      * ejection for a dead master) say nothing of the new one */
+    uint64_t now = nc_usec_now();
     for (uint32_t i = 0; i < set->nservers; i++) {
         if (topo_same_addr(old, set, i)) continue;
+        uint64_t since = atomic_exchange(&p->health[i].failing_since, 0);
+        if (since != 0 && now > since)
+            log_notice("pool '%s': server %s: its requests had been failing for %llu ms when it moved", p->cp->name,
+                       set->servers[i].name, (unsigned long long)((now - since) / 1000u));
         atomic_store(&p->health[i].failures, 0);
         atomic_store(&p->health[i].ejected_until, 0);
     }
@@ -127,6 +132,7 @@ bool pool_server_failed(struct pool_shared *p, uint32_t s, uint64_t now_usec)
     const struct conf_pool *cp = p->cp;
     struct server_health *h = &p->health[s];
     unsigned n = atomic_fetch_add(&h->failures, 1) + 1;
+    if (n == 1) atomic_store(&h->failing_since, now_usec);
     if (!cp->auto_eject_hosts || n < (unsigned)cp->server_failure_limit) return false;
     uint64_t expected = 0;
     uint64_t until = now_usec + (uint64_t)cp->server_retry_timeout * 1000u;
@@ -151,6 +157,7 @@ void pool_server_readmit(struct pool_shared *p, uint32_t s)
 {
     struct server_health *h = &p->health[s];
     atomic_store(&h->failures, 0);
+    atomic_store(&h->failing_since, 0);
     atomic_store(&h->ejected_until, 0);
     uint64_t sup;
     if (server_log_allowed(&h->state_log, &sup))

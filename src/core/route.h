@@ -38,6 +38,7 @@ struct route {
 /* Liveness of one server, shared by all workers (auto_eject_hosts). */
 struct server_health {
     atomic_uint failures;            /* consecutive failures seen by any worker */
+    _Atomic uint64_t failing_since;  /* monotonic usec of the first of them (0: none) */
     _Atomic uint64_t ejected_until;  /* monotonic usec; 0 = in the distribution */
     _Atomic uint64_t ejected_at;     /* wall-clock usec of the last ejection (stats) */
     atomic_bool probing;             /* the master's prober is trying it */
@@ -79,8 +80,10 @@ uint32_t pool_route(struct pool_shared *p, const uint8_t *key, size_t len);
 bool pool_server_failed(struct pool_shared *p, uint32_t s, uint64_t now_usec);
 static inline void pool_server_ok(struct pool_shared *p, uint32_t s)
 {
-    if (atomic_load_explicit(&p->health[s].failures, memory_order_relaxed) != 0)
+    if (atomic_load_explicit(&p->health[s].failures, memory_order_relaxed) != 0) {
         atomic_store_explicit(&p->health[s].failures, 0, memory_order_relaxed);
+        atomic_store_explicit(&p->health[s].failing_since, 0, memory_order_relaxed);
+    }
 }
 bool pool_server_ejected(const struct pool_shared *p, uint32_t s);
 /* Puts an ejected server back (it answered a probe) and publishes a new route. */

@@ -54,6 +54,7 @@ static void runtime_inherit_health(struct pool_shared *p, const struct runtime *
                 continue;
             const struct server_health *oh = &old->health[j];
             atomic_store(&p->health[i].failures, atomic_load(&oh->failures));
+            atomic_store(&p->health[i].failing_since, atomic_load(&oh->failing_since));
             atomic_store(&p->health[i].ejected_until, atomic_load(&oh->ejected_until));
             atomic_store(&p->health[i].ejected_at, atomic_load(&oh->ejected_at));
             /* its log windows too: a reload does not let a dead backend's lines through again */
