@@ -42,6 +42,10 @@ enum conf_tls_auth { CONF_TLS_AUTH_NO, CONF_TLS_AUTH_YES, CONF_TLS_AUTH_OPTIONAL
 #define CONF_TLS_V1_2 0x4u
 #define CONF_TLS_V1_3 0x8u
 
+/* Replica slots per shard of a pool that reads from replicas: the first ones up of each master
+ * take them (notes/sentinel.md) */
+#define CONF_REPLICA_SLOTS 3
+
 /* read_from: where a pool with replicas sends read-only commands (notes/sentinel.md) */
 enum conf_read_from {
     CONF_READ_MASTER,          /* masters only (the default) */
@@ -68,6 +72,9 @@ struct conf_server {
     char *stats_name;     /* name if given, else pname: the key in the stats JSON */
     char *ketama_name;    /* name if given, else "host:port" ("host" when port is 11211) */
     int line;             /* line in the config file */
+    bool replica_slot;    /* not written in the config: a place for a replica of servers[shard]
+                           * (read_from other than master, notes/sentinel.md) */
+    uint32_t shard;       /* a replica slot's master */
 };
 
 struct conf_pool {
@@ -97,7 +104,8 @@ struct conf_pool {
     int64_t server_retry_timeout; /* ms */
     int server_failure_limit;
     struct conf_server *servers;
-    size_t nservers;
+    size_t nservers;              /* the servers written, then the replica slots (if any) */
+    size_t nshards;               /* the servers written: servers[0..nshards) own the keys */
     /* TLS towards the clients (the listener): notes/tls.md */
     bool tls;
     char *tls_cert_file, *tls_key_file, *tls_ca_cert_file; /* NULL: not set */

@@ -100,6 +100,9 @@ int conf_sentinels_parse(const char *key, const struct conf_node *v, struct conf
                          struct conf_report *r);
 /* What the sentinel keys of a parsed pool must agree on: reports each problem, returns their number. */
 unsigned conf_sentinel_check(const struct conf_pool *p, struct conf_report *r);
+/* Sets p->nshards, and gives a pool with sentinels that reads from replicas CONF_REPLICA_SLOTS
+ * replica slots per server, after the servers written. Returns 0 or -errno (reported). */
+int conf_sentinel_replica_slots(struct conf_pool *p, struct conf_report *r);
 /* Frees the sentinel keys' values. */
 void conf_sentinel_deinit(struct conf_pool *p);
 

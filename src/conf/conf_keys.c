@@ -482,6 +482,8 @@ unsigned conf_pool_parse(struct conf_pool *p, const struct conf_node *map, struc
     }
     conf_tls_check(p, r);
     conf_sentinel_check(p, r);
+    if (r->nerrors == before) conf_sentinel_replica_slots(p, r);
+    else p->nshards = p->nservers;
     return r->nerrors - before;
 }
 

@@ -119,11 +119,6 @@ unsigned conf_sentinel_check(const struct conf_pool *p, struct conf_report *r)
                     "sentinels need a redis pool (redis: true)");
         n++;
     }
-    if (p->read_from != CONF_READ_MASTER) { /* replica reads: notes/sentinel.md, "Left" */
-        conf_report(r, conf_pool_key_line(p, "read_from"), 0, p->name, "read_from",
-                    "'%s': reads from replicas are not built yet; only master", conf_read_from_name(p->read_from));
-        n++;
-    }
     for (size_t i = 0; i < p->nservers; i++) {
         if (p->servers[i].name != NULL) continue;
         conf_report(r, p->servers[i].line, 0, p->name, "servers",
@@ -132,6 +127,46 @@ unsigned conf_sentinel_check(const struct conf_pool *p, struct conf_report *r)
         n++;
     }
     return n;
+}
+
+/* A replica slot of servers[shard]: "<its address>:1 <its name>/replica<k>", never connected
+ * to before its source puts a replica there. */
+static int conf_replica_slot(struct conf_pool *p, size_t shard, unsigned k, struct conf_report *r)
+{
+    const struct conf_server *m = &p->servers[shard];
+    char text[1200], err[CONF_ERR_MAX];
+    snprintf(text, sizeof(text), "%s:1 %s/replica%u", m->pname, m->name, k + 1);
+    struct conf_server *slot = &p->servers[p->nservers];
+    int rc = conf_server_parse(text, slot, err, sizeof(err));
+    if (rc != 0) {
+        conf_report(r, m->line, 0, p->name, "servers", "'%s': %s", m->pname, rc == -ENOMEM ? "out of memory" : err);
+        return rc;
+    }
+    slot->line = m->line;
+    slot->replica_slot = true;
+    slot->shard = (uint32_t)shard;
+    p->nservers++;
+    return 0;
+}
+
+int conf_sentinel_replica_slots(struct conf_pool *p, struct conf_report *r)
+{
+    p->nshards = p->nservers;
+    if (p->nsentinels == 0 || p->read_from == CONF_READ_MASTER || p->nservers == 0) return 0;
+    size_t total = p->nshards * (1 + CONF_REPLICA_SLOTS);
+    struct conf_server *servers = realloc(p->servers, total * sizeof(*servers));
+    if (servers == NULL) {
+        conf_report(r, p->line, 0, p->name, "servers", "out of memory");
+        return -ENOMEM;
+    }
+    p->servers = servers;
+    for (size_t s = 0; s < p->nshards; s++) {
+        for (unsigned k = 0; k < CONF_REPLICA_SLOTS; k++) {
+            int rc = conf_replica_slot(p, s, k, r);
+            if (rc != 0) return rc;
+        }
+    }
+    return 0;
 }
 
 void conf_sentinel_deinit(struct conf_pool *p)

@@ -43,6 +43,8 @@ struct pool_rt {
     struct stats_pool_block *st;  /* this loop's counters for the pool (found by name) */
     struct server_rt *servers;
     uint32_t nservers;
+    uint32_t nshards;             /* servers[0..nshards) own the keys (the servers written); the
+                                   * rest are replica slots (conf_server.replica_slot) */
     struct route *route;          /* the routing table this loop uses (a reference) */
     uint64_t route_version;
     uint32_t fair_est;            /* the reply size its clients get, averaged: a new client's

@@ -15,6 +15,7 @@
 #include "common/log.h"
 #include "core/client.h"
 #include "core/fair.h"
+#include "core/replica.h"
 #include "core/feature.h"
 #include "core/loop.h"
 #include "core/pool.h"
@@ -175,6 +176,7 @@ static void request_forward_one(struct loop *l, const struct conn *c, struct msg
 {
     struct pool_rt *p = c->pool;
     int rc = -ECONNREFUSED;
+    if (p->nshards != p->nservers && sidx != DIST_NONE) sidx = replica_route(p, req, sidx, &l->rr);
     if (sidx != DIST_NONE && sidx < p->nservers)
         rc = server_enqueue(&p->servers[sidx], req, c->id, c->sess.variant);
     if (rc < 0) {
@@ -243,13 +245,13 @@ static void request_fan_out(struct loop *l, struct conn *c, struct msg *req)
 {
     struct pool_rt *p = c->pool;
     uint32_t stack_where[REQUEST_STACK_KEYS];
-    uint32_t *where = p->nservers <= REQUEST_STACK_KEYS ? stack_where : malloc(sizeof(uint32_t) * p->nservers);
+    uint32_t *where = p->nshards <= REQUEST_STACK_KEYS ? stack_where : malloc(sizeof(uint32_t) * p->nshards);
     if (where == NULL) {
         request_fail(l, req, ENOMEM);
         return;
     }
     uint32_t n = 0;
-    for (uint32_t i = 0; i < p->nservers; i++) {
+    for (uint32_t i = 0; i < p->nshards; i++) {
         if (!pool_server_ejected(p->shared, i)) where[n++] = i;
     }
     if (n == 0) request_fail(l, req, ECONNREFUSED);
@@ -270,13 +272,13 @@ void request_route(struct loop *l, struct conn *c, struct msg *req)
 {
     struct pool_rt *p = c->pool;
     if (req->cmd_flags & (CMD_F_ANY_SERVER | CMD_F_FRAG_ALL)) {
-        if (req->cmd_flags & CMD_F_ANY_SERVER) request_forward_one(l, c, req, l->rr++ % p->nservers);
+        if (req->cmd_flags & CMD_F_ANY_SERVER) request_forward_one(l, c, req, l->rr++ % p->nshards);
         else request_fan_out(l, c, req);
         return;
     }
     if (req->nkeys == 0) { /* a command of keys that names none (redis XINFO HELP, XREAD without
                             * STREAMS): any server answers it, with its help or its error */
-        request_forward_one(l, c, req, l->rr++ % p->nservers);
+        request_forward_one(l, c, req, l->rr++ % p->nshards);
         return;
     }
     uint32_t first = pool_rt_route(p, req->keys[0].ptr, req->keys[0].len);

@@ -21,7 +21,9 @@ static struct route *route_build(struct pool_shared *p, uint64_t version)
     bool *live = calloc(n ? n : 1, sizeof(*live));
     struct route *r = calloc(1, sizeof(*r));
     if (live == NULL || r == NULL) goto fail;
-    for (size_t i = 0; i < n; i++) live[i] = atomic_load(&p->health[i].ejected_until) == 0;
+    /* replicas own no keys: reads go to them from their master's keys (core/replica.h) */
+    for (size_t i = 0; i < n; i++)
+        live[i] = atomic_load(&p->health[i].ejected_until) == 0 && set->servers[i].role == TOPO_ROLE_MASTER;
     const struct topo_source_ops *src = p->source_ops;
     r->dist = src->build_dist != NULL ? src->build_dist(p->cp, set, live) : topo_build_dist(p->cp, set, live);
     if (r->dist == NULL) goto fail;

@@ -229,6 +229,7 @@ static int server_connect(struct conn *c)
 {
     const struct conf_pool *cp = c->pool->cp;
     const struct conf_addr *addr = pool_rt_server_addr(c->pool, c->server->idx); /* where it is now */
+    if (!addr->is_unix && addr->port == 0) return -EHOSTUNREACH; /* a replica slot with no replica */
     bool in_progress = false;
     int fd = addr->is_unix ? sock_connect_unix(addr->host, &in_progress)
                            : sock_connect_tcp(addr->host, addr->port, &in_progress);
@@ -449,7 +450,9 @@ void server_flush(struct conn *c)
 static int server_gate_reply(struct conn *c, struct msg *req, struct msg *rsp)
 {
     const struct proto_ops *proto = c->pool->proto;
-    int rc = proto->setup_check != NULL ? proto->setup_check(req, rsp) : 0;
+    const struct topo_set *set = c->pool->route->set; /* the table this loop routes by */
+    bool replica = c->server->idx < set->nservers && set->servers[c->server->idx].role == TOPO_ROLE_REPLICA;
+    int rc = proto->setup_check != NULL ? proto->setup_check(req, rsp, replica) : 0;
     msg_put(&c->loop->msgs, rsp);
     request_complete(c->loop, req);
     if (rc < 0) {
@@ -457,7 +460,8 @@ static int server_gate_reply(struct conn *c, struct msg *req, struct msg *rsp)
         if (server_log_allowed(&c->pool->shared->health[c->server->idx].state_log, &sup))
             log_notice("pool '%s': server %s (%s): refused by its set-up check (%s): its topology is asked again%s",
                        c->pool->cp->name, c->server->cs->stats_name, pool_rt_server_addr(c->pool, c->server->idx)->text,
-                       rc == -EREMCHG ? "not a master" : strerror(-rc), NC_RATELIMIT_NOTE(sup));
+                       rc == -EREMCHG ? (replica ? "not a replica" : "not a master") : strerror(-rc),
+                       NC_RATELIMIT_NOTE(sup));
         pool_topology_recheck(c->pool->shared);
         return rc;
     }

@@ -92,7 +92,7 @@ static int ps_subscribe_links(struct conn *c, struct pubsub *ps, struct msg *req
         const struct msg_key *k = &req->keys[i];
         if (kind == PROTO_PS_PATTERN) {
             bool any = false;
-            for (uint32_t s = 0; s < p->nservers && rc == 0; s++) {
+            for (uint32_t s = 0; s < p->nshards && rc == 0; s++) {
                 if (pool_server_ejected(p->shared, s)) { /* as the fan-out commands; until it is back */
                     if (!ps->links[s].pat_missing) ps->nmissing++;
                     ps->links[s].pat_missing = true;

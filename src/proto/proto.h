@@ -342,9 +342,10 @@ struct proto_ops {
     int (*server_setup)(const struct conf_pool *cp, uint8_t variant, struct msg_pool *pool,
                         struct msg **out, uint32_t max);
     /* The reply rsp to a set-up request marked gate (redis: ROLE where the pool follows its
-     * masters through sentinels): 0 when the connection may be used, or -errno (-EREMCHG: the
-     * server is not what the pool's topology says, a master no longer). NULL: no gate. */
-    int (*setup_check)(const struct msg *req, const struct msg *rsp);
+     * servers through sentinels): 0 when the connection may be used, or -errno (-EREMCHG: the
+     * server is not what the pool's topology says: a master no longer, or, for a replica's
+     * connection, not a replica). NULL: no gate. */
+    int (*setup_check)(const struct msg *req, const struct msg *rsp, bool replica);
 
     /* The health probe of an ejected server: the request, and whether the start of its reply
      * (what was read, up to the first newline) shows a server ready to serve. */

@@ -518,15 +518,15 @@ static struct msg *redis_setup_msg(struct msg_pool *pool, const char *const *arg
     return m;
 }
 
-int redis_setup_check(const struct msg *req, const struct msg *rsp)
+int redis_setup_check(const struct msg *req, const struct msg *rsp, bool replica)
 {
-    static const char master[] = "$6\r\nmaster\r\n";
+    const char *want = replica ? "$5\r\nslave\r\n" : "$6\r\nmaster\r\n";
     char head[32];
     (void)req; /* ROLE is the only gate */
     size_t n = msg_copy_out(rsp, 0, head, sizeof(head) - 1);
     head[n] = '\0';
     const char *nl = strchr(head, '\n');
-    bool ok = (head[0] == '*' || head[0] == '>') && nl != NULL && strncmp(nl + 1, master, sizeof(master) - 1) == 0;
+    bool ok = (head[0] == '*' || head[0] == '>') && nl != NULL && strncmp(nl + 1, want, strlen(want)) == 0;
     return ok ? 0 : -EREMCHG;
 }
 

@@ -154,8 +154,13 @@ static struct listener *listener_open(struct master *m, const struct conf_pool *
     }
     l->ev = event_new(m->base, fd, EV_READ | EV_PERSIST, master_on_accept, l);
     if (l->ev == NULL || event_add(l->ev, NULL) < 0) goto oom;
-    log_notice("pool '%s' listening on %s (%s, %zu servers)", cp->name, cp->listen.text,
-               proto_for_pool(cp)->name, cp->nservers);
+    size_t shards = cp->nshards != 0 ? cp->nshards : cp->nservers;
+    if (shards == cp->nservers)
+        log_notice("pool '%s' listening on %s (%s, %zu servers)", cp->name, cp->listen.text, proto_for_pool(cp)->name,
+                   cp->nservers);
+    else
+        log_notice("pool '%s' listening on %s (%s, %zu servers, %zu replica slots)", cp->name, cp->listen.text,
+                   proto_for_pool(cp)->name, shards, cp->nservers - shards);
     return l;
 oom:
     log_error("pool '%s': cannot listen on %s: out of memory", cp->name, cp->listen.text);

@@ -4,4 +4,5 @@
 src_libnutcrackers_la_SOURCES += \
 	src/topo/topology.h src/topo/topo_set.c src/topo/topo_static.c \
 	src/topo/topo_sentinel.h src/topo/topo_sentinel.c \
+	src/topo/topo_sentinel_int.h src/topo/topo_sentinel_replicas.c \
 	src/topo/resp_value.h src/topo/resp_value.c src/topo/resp_link.h src/topo/resp_link.c

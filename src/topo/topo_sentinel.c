@@ -6,9 +6,11 @@
  * server, at start, every second, and at once when a link comes up), one subscribed to
  * +switch-master. A poll round takes, for each master, the answer with the highest config epoch
  * (a sentinel cut off from the others answers an older epoch and is not followed); a
- * +switch-master message moves the master at once and raises the epoch it expects. Each move
- * publishes a new set (the same names, a new address) through the pool's sink: the workers
- * close their connections to the old address and connect to the new one.
+ * +switch-master message moves the master at once and raises the epoch it expects. A pool that
+ * reads from replicas asks SENTINEL REPLICAS too, and its replica slots follow the replicas up
+ * (topo_sentinel_replicas.c); the replica events on the subscribed link start a round at once.
+ * Each change publishes a new set (the same names, new addresses) through the pool's sink: the
+ * workers close their connections to the old addresses and connect to the new ones.
  *
  * With no sentinel reachable the pool keeps its last known masters (logged once, and again when
  * a sentinel answers). Links that fail reconnect with a backoff (100 ms doubling to 5 s).
@@ -28,6 +30,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "topo/resp_link.h"
+#include "topo/topo_sentinel_int.h"
 
 #define SENTINEL_TICK_MS 1000u
 #define SENTINEL_TIMEOUT_MS 1000u
@@ -44,11 +47,13 @@ struct sentinel_peer {
     uint32_t backoff_ms;
 };
 
-/* A question of one round to one sentinel about one master (its callback's argument). */
+/* A question of one round to one sentinel about one master (its callbacks' argument) and the
+ * replicas it reported up. */
 struct sentinel_query {
     struct sentinel_peer *peer;
     uint32_t server;
     uint64_t round;
+    struct sentinel_replica_list replicas;
 };
 
 /* The best answer of the round about one master. */
@@ -57,7 +62,7 @@ struct sentinel_answer {
     uint64_t epoch;
     uint16_t port;
     uint32_t peer;
-    char host[256];
+    char host[SENTINEL_HOST_MAX];
 };
 
 struct topo_source {
@@ -67,8 +72,11 @@ struct topo_source {
     struct topo_set *cur;         /* the set the pool routes by (a reference) */
     uint64_t *epoch;              /* per server: the config epoch its address is from */
     struct sentinel_peer *peers;  /* cp->nsentinels */
-    struct sentinel_query *queries; /* nsentinels * nservers */
-    struct sentinel_answer *best; /* nservers */
+    uint32_t nshards;             /* the masters: servers[0..nshards); the rest replica slots */
+    struct sentinel_query *queries; /* nsentinels * nshards */
+    struct sentinel_answer *best; /* nshards */
+    struct sentinel_change *changes; /* a round's, room for every server */
+    uint32_t *best_peer;          /* nshards: the sentinel whose answer the round took (or none) */
     uint64_t round;
     bool round_open;              /* the round takes answers (until all came, or the next tick) */
     uint32_t round_due;           /* answers of the round still awaited */
@@ -81,32 +89,56 @@ struct topo_source {
 
 static void sentinel_link_closed(void *arg, struct resp_link *k, const char *why);
 
-/* ---- moving a master ---- */
+/* ---- publishing changes ---- */
 
-/* Publishes cur with server i at host:port. */
-static void sentinel_move(struct topo_source *s, uint32_t i, const char *host, uint16_t port, const char *how)
+static void sentinel_addr_text(char *out, size_t n, const char *host, uint16_t port)
+{
+    if (port == 0) snprintf(out, n, "(none)");
+    else snprintf(out, n, strchr(host, ':') != NULL ? "[%s]:%u" : "%s:%u", host, (unsigned)port);
+}
+
+/* Logs one change: a master that moved (how it was learned), a replica slot that changed. */
+static void sentinel_log_change(const struct topo_source *s, const struct sentinel_change *c, const char *text,
+                                const char *how)
+{
+    const struct topo_server *was = &s->cur->servers[c->idx];
+    const char *from = was->addr.text[0] != '\0' ? was->addr.text : "(none)";
+    if (c->idx < s->nshards)
+        log_notice("pool '%s': server %s: master moved from %s to %s (%s)", s->cp->name, was->name, from, text, how);
+    else
+        log_notice("pool '%s': server %s: replica %s, was %s (%s)", s->cp->name, was->name, text, from, how);
+}
+
+/* Publishes cur with the n changes (their hosts are copied by topo_set_create). */
+static void sentinel_apply(struct topo_source *s, const struct sentinel_change *ch, uint32_t n, const char *how)
 {
     const struct topo_set *cur = s->cur;
     struct topo_server *servers = calloc(cur->nservers, sizeof(*servers));
-    char text[300];
-    if (servers == NULL) goto oom;
+    char(*texts)[SENTINEL_HOST_MAX + 16] = calloc(n ? n : 1, sizeof(*texts));
+    if (servers == NULL || texts == NULL) {
+        free(servers);
+        free(texts);
+        log_error("pool '%s': out of memory: its servers stay where they are", s->cp->name);
+        return;
+    }
     memcpy(servers, cur->servers, cur->nservers * sizeof(*servers));
-    snprintf(text, sizeof(text), strchr(host, ':') != NULL ? "[%s]:%u" : "%s:%u", host, (unsigned)port);
-    servers[i].addr = (struct conf_addr){ .text = text, .host = (char *)host, .port = port, .perm = -1 };
-    servers[i].role = TOPO_ROLE_MASTER;
+    for (uint32_t i = 0; i < n; i++) {
+        const struct sentinel_change *c = &ch[i];
+        sentinel_addr_text(texts[i], sizeof(texts[i]), c->host, c->port);
+        servers[c->idx].addr = (struct conf_addr){
+            .text = c->port != 0 ? texts[i] : "", .host = (char *)c->host, .port = c->port, .perm = -1 };
+        sentinel_log_change(s, c, texts[i], how);
+    }
     struct topo_set *set = topo_set_create(servers, cur->nservers);
     free(servers);
-    if (set == NULL) goto oom;
-    log_notice("pool '%s': server %s: master moved from %s to %s (%s)", s->cp->name, cur->servers[i].name,
-               cur->servers[i].addr.text, text, how);
+    free(texts);
+    if (set == NULL) {
+        log_error("pool '%s': out of memory: its servers stay where they are", s->cp->name);
+        return;
+    }
     topo_set_put(s->cur);
     s->cur = topo_set_ref(set);
     s->sink.publish(s->sink.arg, set);
-    return;
-oom:
-    free(servers);
-    log_error("pool '%s': out of memory: server %s stays at %s", s->cp->name, cur->servers[i].name,
-              cur->servers[i].addr.text);
 }
 
 static bool sentinel_same(const struct topo_set *set, uint32_t i, const char *host, uint16_t port)
@@ -117,25 +149,35 @@ static bool sentinel_same(const struct topo_set *set, uint32_t i, const char *ho
 
 static int sentinel_server(const struct topo_source *s, const char *name, size_t len)
 {
-    for (uint32_t i = 0; i < s->cur->nservers; i++) {
+    for (uint32_t i = 0; i < s->nshards; i++) {
         const char *n = s->cur->servers[i].name;
         if (strlen(n) == len && memcmp(n, name, len) == 0) return (int)i;
     }
     return -1;
 }
 
-static bool sentinel_port(const char *text, uint16_t *port)
-{
-    char *end;
-    unsigned long v = text != NULL ? strtoul(text, &end, 10) : 0;
-    if (text == NULL || *end != '\0' || v == 0 || v > 65535) return false;
-    *port = (uint16_t)v;
-    return true;
-}
-
 /* ---- poll rounds: SENTINEL MASTER <name> to every sentinel ---- */
 
-/* The round is over (every answer in, or the next tick): the newest epoch of each master wins. */
+/* The masters' changes of the round: the newest epoch of each master wins. */
+static uint32_t sentinel_round_masters(struct topo_source *s, struct sentinel_change *ch, uint32_t *best_peer)
+{
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < s->nshards; i++) {
+        struct sentinel_answer *a = &s->best[i];
+        best_peer[i] = UINT32_MAX;
+        if (!a->have || a->epoch < s->epoch[i]) continue;
+        s->epoch[i] = a->epoch;
+        best_peer[i] = a->peer;
+        if (sentinel_same(s->cur, i, a->host, a->port)) continue;
+        ch[n] = (struct sentinel_change){ .idx = i, .port = a->port };
+        memcpy(ch[n].host, a->host, strlen(a->host) + 1);
+        n++;
+    }
+    return n;
+}
+
+/* The round is over (every answer in, or the next tick): masters move to the newest epoch's
+ * answer, replica slots follow the replicas that the same sentinel reports up. */
 static void sentinel_round_end(struct topo_source *s)
 {
     s->round_open = false;
@@ -150,19 +192,31 @@ static void sentinel_round_end(struct topo_source *s)
         log_notice("pool '%s': a sentinel answers again", s->cp->name);
         s->unreachable = false;
     }
-    for (uint32_t i = 0; i < s->cur->nservers; i++) {
-        struct sentinel_answer *a = &s->best[i];
-        if (!a->have || a->epoch < s->epoch[i]) continue;
-        s->epoch[i] = a->epoch;
-        if (sentinel_same(s->cur, i, a->host, a->port)) continue;
+    uint32_t *best_peer = s->best_peer;
+    uint32_t n = sentinel_round_masters(s, s->changes, best_peer);
+    if (n > 0) { /* the masters first: the replica slots are planned on where they are now */
+        uint32_t peer = s->best[s->changes[0].idx].peer;
         char how[160];
-        snprintf(how, sizeof(how), "asked sentinel %s, config epoch %llu", s->cp->sentinels[a->peer].text,
-                 (unsigned long long)a->epoch);
-        sentinel_move(s, i, a->host, a->port, how);
+        snprintf(how, sizeof(how), "asked sentinel %s, config epoch %llu", s->cp->sentinels[peer].text,
+                 (unsigned long long)s->best[s->changes[0].idx].epoch);
+        sentinel_apply(s, s->changes, n, how);
     }
-    memset(s->best, 0, s->cur->nservers * sizeof(*s->best));
+    n = 0;
+    for (uint32_t m = 0; m < s->nshards && s->cur->nservers > s->nshards; m++) {
+        if (best_peer[m] == UINT32_MAX) continue;
+        const struct sentinel_replica_list *list = &s->queries[(size_t)best_peer[m] * s->nshards + m].replicas;
+        if (list->have) n += sentinel_replicas_plan(s->cur, s->nshards, CONF_REPLICA_SLOTS, m, list, s->changes + n);
+    }
+    if (n > 0) sentinel_apply(s, s->changes, n, "the sentinels' replicas up");
+    memset(s->best, 0, s->nshards * sizeof(*s->best));
     s->round_answers = 0;
     s->round_due = 0;
+}
+
+/* One answer of the round came (or its link failed): the round ends with the last one. */
+static void sentinel_answered(struct topo_source *s)
+{
+    if (s->round_due > 0 && --s->round_due == 0) sentinel_round_end(s);
 }
 
 /* An answer to SENTINEL MASTER: ip, port and config-epoch of a flat field list. */
@@ -175,39 +229,64 @@ static void sentinel_on_master(void *arg, struct resp_link *k, const struct resp
     uint16_t port;
     const char *ip = v != NULL ? resp_value_field(v, "ip") : NULL;
     const char *epoch = v != NULL ? resp_value_field(v, "config-epoch") : NULL;
+    const char *flags = v != NULL ? resp_value_field(v, "flags") : NULL;
     if (ip != NULL && sentinel_port(resp_value_field(v, "port"), &port) && strlen(ip) < sizeof(s->best->host)) {
+        s->round_answers++;
+        /* the leader of a failover under way has the new epoch and still the old address: the
+         * others, once the switch is done, have both new */
+        if (flags != NULL && sentinel_has_flag(flags, "failover_in_progress")) goto done;
         struct sentinel_answer *a = &s->best[q->server];
         uint64_t e = epoch != NULL ? strtoull(epoch, NULL, 10) : 0;
-        if (!a->have || e > a->epoch) {
+        /* a tie keeps the master where it is: answers of one epoch that differ never flip it */
+        bool here = sentinel_same(s->cur, q->server, ip, port);
+        if (!a->have || e > a->epoch || (e == a->epoch && here)) {
             *a = (struct sentinel_answer){ .have = true, .epoch = e, .port = port, .peer = q->peer->idx };
             memcpy(a->host, ip, strlen(ip) + 1);
         }
-        s->round_answers++;
     } else if (v != NULL && v->type == RESP_ERROR) {
         log_warn("pool '%s': sentinel %s about master %s: %s", s->cp->name, s->cp->sentinels[q->peer->idx].text,
                  s->cur->servers[q->server].name, v->str);
     }
-    if (s->round_due > 0 && --s->round_due == 0) sentinel_round_end(s);
+done:
+    sentinel_answered(s);
 }
 
-/* Asks one sentinel about every master, for the current round. */
+/* An answer to SENTINEL REPLICAS: the replicas up, kept with the question. */
+static void sentinel_on_replicas(void *arg, struct resp_link *k, const struct resp_value *v)
+{
+    struct sentinel_query *q = arg;
+    struct topo_source *s = q->peer->src;
+    (void)k;
+    if (q->round != s->round || !s->round_open) return;
+    sentinel_replicas_read(v, &q->replicas);
+    sentinel_answered(s);
+}
+
+/* Asks one sentinel about every master (and its replicas, for a pool that reads from them), for
+ * the current round. */
 static void sentinel_ask(struct sentinel_peer *p)
 {
     struct topo_source *s = p->src;
-    for (uint32_t i = 0; i < s->cur->nservers && p->cmd_ready && s->round_open; i++) {
-        struct sentinel_query *q = &s->queries[(size_t)p->idx * s->cur->nservers + i];
+    bool replicas = s->cur->nservers > s->nshards;
+    for (uint32_t i = 0; i < s->nshards && p->cmd_ready && s->round_open; i++) {
+        struct sentinel_query *q = &s->queries[(size_t)p->idx * s->nshards + i];
         *q = (struct sentinel_query){ .peer = p, .server = i, .round = s->round };
         const char *argv[] = { "SENTINEL", "MASTER", s->cur->servers[i].name };
         if (resp_link_send(p->cmd, 3, argv, sentinel_on_master, q) == 0) s->round_due++;
+        argv[1] = "REPLICAS";
+        if (replicas && resp_link_send(p->cmd, 3, argv, sentinel_on_replicas, q) == 0) s->round_due++;
     }
 }
 
 /* ---- +switch-master ---- */
 
-/* "<name> <old ip> <old port> <new ip> <new port>" */
+static void sentinel_round_now(struct topo_source *s);
+
+/* "<name> <old ip> <old port> <new ip> <new port>": the master moves now (and a replica slot
+ * that held the new master is emptied); a round follows for the replicas. */
 static void sentinel_on_switch(struct topo_source *s, struct sentinel_peer *p, const char *msg)
 {
-    char name[256], oip[256], nip[256];
+    char name[256], oip[256], nip[SENTINEL_HOST_MAX];
     unsigned oport, nport;
     if (sscanf(msg, "%255s %255s %u %255s %u", name, oip, &oport, nip, &nport) != 5 || nport == 0 || nport > 65535)
         return;
@@ -215,10 +294,24 @@ static void sentinel_on_switch(struct topo_source *s, struct sentinel_peer *p, c
     if (i < 0) return; /* a master of another pool */
     if (sentinel_same(s->cur, (uint32_t)i, nip, (uint16_t)nport)) return; /* told already */
     s->epoch[i]++;     /* a switch comes with a newer epoch: an answer of the older one is stale */
+    uint32_t n = 0;
+    s->changes[n] = (struct sentinel_change){ .idx = (uint32_t)i, .port = (uint16_t)nport };
+    memcpy(s->changes[n++].host, nip, strlen(nip) + 1);
+    for (uint32_t k = 0; s->cur->nservers > s->nshards && k < CONF_REPLICA_SLOTS; k++) {
+        uint32_t slot = s->nshards + (uint32_t)i * CONF_REPLICA_SLOTS + k;
+        if (sentinel_same(s->cur, slot, nip, (uint16_t)nport))
+            s->changes[n++] = (struct sentinel_change){ .idx = slot, .port = 0, .host = "" };
+    }
     char how[160];
     snprintf(how, sizeof(how), "+switch-master from sentinel %s", s->cp->sentinels[p->idx].text);
-    sentinel_move(s, (uint32_t)i, nip, (uint16_t)nport, how);
+    sentinel_apply(s, s->changes, n, how);
+    sentinel_round_now(s);
 }
+
+/* The events a subscribed link gets: +switch-master moves a master; the replica events of a pool
+ * that reads from replicas start a round now. */
+static const char *const sentinel_channels[] = { "+switch-master", "+sdown", "-sdown", "+slave", "+convert-to-slave",
+                                                 "+reboot" };
 
 static void sentinel_on_push(void *arg, struct resp_link *k, const struct resp_value *v)
 {
@@ -227,6 +320,7 @@ static void sentinel_on_push(void *arg, struct resp_link *k, const struct resp_v
     const char *kind = resp_value_str(v, 0), *channel = resp_value_str(v, 1), *msg = resp_value_str(v, 2);
     if (kind == NULL || channel == NULL || msg == NULL || strcmp(kind, "message") != 0) return;
     if (strcmp(channel, "+switch-master") == 0) sentinel_on_switch(p->src, p, msg);
+    else if (p->src->cur->nservers > p->src->nshards) sentinel_round_now(p->src);
 }
 
 /* ---- the links ---- */
@@ -268,8 +362,11 @@ static void sentinel_sub_ready(void *arg, struct resp_link *k)
 {
     struct sentinel_peer *p = arg;
     sentinel_auth(p, k);
-    const char *argv[] = { "SUBSCRIBE", "+switch-master" };
-    resp_link_send(k, 2, argv, sentinel_on_subscribed, p);
+    const char *argv[1 + sizeof(sentinel_channels) / sizeof(sentinel_channels[0])] = { "SUBSCRIBE" };
+    int argc = 1;
+    size_t nch = p->src->cur->nservers > p->src->nshards ? sizeof(sentinel_channels) / sizeof(sentinel_channels[0]) : 1;
+    for (size_t i = 0; i < nch; i++) argv[argc++] = sentinel_channels[i];
+    resp_link_send(k, argc, argv, sentinel_on_subscribed, p);
 }
 
 /* A link failed (or was refused): freed after this callback, opened again after a backoff. */
@@ -343,6 +440,12 @@ static void sentinel_on_recheck(int fd, short what, void *arg)
     if (read(fd, &n, sizeof(n)) < 0) {
         /* EAGAIN: read by an earlier call */
     }
+    sentinel_round_now(s);
+}
+
+/* A round now, unless one started less than SENTINEL_RECHECK_MIN_MS ago. */
+static void sentinel_round_now(struct topo_source *s)
+{
     if (nc_usec_now() - s->round_at < (uint64_t)SENTINEL_RECHECK_MIN_MS * 1000u) return;
     sentinel_on_tick(-1, 0, s);
 }
@@ -362,6 +465,8 @@ static void sentinel_free(struct topo_source *s)
     free(s->queries);
     free(s->best);
     free(s->epoch);
+    free(s->changes);
+    free(s->best_peer);
     free(s);
 }
 
@@ -374,15 +479,19 @@ static struct topo_source *sentinel_start(const struct conf_pool *cp, struct top
     s->base = base;
     s->sink = *sink;
     s->cur = topo_set_ref(first);
-    size_t n = first->nservers ? first->nservers : 1;
+    s->nshards = (uint32_t)(cp->nshards != 0 ? cp->nshards : cp->nservers);
+    size_t n = s->nshards ? s->nshards : 1;
     s->peers = calloc(cp->nsentinels, sizeof(*s->peers));
     s->queries = calloc(cp->nsentinels * n, sizeof(*s->queries));
     s->best = calloc(n, sizeof(*s->best));
     s->epoch = calloc(n, sizeof(*s->epoch));
+    s->changes = calloc(first->nservers ? first->nservers : 1, sizeof(*s->changes));
+    s->best_peer = calloc(n, sizeof(*s->best_peer));
     s->tick = event_new(base, -1, EV_PERSIST, sentinel_on_tick, s);
     s->recheck = sink->recheck_fd >= 0 ? event_new(base, sink->recheck_fd, EV_READ | EV_PERSIST, sentinel_on_recheck, s)
                                        : NULL;
-    if (s->peers == NULL || s->queries == NULL || s->best == NULL || s->epoch == NULL || s->tick == NULL ||
+    if (s->peers == NULL || s->queries == NULL || s->best == NULL || s->epoch == NULL || s->changes == NULL ||
+        s->best_peer == NULL || s->tick == NULL ||
         (sink->recheck_fd >= 0 && s->recheck == NULL)) {
         sentinel_free(s);
         return NULL;

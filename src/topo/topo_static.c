@@ -26,6 +26,10 @@ struct topo_set *topo_static_servers(const struct conf_pool *cp)
             .weight = cs->weight,
             .role = TOPO_ROLE_MASTER,
         };
+        if (cs->replica_slot) { /* empty until its source puts a replica there */
+            servers[i].role = TOPO_ROLE_REPLICA;
+            servers[i].addr = (struct conf_addr){ .text = "", .host = "", .port = 0, .perm = -1 };
+        }
     }
     struct topo_set *set = topo_set_create(servers, n);
     free(servers);

@@ -53,6 +53,13 @@ struct topo_set {
 struct topo_set *topo_set_create(const struct topo_server *servers, uint32_t n);
 struct topo_set *topo_set_ref(struct topo_set *s);
 void topo_set_put(struct topo_set *s);
+/* Whether server i of set is a replica slot with no replica in it (never connected to). */
+static inline bool topo_slot_empty(const struct topo_set *set, uint32_t i)
+{
+    const struct topo_server *s = &set->servers[i];
+    return s->role == TOPO_ROLE_REPLICA && !s->addr.is_unix && s->addr.port == 0;
+}
+
 /* Whether server i is at the same address in a and b. */
 bool topo_same_addr(const struct topo_set *a, const struct topo_set *b, uint32_t i);
 
