@@ -39,3 +39,10 @@ TESTS += tests/unit/test_resp_value
 tests_unit_test_resp_value_SOURCES = tests/unit/test_resp_value.c
 tests_unit_test_resp_value_CFLAGS = $(NC_UNIT_CFLAGS)
 tests_unit_test_resp_value_LDADD = $(NC_UNIT_LIBS)
+
+# the Sentinel source's replicas and replica slots (test_sentinel_replicas)
+check_PROGRAMS += tests/unit/test_sentinel_replicas
+TESTS += tests/unit/test_sentinel_replicas
+tests_unit_test_sentinel_replicas_SOURCES = tests/unit/test_sentinel_replicas.c
+tests_unit_test_sentinel_replicas_CFLAGS = $(NC_UNIT_CFLAGS)
+tests_unit_test_sentinel_replicas_LDADD = $(NC_UNIT_LIBS)
