@@ -63,6 +63,17 @@ def reset(d, addrs):
         d.reset_stats(a)
 
 
+def set_then_read(c, d, master, replicas):
+    """SET k through the proxy, wait until both replicas have it, reset every server's counters,
+    then READS GETs of k through the proxy. Returns the GETs each server served."""
+    c.set("k", "v")
+    wait_for(lambda: all(d.server_client(r).get("k") == b"v" for r in replicas), 10, "replicated")
+    reset(d, [master] + replicas)
+    for _ in range(READS):
+        assert c.get("k") == b"v"
+    return where(d, [master] + replicas, "get")
+
+
 def test_master_reads_on_the_master(nutcrackers, write_conf, deployment):
     d = deployment
     proxy, port = start(nutcrackers, write_conf, d, "master")
@@ -81,12 +92,9 @@ def test_replica_reads_on_the_replicas_writes_on_the_master(nutcrackers, write_c
     master, replicas = servers(d)
     assert replica_addrs(proxy) == sorted(f"{h}:{p}" for h, p in replicas)
     with redis_client(port) as c:
-        c.set("k", "v")
         c.hset("h", mapping={"a": "1"})
-        wait_for(lambda: all(d.server_client(r).get("k") == b"v" for r in replicas), 10, "replicated")
-        reset(d, [master] + replicas)
-        for _ in range(READS):
-            assert c.get("k") == b"v"
+        gets = set_then_read(c, d, master, replicas)
+        assert gets[master] == 0 and sum(gets[r] for r in replicas) == READS, gets
         assert c.mget("k", "nope") == [b"v", None]
         assert c.exists("k") == 1
         assert c.hgetall("h") == {b"a": b"1"}
@@ -150,12 +158,7 @@ def test_prefer_replica_falls_back_to_the_master(nutcrackers, write_conf, deploy
     proxy, port = start(nutcrackers, write_conf, d, "prefer_replica")
     master, replicas = servers(d)
     with redis_client(port) as c:
-        c.set("k", "v")
-        wait_for(lambda: all(d.server_client(r).get("k") == b"v" for r in replicas), 10, "replicated")
-        reset(d, [master] + replicas)
-        for _ in range(READS):
-            assert c.get("k") == b"v"
-        gets = where(d, [master] + replicas, "get")
+        gets = set_then_read(c, d, master, replicas)
         assert gets[master] == 0 and sum(gets[r] for r in replicas) == READS, gets
         for r in replicas:
             d.kill(r)
@@ -172,12 +175,7 @@ def test_any_reads_everywhere_and_prefer_master_on_the_master(nutcrackers, write
     for mode, expect_master_only in (("any", False), ("prefer_master", True)):
         proxy, port = start(nutcrackers, write_conf, d, mode)
         with redis_client(port) as c:
-            c.set("k", "v")
-            wait_for(lambda: all(d.server_client(r).get("k") == b"v" for r in replicas), 10, "replicated")
-            reset(d, [master] + replicas)
-            for _ in range(READS):
-                assert c.get("k") == b"v"
-        gets = where(d, [master] + replicas, "get")
+            gets = set_then_read(c, d, master, replicas)
         if expect_master_only:
             assert gets[master] == READS, (mode, gets)
         else:
