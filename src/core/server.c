@@ -239,7 +239,9 @@ static int server_connect(struct conn *c)
     }
     if (cp->tcpkeepalive && !addr->is_unix)
         sock_set_keepalive(fd, cp->tcpkeepidle, cp->tcpkeepcnt, cp->tcpkeepintvl);
-    int rc = conn_attach(c, c->pool->shared->server_tp, fd, addr->host); /* fd is c's */
+    /* the host is the name a TLS server proves; "host:port" (or the path) keeps its session */
+    const struct transport_peer peer = { .name = addr->host, .id = addr->text };
+    int rc = conn_attach(c, c->pool->shared->server_tp, fd, &peer); /* fd is c's */
     if (rc < 0) return rc;
     SSTAT(c, server_connections, 1);
     /* connected once the transport's handshake, where it has one, is done too */
