@@ -94,12 +94,17 @@ static void server_log_failure(const struct conn *c, bool connecting, int err, e
 }
 
 /* The transport's handshake with the server ended (ok or not): counted for the server
- * (server_tls_handshakes / _failures: TLS is the only transport with a handshake, a plain
+ * (server_tls_handshakes / _failures, and server_tls_resumptions for a done one that resumed the
+ * session kept from an earlier connection: TLS is the only transport with a handshake, a plain
  * connection never comes here). */
 static void server_handshake_ended(struct conn *c, bool ok)
 {
-    if (ok) SSTAT(c, server_tls_handshakes, 1);
-    else SSTAT(c, server_tls_handshake_failures, 1);
+    if (!ok) {
+        SSTAT(c, server_tls_handshake_failures, 1);
+        return;
+    }
+    SSTAT(c, server_tls_handshakes, 1);
+    if (transport_resumed(&c->tr)) SSTAT(c, server_tls_resumptions, 1);
 }
 
 /* Fails every request the connection holds and closes its socket (it reconnects on demand). */
