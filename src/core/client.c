@@ -62,8 +62,9 @@ static void client_on_handshake(struct conn *c, int err);
 
 /*
  * The transport's handshake with client c ended (why NULL: done; else why it failed): counted for
- * its pool (client_tls_handshakes / _failures: TLS is the only transport with a handshake, a
- * plain client never comes here). A failed one is logged at notice level, at most one line per
+ * its pool (client_tls_handshakes / _failures, and client_tls_resumptions for a done one that
+ * resumed the client's earlier session: TLS is the only transport with a handshake, a plain
+ * client never comes here). A failed one is logged at notice level, at most one line per
  * pool per log interval (pool_shared.handshake_log), which says how many were left out.
  */
 static void client_handshake_ended(struct conn *c, const char *why)
@@ -71,6 +72,7 @@ static void client_handshake_ended(struct conn *c, const char *why)
     struct pool_rt *p = c->pool;
     if (why == NULL) {
         STATS_POOL_ADD(p->st, client_tls_handshakes, 1);
+        if (transport_resumed(&c->tr)) STATS_POOL_ADD(p->st, client_tls_resumptions, 1);
         return;
     }
     STATS_POOL_ADD(p->st, client_tls_handshake_failures, 1);

@@ -53,11 +53,11 @@ static void conn_on_event(evutil_socket_t fd, short what, void *arg)
     else if ((c->armed & EV_CLOSED) && ((what & EV_CLOSED) || transport_peer_gone(&c->tr))) c->ops->on_hangup(c);
 }
 
-int conn_attach(struct conn *c, const struct transport_ctx *ctx, int fd, const char *peer_name)
+int conn_attach(struct conn *c, const struct transport_ctx *ctx, int fd, const struct transport_peer *peer)
 {
     c->reading = c->wev_on = false;
     c->armed = c->tio = 0;
-    int rc = transport_open(&c->tr, ctx, fd, peer_name); /* closes fd on failure */
+    int rc = transport_open(&c->tr, ctx, fd, peer); /* closes fd on failure */
     if (rc < 0) return rc;
     c->ev = event_new(c->loop->base, fd, EV_PERSIST, conn_on_event, c);
     if (c->ev == NULL) {

@@ -166,9 +166,9 @@ struct conn {
 /* Creates a conn of role ops with no socket yet (conn_attach gives it one). */
 struct conn *conn_create(struct loop *l, const struct conn_ops *ops, struct pool_rt *pool);
 /* Gives c the socket fd (taken over: closed on failure), moving its bytes with a transport of
- * ctx (peer_name: the server's name to verify for a client-side handshake, or NULL), and creates
- * its event (not added). Returns 0 or -errno. */
-int conn_attach(struct conn *c, const struct transport_ctx *ctx, int fd, const char *peer_name);
+ * ctx (peer: the server a client-side handshake talks to, its name to verify and its id for the
+ * session resumed; or NULL), and creates its event (not added). Returns 0 or -errno. */
+int conn_attach(struct conn *c, const struct transport_ctx *ctx, int fd, const struct transport_peer *peer);
 /* Frees the event, the read buffer and the partial msg, and closes the transport and its socket
  * (the conn stays). */
 void conn_detach(struct conn *c);

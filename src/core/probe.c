@@ -155,7 +155,8 @@ static void probe_start(struct prober *pr, struct pool_shared *p, uint32_t s)
     bool in_progress = false;
     int fd = addr->is_unix ? sock_connect_unix(addr->host, &in_progress)
                            : sock_connect_tcp(addr->host, addr->port, &in_progress);
-    int rc = fd < 0 ? fd : transport_open(&pb->tr, p->server_tp, fd, addr->host);
+    const struct transport_peer peer = { .name = addr->host, .id = addr->text };
+    int rc = fd < 0 ? fd : transport_open(&pb->tr, p->server_tp, fd, &peer);
     route_put(r);
     if (rc < 0) {
         probe_end(pb, false);

@@ -95,12 +95,17 @@ static void server_log_failure(const struct conn *c, bool connecting, int err, e
 }
 
 /* The transport's handshake with the server ended (ok or not): counted for the server
- * (server_tls_handshakes / _failures: TLS is the only transport with a handshake, a plain
+ * (server_tls_handshakes / _failures, and server_tls_resumptions for a done one that resumed the
+ * session kept from an earlier connection: TLS is the only transport with a handshake, a plain
  * connection never comes here). */
 static void server_handshake_ended(struct conn *c, bool ok)
 {
-    if (ok) SSTAT(c, server_tls_handshakes, 1);
-    else SSTAT(c, server_tls_handshake_failures, 1);
+    if (!ok) {
+        SSTAT(c, server_tls_handshake_failures, 1);
+        return;
+    }
+    SSTAT(c, server_tls_handshakes, 1);
+    if (transport_resumed(&c->tr)) SSTAT(c, server_tls_resumptions, 1);
 }
 
 /* Fails every request the connection holds and closes its socket (it reconnects on demand). */
@@ -241,7 +246,9 @@ static int server_connect(struct conn *c)
     }
     if (cp->tcpkeepalive && !addr->is_unix)
         sock_set_keepalive(fd, cp->tcpkeepidle, cp->tcpkeepcnt, cp->tcpkeepintvl);
-    int rc = conn_attach(c, c->pool->shared->server_tp, fd, addr->host); /* fd is c's */
+    /* the host is the name a TLS server proves; "host:port" (or the path) keeps its session */
+    const struct transport_peer peer = { .name = addr->host, .id = addr->text };
+    int rc = conn_attach(c, c->pool->shared->server_tp, fd, &peer); /* fd is c's */
     if (rc < 0) return rc;
     SSTAT(c, server_connections, 1);
     /* connected once the transport's handshake, where it has one, is done too */

@@ -3,8 +3,8 @@
  * tls_ctx.h): the clients' side is a TLS server (certificate and key, client certificates as
  * tls_auth_clients says, protocols, ciphers, a server-side session cache), the servers' side a
  * TLS client (the servers' certificates verified against a CA file or the system's store, an
- * optional client certificate). A failure names the key to blame and OpenSSL's reason, for the
- * config check's line.
+ * optional client certificate, a session kept per server to resume: net/tls_sessions.h). A
+ * failure names the key to blame and OpenSSL's reason, for the config check's line.
  *
  * Threads: the thread that builds a config generation (the master, or -t). The OpenSSL error
  * queue it reads is that thread's own.
@@ -23,6 +23,7 @@
 
 #include "common/log.h"
 #include "conf/conf.h"
+#include "net/tls_sessions.h"
 
 #define TLS_SID_CTX "nutcrackers"
 
@@ -151,6 +152,7 @@ static int tls_connecting(SSL_CTX *s, const struct conf_pool *cp, struct tls_err
     } else {
         SSL_CTX_set_verify(s, SSL_VERIFY_NONE, NULL);
     }
+    if (tls_sessions_attach(s) < 0) return tls_fail(e, "server_tls", "cannot keep TLS sessions");
     if (cp->server_tls_cert_file != NULL && cp->server_tls_key_file != NULL)
         return tls_pair(s, cp->server_tls_cert_file, cp->server_tls_key_file, "server_tls_cert_file",
                         "server_tls_key_file", e);

@@ -9,7 +9,8 @@
  * generation, under the context's mutex: once per new connection, never per request): OpenSSL 3.0
  * fills some values of a shared context's certificate store lazily, racing between threads, and
  * contends on its locks. The accepting side's contexts share one set of session-ticket keys, so
- * a client resumes its session on any worker.
+ * a client resumes its session on any worker; a worker's connecting context keeps the last
+ * session of each server, to resume its next connection there (net/tls_sessions.h).
  */
 #ifndef NC_TLS_CTX_H
 #define NC_TLS_CTX_H

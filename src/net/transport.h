@@ -35,11 +35,19 @@
 struct transport;
 struct transport_ctx;
 
+/* The peer of a connection the proxy opens (the client side of a handshake). */
+struct transport_peer {
+    const char *name;              /* the name it must prove (TLS SNI, verification), or NULL */
+    const char *id;                /* what its sessions are kept and resumed by: "host:port", a
+                                    * unix socket's path (NULL: none kept) */
+};
+
 struct transport_ops {
     const char *name;              /* "plain", "tls": for logs and stats */
-    /* Sets up t's state for its context (t->fd is set): a TLS session, its peer name to verify
-     * (server_name, client side only, may be NULL). Returns 0 or -errno. NULL: no state. */
-    int (*open)(struct transport *t, const struct transport_ctx *ctx, const char *server_name);
+    /* Sets up t's state for its context (t->fd is set): a TLS session, the peer it connects to
+     * (client side only, may be NULL: its name to verify, the session kept for its id). Returns
+     * 0 or -errno. NULL: no state. */
+    int (*open)(struct transport *t, const struct transport_ctx *ctx, const struct transport_peer *peer);
     /*
      * One step of the handshake that follows a connect or an accept: 0 when it is done (the
      * connection carries the protocol's bytes from now on), -EAGAIN when it waits for the
@@ -68,6 +76,9 @@ struct transport_ops {
     /* Why its last call failed, in words (a TLS alert, a certificate that does not verify), or
      * NULL when errno's text says it. NULL: errno's text always does. */
     const char *(*why)(const struct transport *t);
+    /* Whether the finished handshake resumed an earlier session (no full handshake). NULL:
+     * never. */
+    bool (*resumed)(const struct transport *t);
 };
 
 struct transport {
@@ -102,9 +113,11 @@ void transport_ctx_put(const struct transport_ctx *ctx);
  * Returns the number of failures. */
 unsigned transport_conf_check(const struct conf *c, void (*on_error)(void *, const char *), void *arg);
 
-/* Makes t the transport of fd for ctx (takes fd over: a failure closes it). server_name: the
- * peer's name for a client-side handshake (TLS SNI), or NULL. Returns 0 or -errno. */
-int transport_open(struct transport *t, const struct transport_ctx *ctx, int fd, const char *server_name);
+/* Makes t the transport of fd for ctx (takes fd over: a failure closes it). peer: who a
+ * client-side handshake talks to (its name for TLS SNI and verification, its id for the session
+ * resumed), or NULL. Returns 0 or -errno. */
+int transport_open(struct transport *t, const struct transport_ctx *ctx, int fd,
+                   const struct transport_peer *peer);
 /* t has no fd (closed, or never opened). */
 void transport_init_closed(struct transport *t);
 
@@ -137,6 +150,12 @@ static inline bool transport_pending(const struct transport *t)
 static inline bool transport_has_handshake(const struct transport *t)
 {
     return t->ops->handshake != NULL;
+}
+
+/* Whether t's finished handshake resumed a session (see transport_ops.resumed). */
+static inline bool transport_resumed(const struct transport *t)
+{
+    return t->ops->resumed != NULL && t->ops->resumed(t);
 }
 
 /* The connections of ctx have a handshake (NULL: no context). */

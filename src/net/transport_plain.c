@@ -80,6 +80,7 @@ const struct transport_ops transport_plain_ops = {
     .shutdown = plain_shutdown,
     .close = plain_close,
     .why = NULL,
+    .resumed = NULL,
 };
 
 const struct transport_ctx transport_plain_ctx = {
@@ -95,12 +96,13 @@ void transport_init_closed(struct transport *t)
     t->want = 0;
 }
 
-int transport_open(struct transport *t, const struct transport_ctx *ctx, int fd, const char *server_name)
+int transport_open(struct transport *t, const struct transport_ctx *ctx, int fd,
+                   const struct transport_peer *peer)
 {
     transport_init_closed(t);
     t->ops = ctx->ops;
     t->fd = fd;
-    int rc = ctx->ops->open != NULL ? ctx->ops->open(t, ctx, server_name) : 0;
+    int rc = ctx->ops->open != NULL ? ctx->ops->open(t, ctx, peer) : 0;
     if (rc < 0) {
         close(fd);
         transport_init_closed(t);

@@ -5,7 +5,8 @@
  * writes that OpenSSL cannot finish say what they wait for, and writev coalesces the iovecs into
  * one record-sized buffer per thread (OpenSSL has no writev). A write that must be retried is
  * retried with the same first bytes: the caller only advances by what was reported written, and
- * the buffer may move (SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER).
+ * the buffer may move (SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER). Toward a server, the session kept
+ * for its id is offered (net/tls_sessions.h), and a failed handshake drops it.
  *
  * The OpenSSL error queue is the thread's: every call clears it first, so one connection's errors
  * never show in another's `why`.
@@ -28,6 +29,7 @@
 #include <openssl/x509v3.h>
 
 #include "net/tls_ctx.h"
+#include "net/tls_sessions.h"
 
 #define TLS_WRITE_MAX 16384 /* one record's payload */
 
@@ -57,7 +59,17 @@ static int tls_set_peer(SSL *ssl, const struct tls_ctx *tc, const char *name)
     return SSL_set1_host(ssl, name) == 1 ? 0 : -EINVAL;
 }
 
-static int tls_open(struct transport *t, const struct transport_ctx *ctx, const char *server_name)
+/* The servers' side: connect mode, the peer's name, the session kept for its id. */
+static int tls_open_connecting(SSL *ssl, const struct tls_ctx *tc, const struct transport_peer *peer)
+{
+    SSL_set_connect_state(ssl);
+    const char *name = tc->server_name != NULL ? tc->server_name : peer != NULL ? peer->name : NULL;
+    int rc = tls_set_peer(ssl, tc, name);
+    if (rc == 0 && peer != NULL && peer->id != NULL) rc = tls_sessions_offer(ssl, peer->id);
+    return rc;
+}
+
+static int tls_open(struct transport *t, const struct transport_ctx *ctx, const struct transport_peer *peer)
 {
     struct tls_ctx *tc = ctx->impl;
     SSL_CTX *own = tls_ctx_for_thread(tc);
@@ -68,8 +80,7 @@ static int tls_open(struct transport *t, const struct transport_ctx *ctx, const 
     st->ssl = SSL_new(own);
     int rc = st->ssl != NULL && SSL_set_fd(st->ssl, t->fd) == 1 ? 0 : -ENOMEM;
     if (rc == 0 && tc->connects) {
-        SSL_set_connect_state(st->ssl);
-        rc = tls_set_peer(st->ssl, tc, tc->server_name != NULL ? tc->server_name : server_name);
+        rc = tls_open_connecting(st->ssl, tc, peer);
     } else if (rc == 0) {
         SSL_set_accept_state(st->ssl);
     }
@@ -140,7 +151,9 @@ static int tls_handshake(struct transport *t)
     errno = 0;
     int ret = SSL_do_handshake(st->ssl);
     if (ret == 1) return 0;
-    return tls_result(t, st, ret, false);
+    int rc = tls_result(t, st, ret, false);
+    if (rc != -EAGAIN) tls_sessions_forget(st->ssl); /* toward a server: not offered again */
+    return rc;
 }
 
 static ssize_t tls_read(struct transport *t, void *buf, size_t len)
@@ -227,6 +240,12 @@ static const char *tls_why(const struct transport *t)
     return st != NULL && st->why[0] != '\0' ? st->why : NULL;
 }
 
+static bool tls_resumed(const struct transport *t)
+{
+    const struct tls_state *st = t->state;
+    return st != NULL && SSL_session_reused(st->ssl) == 1;
+}
+
 const struct transport_ops transport_tls_ops = {
     .name = "tls",
     .open = tls_open,
@@ -238,4 +257,5 @@ const struct transport_ops transport_tls_ops = {
     .shutdown = tls_shutdown,
     .close = tls_close,
     .why = tls_why,
+    .resumed = tls_resumed,
 };

@@ -65,7 +65,9 @@ enum stats_type {
            "# clients closed because the proxy held more than -M for its clients")            \
     ACTION(client_tls_handshakes, STATS_COUNTER, "# TLS handshakes completed with clients")  \
     ACTION(client_tls_handshake_failures, STATS_COUNTER,                                     \
-           "# TLS handshakes with clients that failed or timed out (the client is closed)")
+           "# TLS handshakes with clients that failed or timed out (the client is closed)")  \
+    ACTION(client_tls_resumptions, STATS_COUNTER,                                            \
+           "# TLS handshakes completed with clients that resumed an earlier session")
 
 /* ACTION(name, type, description): one object per server, nested in its pool's. */
 #define STATS_SERVER_FIELDS(ACTION)                                                          \
@@ -87,7 +89,9 @@ enum stats_type {
            "# dedicated server connections held by clients (transactions, blocking commands)") \
     ACTION(server_tls_handshakes, STATS_COUNTER, "# TLS handshakes completed with the server") \
     ACTION(server_tls_handshake_failures, STATS_COUNTER,                                     \
-           "# TLS handshakes with the server that failed or timed out")
+           "# TLS handshakes with the server that failed or timed out")                      \
+    ACTION(server_tls_resumptions, STATS_COUNTER,                                            \
+           "# TLS handshakes completed with the server that resumed an earlier session")
 
 /*
  * The latency histograms are not in twemproxy's document (where any object inside a pool is taken

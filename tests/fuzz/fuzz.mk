@@ -36,7 +36,7 @@ FUZZ_MANAGE_SRCS = src/manage/manage_input.c src/manage/manage_cmd.c src/manage/
 	src/manage/stats_prom.c src/manage/stats_snapshot.c src/manage/text_escape.c \
 	src/core/runtime.c src/core/route.c src/core/runtime_stats.c \
 	src/stats/stats_block.c src/stats/stats_desc.c src/stats/stats_hist.c src/stats/stats_slowlog.c \
-	src/topo/topo_set.c src/topo/topo_static.c src/net/transport_ctx.c src/net/transport_plain.c src/net/transport_tls.c src/net/tls_ctx.c \
+	src/topo/topo_set.c src/topo/topo_static.c src/net/transport_ctx.c src/net/transport_plain.c src/net/transport_tls.c src/net/tls_ctx.c src/net/tls_sessions.c \
 	src/common/ratelimit.c
 FUZZ_HARNESS_SRCS = tests/fuzz/fuzz_feed.c tests/fuzz/fuzz_proto.c \
 	tests/fuzz/fuzz_manage.c tests/fuzz/fuzz_check_text.c tests/unit/json_check.c
@@ -52,7 +52,7 @@ FUZZ_HDRS = tests/fuzz/fuzz_check.h tests/fuzz/fuzz_feed.h tests/common/reader_s
 	src/manage/stats_json.h src/manage/stats_prom.h src/manage/stats_snapshot.h \
 	src/manage/text_escape.h src/core/runtime.h src/core/route.h src/core/runtime_stats.h \
 	src/stats/stats.h src/stats/stats_desc.h src/stats/stats_hist.h src/stats/stats_slowlog.h \
-	src/topo/topology.h src/net/transport.h src/net/transport_tls.h src/net/tls_ctx.h src/common/ratelimit.h
+	src/topo/topology.h src/net/transport.h src/net/transport_tls.h src/net/tls_ctx.h src/net/tls_sessions.h src/common/ratelimit.h
 
 # their objects (kept in step with the lists above)
 FUZZ_PROTO_LIB_OBJS = $(FUZZ_OBJ)/log.o $(FUZZ_OBJ)/clock.o $(FUZZ_OBJ)/sock.o $(FUZZ_OBJ)/textbuf.o \
@@ -78,7 +78,7 @@ FUZZ_MANAGE_OBJS = $(FUZZ_PROTO_LIB_OBJS) $(FUZZ_CONF_HASH_OBJS) \
 	$(FUZZ_OBJ)/stats_block.o $(FUZZ_OBJ)/stats_desc.o $(FUZZ_OBJ)/stats_hist.o \
 	$(FUZZ_OBJ)/stats_slowlog.o $(FUZZ_OBJ)/topo_set.o $(FUZZ_OBJ)/topo_static.o \
 	$(FUZZ_OBJ)/transport_ctx.o $(FUZZ_OBJ)/transport_plain.o \
-	$(FUZZ_OBJ)/transport_tls.o $(FUZZ_OBJ)/tls_ctx.o $(FUZZ_OBJ)/ratelimit.o \
+	$(FUZZ_OBJ)/transport_tls.o $(FUZZ_OBJ)/tls_ctx.o $(FUZZ_OBJ)/tls_sessions.o $(FUZZ_OBJ)/ratelimit.o \
 	$(FUZZ_OBJ)/fuzz_manage.o $(FUZZ_OBJ)/fuzz_check_text.o $(FUZZ_OBJ)/json_check.o
 
 # one stamp per group of objects, compiled in one clang command each (again when the lists change)

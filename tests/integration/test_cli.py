@@ -38,12 +38,13 @@ FLAGS = [
 
 POOL_METRICS = ["client_eof", "client_err", "client_connections", "server_ejects",
                 "forward_error", "fragments", "refused_commands", "client_idle_timeouts",
-                "client_memory_closes", "client_tls_handshakes", "client_tls_handshake_failures"]
+                "client_memory_closes", "client_tls_handshakes", "client_tls_handshake_failures",
+                "client_tls_resumptions"]
 SERVER_METRICS = ["server_eof", "server_err", "server_timedout", "server_connections",
                   "server_ejected_at", "requests", "request_bytes", "responses", "response_bytes",
                   "in_queue", "in_queue_bytes", "out_queue", "out_queue_bytes",
                   "dedicated_connections", "server_tls_handshakes",
-                  "server_tls_handshake_failures"]
+                  "server_tls_handshake_failures", "server_tls_resumptions"]
 HEADER_FIELDS = ["service", "source", "version", "uptime", "timestamp", "generation", "loaded_at",
                  "total_connections",
                  "curr_connections", "client_memory", "batch_waits", "batch_wait_offs"]

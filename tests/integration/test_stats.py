@@ -22,12 +22,13 @@ HEADER = ["service", "source", "version", "uptime", "timestamp", "generation", "
           "curr_connections", "client_memory", "batch_waits", "batch_wait_offs"]
 POOL_FIELDS = ["client_eof", "client_err", "client_connections", "server_ejects", "forward_error",
                "fragments", "refused_commands", "client_idle_timeouts",
-               "client_memory_closes", "client_tls_handshakes", "client_tls_handshake_failures"]
+               "client_memory_closes", "client_tls_handshakes", "client_tls_handshake_failures",
+               "client_tls_resumptions"]
 SERVER_FIELDS = ["server_eof", "server_err", "server_timedout", "server_connections",
                  "server_ejected_at", "requests", "request_bytes", "responses", "response_bytes",
                  "in_queue", "in_queue_bytes", "out_queue", "out_queue_bytes",
                  "dedicated_connections", "server_tls_handshakes",
-                 "server_tls_handshake_failures"]
+                 "server_tls_handshake_failures", "server_tls_resumptions"]
 HIST_FIELDS = ["count", "sum", "max", "p50", "p99", "p999", "buckets"]
 BUCKETS = ["1", "10", "20", "50", "100", "200", "500", "1000", "2000", "3000", "+inf"]
 GAUGES = ["in_queue", "in_queue_bytes", "out_queue", "out_queue_bytes", "dedicated_connections"]

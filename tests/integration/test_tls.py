@@ -19,7 +19,6 @@ import threading
 import time
 
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
 
 from nctest import manage, tls
 from nctest.codec import Err
@@ -425,11 +424,7 @@ HANDSHAKE_COUNTERS = {"pool": ["client_tls_handshakes", "client_tls_handshake_fa
 
 def handshake_metrics(proxy):
     """The handshake counters of /metrics: {(name, labels): value}."""
-    status, _, body = manage.http_get(proxy.manage_port, "/metrics")
-    assert status == 200
-    return {(s.name, tuple(sorted(s.labels.items()))): s.value
-            for fam in text_string_to_metric_families(body.decode()) for s in fam.samples
-            if "tls_handshake" in s.name}
+    return manage.metric_samples(proxy.manage_port, "tls_handshake")
 
 
 def test_client_handshakes_counted_and_failure_logged(nutcrackers, write_conf, redis_server,

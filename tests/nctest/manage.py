@@ -1,6 +1,6 @@
 """The proxy's manage port: text commands (`status`, `status workers`, `find_key(s)`, `slowlog`,
-`reload`, ...), the JSON a silent client gets, HTTP (`/metrics`), and waits on the stats: a
-counter or gauge reaching a value is an event a test can wait for.
+`reload`, ...), the JSON a silent client gets, HTTP (`/metrics`, and its samples parsed), and
+waits on the stats: a counter or gauge reaching a value is an event a test can wait for.
 
 Threads: each call opens its own connection; any thread.
 """
@@ -48,6 +48,17 @@ def http_get(port, path, method="GET", timeout=IO_TIMEOUT):
         return rsp.status, {k.lower(): v for k, v in rsp.getheaders()}, body
     finally:
         conn.close()
+
+
+def metric_samples(port, part):
+    """The samples of /metrics whose name contains part: {(name, sorted label pairs): value}."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    status, _, body = http_get(port, "/metrics")
+    assert status == 200, (status, body)
+    return {(s.name, tuple(sorted(s.labels.items()))): s.value
+            for fam in text_string_to_metric_families(body.decode()) for s in fam.samples
+            if part in s.name}
 
 
 def find_keys(port, pool, keys):

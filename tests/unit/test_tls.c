@@ -3,7 +3,8 @@
  * defaults, and every structural error with its file:line message), the config check of what
  * only OpenSSL finds (a key that does not match its certificate), and the TLS transport itself:
  * a handshake in non-blocking steps over a socketpair between a pool's two sides, bytes both ways
- * through writev/read, the orderly end, and a server name that does not verify.
+ * through writev/read, the orderly end, a server name that does not verify, and the sessions the
+ * servers' side keeps per peer id and resumes.
  *
  * Data: $NC_TEST_DATA_DIR/tls (tests/unit/data/tls: a CA, a certificate and key, another key).
  *
@@ -19,6 +20,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -187,7 +189,8 @@ struct tls_pair {
     struct transport a, b;
 };
 
-static void pair_open(struct tls_pair *tp, const char *extra)
+/* The pool's two contexts (extra: more pool keys), no connection yet. */
+static void pair_contexts(struct tls_pair *tp, const char *extra)
 {
     char text[1024];
     struct errs e = { .n = 0 };
@@ -200,11 +203,23 @@ static void pair_open(struct tls_pair *tp, const char *extra)
     assert_non_null(tp->actx);
     assert_non_null(tp->bctx);
     assert_string_equal(tp->actx->ops->name, "tls");
+}
+
+/* A connection between the two sides: b connects to "localhost" known as id (NULL: none). */
+static void pair_connect(struct tls_pair *tp, const char *id)
+{
     int fds[2];
     assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, fds), 0);
+    const struct transport_peer peer = { .name = "localhost", .id = id };
     assert_int_equal(transport_open(&tp->a, tp->actx, fds[0], NULL), 0);
-    assert_int_equal(transport_open(&tp->b, tp->bctx, fds[1], "localhost"), 0);
+    assert_int_equal(transport_open(&tp->b, tp->bctx, fds[1], &peer), 0);
     assert_true(transport_has_handshake(&tp->a));
+}
+
+static void pair_open(struct tls_pair *tp, const char *extra)
+{
+    pair_contexts(tp, extra);
+    pair_connect(tp, NULL);
 }
 
 static void pair_close(struct tls_pair *tp)
@@ -282,8 +297,59 @@ static void test_transport_bad_name(void **state)
     pair_close(&tp);
 }
 
+/*
+ * One connection of the pair's contexts toward the peer known as id: the handshake, then a reply
+ * that b reads (a TLS 1.3 session ticket arrives before it), then the end. Returns whether b's
+ * handshake resumed a session (a's says the same).
+ */
+static bool pair_round(struct tls_pair *tp, const char *id)
+{
+    pair_connect(tp, id);
+    assert_int_equal(pair_handshake(tp), 0);
+    bool resumed = transport_resumed(&tp->b);
+    assert_int_equal(transport_resumed(&tp->a), resumed);
+    assert_int_equal(transport_write(&tp->a, "+OK\r\n", 5), 5);
+    char buf[8];
+    read_exactly(&tp->b, buf, 5);
+    assert_memory_equal(buf, "+OK\r\n", 5);
+    transport_close(&tp->a);
+    transport_close(&tp->b);
+    return resumed;
+}
+
+/* The servers' side keeps a session per peer id and resumes it with the same context; another id
+ * has none; a failed handshake drops its id's session. */
+static void test_transport_resumption(void **state)
+{
+    (void)state;
+    struct tls_pair tp;
+    pair_contexts(&tp, "");
+    assert_false(pair_round(&tp, "127.0.0.1:6379")); /* a full handshake: its session is kept */
+    assert_true(pair_round(&tp, "127.0.0.1:6379"));
+    assert_true(pair_round(&tp, "127.0.0.1:6379"));  /* the resumed one's ticket replaced it */
+    assert_false(pair_round(&tp, "127.0.0.1:6380")); /* another server: nothing kept for it */
+    assert_false(pair_round(&tp, NULL));             /* no id: nothing offered */
+    assert_true(pair_round(&tp, "127.0.0.1:6380"));
+
+    /* a's side answers b's ClientHello with bytes that are no TLS: b's handshake fails */
+    pair_connect(&tp, "127.0.0.1:6379");
+    assert_int_equal(write(tp.a.fd, "-ERR no TLS here\r\n", 18), 18);
+    int rc = -EAGAIN;
+    for (int i = 0; i < 10 && rc == -EAGAIN; i++) rc = tp.b.ops->handshake(&tp.b);
+    assert_int_equal(rc, -EPROTO);
+    transport_close(&tp.a);
+    transport_close(&tp.b);
+    assert_false(pair_round(&tp, "127.0.0.1:6379")); /* its session was dropped */
+    assert_true(pair_round(&tp, "127.0.0.1:6379"));
+    assert_true(pair_round(&tp, "127.0.0.1:6380"));  /* another peer's is still there */
+    transport_ctx_put(tp.actx);
+    transport_ctx_put(tp.bctx);
+    conf_unref(tp.conf);
+}
+
 int main(void)
 {
+    signal(SIGPIPE, SIG_IGN); /* as the daemon: a close_notify to a closed peer is an error, not a signal */
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_keys_good),
         cmocka_unit_test(test_keys_bad),
@@ -291,6 +357,7 @@ int main(void)
         cmocka_unit_test(test_check_openssl),
         cmocka_unit_test(test_transport_round_trip),
         cmocka_unit_test(test_transport_bad_name),
+        cmocka_unit_test(test_transport_resumption),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -208,9 +208,9 @@ static int tt_handshake(struct transport *t)
     return rc;
 }
 
-static int tt_open(struct transport *t, const struct transport_ctx *ctx, const char *server_name)
+static int tt_open(struct transport *t, const struct transport_ctx *ctx, const struct transport_peer *peer)
 {
-    (void)server_name;
+    (void)peer;
     struct tt_conn *c = calloc(1, sizeof(*c));
     if (c == NULL) return -ENOMEM;
     c->side = ctx->impl;
