@@ -8,9 +8,10 @@ the sentinels' auth-pass). Master names are shard0, shard1, ...
 A Deployment also does what a test does to one: where a master is (SENTINEL
 get-master-addr-by-name), its replicas as the sentinels see them, a forced failover, a master
 killed with SIGKILL and the switch that follows (timed), a killed server restarted on its port (an
-old master coming back, which the sentinels make a replica), sentinels stopped and started, the
-+switch-master events of a sentinel (nctest.sentinel_events), a redis-py client of a server and
-its INFO commandstats (where reads and writes went).
+old master coming back, which the sentinels make a replica), sentinels stopped and started or
+paused (SIGSTOP: a sentinel that hangs) and resumed, the +switch-master events of a sentinel
+(nctest.sentinel_events), a redis-py client of a server and its INFO commandstats (where reads
+and writes went).
 
 Processes are handed to `track` as they start (the fixtures' reaper, which stops them by pid at the
 end of the test, pass or fail) and their logs to `on_log` (attached to a failing test's report).
@@ -19,12 +20,14 @@ Every wait is bounded (nctest.wait, scaled for sanitizer runs) and names what it
 
 Threads: a Deployment belongs to the test's thread (its SwitchWatches read on threads of their own).
 """
+import os
+import signal
 import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import conn, procs, wait
+from . import conn, procfs, procs, wait
 from .procs import HOST
 from .sentinel_events import SwitchWatch
 
@@ -94,6 +97,7 @@ class SentinelNode(_Listener):
     port: int
     workdir: Path
     proc: subprocess.Popen = None
+    paused: bool = False  # SIGSTOPped (pause_sentinel): its port accepts, it answers nothing
 
     @property
     def conf_path(self):
@@ -259,12 +263,26 @@ class Deployment:
         return [s.addr for s in self.sentinels]
 
     def running_sentinels(self):
-        return [s.index for s in self.sentinels if s.alive]
+        """The sentinels that run and answer (neither stopped nor paused)."""
+        return [s.index for s in self.sentinels if s.alive and not s.paused]
 
     def _first_running(self):
         running = self.running_sentinels()
         assert running, "no sentinel is running"
         return running[0]
+
+    def _steady_sentinel(self):
+        """The first running sentinel out of TILT mode (waited for, bounded): one resumed after a
+        pause stays in TILT for 30 s, and accepts SENTINEL FAILOVER but starts it only then."""
+
+        def steady():
+            for i in self.running_sentinels():
+                if _quiet(lambda i=i: self._ask(i, "INFO", "sentinel")["sentinel_tilt"]) == 0:
+                    return i
+            return None
+
+        return wait.wait_value(steady, lambda i: i is not None, SWITCH_TIMEOUT,
+                               "a sentinel out of TILT mode")
 
     # --- what the sentinels say ------------------------------------------------------------
 
@@ -387,15 +405,15 @@ class Deployment:
     # --- failovers -------------------------------------------------------------------------
 
     def failover(self, name, index=None, timeout=SWITCH_TIMEOUT):
-        """SENTINEL FAILOVER <name> on sentinel `index` (the first running one unless told;
-        retried while it answers INPROG or NOGOODSLAVE, bounded), then waits until every running
-        sentinel gives the new master and it says ROLE master. Returns (old, new) addresses. The
-        old master stays a master, and takes writes, until the sentinels convert it (8 to 10 s
-        later): see wait_replica_of."""
+        """SENTINEL FAILOVER <name> on sentinel `index` (the first running one out of TILT mode
+        unless told; retried while it answers INPROG or NOGOODSLAVE, bounded), then waits until
+        every running sentinel gives the new master and it says ROLE master. Returns (old, new)
+        addresses. The old master stays a master, and takes writes, until the sentinels convert
+        it (8 to 10 s later): see wait_replica_of."""
         import redis
 
         old = self.agreed_master(name)
-        index = self._first_running() if index is None else index
+        index = self._steady_sentinel() if index is None else index
         last = {}
 
         def forced():
@@ -487,7 +505,30 @@ class Deployment:
 
     def stop_sentinel(self, index):
         """Stops sentinel `index` (SIGTERM, then SIGKILL; by its pid) and reaps it."""
+        self.resume_sentinel(index)  # a stopped process would not even die of SIGTERM
         procs.stop_popen(self.sentinels[index].proc)
+
+    def pause_sentinel(self, index):
+        """SIGSTOPs sentinel `index` (by its pid) and waits until it is stopped: it keeps its port
+        and its state, the kernel still completes connects to it, and nothing it was asked is
+        answered (a sentinel cut off: its clients' waits time out). The other waits here pass
+        it over (running_sentinels) until resume_sentinel."""
+        node = self.sentinels[index]
+        assert node.alive and not node.paused, f"sentinel {index} is not running"
+        os.kill(node.proc.pid, signal.SIGSTOP)
+        node.paused = True
+        wait.wait_for(lambda: procfs.stopped(node.proc.pid), CLIENT_TIMEOUT,
+                      f"sentinel {index} to stop", interval=0.001)
+
+    def resume_sentinel(self, index):
+        """SIGCONTs a paused sentinel (again, or one not paused: nothing). Paused over 2 s, it
+        finds its clock jumped and stays in TILT mode for 30 s: it answers, and takes the newer
+        configurations the others announce, but starts no failover (failover() passes it over)."""
+        node = self.sentinels[index]
+        if node.paused:
+            node.paused = False
+            if node.alive:
+                os.kill(node.proc.pid, signal.SIGCONT)
 
     def start_sentinel(self, index, wait_known=True):
         """Starts the stopped sentinel `index` again on its port with its (rewritten) config;
@@ -499,6 +540,8 @@ class Deployment:
             self.wait_known()
 
     def stop_sentinels(self):
+        for node in self.sentinels:
+            self.resume_sentinel(node.index)
         procs.stop_popens([s.proc for s in self.sentinels if s.alive])
 
     def start_sentinels(self, wait_known=True):
@@ -534,6 +577,8 @@ class Deployment:
         """Closes the watches and stops every process (sentinels first), by pid."""
         while self.watches:
             self.watches.pop().close()
+        for node in self.sentinels:
+            self.resume_sentinel(node.index)
         procs.stop_popens([s.proc for s in self.sentinels if s.proc is not None])
         procs.stop_popens(self.started)  # the servers; those that exited are only forgotten
 
