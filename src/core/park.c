@@ -6,6 +6,7 @@
 #include "config.h"
 #include "core/park.h"
 
+#include <errno.h>
 #include <event2/event.h>
 
 #include "common/clock.h"
@@ -23,11 +24,12 @@ static struct conn *park_client(const struct msg *req)
     return req->frag_owner != NULL ? req->frag_owner->owner : req->owner;
 }
 
-/* req gets the reply it had (its peer, the -READONLY). */
+/* req gets the reply it had (its peer, the -READONLY), or fails as its connection did. */
 static void park_relay(struct loop *l, struct msg *req)
 {
     TAILQ_REMOVE(&l->parked, req, server_link);
-    request_complete(l, req);
+    if (req->peer == NULL) request_fail(l, req, EREMCHG);
+    else request_complete(l, req);
 }
 
 /* The timer, for the earliest deadline of the parked requests (their t_sent while parked). */
@@ -61,15 +63,20 @@ static void park_on_timer(int fd, short what, void *arg)
     park_arm(l);
 }
 
-bool park_readonly(struct conn *c, struct msg *req, struct msg *rsp)
+bool park_possible(const struct conn *c, const struct msg *req)
+{
+    return !req->swallow && !req->retried && c->pool->shared->recheck_fd >= 0 && c->ops == &server_conn_ops;
+}
+
+bool park_request(struct conn *c, struct msg *req, struct msg *rsp)
 {
     struct loop *l = c->loop;
     struct pool_shared *ps = c->pool->shared;
-    if (req->swallow || req->retried || ps->recheck_fd < 0 || c->ops != &server_conn_ops) return false;
+    if (!park_possible(c, req)) return false;
     if (l->park_ev == NULL && (l->park_ev = evtimer_new(l->base, park_on_timer, l)) == NULL) return false;
     req->retried = true;
     req->peer = rsp;
-    rsp->peer = req;
+    if (rsp != NULL) rsp->peer = req;
     int64_t timeout_ms = c->pool->cp->timeout;
     uint64_t wait = timeout_ms > 0 ? (uint64_t)timeout_ms * 1000u : PARK_USEC;
     req->t_sent = nc_usec_now() + wait; /* while parked: its deadline */
@@ -91,7 +98,7 @@ void park_server_moved(struct loop *l, struct pool_rt *p, uint32_t s)
             continue;
         }
         TAILQ_REMOVE(&l->parked, req, server_link);
-        msg_put(&l->msgs, req->peer);
+        if (req->peer != NULL) msg_put(&l->msgs, req->peer);
         req->peer = NULL;
         int rc = server_enqueue(&p->servers[s], req, client->id, client->sess.variant);
         if (rc < 0) request_fail(l, req, -rc);

@@ -451,6 +451,21 @@ void server_flush(struct conn *c)
     if (rc < 0) server_fail(c, -rc, SERVER_END_ERR);
 }
 
+/* The gate refused the server: the clients' requests queued behind it never ran; they wait for the
+ * server's new place where they can (core/park.h), the others fail with the connection. */
+static void server_park_queued(struct conn *c)
+{
+    struct msg *m = TAILQ_FIRST(&c->to_send), *next;
+    for (; m != NULL; m = next) {
+        next = TAILQ_NEXT(m, server_link);
+        if (!park_possible(c, m)) continue; /* it fails with the connection */
+        TAILQ_REMOVE(&c->to_send, m, server_link);
+        c->nto_send--;
+        server_stats_queue(c, false, m, -1);
+        if (!park_request(c, m, NULL)) request_fail(c->loop, m, EREMCHG); /* out of memory */
+    }
+}
+
 /* The reply to a gate (a set-up request the protocol checks, proto.setup_check): the requests
  * after it are written now, or the connection fails (the server is not what the topology says:
  * its source is asked to look again). Returns 0 or -errno. */
@@ -469,6 +484,7 @@ static int server_gate_reply(struct conn *c, struct msg *req, struct msg *rsp)
                        c->pool->cp->name, c->server->cs->stats_name, pool_rt_server_addr(c->pool, c->server->idx)->text,
                        rc == -EREMCHG ? (replica ? "not a replica" : "not a master") : strerror(-rc),
                        NC_RATELIMIT_NOTE(sup));
+        server_park_queued(c);
         pool_topology_recheck(c->pool->shared);
         return rc;
     }
@@ -496,7 +512,7 @@ int server_on_reply(void *ctx, struct msg *rsp)
         stats_ctr_add(&ss->f[STATS_SERVER_response_bytes], (int64_t)rsp->len);
         stats_hist_record(&ss->server_latency, now > req->t_sent ? now - req->t_sent : 0);
     }
-    if (rsp->rsp_readonly && park_readonly(c, req, rsp)) return 0; /* held until its master moves */
+    if (rsp->rsp_readonly && park_request(c, req, rsp)) return 0; /* held until its master moves */
     if (rsp->rsp_fatal) server_count_failure(c); /* -LOADING, -BUSY, ...: passed on, and counted */
     else pool_server_ok(c->pool->shared, c->server->idx);
     rsp->owner = c;

@@ -44,7 +44,8 @@ struct sentinel_peer {
     struct resp_link *cmd, *sub;
     bool cmd_ready;
     uint64_t retry_at;            /* usec: no new link before */
-    uint32_t backoff_ms;
+    uint32_t backoff_ms;          /* doubles with each failure, back to 0 when it answers */
+    bool down_logged;             /* its failure was logged; again only after it answered */
 };
 
 /* A question of one round to one sentinel about one master (its callbacks' argument) and the
@@ -230,6 +231,10 @@ static void sentinel_on_master(void *arg, struct resp_link *k, const struct resp
     const char *ip = v != NULL ? resp_value_field(v, "ip") : NULL;
     const char *epoch = v != NULL ? resp_value_field(v, "config-epoch") : NULL;
     const char *flags = v != NULL ? resp_value_field(v, "flags") : NULL;
+    if (v != NULL) { /* it answers: a later failure starts its backoff again, and is logged */
+        q->peer->backoff_ms = 0;
+        q->peer->down_logged = false;
+    }
     if (ip != NULL && sentinel_port(resp_value_field(v, "port"), &port) && strlen(ip) < sizeof(s->best->host)) {
         s->round_answers++;
         /* the leader of a failover under way has the new epoch and still the old address: the
@@ -325,6 +330,14 @@ static void sentinel_on_push(void *arg, struct resp_link *k, const struct resp_v
 
 /* ---- the links ---- */
 
+/* A link of p failed: no new one before the backoff, which doubles up to its cap. */
+static void sentinel_backoff(struct sentinel_peer *p)
+{
+    p->backoff_ms = p->backoff_ms == 0 ? SENTINEL_BACKOFF_MIN_MS : p->backoff_ms * 2;
+    if (p->backoff_ms > SENTINEL_BACKOFF_MAX_MS) p->backoff_ms = SENTINEL_BACKOFF_MAX_MS;
+    p->retry_at = nc_usec_now() + (uint64_t)p->backoff_ms * 1000u;
+}
+
 static void sentinel_on_auth(void *arg, struct resp_link *k, const struct resp_value *v)
 {
     struct sentinel_peer *p = arg;
@@ -353,8 +366,7 @@ static void sentinel_cmd_ready(void *arg, struct resp_link *k)
 {
     struct sentinel_peer *p = arg;
     sentinel_auth(p, k);
-    p->cmd_ready = true;
-    p->backoff_ms = 0;
+    p->cmd_ready = true; /* (its backoff ends when it answers: a stopped process still accepts) */
     sentinel_ask(p); /* a sentinel that comes up answers the round under way */
 }
 
@@ -374,7 +386,6 @@ static void sentinel_link_closed(void *arg, struct resp_link *k, const char *why
 {
     struct sentinel_peer *p = arg;
     struct topo_source *s = p->src;
-    bool was_up = p->cmd_ready;
     if (k == p->cmd) {
         p->cmd = NULL;
         p->cmd_ready = false;
@@ -384,10 +395,11 @@ static void sentinel_link_closed(void *arg, struct resp_link *k, const char *why
         return;
     }
     resp_link_free_later(k);
-    p->backoff_ms = p->backoff_ms == 0 ? SENTINEL_BACKOFF_MIN_MS : p->backoff_ms * 2;
-    if (p->backoff_ms > SENTINEL_BACKOFF_MAX_MS) p->backoff_ms = SENTINEL_BACKOFF_MAX_MS;
-    p->retry_at = nc_usec_now() + (uint64_t)p->backoff_ms * 1000u;
-    if (was_up) log_warn("pool '%s': sentinel %s: %s", s->cp->name, s->cp->sentinels[p->idx].text, why);
+    sentinel_backoff(p);
+    if (!p->down_logged)
+        log_warn("pool '%s': sentinel %s: %s (tried again with a backoff)", s->cp->name,
+                 s->cp->sentinels[p->idx].text, why);
+    p->down_logged = true;
 }
 
 static const struct resp_link_cbs sentinel_cmd_cbs = {
@@ -402,11 +414,7 @@ static struct resp_link *sentinel_open(struct sentinel_peer *p, const struct res
     const struct conf_addr *a = &p->src->cp->sentinels[p->idx];
     char why[128];
     struct resp_link *k = resp_link_open(p->src->base, a->host, a->port, SENTINEL_TIMEOUT_MS, cbs, p, why, sizeof(why));
-    if (k == NULL) {
-        p->backoff_ms = p->backoff_ms == 0 ? SENTINEL_BACKOFF_MIN_MS : p->backoff_ms * 2;
-        if (p->backoff_ms > SENTINEL_BACKOFF_MAX_MS) p->backoff_ms = SENTINEL_BACKOFF_MAX_MS;
-        p->retry_at = nc_usec_now() + (uint64_t)p->backoff_ms * 1000u;
-    }
+    if (k == NULL) sentinel_backoff(p);
     return k;
 }
 

@@ -10,7 +10,8 @@ the requests sent to it.
   in db 2), on the first master and on the one a failover promotes.
 - -READONLY parked: the proxy knows one sentinel, which is paused (SIGSTOP) while another fails
   the master over; the old master is made a replica of the new one behind the proxy's back, over
-  the proxy's open connection. A SET through the proxy is refused there with -READONLY: held,
+  the proxy's open connection (or its clients killed, as the sentinels do: the next connection's
+  gate refuses it). A SET through the proxy is refused there with -READONLY: held,
   and sent again to the new master once the paused sentinel comes back and the proxy moves
   (pool timeout 15 s); with the sentinel kept paused and timeout 2 s, the client gets the
   -READONLY after the wait. A transaction meeting a demoted master fails as a whole and is never
@@ -25,9 +26,10 @@ the requests sent to it.
 
 Why the test demotes the old master itself: the sentinels convert an old master with a
 transaction that ends in CLIENT KILL TYPE normal, which closes the proxy's connection; the proxy's
-next connection then meets the ROLE gate (the client gets -ERR Remote address changed at once),
-and -READONLY is never seen. A master demoted while the proxy's connection to it stays open (by
-hand, say) is the case the park is for.
+next connection then meets the ROLE gate, and -READONLY is never seen. A master demoted while the
+proxy's connection to it stays open (by hand, say) is the case -READONLY's park is for; the write
+queued behind a gate that refuses the server is parked the same way (it never ran), which a
+test shows with the old master's clients killed as the sentinels do.
 
 One deployment of 2 shards (a master and a replica each, 3 sentinels) is shared by the module's
 tests (each asks where the masters are now); the password and hostname tests have their own.
@@ -317,6 +319,34 @@ def test_readonly_write_is_parked_and_sent_to_the_new_master(d, nutcrackers, wri
     assert result["reply"] == "OK", result
     proxy.wait_log(f"server {SHARD}: master moved from {addr_str(old)} to {addr_str(new)}",
                    start=mark)
+    assert stored(d, new, key) == b"after"
+
+
+def test_write_behind_a_refusing_gate_is_parked_and_sent_to_the_new_master(d, nutcrackers, write_conf):
+    """As the sentinels convert an old master (CLIENT KILL of its clients, then REPLICAOF): the
+    proxy's next connection meets the ROLE gate, and the write queued behind it, which never ran,
+    waits for the move instead of failing."""
+    proxy = park_proxy(d, nutcrackers, write_conf, timeout=15000)
+    key = key_on(proxy, SHARD, "gated", tagged=True)
+    result = {}
+    with client(proxy.listen_ports[0]) as c:
+        assert c.call("SET", key, "before") == "OK"
+        mark = proxy.log_mark()
+        try:
+            old, new = demote_behind_proxy(d, SHARD)
+            with d.server_client(old) as oc:  # the proxy's connections to it end (not this one)
+                oc.execute_command("CLIENT", "KILL", "TYPE", "normal")
+            writer = threading.Thread(
+                target=lambda: result.update(reply=c.call("SET", key, "after")), daemon=True)
+            writer.start()
+            proxy.wait_log(GATE_LOG, start=mark)
+            wait.hold(0.5, "a failed write would reach the client well within this")
+            assert writer.is_alive(), f"answered before the master moved: {result}"
+        finally:
+            d.resume_sentinel(0)
+        writer.join(REPLY_TIMEOUT)
+    assert not writer.is_alive(), "the parked SET was never answered"
+    assert result["reply"] == "OK", result
     assert stored(d, new, key) == b"after"
 
 
