@@ -295,6 +295,18 @@ def test_auth_and_select_come_before_role_on_every_connection(
 # --- -READONLY: parked until the master moves ----------------------------------------------
 
 
+def parked_set(c, key, value, refused_seen, result):
+    """SET key value on client c in a thread; once refused_seen() returns (the server has refused
+    it, or the gate has), it must still be waiting half a second later (parked). Returns the
+    thread; result["reply"] gets the reply."""
+    writer = threading.Thread(target=lambda: result.update(reply=c.call("SET", key, value)), daemon=True)
+    writer.start()
+    refused_seen()
+    wait.hold(0.5, "a refusal relayed at once would reach the client well within this")
+    assert writer.is_alive(), f"answered before the master moved: {result}"
+    return writer
+
+
 def test_readonly_write_is_parked_and_sent_to_the_new_master(d, nutcrackers, write_conf):
     proxy = park_proxy(d, nutcrackers, write_conf, timeout=15000)
     key = key_on(proxy, SHARD, "park", tagged=True)
@@ -305,13 +317,9 @@ def test_readonly_write_is_parked_and_sent_to_the_new_master(d, nutcrackers, wri
         try:
             old, new = demote_behind_proxy(d, SHARD)
             refused = cmdstats(d, old).get("set", (0, 0))[1]
-            writer = threading.Thread(
-                target=lambda: result.update(reply=c.call("SET", key, "after")), daemon=True)
-            writer.start()
-            wait.wait_for(lambda: cmdstats(d, old).get("set", (0, 0))[1] > refused, 10,
-                          "the SET to be refused by the old master")
-            wait.hold(0.5, "the -READONLY would reach the client well within this if relayed")
-            assert writer.is_alive(), f"answered before the master moved: {result}"
+            writer = parked_set(c, key, "after", lambda: wait.wait_for(
+                lambda: cmdstats(d, old).get("set", (0, 0))[1] > refused, 10,
+                "the SET to be refused by the old master"), result)
         finally:
             d.resume_sentinel(0)
         writer.join(REPLY_TIMEOUT)
@@ -336,12 +344,7 @@ def test_write_behind_a_refusing_gate_is_parked_and_sent_to_the_new_master(d, nu
             old, new = demote_behind_proxy(d, SHARD)
             with d.server_client(old) as oc:  # the proxy's connections to it end (not this one)
                 oc.execute_command("CLIENT", "KILL", "TYPE", "normal")
-            writer = threading.Thread(
-                target=lambda: result.update(reply=c.call("SET", key, "after")), daemon=True)
-            writer.start()
-            proxy.wait_log(GATE_LOG, start=mark)
-            wait.hold(0.5, "a failed write would reach the client well within this")
-            assert writer.is_alive(), f"answered before the master moved: {result}"
+            writer = parked_set(c, key, "after", lambda: proxy.wait_log(GATE_LOG, start=mark), result)
         finally:
             d.resume_sentinel(0)
         writer.join(REPLY_TIMEOUT)
