@@ -15,13 +15,19 @@ Without their toolchain (Go >= 1.21, which fetches the Go that go.mod asks for; 
 Maven), or with one too old, the tests skip with deps.sh's line "<group> not run: <why>", the one
 scripts/test.sh's summary prints. A program that does not build with its toolchain there fails
 the tests (and test.sh's client programs step).
+
+Over TLS (issue 26): the Go program's TLS mode (tests/clients/go/tls.go) against a pool with a TLS
+listener over 2 plain redis-servers: SET/GET, a pipeline of 100 commands and an MGET of keys on
+both servers, with a tls.Config that trusts the tests' CA and verifies the name localhost; the
+values are checked on the servers, and the program fails to connect when it trusts another CA or
+expects another name.
 """
 import json
 import subprocess
 
 import pytest
 
-from nctest import deps, manage, procs
+from nctest import deps, manage, procs, tls
 from nctest.conn import redis_client
 from nctest.procs import HOST
 from nctest.wait import scale, wait_for
@@ -144,3 +150,63 @@ def test_jedis_default_options(java_client, pools):
         # the default: RESP2, no HELLO, no CLIENT SETINFO
         assert " resp=2 " in got["jedis"]["client_info"], got["jedis"]["client_info"]
     check_backends(pools, "java")
+
+
+# --- go-redis over TLS (issue 26) ---------------------------------------------------------------
+
+TLS_POOL = "gotls"
+TLS_PREFIX = "gotls"
+
+
+@pytest.fixture
+def tls_listener(tls_proxy, redis_server, tls_certs):
+    """A pool with a TLS listener (tls_certs' server certificate: localhost, 127.0.0.1) over two
+    plain redis-servers, at -T 2: (proxy, listen port, server ports)."""
+    ports = [redis_server()[0] for _ in range(2)]
+    proxy, listen = tls_proxy(ports, tls.listener_keys(tls_certs), name=TLS_POOL)
+    return proxy, listen, ports
+
+
+def run_tls(go_client, listen, ca, keys, server_name="localhost"):
+    """The program's TLS mode: CompletedProcess (bounded)."""
+    argv = [*go_client, "tls", "-addr", f"{HOST}:{listen}", "-ca", str(ca), "-servername",
+            server_name, "-prefix", TLS_PREFIX, "-keys", ",".join(keys)]
+    return subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                          timeout=RUN_TIMEOUT * scale())
+
+
+def test_go_redis_over_tls(go_client, tls_listener, tls_certs):
+    """SET/GET, a pipeline of 100 commands and an MGET of keys on both servers, every handshake
+    verified against the CA and showing the proxy's certificate; the values are on the servers
+    (asked directly), and a client that trusts another CA or names another host gets nothing."""
+    proxy, listen, ports = tls_listener
+    first = manage.key_per_server(proxy.manage_port, TLS_POOL,
+                                  [f"{i}:m:{TLS_PREFIX}" for i in range(40)])
+    keys = sorted(first.values())
+    assert len(keys) == 2, first  # one key on each server
+    out = run_tls(go_client, listen, tls_certs.ca, keys)
+    assert out.returncode == 0, f"{out.stdout}\n{out.stderr}"
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    assert got["client"] == "go-redis" and got["version"] == GO_REDIS and got["mode"] == "tls"
+    assert got["get"] == "over-tls"
+    assert got["pipeline"] == ["OK"] * 50 + [f"v{i}" for i in range(50)]
+    assert got["mget"] == [f"m-{k}" for k in keys]
+    assert " resp=3 " in got["client_info"], got["client_info"]  # HELLO 3 over TLS
+    assert got["handshakes"] >= 1 and got["unverified"] == 0, got
+    assert got["fingerprints"] == [tls.fingerprint(tls_certs.server_cert)], got
+    assert got["tls_versions"] == ["TLS 1.3"], got  # the default range's highest
+    # the data, on the servers (fresh ones: every key there is the program's)
+    direct = [redis_client(p) for p in ports]
+    on = [{k.decode(): d.get(k).decode() for k in d.scan_iter(match="*")} for d in direct]
+    for d in direct:
+        d.close()
+    want = {f"{TLS_PREFIX}:tls": "over-tls", **{k: f"m-{k}" for k in keys},
+            **{f"{TLS_PREFIX}:p:{i}": f"v{i}" for i in range(50)}}
+    assert {k: v for server in on for k, v in server.items()} == want
+    assert sum(map(len, on)) == len(want)  # each key on one server
+    assert [sum(k in server for k in keys) for server in on] == [1, 1]
+    # verification is real: another CA, another name
+    for ca, name, why in ((tls_certs.other_ca, "localhost", "unknown authority"),
+                          (tls_certs.ca, "not-this-host.example", "not-this-host.example")):
+        out = run_tls(go_client, listen, ca, keys, server_name=name)
+        assert out.returncode == 1 and why in out.stderr, f"{out.stdout}\n{out.stderr}"

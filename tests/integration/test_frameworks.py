@@ -212,10 +212,7 @@ def tags_per_server(proxy, pool, servers, tag):
     """One hash-tag prefix per server of the pool, in the servers' order: "{<tag>:<suffix>}", whose
     keys the pool routes to that server."""
     candidates = [f"{{{k}}}" for k in spread_keys(tag, 40 * len(servers))]
-    routed = manage.find_keys(proxy.manage_port, pool, candidates)
-    out = {}
-    for key, name in routed.items():
-        out.setdefault(name, key)
+    out = manage.key_per_server(proxy.manage_port, pool, candidates)
     names = [f"{HOST}:{p}:1" for p in servers]
     assert set(out) == set(names), f"tags reach only {sorted(out)}"
     return [out[n] for n in names]

@@ -36,24 +36,6 @@ CLIENTS = 200
 ROUNDS = 3              # SET + GET rounds per concurrent client
 
 
-def client_side(certs, auth_clients=None, **more):
-    """The pool keys of a TLS listener (server.pem / server.key); with auth_clients, the CA of
-    client certificates too."""
-    keys = {"tls": True, "tls_cert_file": str(certs.server_cert),
-            "tls_key_file": str(certs.server_key)}
-    if auth_clients is not None:
-        keys.update(tls_ca_cert_file=str(certs.ca), tls_auth_clients=auth_clients)
-    keys.update(more)
-    return keys
-
-
-def server_side(certs, ca=None, **more):
-    """The pool keys of TLS toward the servers, verified against ca (default certs.ca)."""
-    keys = {"server_tls": True, "server_tls_ca_cert_file": str(ca or certs.ca)}
-    keys.update(more)
-    return keys
-
-
 def start_proxy(nutcrackers, write_conf, ports, redis=True, tls_keys=(), timeout=TIMEOUT_MS,
                 threads=None, wait="listen"):
     """A proxy with one pool POOL over servers ports (hash_tag "{}"), with the given TLS keys;
@@ -98,9 +80,9 @@ def test_set_get_over_tls(nutcrackers, write_conf, redis_server, tls_redis_serve
     ports = [start()[0] for _ in range(2)]
     keys = []
     if sides != "server":
-        keys.append(client_side(tls_certs))
+        keys.append(tls.listener_keys(tls_certs))
     if tls_backend:
-        keys.append(server_side(tls_certs))
+        keys.append(tls.server_keys(tls_certs))
     proxy, listen = start_proxy(nutcrackers, write_conf, ports, tls_keys=keys)
     r = tls_client(tls_certs, listen) if sides != "server" else redis_client(listen)
     set_get_checked(r, f"s-{sides}", 40)
@@ -119,7 +101,7 @@ def test_client_tls_listener_refuses_plain_text_keeps_tls_clients(nutcrackers, w
     handshake; a TLS client connected before and one connected after are served."""
     port, _ = redis_server()
     proxy, listen = start_proxy(nutcrackers, write_conf, [port],
-                                tls_keys=[client_side(tls_certs)])
+                                tls_keys=[tls.listener_keys(tls_certs)])
     before = tls_client(tls_certs, listen)
     assert before.set("pt:before", "1") is True
     with RawConn(listen, timeout=FAST) as plain:
@@ -140,7 +122,7 @@ def test_garbage_before_handshake_is_closed(nutcrackers, write_conf, redis_serve
                                             garbage):
     port, _ = redis_server()
     proxy, listen = start_proxy(nutcrackers, write_conf, [port],
-                                tls_keys=[client_side(tls_certs)])
+                                tls_keys=[tls.listener_keys(tls_certs)])
     bystander = tls_client(tls_certs, listen)
     assert bystander.set("g:k", "v") is True
     with RawConn(listen, timeout=HANDSHAKE_LIMIT + 5) as c:
@@ -161,7 +143,7 @@ def test_client_certificate_required(nutcrackers, write_conf, redis_server, tls_
 
     port, _ = redis_server()
     proxy, listen = start_proxy(nutcrackers, write_conf, [port],
-                                tls_keys=[client_side(tls_certs, auth_clients="yes")])
+                                tls_keys=[tls.listener_keys(tls_certs, auth_clients="yes")])
     with pytest.raises(redis.exceptions.ConnectionError):
         tls_client(tls_certs, listen).ping()
     other = tls.redis_ssl_kwargs(tls_certs)
@@ -177,7 +159,7 @@ def test_client_certificate_required(nutcrackers, write_conf, redis_server, tls_
 def test_client_certificate_optional(nutcrackers, write_conf, redis_server, tls_certs):
     port, _ = redis_server()
     proxy, listen = start_proxy(nutcrackers, write_conf, [port],
-                                tls_keys=[client_side(tls_certs, auth_clients="optional")])
+                                tls_keys=[tls.listener_keys(tls_certs, auth_clients="optional")])
     anonymous = tls_client(tls_certs, listen)
     assert anonymous.set("opt:k", "a") is True
     with_cert = tls_client(tls_certs, listen, client_cert=True)
@@ -191,8 +173,8 @@ def test_servers_requiring_a_client_certificate(nutcrackers, write_conf, tls_red
     """server_tls_cert_file / server_tls_key_file: the proxy's certificate toward servers that
     require one (redis --tls-auth-clients yes)."""
     ports = [tls_redis_server(auth_clients="yes")[0] for _ in range(2)]
-    keys = server_side(tls_certs, server_tls_cert_file=str(tls_certs.client_cert),
-                       server_tls_key_file=str(tls_certs.client_key))
+    keys = tls.server_keys(tls_certs, server_tls_cert_file=str(tls_certs.client_cert),
+                           server_tls_key_file=str(tls_certs.client_key))
     proxy, listen = start_proxy(nutcrackers, write_conf, ports, tls_keys=[keys])
     set_get_checked(redis_client(listen), "srvcert")
 
@@ -205,7 +187,7 @@ def test_server_certificate_from_the_wrong_ca_is_a_failing_server(nutcrackers, w
     error reply at once (no wait for the pool's timeout), and nothing reaches the server."""
     port, _ = tls_redis_server()
     proxy, listen = start_proxy(nutcrackers, write_conf, [port],
-                                tls_keys=[server_side(tls_certs, ca=tls_certs.other_ca)])
+                                tls_keys=[tls.server_keys(tls_certs, ca=tls_certs.other_ca)])
     with RawConn(listen, timeout=FAST * scale()) as c:
         for i in range(3):
             t0 = time.monotonic()
@@ -221,7 +203,7 @@ def test_server_name_mismatch_is_a_failing_server(nutcrackers, write_conf, tls_r
                                                   tls_certs):
     """server_tls_server_name names a host the certificate does not: verification fails."""
     port, _ = tls_redis_server()
-    keys = server_side(tls_certs, server_tls_server_name="not-this-host.example")
+    keys = tls.server_keys(tls_certs, server_tls_server_name="not-this-host.example")
     proxy, listen = start_proxy(nutcrackers, write_conf, [port], tls_keys=[keys])
     with RawConn(listen, timeout=FAST * scale()) as c:
         reply = c.call("GET", "name:k")
@@ -231,7 +213,7 @@ def test_server_name_mismatch_is_a_failing_server(nutcrackers, write_conf, tls_r
 def test_server_verify_false_accepts_the_wrong_ca(nutcrackers, write_conf, tls_redis_server,
                                                   tls_certs):
     port, _ = tls_redis_server()
-    keys = server_side(tls_certs, ca=tls_certs.other_ca, server_tls_verify=False)
+    keys = tls.server_keys(tls_certs, ca=tls_certs.other_ca, server_tls_verify=False)
     proxy, listen = start_proxy(nutcrackers, write_conf, [port], tls_keys=[keys])
     set_get_checked(redis_client(listen), "noverify", 5)
 
@@ -243,7 +225,7 @@ def test_silent_server_behind_server_tls_times_out(nutcrackers, write_conf, tls_
     fake = FakeBackend(serve_on_release(never, b"+OK\r\n"))
     try:
         proxy, listen = start_proxy(nutcrackers, write_conf, [fake.port], timeout=1000,
-                                    tls_keys=[server_side(tls_certs)])
+                                    tls_keys=[tls.server_keys(tls_certs)])
         with RawConn(listen, timeout=10 * scale()) as c:
             t0 = time.monotonic()
             reply = c.call("GET", "silent:k")
@@ -261,7 +243,7 @@ def test_plain_server_behind_server_tls_fails(nutcrackers, write_conf, redis_ser
     (1 s) and a margin, never a hang, and nothing reaches the server as plain text."""
     port, _ = redis_server()
     proxy, listen = start_proxy(nutcrackers, write_conf, [port], timeout=1000,
-                                tls_keys=[server_side(tls_certs)])
+                                tls_keys=[tls.server_keys(tls_certs)])
     with RawConn(listen, timeout=10 * scale()) as c:
         t0 = time.monotonic()
         reply = c.call("SET", "plainsrv:k", "v")
@@ -278,7 +260,7 @@ def both_sides(nutcrackers, write_conf, tls_redis_server, tls_certs):
     """3 TLS redis-servers behind a pool with TLS on both sides: (listen port, backend ports)."""
     ports = [tls_redis_server()[0] for _ in range(3)]
     proxy, listen = start_proxy(nutcrackers, write_conf, ports,
-                                tls_keys=[client_side(tls_certs), server_side(tls_certs)])
+                                tls_keys=[tls.listener_keys(tls_certs), tls.server_keys(tls_certs)])
     return listen, ports
 
 
@@ -301,7 +283,7 @@ def test_mget_across_three_servers(nutcrackers, write_conf, redis_server, tls_ce
     spread over all three, one MGET gets every value in order."""
     ports = [redis_server()[0] for _ in range(3)]
     proxy, listen = start_proxy(nutcrackers, write_conf, ports,
-                                tls_keys=[client_side(tls_certs)])
+                                tls_keys=[tls.listener_keys(tls_certs)])
     r = tls_client(tls_certs, listen)
     keys = spread_keys("mget", 60)
     assert r.mset({k: f"val-{k}" for k in keys}) is True
@@ -370,7 +352,7 @@ def test_8mb_value_round_trip(both_sides, tls_certs):
 def test_200_concurrent_tls_clients(nutcrackers, write_conf, tls_redis_server, tls_certs):
     ports = [tls_redis_server()[0] for _ in range(2)]
     proxy, listen = start_proxy(nutcrackers, write_conf, ports, threads=2,
-                                tls_keys=[client_side(tls_certs), server_side(tls_certs)])
+                                tls_keys=[tls.listener_keys(tls_certs), tls.server_keys(tls_certs)])
     start = threading.Barrier(CLIENTS)
 
     def one(i):
@@ -399,7 +381,7 @@ def test_memcached_get_many_over_tls(nutcrackers, write_conf, memcached_server,
     tls_backend = sides == "both"
     start = tls_memcached_server if tls_backend else memcached_server
     ports = [start()[0] for _ in range(3)]
-    keys = [client_side(tls_certs)] + ([server_side(tls_certs)] if tls_backend else [])
+    keys = [tls.listener_keys(tls_certs)] + ([tls.server_keys(tls_certs)] if tls_backend else [])
     proxy, listen = start_proxy(nutcrackers, write_conf, ports, redis=False, tls_keys=keys)
     m = mc_client(listen, tls_context=tls.client_context(tls_certs))
     names = spread_keys("mcget", 30)
@@ -436,7 +418,7 @@ def test_client_handshakes_counted_and_failure_logged(nutcrackers, write_conf, r
     n = 6
     port, _ = redis_server()
     proxy, listen = start_proxy(nutcrackers, write_conf, [port], threads=2, wait="log",
-                                tls_keys=[client_side(tls_certs)])
+                                tls_keys=[tls.listener_keys(tls_certs)])
     mark = proxy.log_mark()
     for i in range(n):
         r = tls_client(tls_certs, listen)
@@ -468,9 +450,9 @@ def test_server_handshakes_counted(nutcrackers, write_conf, tls_redis_server, re
     bad_port, _ = tls_redis_server()
     plain_port, _ = redis_server()
     good, good_listen = start_proxy(nutcrackers, write_conf, [good_port],
-                                    tls_keys=[server_side(tls_certs)])
+                                    tls_keys=[tls.server_keys(tls_certs)])
     bad, bad_listen = start_proxy(nutcrackers, write_conf, [bad_port],
-                                  tls_keys=[server_side(tls_certs, ca=tls_certs.other_ca)])
+                                  tls_keys=[tls.server_keys(tls_certs, ca=tls_certs.other_ca)])
     plain, plain_listen = start_proxy(nutcrackers, write_conf, [plain_port])
     set_get_checked(redis_client(good_listen), "hsgood", 3)
     set_get_checked(redis_client(plain_listen), "hsplain", 3)

@@ -14,7 +14,7 @@ import pytest
 
 from nctest import deps, nodeclients
 from nctest.conn import redis_client
-from nctest.manage import find_keys
+from nctest.manage import key_per_server
 from nctest.procs import HOST, free_port
 from nctest.wait import scale
 
@@ -47,12 +47,9 @@ def tls_pool(nutcrackers, write_conf, redis_server, tls_certs):
 @pytest.mark.parametrize("alias", ["ioredis5", "ioredis6", "redis5", "redis6"])
 def test_node_client_over_tls(node, tls_pool, tls_certs, alias):
     proxy, listen, ports = tls_pool
-    routed = find_keys(proxy.manage_port, POOL, [f"{i}:tlsm:{alias}" for i in range(40)])
-    by_server = {}
-    for key, name in routed.items():
-        by_server.setdefault(name, key)
+    by_server = key_per_server(proxy.manage_port, POOL, [f"{i}:tlsm:{alias}" for i in range(40)])
     keys = sorted(by_server.values())
-    assert len(keys) == 2, routed  # one key on each server
+    assert len(keys) == 2, by_server  # one key on each server
     script = "tls.js"
     result, rc, out = nodeclients.run(node, [script, alias, str(listen), str(tls_certs.ca), json.dumps(keys)],
                                       RUN_TIMEOUT * scale())

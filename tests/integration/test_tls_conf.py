@@ -6,12 +6,11 @@ line naming the file, the key's line and the key) a missing certificate, key or 
 unreadable key, a key that does not match its certificate (client side and server side), and TLS
 on a unix-socket listener. After the certificate files are replaced with a new pair and the
 proxy gets SIGHUP, a new TLS connection sees the new certificate, and a connection made before
-keeps being served.
+keeps being served (renewals under load and bad new files: test_tls_reload.py).
 """
 import os
 import shutil
 import signal
-import socket
 import ssl
 
 import pytest
@@ -24,7 +23,6 @@ from nctest.procs import HOST, free_port, run
 from nctest.wait import wait_for
 
 RELOAD_TIMEOUT = 30.0
-IO = 10.0
 
 
 def pool_keys(certs, tmp_path, **over):
@@ -122,36 +120,6 @@ def test_test_conf_rejects_bad_tls_files(write_conf, tls_certs, tmp_path, case):
 
 # --- reload of the certificates -----------------------------------------------------------------
 
-def peer_fingerprint(port, ctx):
-    """The SHA-256 of the certificate a new TLS connection to port is shown (hex)."""
-    import hashlib
-
-    with socket.create_connection((HOST, port), timeout=IO) as raw:
-        with ctx.wrap_socket(raw, server_hostname=HOST) as s:
-            return hashlib.sha256(s.getpeercert(binary_form=True)).hexdigest()
-
-
-class TlsLine:
-    """One TLS connection held open by hand (request and reply as bytes)."""
-
-    def __init__(self, port, ctx):
-        raw = socket.create_connection((HOST, port), timeout=IO)
-        self.sock = ctx.wrap_socket(raw, server_hostname=HOST)
-        self.cert = self.sock.getpeercert(binary_form=True)
-
-    def call(self, *args, expect):
-        self.sock.sendall(resp(*args))
-        got = b""
-        while not got.endswith(b"\r\n") or len(got) < len(expect):
-            chunk = self.sock.recv(4096)
-            assert chunk, f"closed after {got!r}"
-            got += chunk
-        return got == expect or got
-
-    def close(self):
-        self.sock.close()
-
-
 def test_reload_picks_up_new_certificate_files(nutcrackers, write_conf, redis_server, tls_certs,
                                                tmp_path):
     port, _ = redis_server()
@@ -166,18 +134,16 @@ def test_reload_picks_up_new_certificate_files(nutcrackers, write_conf, redis_se
     proxy = nutcrackers(conf, wait_manage=True)
     ctx = tls.client_context(tls_certs)
     old_fp = tls.fingerprint(tls_certs.server_cert)
-    assert peer_fingerprint(listen, ctx) == old_fp
-    held = TlsLine(listen, ctx)
-    assert held.call("SET", "rl:k", "before", expect=b"+OK\r\n") is True
+    assert tls.peer_fingerprint(listen, ctx) == old_fp
+    held = tls.TlsConn(listen, ctx)
+    held.exchange(resp("SET", "rl:k", "before"), b"+OK\r\n")
     pooled = redis_client(listen, **tls.redis_ssl_kwargs(tls_certs))
     assert pooled.set("rl:p", "1") is True
 
     new_cert, new_key = tls.new_server_pair(tls_certs, "reloaded")
     new_fp = tls.fingerprint(new_cert)
     assert new_fp != old_fp
-    for src, dst in ((new_cert, live_cert), (new_key, live_key)):
-        shutil.copy(src, str(dst) + ".tmp")
-        os.replace(str(dst) + ".tmp", dst)
+    tls.install({live_cert: new_cert, live_key: new_key})
     gen = manage.status(proxy.manage_port)["generation"]
     proxy.signal(signal.SIGHUP)
     manage.wait_status(proxy.manage_port, lambda d: d.get("generation") == gen + 1,
@@ -185,18 +151,18 @@ def test_reload_picks_up_new_certificate_files(nutcrackers, write_conf, redis_se
     seen = {}
 
     def sees_new():
-        seen["fp"] = peer_fingerprint(listen, ctx)
+        seen["fp"] = tls.peer_fingerprint(listen, ctx)
         return seen["fp"] == new_fp
 
     wait_for(sees_new, RELOAD_TIMEOUT, "a new connection to see the new certificate")
-    assert held.call("GET", "rl:k", expect=b"$6\r\nbefore\r\n") is True
-    assert held.call("SET", "rl:k", "after", expect=b"+OK\r\n") is True
+    held.exchange(resp("GET", "rl:k"), b"$6\r\nbefore\r\n")
+    held.exchange(resp("SET", "rl:k", "after"), b"+OK\r\n")
     assert pooled.get("rl:p") == b"1"
     assert redis_client(port).get("rl:k") == b"after"
     held.close()
     pooled.close()
     with pytest.raises(ssl.SSLError):  # the new certificate is still checked: the other CA fails
-        peer_fingerprint(listen, tls.client_context(tls_certs, ca=tls_certs.other_ca))
+        tls.peer_fingerprint(listen, tls.client_context(tls_certs, ca=tls_certs.other_ca))
 
 
 def test_the_shipped_tls_example_passes_with_its_files(tls_certs, tmp_path):

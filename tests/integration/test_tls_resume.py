@@ -37,15 +37,6 @@ def start_proxy(nutcrackers, write_conf, port, threads, client_tls=None, server_
     return nutcrackers(write_conf({POOL: pool}), "-T", str(threads), wait="log"), listen
 
 
-def server_keys(certs):
-    return {"server_tls": True, "server_tls_ca_cert_file": str(certs.ca)}
-
-
-def client_keys(certs):
-    return {"tls": True, "tls_cert_file": str(certs.server_cert),
-            "tls_key_file": str(certs.server_key)}
-
-
 def server_counts(proxy, name, pred):
     """(server_tls_handshakes, server_tls_resumptions) of server name once pred(doc's server) is
     true, the same in /metrics."""
@@ -74,7 +65,7 @@ def test_server_connection_made_again_resumes(nutcrackers, write_conf, tls_redis
     port, _ = tls_redis_server()
     name = f"{HOST}:{port}:1"
     proxy, listen = start_proxy(nutcrackers, write_conf, port, threads,
-                                server_tls=server_keys(tls_certs))
+                                server_tls=tls.server_keys(tls_certs))
     clients = [redis_client(listen) for _ in range(threads)]
     direct = redis_client(port, **tls.redis_ssl_kwargs(tls_certs))
     for i in range(RECONNECTS + 1):
@@ -98,7 +89,8 @@ def test_server_that_cannot_resume_gets_full_handshakes(nutcrackers, write_conf,
     offers was issued under ticket keys the new process does not have."""
     port, proc = tls_redis_server()
     name = f"{HOST}:{port}:1"
-    proxy, listen = start_proxy(nutcrackers, write_conf, port, 1, server_tls=server_keys(tls_certs))
+    proxy, listen = start_proxy(nutcrackers, write_conf, port, 1,
+                                server_tls=tls.server_keys(tls_certs))
     r = redis_client(listen)
     assert r.set("full:0", "v") is True
     for i in range(1, RECONNECTS + 1):
@@ -133,7 +125,7 @@ def test_client_that_comes_back_resumes(nutcrackers, write_conf, redis_server, t
     3 handshakes (on 2 workers, round-robin: the second connection is another worker's)."""
     port, _ = redis_server()
     proxy, listen = start_proxy(nutcrackers, write_conf, port, threads,
-                                client_tls=client_keys(tls_certs))
+                                client_tls=tls.listener_keys(tls_certs))
     ctx = tls.client_context(tls_certs)
     session, resumed = ping_over_tls(ctx, listen)
     assert not resumed

@@ -74,6 +74,15 @@ def find_keys(port, pool, keys):
     return out
 
 
+def key_per_server(port, pool, candidates):
+    """{server name: the first of candidates that the pool routes to it}, for the servers that
+    one of them reaches."""
+    out = {}
+    for key, server in find_keys(port, pool, candidates).items():
+        out.setdefault(server, key)
+    return out
+
+
 def wait_status(port, pred, timeout=5.0, what="stats", words=()):
     """Polls `status` (or `status <words>`) until pred(doc) is true; returns the doc
     (AssertionError with the last one on timeout)."""

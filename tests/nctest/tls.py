@@ -9,17 +9,32 @@ make_certs(folder) writes, every key RSA 2048 and every certificate valid one da
   other-client.pem / .key    a client certificate signed by other-ca (refused by ca)
   wrong.key                  a key that matches no certificate
 and returns a Certs naming them. new_server_pair(certs, tag) makes one more server pair (for a
-reload that swaps certificates); fingerprint(pem) is what a client compares to tell them apart.
+reload that swaps certificates); fingerprint(pem) is what a client compares to tell them apart,
+install(files) puts new contents in place of the files a proxy reads (each replaced at once).
+
+The proxy's side: listener_keys / server_keys are the pool keys of TLS on the listener / toward
+the servers; TlsConn is a RawConn over TLS (byte-exact exchanges, the certificate it was shown);
+peer_fingerprint(port, ctx) is the certificate a new connection is shown; set_get(conn, key, value)
+is one checked exchange; TlsLoader a client thread making such exchanges until told to stop.
+
+Threads: make_certs writes files, call it from one thread; a TlsConn belongs to one thread; a
+TlsLoader runs its own (its counters and `error` are read by others); the rest are pure.
 
 Every openssl call is bounded (OPENSSL_TIMEOUT) and fails loudly with its output.
-
-Threads: make_certs writes files, call it from one thread; the rest are pure.
 """
 import hashlib
+import os
+import shutil
 import ssl
 import subprocess
+import threading
 from dataclasses import dataclass
 from pathlib import Path
+
+from .codec import bulk, resp
+from .conn import IO_TIMEOUT, Closed, RawConn
+from .keys import spread_keys
+from .procs import HOST
 
 OPENSSL_TIMEOUT = 30.0  # seconds for one openssl call (RSA 2048 key generation included)
 DAYS = "1"
@@ -147,3 +162,95 @@ def memcached_tls_args(certs, cert=None, key=None):
     """memcached flags for TLS on its -p port (-Z, the chain and the key)."""
     return ("-Z", "-o", f"ssl_chain_cert={cert or certs.server_cert},"
                         f"ssl_key={key or certs.server_key}")
+
+
+def install(files):
+    """files: {live path: source path}. Each live file gets its source's contents through a
+    rename (a reader sees the old file or the new one, never half of one)."""
+    for live, src in files.items():
+        tmp = f"{live}.tmp"
+        shutil.copy(src, tmp)
+        os.replace(tmp, live)
+
+
+# --- the proxy's side ---------------------------------------------------------------------------
+
+def listener_keys(certs, auth_clients=None, cert=None, key=None, **more):
+    """The pool keys of a TLS listener (certs.server_cert / server_key unless cert and key are
+    given); with auth_clients, the CA of client certificates too; then `more`."""
+    keys = {"tls": True, "tls_cert_file": str(cert or certs.server_cert),
+            "tls_key_file": str(key or certs.server_key)}
+    if auth_clients is not None:
+        keys.update(tls_ca_cert_file=str(certs.ca), tls_auth_clients=auth_clients)
+    keys.update(more)
+    return keys
+
+
+def server_keys(certs, ca=None, **more):
+    """The pool keys of TLS toward the servers, verified against ca (default certs.ca)."""
+    keys = {"server_tls": True, "server_tls_ca_cert_file": str(ca or certs.ca)}
+    keys.update(more)
+    return keys
+
+
+class TlsConn(RawConn):
+    """A RawConn over TLS to 127.0.0.1 (verified by ctx, the host name 127.0.0.1); `cert` is the
+    DER certificate the peer showed, `fingerprint` its SHA-256. A peer that ends the connection
+    without close_notify is Closed too."""
+
+    def __init__(self, port, ctx, timeout=IO_TIMEOUT):
+        super().__init__(port, timeout=timeout)
+        try:
+            self.sock = ctx.wrap_socket(self.sock, server_hostname=HOST)
+        except (OSError, ssl.SSLError):
+            self.sock.close()
+            raise
+        self.cert = self.sock.getpeercert(binary_form=True)
+        self.fingerprint = hashlib.sha256(self.cert).hexdigest()
+
+    def _fill(self, deadline):
+        try:
+            super()._fill(deadline)
+        except ssl.SSLEOFError as e:
+            raise Closed(f"connection ended without close_notify; have "
+                         f"{bytes(self.buf[:200])!r}") from e
+
+
+def peer_fingerprint(port, ctx, timeout=IO_TIMEOUT):
+    """The SHA-256 (hex) of the certificate a new TLS connection to port is shown."""
+    with TlsConn(port, ctx, timeout) as c:
+        return c.fingerprint
+
+
+def set_get(conn, key, value):
+    """SET key value and GET key in one write on conn; both replies checked, byte for byte."""
+    conn.exchange(resp("SET", key, value) + resp("GET", key), b"+OK\r\n" + bulk(value))
+
+
+class TlsLoader(threading.Thread):
+    """A client of a load: its own TLS connection to port (opened at creation; `conn`), set_get on
+    its `nkeys` keys (spread_keys(prefix)) in turn, every value new, until `stop` is set or
+    something fails: then `error` says what, after how many exchanges (`done`); `last` has the
+    last value written to each key. The connection is never made again (a drop is an error)."""
+
+    def __init__(self, prefix, port, ctx, stop, nkeys=8):
+        super().__init__(name=f"loader-{prefix}", daemon=True)
+        self.conn = TlsConn(port, ctx)
+        self.keys = spread_keys(prefix, nkeys)
+        self.stop = stop
+        self.last = {}
+        self.done = 0
+        self.error = None
+
+    def run(self):
+        try:
+            while not self.stop.is_set():
+                key = self.keys[self.done % len(self.keys)]
+                value = f"{key}-{self.done}"
+                set_get(self.conn, key, value)
+                self.last[key] = value
+                self.done += 1
+        except Exception as e:  # noqa: BLE001 - the test reads and reports it
+            self.error = f"{self.name} after {self.done} exchanges: {e!r}"
+        finally:
+            self.conn.close()

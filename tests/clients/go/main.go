@@ -9,6 +9,9 @@
 // The pools must have hash_tag "{}" (the transactions keep their keys together with it). It
 // prints one JSON object (what it saw, per pool) and exits 0, or exits 1 with a message on
 // stderr at the first wrong value. Single goroutine, apart from go-redis's own.
+//
+// `client tls -addr HOST:PORT -ca FILE [-servername NAME] -prefix P -keys K1,K2,...` is the TLS
+// mode (tls.go, test_clients_go_java.py's TLS test): go-redis over TLS to a proxy's TLS listener.
 package main
 
 import (
@@ -349,8 +352,13 @@ func main() {
 			panic(r)
 		}
 	}()
+	if len(os.Args) > 1 && os.Args[1] == "tls" {
+		tlsMain(os.Args[2:])
+		return
+	}
 	if len(os.Args) != 2 {
 		fmt.Fprintln(os.Stderr, `usage: client '{"prefix": "...", "pools": [{"port": N, "backends": [N, ...]}]}'`)
+		fmt.Fprintln(os.Stderr, `       client tls -addr HOST:PORT -ca FILE [-servername NAME] -prefix P -keys K1,K2`)
 		os.Exit(2)
 	}
 	var a args
