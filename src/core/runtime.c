@@ -75,8 +75,9 @@ static int runtime_pool_init(struct runtime *rt, struct conf *conf, size_t i, co
     p->cp = &conf->pools[i];
     p->recheck_fd = -1;
     p->proto = proto_for_pool(p->cp);
-    p->client_tp = transport_ctx_for_pool(p->cp, TRANSPORT_CLIENTS);
-    p->server_tp = transport_ctx_for_pool(p->cp, TRANSPORT_SERVERS);
+    unsigned threads = (unsigned)nworkers + 1; /* and the master's prober */
+    p->client_tp = transport_ctx_for_pool(p->cp, TRANSPORT_CLIENTS, threads);
+    p->server_tp = transport_ctx_for_pool(p->cp, TRANSPORT_SERVERS, threads);
     if (p->client_tp == NULL || p->server_tp == NULL) return -1;
     atomic_init(&p->version, 1);
     pthread_mutex_init(&p->lock, NULL);

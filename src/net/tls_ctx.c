@@ -175,8 +175,20 @@ static SSL_CTX *tls_ctx_build(const struct tls_ctx *t, struct tls_err *e)
     return s;
 }
 
-struct tls_ctx *tls_ctx_new(const struct conf_pool *cp, enum transport_side side, const char **key,
-                            char *what, size_t cap)
+/* The contexts of the threads after the first, built now. Returns 0 or -1 with e filled. */
+static int tls_ctx_spares(struct tls_ctx *t, unsigned n, struct tls_err *e)
+{
+    t->spare = calloc(n ? n : 1, sizeof(*t->spare));
+    if (t->spare == NULL) return tls_fail(e, e->key, "out of memory");
+    for (; t->nspare < n; t->nspare++) {
+        t->spare[t->nspare] = tls_ctx_build(t, e);
+        if (t->spare[t->nspare] == NULL) return -1;
+    }
+    return 0;
+}
+
+struct tls_ctx *tls_ctx_new(const struct conf_pool *cp, enum transport_side side, unsigned nthreads,
+                            const char **key, char *what, size_t cap)
 {
     struct tls_err e = { .key = side == TRANSPORT_SERVERS ? "server_tls" : "tls", .what = what, .cap = cap };
     bool connects = side == TRANSPORT_SERVERS;
@@ -197,6 +209,7 @@ struct tls_ctx *tls_ctx_new(const struct conf_pool *cp, enum transport_side side
         t->ssl = tls_ctx_build(t, &e);
         if (t->ssl == NULL) rc = -1;
     }
+    if (rc == 0 && nthreads > 1) rc = tls_ctx_spares(t, nthreads - 1, &e);
     if (rc == 0 && connects && cp->server_tls_server_name != NULL) {
         t->server_name = strdup(cp->server_tls_server_name);
         if (t->server_name == NULL) rc = tls_fail(&e, "server_tls_server_name", "out of memory");
@@ -219,22 +232,29 @@ static bool tls_ctx_adopt(struct tls_ctx *t, pthread_t thread, SSL_CTX *ssl)
     return true;
 }
 
-/* A new context for the calling thread: the one built with t for the first, else built again. */
+/* A context for the calling thread: one built with t (the first, then the spares); past them
+ * (more threads than t was built for) one built now, from the files as they are now. */
 static SSL_CTX *tls_ctx_make_own(struct tls_ctx *t, pthread_t self)
 {
     char what[512];
     struct tls_err e = { .key = t->connects ? "server_tls" : "tls", .what = what, .cap = sizeof(what) };
-    SSL_CTX *s = t->ssl != NULL ? t->ssl : tls_ctx_build(t, &e);
+    SSL_CTX *s = t->ssl != NULL ? t->ssl : t->nspare > 0 ? t->spare[t->nspare - 1] : NULL;
+    bool built = s == NULL;
+    if (built) {
+        log_notice("pool '%s': key '%s': one more thread than TLS contexts built: one built now", t->cp->name, e.key);
+        s = tls_ctx_build(t, &e);
+    }
     if (s == NULL) {
         log_error("pool '%s': key '%s': a worker's TLS context: %s", t->cp->name, e.key, what);
         return NULL;
     }
     if (!tls_ctx_adopt(t, self, s)) {
-        if (s != t->ssl) SSL_CTX_free(s);
+        if (built) SSL_CTX_free(s);
         log_error("pool '%s': a worker's TLS context: out of memory", t->cp->name);
         return NULL;
     }
     if (s == t->ssl) t->ssl = NULL; /* per[] owns it now */
+    else if (!built) t->nspare--;
     return s;
 }
 
@@ -255,7 +275,9 @@ void tls_ctx_free(struct tls_ctx *t)
     if (t == NULL) return;
     SSL_CTX_free(t->ssl); /* connections still open keep it alive through their SSL */
     for (size_t i = 0; i < t->nper; i++) SSL_CTX_free(t->per[i].ssl);
+    for (size_t i = 0; i < t->nspare; i++) SSL_CTX_free(t->spare[i]);
     free(t->per);
+    free(t->spare);
     pthread_mutex_destroy(&t->lock);
     free(t->server_name);
     free(t);

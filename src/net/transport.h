@@ -103,9 +103,11 @@ struct conf_pool;
 enum transport_side { TRANSPORT_CLIENTS, TRANSPORT_SERVERS };
 
 /* The context of one side of a pool (its listener's clients, its servers), as its config says,
- * for one config generation: transport_ctx_put when the generation goes. NULL when it cannot be
- * built (the config check has said why). */
-const struct transport_ctx *transport_ctx_for_pool(const struct conf_pool *cp, enum transport_side side);
+ * for one config generation used by nthreads threads (the workers and the master's prober: all
+ * that it needs is built now, from the files as they are now): transport_ctx_put when the
+ * generation goes. NULL when it cannot be built (the config check has said why). */
+const struct transport_ctx *transport_ctx_for_pool(const struct conf_pool *cp, enum transport_side side,
+                                                   unsigned nthreads);
 void transport_ctx_put(const struct transport_ctx *ctx);
 /* The config check of what only building the contexts finds (a TLS key that does not match its
  * certificate, a file that does not parse): builds and frees every pool's contexts, reporting

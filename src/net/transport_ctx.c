@@ -31,12 +31,12 @@ static bool transport_side_tls(const struct conf_pool *cp, enum transport_side s
 
 /* Builds side's context of cp; NULL after reporting why through on_error. */
 static const struct transport_ctx *transport_ctx_build(const struct conf_pool *cp, enum transport_side side,
-                                                       conf_error_fn on_error, void *arg)
+                                                       unsigned nthreads, conf_error_fn on_error, void *arg)
 {
     if (!transport_side_tls(cp, side)) return &transport_plain_ctx;
     char what[768];
     const char *key = NULL;
-    struct tls_ctx *tls = tls_ctx_new(cp, side, &key, what, sizeof(what));
+    struct tls_ctx *tls = tls_ctx_new(cp, side, nthreads, &key, what, sizeof(what));
     if (tls == NULL) {
         conf_pool_report(cp, key, on_error, arg, "%s", what);
         return NULL;
@@ -59,9 +59,10 @@ static void transport_ctx_log(void *arg, const char *line)
     log_error("%s", line);
 }
 
-const struct transport_ctx *transport_ctx_for_pool(const struct conf_pool *cp, enum transport_side side)
+const struct transport_ctx *transport_ctx_for_pool(const struct conf_pool *cp, enum transport_side side,
+                                                   unsigned nthreads)
 {
-    return transport_ctx_build(cp, side, transport_ctx_log, NULL);
+    return transport_ctx_build(cp, side, nthreads, transport_ctx_log, NULL);
 }
 
 void transport_ctx_put(const struct transport_ctx *ctx)
@@ -77,7 +78,8 @@ unsigned transport_conf_check(const struct conf *c, conf_error_fn on_error, void
     unsigned bad = 0;
     for (size_t i = 0; i < c->npools; i++) {
         for (int side = TRANSPORT_CLIENTS; side <= TRANSPORT_SERVERS; side++) {
-            const struct transport_ctx *ctx = transport_ctx_build(&c->pools[i], (enum transport_side)side, on_error, arg);
+            const struct transport_ctx *ctx =
+                transport_ctx_build(&c->pools[i], (enum transport_side)side, 1, on_error, arg);
             if (ctx == NULL) bad++;
             transport_ctx_put(ctx);
         }

@@ -15,7 +15,6 @@ sides (tls_fixtures.py), -T 2, and Python ssl clients byte for byte (nctest.tls.
 """
 import re
 import signal
-import ssl
 import threading
 import time
 
@@ -233,11 +232,6 @@ def test_bad_new_file_keeps_the_old_certificate(tls_proxy, tls_redis_server, tls
     assert doc[POOL]["client_tls_handshake_failures"] == 0, doc[POOL]
 
 
-@pytest.mark.xfail(strict=True, raises=(ConnectionError, ssl.SSLError), reason=(
-    "a worker builds its SSL_CTX of a generation from the files at its first connection "
-    "(net/tls_ctx.c tls_ctx_for_thread -> tls_ctx_build), not from what the reload checked: a "
-    "worker without a connection since the last good reload reads the bad file and refuses "
-    "every client"))
 def test_bad_new_file_keeps_the_old_certificate_on_an_idle_worker(tls_proxy, tls_redis_server,
                                                                   tls_certs, tmp_path):
     """The same failed reload, with one worker that has had no client yet (no start-up probe):

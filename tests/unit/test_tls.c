@@ -198,8 +198,8 @@ static void pair_contexts(struct tls_pair *tp, const char *extra)
                                       "  server_tls_ca_cert_file: @/ca.crt\n%s", extra);
     tp->conf = load(text, &e);
     assert_non_null(tp->conf);
-    tp->actx = transport_ctx_for_pool(&tp->conf->pools[0], TRANSPORT_CLIENTS);
-    tp->bctx = transport_ctx_for_pool(&tp->conf->pools[0], TRANSPORT_SERVERS);
+    tp->actx = transport_ctx_for_pool(&tp->conf->pools[0], TRANSPORT_CLIENTS, 1);
+    tp->bctx = transport_ctx_for_pool(&tp->conf->pools[0], TRANSPORT_SERVERS, 1);
     assert_non_null(tp->actx);
     assert_non_null(tp->bctx);
     assert_string_equal(tp->actx->ops->name, "tls");
