@@ -8,7 +8,9 @@
 # --nc-bin wins); `bench/run.sh storm ...` runs bench/storm.py (connection storms next to a
 # steady client) instead, `bench/run.sh latency ...` bench/latency.py (the latency each proxy adds
 # at fixed request rates, open loop; with predixy, as bench.py), `bench/run.sh tls ...`
-# bench/tls.py (TLS on both sides against stunnel + twemproxy + stunnel; installs stunnel4).
+# bench/tls.py (TLS on both sides against stunnel + twemproxy + stunnel; installs stunnel4),
+# `bench/run.sh failover ...` bench/failover.py (how long writes fail while Redis Sentinel moves a
+# master).
 #   NC_SKIP_DEPS=1   install nothing
 # Nothing is left running: bench.py stops every process it started, on errors too.
 set -euo pipefail
@@ -45,7 +47,7 @@ make -C "$BUILD" -j2 src/nutcrackers >/dev/null
 make -C bench >/dev/null
 SCRIPT=bench/bench.py
 case "${1:-}" in
-storm | latency | tls)
+storm | latency | tls | failover)
     SCRIPT=bench/$1.py
     shift
     ;;
@@ -61,7 +63,7 @@ for arg in "$@"; do
     prev=$arg
 done
 PEERS=${NC_PEERS_DIR:-$(dirname "$ROOT")/shared/peers}
-if [ "$SCRIPT" != bench/storm.py ] && [ "$SCRIPT" != bench/tls.py ] && { [ "$variants" = default ] || [[ ",$variants," == *,px* ]]; }; then
+if [ "$SCRIPT" != bench/storm.py ] && [ "$SCRIPT" != bench/tls.py ] && [ "$SCRIPT" != bench/failover.py ] && { [ "$variants" = default ] || [[ ",$variants," == *,px* ]]; }; then
     if [ -x "$PEERS/build-predixy.sh" ]; then
         nc_log "building predixy (build-bench/predixy/, once)"
         PX_BIN=$(nice -n 10 "$PEERS/build-predixy.sh" "$BUILD/predixy")

@@ -9,6 +9,11 @@
 - `module_sentinel_deployment`: the same factory at module scope, for deployments shared by the
   tests of a module (each test then finds the masters where the last one left them: ask
   master_addr()).
+- `sentinel_proxy`: a factory, sentinel_proxy(deployment, *flags, pool="sent", name="nc",
+  servers=None, sentinels=None, **keys) -> nctest.sentinel_proxy.PoolView of a proxy started
+  (the `nutcrackers` fixture) with one pool of the deployment (its pool_conf: the sentinels, a
+  server per master name where the sentinels say it is now), `servers` and `sentinels` replacing
+  those lists, `keys` added; `name` names its config and log files (several proxies per test).
 
 The processes are the conftest reaper's: stopped by pid when the test (or the module) ends, pass
 or fail; every server's and sentinel's output is attached to a failing test's report.
@@ -17,6 +22,8 @@ import pytest
 
 from conftest import attach_log
 from nctest import sentinel
+from nctest.procs import HOST, free_port
+from nctest.sentinel_proxy import PoolView
 
 
 def _factory(workdir, reaper, request):
@@ -52,3 +59,21 @@ def sentinel_deployment(tmp_path, reaper, request):
 def module_sentinel_deployment(module_tmp_path, module_reaper, request):
     """The same factory at module scope: its deployments stop when the module's last test ends."""
     yield from _run(module_tmp_path, module_reaper, request)
+
+
+@pytest.fixture
+def sentinel_proxy(write_conf, nutcrackers):
+    """Factory: sentinel_proxy(deployment, *flags, pool="sent", name="nc", servers=None,
+    sentinels=None, **keys) -> a PoolView of a running proxy (see the module's docstring)."""
+
+    def start(deployment, *flags, pool="sent", name="nc", servers=None, sentinels=None, **keys):
+        port = free_port()
+        conf = deployment.pool_conf(f"{HOST}:{port}", **keys)
+        if servers is not None:
+            conf["servers"] = list(servers)
+        if sentinels is not None:
+            conf["sentinels"] = list(sentinels)
+        path = write_conf({pool: conf}, name=f"{name}.yml")
+        return PoolView(nutcrackers(path, *flags, log_name=f"{name}.log"), pool, port, conf)
+
+    return start

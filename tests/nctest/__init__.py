@@ -25,6 +25,10 @@ the benchmark (bench/bench.py). One module per concern:
   sentinel Redis Sentinel deployments (shards of a master and replicas, 3 sentinels) and what
            a test does to them: failovers, killed masters, restarts, stopped sentinels
   sentinel_events  a sentinel's event channels (+switch-master ...) read as they come
+  sentinel_proxy  the proxy's view of a pool with sentinels: where its stats say each server
+           is, how many sentinels answer (JSON, Prometheus), the log lines of moves
+  kvcheck  redis-py client threads that write and read back keys of their own, every reply
+           checked (another's value, a lost acknowledged write), every request recorded
   deps     scripts/lib/deps.sh's functions (client builds and installs), a missing toolchain
            told apart from a failure
 

@@ -269,6 +269,16 @@ class KvConn(RawConn):
         return True
 
 
+def no_retry():
+    """A redis-py Retry that does not retry: redis-py 8 retries a failed connection three times
+    with a backoff of seconds (a refused or wrong password too), where a test wants to see the
+    failure (and its waits poll anyway)."""
+    from redis.backoff import NoBackoff
+    from redis.retry import Retry
+
+    return Retry(NoBackoff(), 0)
+
+
 def redis_client(port=None, path=None, **kw):
     """redis-py with bounded waits, speaking RESP2 unless told otherwise (protocol=3; protocol=None:
     the library's default, RESP3 for redis-py 8)."""

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import conn, procfs, procs, wait
+from .conn import no_retry
 from .procs import HOST
 from .sentinel_events import SwitchWatch
 
@@ -488,6 +489,12 @@ class Deployment:
         wait.wait_value(replication, synced, timeout,
                         f"{addr_str(addr)} to be a synced replica of {addr_str(master)}")
 
+    def values(self, addr, keys):
+        """{key: value} of keys read from the server at addr itself (bytes; b"" for none)."""
+        keys = list(keys)
+        with self.server_client(addr) as c:
+            return {k: v or b"" for k, v in zip(keys, c.mget(keys))}
+
     def commandstats(self, addr):
         """INFO commandstats of a server as {command: calls} (lower case, "config|resetstat"
         for subcommands). A replica counts the writes it gets from its master as well: reads
@@ -581,15 +588,6 @@ class Deployment:
             self.resume_sentinel(node.index)
         procs.stop_popens([s.proc for s in self.sentinels if s.proc is not None])
         procs.stop_popens(self.started)  # the servers; those that exited are only forgotten
-
-
-def no_retry():
-    """A redis-py Retry that does not retry: redis-py 8 retries a failed connection three times
-    with a backoff of seconds (a refused or wrong password too), and the waits here poll anyway."""
-    from redis.backoff import NoBackoff
-    from redis.retry import Retry
-
-    return Retry(NoBackoff(), 0)
 
 
 def _once(kw):
