@@ -231,12 +231,10 @@ static void sentinel_on_master(void *arg, struct resp_link *k, const struct resp
     const char *ip = v != NULL ? resp_value_field(v, "ip") : NULL;
     const char *epoch = v != NULL ? resp_value_field(v, "config-epoch") : NULL;
     const char *flags = v != NULL ? resp_value_field(v, "flags") : NULL;
-    if (v != NULL) { /* it answers: a later failure starts its backoff again, and is logged */
-        q->peer->backoff_ms = 0;
-        q->peer->down_logged = false;
-    }
     if (ip != NULL && sentinel_port(resp_value_field(v, "port"), &port) && strlen(ip) < sizeof(s->best->host)) {
         s->round_answers++;
+        q->peer->backoff_ms = 0; /* it answers: a later failure starts its backoff again, logged */
+        q->peer->down_logged = false;
         /* the leader of a failover under way has the new epoch and still the old address: the
          * others, once the switch is done, have both new */
         if (flags != NULL && sentinel_has_flag(flags, "failover_in_progress")) goto done;
@@ -342,8 +340,10 @@ static void sentinel_on_auth(void *arg, struct resp_link *k, const struct resp_v
 {
     struct sentinel_peer *p = arg;
     if (v == NULL || v->type != RESP_ERROR) return;
-    log_warn("pool '%s': sentinel %s refuses sentinel_auth: %s", p->src->cp->name,
-             p->src->cp->sentinels[p->idx].text, v->str);
+    if (!p->down_logged) /* once until it answers (both links are refused) */
+        log_warn("pool '%s': sentinel %s refuses sentinel_auth: %s", p->src->cp->name,
+                 p->src->cp->sentinels[p->idx].text, v->str);
+    p->down_logged = true;
     sentinel_link_closed(p, k, "authentication refused");
 }
 
