@@ -17,7 +17,9 @@ have succeeded again for a second. Printed per round, then the medians per kind:
 - max_write_ms: the longest write sent after the event (one held, not failed, shows here);
 - lost: acknowledged writes missing from the new master at the end (Redis replicates
   asynchronously: what the old master took after its replica was promoted, or just before it
-  died, is gone; each write is to a key of its own, so none hides another).
+  died, is gone; each write is to a key of its own, so none hides another). The proxy holds a
+  master's writes from the failover leader's promotion of a replica to +switch-master, so with
+  SENTINEL FAILOVER the writes of that second wait (max_write_ms) instead of being lost.
 
 Only loopback addresses; every wait is bounded; every process started here is stopped before it
 exits (--keep keeps the temporary directory: configs, logs).

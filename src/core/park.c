@@ -17,6 +17,7 @@
 #include "core/request.h"
 #include "core/runtime.h"
 #include "core/server.h"
+#include "proto/proto.h"
 
 /* The client whose request (or fragment of one) req is; NULL when it left. */
 static struct conn *park_client(const struct msg *req)
@@ -68,22 +69,34 @@ bool park_possible(const struct conn *c, const struct msg *req)
     return !req->swallow && !req->retried && c->pool->shared->recheck_fd >= 0 && c->ops == &server_conn_ops;
 }
 
-bool park_request(struct conn *c, struct msg *req, struct msg *rsp)
+/* Parks req of pool p (waiting for server req->server_idx to move, or to stop holding its
+ * writes) until the pool's timeout. False when out of memory. */
+static bool park_add(struct loop *l, struct pool_rt *p, struct msg *req, struct msg *rsp)
 {
-    struct loop *l = c->loop;
-    struct pool_shared *ps = c->pool->shared;
-    if (!park_possible(c, req)) return false;
     if (l->park_ev == NULL && (l->park_ev = evtimer_new(l->base, park_on_timer, l)) == NULL) return false;
     req->retried = true;
     req->peer = rsp;
     if (rsp != NULL) rsp->peer = req;
-    int64_t timeout_ms = c->pool->cp->timeout;
+    int64_t timeout_ms = p->cp->timeout;
     uint64_t wait = timeout_ms > 0 ? (uint64_t)timeout_ms * 1000u : PARK_USEC;
     req->t_sent = nc_usec_now() + wait; /* while parked: its deadline */
     TAILQ_INSERT_TAIL(&l->parked, req, server_link);
     park_arm(l);
-    pool_topology_recheck(ps);
     return true;
+}
+
+bool park_request(struct conn *c, struct msg *req, struct msg *rsp)
+{
+    if (!park_possible(c, req) || !park_add(c->loop, c->pool, req, rsp)) return false;
+    pool_topology_recheck(c->pool->shared);
+    return true;
+}
+
+bool park_held_write(struct loop *l, struct pool_rt *p, struct msg *req, uint32_t s)
+{
+    if (req->swallow || req->retried || !(req->cmd_flags & CMD_F_WRITE)) return false;
+    req->server_idx = s;
+    return park_add(l, p, req, NULL);
 }
 
 void park_server_moved(struct loop *l, struct pool_rt *p, uint32_t s)

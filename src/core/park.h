@@ -8,6 +8,8 @@
  * set that moves that server (pool_rt_refresh_moved) the request is sent once more, to the new
  * address. Only if nothing moves within the pool's `timeout` (PARK_USEC without one), or the
  * second try fails too, the client gets the -READONLY it had (or "Remote address changed").
+ * Writes routed to a master whose failover has begun (topo_server.hold) wait the same way, and
+ * go where it moves, or to it again when its source stops holding them.
  *
  * Only pools whose source moves servers (Sentinel) park, only requests on shared connections
  * (a transaction's dedicated connection is its own: its commands are not sent again alone).
@@ -31,6 +33,10 @@ struct pool_rt;
  * it waited behind a gate that refused the server. True when req is parked (it owns rsp now),
  * false when it is to be answered now (with rsp, or its failure). */
 bool park_request(struct conn *c, struct msg *req, struct msg *rsp);
+/* A write req routed to server s of p, which holds its writes (topo_server.hold: a failover of
+ * it is under way): parked until s moves or stops holding (false: not a write, or parked once
+ * already; it is sent now). */
+bool park_held_write(struct loop *l, struct pool_rt *p, struct msg *req, uint32_t s);
 /* Whether park_request would take req (of server connection c): a client's request on a shared
  * connection of a pool whose servers move, not parked before. */
 bool park_possible(const struct conn *c, const struct msg *req);

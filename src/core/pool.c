@@ -54,12 +54,18 @@ void pool_rt_deinit(struct pool_rt *p)
     p->route = NULL;
 }
 
-/* Whether any server is at another address in b than in a. */
+/* Whether server i held its writes in a and no longer does in b (at the same address). */
+static bool pool_hold_ended(const struct topo_set *a, const struct topo_set *b, uint32_t i)
+{
+    return a->servers[i].hold && !b->servers[i].hold;
+}
+
+/* Whether any server is at another address in b than in a, or stopped holding its writes. */
 static bool pool_set_moved(const struct topo_set *a, const struct topo_set *b)
 {
     if (a == b) return false;
     for (uint32_t i = 0; i < a->nservers && i < b->nservers; i++) {
-        if (!topo_same_addr(a, b, i)) return true;
+        if (!topo_same_addr(a, b, i) || pool_hold_ended(a, b, i)) return true;
     }
     return false;
 }
@@ -89,9 +95,10 @@ void pool_rt_refresh_moved(struct pool_rt *p)
     p->route_version = r->version;
     if (r->set != old->set) {
         for (uint32_t i = 0; i < p->nservers && i < r->set->nservers; i++) {
-            if (topo_same_addr(old->set, r->set, i)) continue;
-            backend_moved(p->servers[i].be);
-            park_server_moved(p->loop, p, i);
+            bool moved = !topo_same_addr(old->set, r->set, i);
+            if (!moved && !pool_hold_ended(old->set, r->set, i)) continue;
+            if (moved) backend_moved(p->servers[i].be);
+            park_server_moved(p->loop, p, i); /* its held and refused writes go there now */
         }
     }
     route_put(old);

@@ -15,6 +15,7 @@
 #include "common/log.h"
 #include "core/client.h"
 #include "core/fair.h"
+#include "core/park.h"
 #include "core/replica.h"
 #include "core/feature.h"
 #include "core/loop.h"
@@ -177,6 +178,9 @@ static void request_forward_one(struct loop *l, const struct conn *c, struct msg
     struct pool_rt *p = c->pool;
     int rc = -ECONNREFUSED;
     if (p->nshards != p->nservers && sidx != DIST_NONE) sidx = replica_route(p, req, sidx, &l->rr);
+    if (p->route->any_hold && sidx < p->nservers && p->route->set->servers[sidx].hold &&
+        park_held_write(l, p, req, sidx))
+        return; /* a failover of its master is under way: it goes where the master moves */
     if (sidx != DIST_NONE && sidx < p->nservers)
         rc = server_enqueue(&p->servers[sidx], req, c->id, c->sess.variant);
     if (rc < 0) {

@@ -28,6 +28,7 @@ static struct route *route_build(struct pool_shared *p, uint64_t version)
     r->dist = src->build_dist != NULL ? src->build_dist(p->cp, set, live) : topo_build_dist(p->cp, set, live);
     if (r->dist == NULL) goto fail;
     atomic_init(&r->refs, 1);
+    for (size_t i = 0; i < n; i++) r->any_hold |= set->servers[i].hold;
     r->set = topo_set_ref(p->set);
     r->version = version;
     free(live);

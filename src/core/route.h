@@ -33,6 +33,7 @@ struct route {
     struct dist *dist;
     struct topo_set *set;            /* a reference */
     uint64_t version;
+    bool any_hold;                   /* a server of set holds its writes (topo_server.hold) */
 };
 
 /* Liveness of one server, shared by all workers (auto_eject_hosts). */

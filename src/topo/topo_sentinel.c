@@ -37,6 +37,7 @@
 #define SENTINEL_BACKOFF_MIN_MS 100u
 #define SENTINEL_BACKOFF_MAX_MS 5000u
 #define SENTINEL_RECHECK_MIN_MS 100u
+#define SENTINEL_HOLD_MS 3000u     /* a failover's promotion to its +switch-master, at most */
 
 struct sentinel_peer {
     struct topo_source *src;
@@ -78,6 +79,7 @@ struct topo_source {
     struct sentinel_answer *best; /* nshards */
     struct sentinel_change *changes; /* a round's, room for every server */
     uint32_t *best_peer;          /* nshards: the sentinel whose answer the round took (or none) */
+    uint64_t *hold_until;         /* nshards: usec until which a master's writes wait (0: none) */
     uint64_t round;
     bool round_open;              /* the round takes answers (until all came, or the next tick) */
     uint32_t round_due;           /* answers of the round still awaited */
@@ -128,6 +130,8 @@ static void sentinel_apply(struct topo_source *s, const struct sentinel_change *
         sentinel_addr_text(texts[i], sizeof(texts[i]), c->host, c->port);
         servers[c->idx].addr = (struct conf_addr){
             .text = c->port != 0 ? texts[i] : "", .host = (char *)c->host, .port = c->port, .perm = -1 };
+        servers[c->idx].hold = false; /* moved: its held writes go to the new address */
+        if (c->idx < s->nshards) s->hold_until[c->idx] = 0;
         sentinel_log_change(s, c, texts[i], how);
     }
     struct topo_set *set = topo_set_create(servers, cur->nservers);
@@ -311,10 +315,48 @@ static void sentinel_on_switch(struct topo_source *s, struct sentinel_peer *p, c
     sentinel_round_now(s);
 }
 
-/* The events a subscribed link gets: +switch-master moves a master; the replica events of a pool
- * that reads from replicas start a round now. */
-static const char *const sentinel_channels[] = { "+switch-master", "+sdown", "-sdown", "+slave", "+convert-to-slave",
-                                                 "+reboot" };
+/* The events a subscribed link gets: +switch-master moves a master, the leader of a failover
+ * promoting a replica holds the master's writes; the replica events of a pool that reads from
+ * replicas start a round now. */
+#define SENTINEL_PROMOTING "+failover-state-send-slaveof-noone"
+static const char *const sentinel_channels[] = { "+switch-master", SENTINEL_PROMOTING, "+sdown", "-sdown", "+slave",
+                                                 "+convert-to-slave", "+reboot" };
+#define SENTINEL_MASTER_CHANNELS 2 /* the first ones: every pool takes them */
+
+/* Publishes cur with master i's writes held (until: usec) or no longer held (until 0). */
+static void sentinel_hold(struct topo_source *s, uint32_t i, uint64_t until, const char *why)
+{
+    const struct topo_set *cur = s->cur;
+    struct topo_server *servers = calloc(cur->nservers, sizeof(*servers));
+    if (servers == NULL) return;
+    memcpy(servers, cur->servers, cur->nservers * sizeof(*servers));
+    servers[i].hold = until != 0;
+    struct topo_set *set = topo_set_create(servers, cur->nservers);
+    free(servers);
+    if (set == NULL) return;
+    s->hold_until[i] = until;
+    log_notice("pool '%s': server %s (%s): %s", s->cp->name, cur->servers[i].name, cur->servers[i].addr.text, why);
+    topo_set_put(s->cur);
+    s->cur = topo_set_ref(set);
+    s->sink.publish(s->sink.arg, set);
+}
+
+/* "slave <ip:port> <ip> <port> @ <name> <master ip> <master port>": the leader of a failover is
+ * about to promote a replica of master <name>. Its writes wait (SENTINEL_HOLD_MS at most) for the
+ * +switch-master that follows: a write the old master took now would be lost at the switch. */
+static void sentinel_on_promoting(struct topo_source *s, struct sentinel_peer *p, const char *msg)
+{
+    const char *at = strstr(msg, " @ ");
+    char name[256], mip[SENTINEL_HOST_MAX];
+    unsigned mport;
+    if (at == NULL || sscanf(at + 3, "%255s %255s %u", name, mip, &mport) != 3 || mport == 0 || mport > 65535)
+        return;
+    int i = sentinel_server(s, name, strlen(name));
+    if (i < 0 || !sentinel_same(s->cur, (uint32_t)i, mip, (uint16_t)mport) || s->hold_until[i] != 0) return;
+    char why[200];
+    snprintf(why, sizeof(why), "sentinel %s promotes a replica: writes wait for the switch", s->cp->sentinels[p->idx].text);
+    sentinel_hold(s, (uint32_t)i, nc_usec_now() + (uint64_t)SENTINEL_HOLD_MS * 1000u, why);
+}
 
 static void sentinel_on_push(void *arg, struct resp_link *k, const struct resp_value *v)
 {
@@ -323,6 +365,7 @@ static void sentinel_on_push(void *arg, struct resp_link *k, const struct resp_v
     const char *kind = resp_value_str(v, 0), *channel = resp_value_str(v, 1), *msg = resp_value_str(v, 2);
     if (kind == NULL || channel == NULL || msg == NULL || strcmp(kind, "message") != 0) return;
     if (strcmp(channel, "+switch-master") == 0) sentinel_on_switch(p->src, p, msg);
+    else if (strcmp(channel, SENTINEL_PROMOTING) == 0) sentinel_on_promoting(p->src, p, msg);
     else if (p->src->cur->nservers > p->src->nshards) sentinel_round_now(p->src);
 }
 
@@ -376,7 +419,8 @@ static void sentinel_sub_ready(void *arg, struct resp_link *k)
     sentinel_auth(p, k);
     const char *argv[1 + sizeof(sentinel_channels) / sizeof(sentinel_channels[0])] = { "SUBSCRIBE" };
     int argc = 1;
-    size_t nch = p->src->cur->nservers > p->src->nshards ? sizeof(sentinel_channels) / sizeof(sentinel_channels[0]) : 1;
+    size_t nch = p->src->cur->nservers > p->src->nshards ? sizeof(sentinel_channels) / sizeof(sentinel_channels[0])
+                                                         : SENTINEL_MASTER_CHANNELS;
     for (size_t i = 0; i < nch; i++) argv[argc++] = sentinel_channels[i];
     resp_link_send(k, argc, argv, sentinel_on_subscribed, p);
 }
@@ -427,6 +471,10 @@ static void sentinel_on_tick(int fd, short what, void *arg)
     (void)what;
     uint64_t now = nc_usec_now();
     if (s->round_open) sentinel_round_end(s);
+    for (uint32_t i = 0; i < s->nshards; i++) {
+        if (s->hold_until[i] != 0 && now >= s->hold_until[i])
+            sentinel_hold(s, i, 0, "no switch after the promotion began: writes go here again");
+    }
     s->round++;
     s->round_open = true;
     s->round_at = now;
@@ -475,6 +523,7 @@ static void sentinel_free(struct topo_source *s)
     free(s->epoch);
     free(s->changes);
     free(s->best_peer);
+    free(s->hold_until);
     free(s);
 }
 
@@ -495,11 +544,12 @@ static struct topo_source *sentinel_start(const struct conf_pool *cp, struct top
     s->epoch = calloc(n, sizeof(*s->epoch));
     s->changes = calloc(first->nservers ? first->nservers : 1, sizeof(*s->changes));
     s->best_peer = calloc(n, sizeof(*s->best_peer));
+    s->hold_until = calloc(n, sizeof(*s->hold_until));
     s->tick = event_new(base, -1, EV_PERSIST, sentinel_on_tick, s);
     s->recheck = sink->recheck_fd >= 0 ? event_new(base, sink->recheck_fd, EV_READ | EV_PERSIST, sentinel_on_recheck, s)
                                        : NULL;
     if (s->peers == NULL || s->queries == NULL || s->best == NULL || s->epoch == NULL || s->changes == NULL ||
-        s->best_peer == NULL || s->tick == NULL ||
+        s->best_peer == NULL || s->hold_until == NULL || s->tick == NULL ||
         (sink->recheck_fd >= 0 && s->recheck == NULL)) {
         sentinel_free(s);
         return NULL;

@@ -39,6 +39,8 @@ struct topo_server {
     struct conf_addr addr;        /* where it is now */
     uint32_t weight;
     uint8_t role;                 /* enum topo_role */
+    bool hold;                    /* writes to it wait: its source says it is being replaced (a
+                                   * Sentinel failover under way); they go where it moves */
 };
 
 /* The servers of one pool at one moment (index i: the pool's server i). Immutable once published. */
