@@ -50,9 +50,9 @@ static ssize_t resp_parse_array(const char *buf, size_t len, size_t head, int64_
     if (out->elems == NULL) return -1;
     size_t off = head;
     for (uint64_t i = 0; i < count; i++) {
+        out->n++; /* counted before it is read: what a failed element holds is freed with out */
         ssize_t r = resp_parse_at(buf + off, len - off, &out->elems[i], depth + 1);
         if (r <= 0) return r;
-        out->n++;
         off += (size_t)r;
     }
     return (ssize_t)off;
