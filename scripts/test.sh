@@ -142,7 +142,8 @@ unit_tests() {
     return "$rc"
 }
 
-# pytest_run BINARY ARGS...: the integration tests against BINARY
+# pytest_run BINARY ARGS...: the integration tests against BINARY (all of tests/integration, or
+# the files $PYTEST_FILES names)
 pytest_run() {
     local bin="$1"
     shift
@@ -154,10 +155,20 @@ pytest_run() {
     # shellcheck disable=SC2086  # PYTEST_ARGS is a list of words
     NUTCRACKERS_BIN="$bin" NC_REQUIRE_NODE_CLIENTS="${NC_REQUIRE_NODE_CLIENTS:-$require}" \
         timeout --kill-after=30 1800 \
-        python3 -m pytest -q -p no:cacheprovider tests/integration "$@" ${PYTEST_ARGS:-}
+        python3 -m pytest -q -p no:cacheprovider ${PYTEST_FILES:-tests/integration} "$@" ${PYTEST_ARGS:-}
 }
 
-integration_tests() { pytest_run "$BUILD/src/nutcrackers"; }
+# The Redis Sentinel tests spend most of their time waiting for the sentinels (down-after,
+# elections, conversions): they run as a stage of their own beside the main integration stage.
+SENTINEL_GLOB='tests/integration/test_sentinel*.py'
+integration_tests() { pytest_run "$BUILD/src/nutcrackers" --ignore-glob="$SENTINEL_GLOB"; }
+sentinel_tests() {
+    local files=(tests/integration/test_sentinel*.py)
+    PYTEST_FILES="${files[*]}" pytest_run "$BUILD/src/nutcrackers"
+}
+# what the sanitizer stages leave out: the tests of the test fixtures themselves (the Sentinel
+# deployments and TLS servers reached directly), which run no proxy
+SAN_IGNORE="--ignore=tests/integration/test_sentinel_backends.py --ignore=tests/integration/test_tls_backends.py"
 
 # san_reports DIR: fails (and prints them) if a sanitized process wrote a report into DIR
 san_reports() {
@@ -188,7 +199,7 @@ asan_integration() {
     rm -rf "$san" && mkdir -p "$san"
     ASAN_OPTIONS="detect_leaks=1:halt_on_error=1:exitcode=86:log_path=$san/asan" \
         UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:log_path=$san/ubsan" \
-        pytest_run "$ROOT/build-asan/src/nutcrackers" ${NC_ASAN_PYTEST_ARGS:-} || rc=$?
+        pytest_run "$ROOT/build-asan/src/nutcrackers" $SAN_IGNORE ${NC_ASAN_PYTEST_ARGS:-} || rc=$?
     san_reports "$san" || rc=1
     return "$rc"
 }
@@ -207,7 +218,7 @@ tsan_integration() {
     # shared proxies choose theirs: the tests of one worker take about 40 s more in all)
     TSAN_OPTIONS="halt_on_error=1:exitcode=87:second_deadlock_stack=1:log_path=$san/tsan" \
         NC_TEST_THREADS=4 pytest_run "$ROOT/build-tsan/src/nutcrackers" \
-        ${NC_TSAN_PYTEST_ARGS:-} || rc=$?
+        $SAN_IGNORE ${NC_TSAN_PYTEST_ARGS:-} || rc=$?
     san_reports "$san" || rc=1
     return "$rc"
 }
@@ -394,7 +405,11 @@ not_run_lines
 if step "build" build; then
     step "unit tests (make check)" unit_tests "$BUILD" || true
     sanitizer_prepare
+    bg_step "Sentinel integration tests" "$BUILD/sentinel-tests.log" sentinel_tests
+    sentinel_pid=$!
     step "integration tests (pytest)" integration_tests || true
+    wait "$sentinel_pid" || true
+    bg_done "Sentinel integration tests" "$BUILD/sentinel-tests.log"
     sanitizer_stages
     if [ "${NC_DISTCHECK:-0}" = 1 ]; then step "make distcheck" make -C "$BUILD" -j2 distcheck || true; fi
     deb_stage
