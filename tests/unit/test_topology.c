@@ -37,14 +37,20 @@ static const char pool_yaml[] =
     "   - 127.0.0.1:6380:2 s2\n"
     "   - /tmp/nc-topo-s3.sock:1 s3\n";
 
-static struct runtime *load(void)
+/* The runtime of yaml (a reload of prev when not NULL). */
+static struct runtime *load_yaml(const char *yaml, const struct runtime *prev)
 {
-    struct conf *c = conf_load_string(pool_yaml, strlen(pool_yaml), "test.yml", NULL, NULL);
+    struct conf *c = conf_load_string(yaml, strlen(yaml), "test.yml", NULL, NULL);
     assert_non_null(c);
-    struct runtime *rt = runtime_create(c, NULL, 1);
+    struct runtime *rt = runtime_create(c, prev, 1);
     conf_unref(c);
     assert_non_null(rt);
     return rt;
+}
+
+static struct runtime *load(void)
+{
+    return load_yaml(pool_yaml, NULL);
 }
 
 static void test_static_set_is_the_yaml_list(void **state)
@@ -140,20 +146,10 @@ static const char sentinel_yaml[] =
     "   - 127.0.0.1:6380:2 s2\n"
     "   - 127.0.0.1:6381:1 s3\n";
 
-static struct runtime *load_sentinel(const char *yaml, const struct runtime *prev)
-{
-    struct conf *c = conf_load_string(yaml, strlen(yaml), "sentinel.yml", NULL, NULL);
-    assert_non_null(c);
-    struct runtime *rt = runtime_create(c, prev, 1);
-    conf_unref(c);
-    assert_non_null(rt);
-    return rt;
-}
-
 static void test_sentinel_pool_moves_and_keeps_its_moves_on_reload(void **state)
 {
     (void)state;
-    struct runtime *rt = load_sentinel(sentinel_yaml, NULL);
+    struct runtime *rt = load_yaml(sentinel_yaml, NULL);
     struct pool_shared *p = runtime_pool_find(rt, "alpha");
     assert_string_equal(p->source_ops->name, "sentinel");
     assert_non_null(p->source_ops->start);
@@ -175,7 +171,7 @@ static void test_sentinel_pool_moves_and_keeps_its_moves_on_reload(void **state)
                                    "   - 127.0.0.1:6379:1 s1\n"
                                    "   - 127.0.0.1:6380:2 s2\n"
                                    "   - 127.0.0.1:6382:1 s4\n";
-    struct runtime *rt2 = load_sentinel(reloaded, rt);
+    struct runtime *rt2 = load_yaml(reloaded, rt);
     struct pool_shared *p2 = runtime_pool_find(rt2, "alpha");
     struct route *r = pool_route_get(p2);
     assert_int_equal(r->set->servers[0].addr.port, 6379);
