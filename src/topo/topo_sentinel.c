@@ -10,7 +10,9 @@
  * reads from replicas asks SENTINEL REPLICAS too, and its replica slots follow the replicas up
  * (topo_sentinel_replicas.c); the replica events on the subscribed link start a round at once.
  * Each change publishes a new set (the same names, new addresses) through the pool's sink: the
- * workers close their connections to the old addresses and connect to the new ones.
+ * workers close their connections to the old addresses and connect to the new ones. When the
+ * sentinel leading a failover starts promoting a replica, the master's writes are held
+ * (topo_server.hold) until +switch-master, 3 s at most.
  *
  * With no sentinel reachable the pool keeps its last known masters (logged once, and again when
  * a sentinel answers). Links that fail reconnect with a backoff (100 ms doubling to 5 s).
@@ -112,6 +114,21 @@ static void sentinel_log_change(const struct topo_source *s, const struct sentin
         log_notice("pool '%s': server %s: replica %s, was %s (%s)", s->cp->name, was->name, text, from, how);
 }
 
+/* Makes servers (cur's, changed) the source's set and publishes it. False when out of memory
+ * (logged: the pool keeps its set). */
+static bool sentinel_publish(struct topo_source *s, const struct topo_server *servers)
+{
+    struct topo_set *set = topo_set_create(servers, s->cur->nservers);
+    if (set == NULL) {
+        log_error("pool '%s': out of memory: its servers stay where they are", s->cp->name);
+        return false;
+    }
+    topo_set_put(s->cur);
+    s->cur = topo_set_ref(set);
+    s->sink.publish(s->sink.arg, set);
+    return true;
+}
+
 /* Publishes cur with the n changes (their hosts are copied by topo_set_create). */
 static void sentinel_apply(struct topo_source *s, const struct sentinel_change *ch, uint32_t n, const char *how)
 {
@@ -134,16 +151,9 @@ static void sentinel_apply(struct topo_source *s, const struct sentinel_change *
         if (c->idx < s->nshards) s->hold_until[c->idx] = 0;
         sentinel_log_change(s, c, texts[i], how);
     }
-    struct topo_set *set = topo_set_create(servers, cur->nservers);
+    (void)sentinel_publish(s, servers);
     free(servers);
     free(texts);
-    if (set == NULL) {
-        log_error("pool '%s': out of memory: its servers stay where they are", s->cp->name);
-        return;
-    }
-    topo_set_put(s->cur);
-    s->cur = topo_set_ref(set);
-    s->sink.publish(s->sink.arg, set);
 }
 
 static bool sentinel_same(const struct topo_set *set, uint32_t i, const char *host, uint16_t port)
@@ -331,14 +341,9 @@ static void sentinel_hold(struct topo_source *s, uint32_t i, uint64_t until, con
     if (servers == NULL) return;
     memcpy(servers, cur->servers, cur->nservers * sizeof(*servers));
     servers[i].hold = until != 0;
-    struct topo_set *set = topo_set_create(servers, cur->nservers);
-    free(servers);
-    if (set == NULL) return;
-    s->hold_until[i] = until;
     log_notice("pool '%s': server %s (%s): %s", s->cp->name, cur->servers[i].name, cur->servers[i].addr.text, why);
-    topo_set_put(s->cur);
-    s->cur = topo_set_ref(set);
-    s->sink.publish(s->sink.arg, set);
+    if (sentinel_publish(s, servers)) s->hold_until[i] = until;
+    free(servers);
 }
 
 /* "slave <ip:port> <ip> <port> @ <name> <master ip> <master port>": the leader of a failover is
