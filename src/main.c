@@ -43,9 +43,16 @@ static void main_print_connections(FILE *f, const struct conf *conf, int threads
         const struct conf_pool *cp = &conf->pools[i];
         long shared = (long)threads * cp->server_connections;
         long dedicated = cp->redis ? (long)threads * cp->dedicated_connections : 0;
-        for (size_t j = 0; j < cp->nservers; j++) {
-            fprintf(f, "pool '%s': server '%s': connections: %ld (-T %d x server_connections %d)",
-                    cp->name, cp->servers[j].stats_name, shared, threads, cp->server_connections);
+        /* a Redis Cluster pool's nodes are known at run time: one line for each of them */
+        size_t n = cp->redis_cluster ? 1 : cp->nservers;
+        for (size_t j = 0; j < n; j++) {
+            if (cp->redis_cluster)
+                fprintf(f, "pool '%s': each Redis Cluster node (up to %d masters%s; seeds from '%s'):", cp->name,
+                        CONF_CLUSTER_MASTERS, cp->nshards != cp->nservers ? " and their replicas" : "",
+                        cp->seeds[0].pname);
+            else
+                fprintf(f, "pool '%s': server '%s':", cp->name, cp->servers[j].stats_name);
+            fprintf(f, " connections: %ld (-T %d x server_connections %d)", shared, threads, cp->server_connections);
             if (dedicated > 0) {
                 fprintf(f, ", up to %ld with transactions (+ -T %d x dedicated_connections %d)",
                         shared + dedicated, threads, cp->dedicated_connections);

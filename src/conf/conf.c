@@ -22,27 +22,44 @@
 #define CONF_LINE_MAX 2048                 /* longest error line; longer ones are cut */
 #define CONF_FILE_MAX (16u * 1024 * 1024) /* a config larger than this is refused */
 
-void conf_report(struct conf_report *r, int line, int col, const char *pool, const char *key,
-                 const char *fmt, ...)
+/* One line "<file>:<line>[:<col>]: [pool '<pool>': ][key '<key>': ]<what><msg>" to r's callback
+ * (stderr without one), control characters shown as '?'. */
+static void conf_report_line(struct conf_report *r, int line, int col, const char *pool, const char *key,
+                             const char *what, const char *msg)
 {
-    char msg[CONF_LINE_MAX / 2], where[32] = "", out[CONF_LINE_MAX];
-    va_list ap;
-
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
-    va_end(ap);
+    char where[32] = "", out[CONF_LINE_MAX];
     if (line > 0 && col > 0) snprintf(where, sizeof(where), ":%d:%d", line, col);
     else if (line > 0) snprintf(where, sizeof(where), ":%d", line);
-    snprintf(out, sizeof(out), "%s%s: %s%s%s%s%s%s%s", r->file, where,
+    snprintf(out, sizeof(out), "%s%s: %s%s%s%s%s%s%s%s", r->file, where,
              pool != NULL ? "pool '" : "", pool != NULL ? pool : "", pool != NULL ? "': " : "",
-             key != NULL ? "key '" : "", key != NULL ? key : "", key != NULL ? "': " : "", msg);
+             key != NULL ? "key '" : "", key != NULL ? key : "", key != NULL ? "': " : "", what, msg);
     for (char *c = out; *c != '\0'; c++) {
         if ((unsigned char)*c < 0x20 || *c == 0x7f) *c = '?';
     }
-
-    r->nerrors++;
     if (r->fn != NULL) r->fn(r->ctx, out);
     else fprintf(stderr, "nutcrackers: %s\n", out);
+}
+
+void conf_report(struct conf_report *r, int line, int col, const char *pool, const char *key,
+                 const char *fmt, ...)
+{
+    char msg[CONF_LINE_MAX / 2];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    r->nerrors++;
+    conf_report_line(r, line, col, pool, key, "", msg);
+}
+
+void conf_warn(struct conf_report *r, int line, const char *pool, const char *key, const char *fmt, ...)
+{
+    char msg[CONF_LINE_MAX / 2];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    conf_report_line(r, line, 0, pool, key, "warning: ", msg);
 }
 
 void conf_pool_report(const struct conf_pool *p, const char *key, conf_error_fn on_error, void *ctx,

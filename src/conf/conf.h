@@ -46,6 +46,9 @@ enum conf_tls_auth { CONF_TLS_AUTH_NO, CONF_TLS_AUTH_YES, CONF_TLS_AUTH_OPTIONAL
  * take them (notes/sentinel.md) */
 #define CONF_REPLICA_SLOTS 3
 
+/* The masters a redis_cluster pool can follow: its node places (notes/cluster.md) */
+#define CONF_CLUSTER_MASTERS 128
+
 /* read_from: where a pool with replicas sends read-only commands (notes/sentinel.md) */
 enum conf_read_from {
     CONF_READ_MASTER,          /* masters only (the default) */
@@ -75,6 +78,8 @@ struct conf_server {
     bool replica_slot;    /* not written in the config: a place for a replica of servers[shard]
                            * (read_from other than master, notes/sentinel.md) */
     uint32_t shard;       /* a replica slot's master */
+    bool node_place;      /* not written in the config: a place for a node of a Redis Cluster
+                           * (redis_cluster, notes/cluster.md) */
 };
 
 struct conf_pool {
@@ -122,6 +127,10 @@ struct conf_pool {
     size_t nsentinels;
     char *sentinel_auth;          /* NULL: the sentinels need no password */
     int read_from;                /* enum conf_read_from */
+    /* Redis Cluster (notes/cluster.md): servers are then node places, the seeds written here */
+    bool redis_cluster;
+    struct conf_server *seeds;    /* the `servers:` written (NULL: not a cluster pool) */
+    size_t nseeds;
     const char *file;             /* the file it was loaded from (its conf's path) */
     int *key_lines;               /* line where each key of the table was set (0: not set) */
 };

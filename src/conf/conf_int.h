@@ -35,6 +35,9 @@ struct conf_report {
  */
 void conf_report(struct conf_report *r, int line, int col, const char *pool, const char *key,
                  const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+/* The same line with "warning: " before the message, not counted as a problem. */
+void conf_warn(struct conf_report *r, int line, const char *pool, const char *key, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
 
 /* ---- YAML node tree (conf_yaml.c) ---- */
 
@@ -105,6 +108,16 @@ unsigned conf_sentinel_check(const struct conf_pool *p, struct conf_report *r);
 int conf_sentinel_replica_slots(struct conf_pool *p, struct conf_report *r);
 /* Frees the sentinel keys' values. */
 void conf_sentinel_deinit(struct conf_pool *p);
+
+/* ---- Redis Cluster keys (conf_cluster.c) ---- */
+/* What a redis_cluster pool must agree on: reports each problem, returns their number. */
+unsigned conf_cluster_check(const struct conf_pool *p, struct conf_report *r);
+/* Warns about the keys a redis_cluster pool ignores (hash, hash_tag, distribution). */
+void conf_cluster_warn(const struct conf_pool *p, struct conf_report *r);
+/* Moves a redis_cluster pool's servers to its seeds and gives it CONF_CLUSTER_MASTERS node
+ * places; its keys then hash with CRC16 and the {} tag. Returns 0 or -errno (reported). */
+int conf_cluster_places(struct conf_pool *p, struct conf_report *r);
+void conf_cluster_deinit(struct conf_pool *p);
 
 /* ---- addresses (conf_addr.c) ---- */
 

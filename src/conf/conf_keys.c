@@ -173,6 +173,7 @@ static const struct conf_key conf_keys[] = {
     { .name = "sentinel_auth", .parse = conf_key_string, .field = CONF_FIELD_STR,
       .offset = CONF_OFFSET(sentinel_auth, char *), .max = CONF_REDIS_AUTH_MAX - 1 },
     { .name = "read_from", .parse = conf_key_read_from },
+    CONF_KEY_BOOL("redis_cluster", redis_cluster),
 };
 
 static const struct {
@@ -482,6 +483,9 @@ unsigned conf_pool_parse(struct conf_pool *p, const struct conf_node *map, struc
     }
     conf_tls_check(p, r);
     conf_sentinel_check(p, r);
+    conf_cluster_check(p, r);
+    if (r->nerrors == before) conf_cluster_warn(p, r);
+    if (r->nerrors == before) conf_cluster_places(p, r);
     if (r->nerrors == before) conf_sentinel_replica_slots(p, r);
     else p->nshards = p->nservers;
     return r->nerrors - before;
@@ -507,6 +511,7 @@ void conf_pool_deinit(struct conf_pool *p)
         *strs[i] = NULL;
     }
     conf_sentinel_deinit(p);
+    conf_cluster_deinit(p);
     free(p->key_lines);
     p->key_lines = NULL;
     conf_addr_deinit(&p->listen);

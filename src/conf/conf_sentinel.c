@@ -107,9 +107,10 @@ unsigned conf_sentinel_check(const struct conf_pool *p, struct conf_report *r)
                         "set without sentinels");
             n++;
         }
-        if (p->read_from != CONF_READ_MASTER) {
+        if (p->read_from != CONF_READ_MASTER && !p->redis_cluster) {
             conf_report(r, conf_pool_key_line(p, "read_from"), 0, p->name, "read_from",
-                        "'%s' needs replicas: a pool with sentinels", conf_read_from_name(p->read_from));
+                        "'%s' needs replicas: a pool with sentinels or redis_cluster",
+                        conf_read_from_name(p->read_from));
             n++;
         }
         return n;
@@ -152,7 +153,7 @@ static int conf_replica_slot(struct conf_pool *p, size_t shard, unsigned k, stru
 int conf_sentinel_replica_slots(struct conf_pool *p, struct conf_report *r)
 {
     p->nshards = p->nservers;
-    if (p->nsentinels == 0 || p->read_from == CONF_READ_MASTER || p->nservers == 0) return 0;
+    if ((p->nsentinels == 0 && !p->redis_cluster) || p->read_from == CONF_READ_MASTER || p->nservers == 0) return 0;
     size_t total = p->nshards * (1 + CONF_REPLICA_SLOTS);
     struct conf_server *servers = realloc(p->servers, total * sizeof(*servers));
     if (servers == NULL) {

@@ -7,6 +7,7 @@ src_libnutcrackers_la_SOURCES += \
 	src/core/batch_wait.c src/core/batch_wait.h \
 	src/core/pool.c src/core/pool.h \
 	src/core/park.c src/core/park.h \
+	src/core/redirect.c src/core/redirect.h \
 	src/core/replica.c src/core/replica.h \
 	src/core/conn.c src/core/conn.h \
 	src/core/client.c src/core/client.h \

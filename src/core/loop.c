@@ -23,6 +23,7 @@
 #include "core/batch_wait.h"
 #include "core/client_mem.h"
 #include "core/park.h"
+#include "core/redirect.h"
 #include "core/runtime.h"
 #include "net/transport.h"
 
@@ -214,6 +215,7 @@ int loop_init(struct loop *l, uint32_t id, struct event_base *base, struct runti
     TAILQ_INIT(&l->clients);
     TAILQ_INIT(&l->flushq);
     TAILQ_INIT(&l->parked);
+    TAILQ_INIT(&l->redirecting);
     TAILQ_INIT(&l->gens);
     TAILQ_INIT(&l->backends);
     mbuf_pool_init(&l->mbufs, mbuf_size, LOOP_MBUF_FREE_MAX);
@@ -272,6 +274,7 @@ void loop_deinit(struct loop *l)
 {
     struct conn *c;
     park_release_all(l); /* before the clients: parked requests are theirs */
+    redirect_release_all(l);
     while ((c = TAILQ_FIRST(&l->clients)) != NULL) client_close(c);
     feature_loop_deinit(l); /* after the clients: what they waited for is orphaned */
     struct gen *g;

@@ -89,6 +89,8 @@ struct loop {
     int64_t batch_wait_late_avg;  /* usec: how late the recent waits ended, averaged */
     struct msg_tqh parked;        /* writes refused by a demoted master (core/park.h) */
     struct event *park_ev;        /* relays the parked ones whose master did not move */
+    struct msg_tqh redirecting;   /* requests a Redis Cluster redirected, waiting (core/redirect.h) */
+    struct event *redirect_ev;    /* sends them on */
     bool moved_pending;           /* a pool's new table moves a server: picked up at the pass's
                                    * end (pool_rt_refresh) */
     bool draining;                /* loop_drain was called: no client stays once answered */

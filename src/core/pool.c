@@ -104,6 +104,16 @@ void pool_rt_refresh_moved(struct pool_rt *p)
     route_put(old);
 }
 
+uint32_t pool_rt_any_master(struct pool_rt *p, uint32_t turn)
+{
+    const struct topo_set *set = p->route->set;
+    for (uint32_t k = 0; k < p->nshards; k++) {
+        uint32_t i = (turn + k) % p->nshards;
+        if (i >= set->nservers || !topo_slot_empty(set, i)) return i;
+    }
+    return DIST_NONE;
+}
+
 const struct conf_addr *pool_rt_server_addr(struct pool_rt *p, uint32_t s)
 {
     if (atomic_load_explicit(&p->shared->version, memory_order_relaxed) != p->route_version)

@@ -70,6 +70,23 @@ void pool_rt_refresh_moved(struct pool_rt *p);
 /* Where server s of p is now (its topology's newest address this loop has picked up). */
 const struct conf_addr *pool_rt_server_addr(struct pool_rt *p, uint32_t s);
 
+/* A master of p for a request any of them answers (turn's, or the next one holding a server:
+ * a cluster's empty places are skipped), or DIST_NONE. */
+uint32_t pool_rt_any_master(struct pool_rt *p, uint32_t turn);
+
+/* Whether p's keys go by hash slot (a Redis Cluster's slot map): requests of several keys are
+ * split per slot, not per server. */
+static inline bool pool_rt_by_slot(const struct pool_rt *p)
+{
+    return dist_type_of(p->route->dist) == DIST_SLOTS;
+}
+
+/* The slot of a key of a pool that routes by slot. */
+static inline uint32_t pool_rt_slot(const struct pool_rt *p, const uint8_t *key, size_t len)
+{
+    return pool_key_hash(p->shared, key, len) & (DIST_NSLOTS - 1);
+}
+
 /* The server for a key: one relaxed load to see whether the table changed, then the lookup. */
 static inline uint32_t pool_rt_route(struct pool_rt *p, const uint8_t *key, size_t len)
 {

@@ -218,9 +218,11 @@ void request_answer(struct conn *c, struct msg *req, const char *text, size_t le
 }
 
 /* Splits req into fragments for the servers where[0..n) (the protocol's fragment()) and queues
- * them; a fragment that cannot be queued completes failed (the owner finishes when all have). */
+ * them; a fragment that cannot be queued completes failed (the owner finishes when all have).
+ * slots: where[] holds hash slots (a pool that routes by slot): a fragment per slot, sent to the
+ * slot's server. */
 static void request_send_fragments(struct loop *l, struct conn *c, struct msg *req, const uint32_t *where,
-                                   uint32_t n)
+                                   uint32_t n, bool slots)
 {
     struct pool_rt *p = c->pool;
     int rc = p->proto->fragment(req, where, n, &l->msgs);
@@ -239,6 +241,7 @@ static void request_send_fragments(struct loop *l, struct conn *c, struct msg *r
         struct msg *f = req->frags[i];
         f->frag_owner = req;
         f->t_start = req->t_start;
+        if (slots) f->server_idx = dist_dispatch(p->route->dist, f->server_idx);
         request_forward_one(l, c, f, f->server_idx);
     }
 }
@@ -256,10 +259,10 @@ static void request_fan_out(struct loop *l, struct conn *c, struct msg *req)
     }
     uint32_t n = 0;
     for (uint32_t i = 0; i < p->nshards; i++) {
-        if (!pool_server_ejected(p->shared, i)) where[n++] = i;
+        if (!pool_server_ejected(p->shared, i) && !topo_slot_empty(p->route->set, i)) where[n++] = i;
     }
     if (n == 0) request_fail(l, req, ECONNREFUSED);
-    else request_send_fragments(l, c, req, where, n);
+    else request_send_fragments(l, c, req, where, n, false);
     if (where != stack_where) free(where);
 }
 
@@ -276,13 +279,13 @@ void request_route(struct loop *l, struct conn *c, struct msg *req)
 {
     struct pool_rt *p = c->pool;
     if (req->cmd_flags & (CMD_F_ANY_SERVER | CMD_F_FRAG_ALL)) {
-        if (req->cmd_flags & CMD_F_ANY_SERVER) request_forward_one(l, c, req, l->rr++ % p->nshards);
+        if (req->cmd_flags & CMD_F_ANY_SERVER) request_forward_one(l, c, req, pool_rt_any_master(p, l->rr++));
         else request_fan_out(l, c, req);
         return;
     }
     if (req->nkeys == 0) { /* a command of keys that names none (redis XINFO HELP, XREAD without
                             * STREAMS): any server answers it, with its help or its error */
-        request_forward_one(l, c, req, l->rr++ % p->nshards);
+        request_forward_one(l, c, req, pool_rt_any_master(p, l->rr++));
         return;
     }
     uint32_t first = pool_rt_route(p, req->keys[0].ptr, req->keys[0].len);
@@ -296,19 +299,20 @@ void request_route(struct loop *l, struct conn *c, struct msg *req)
         request_fail(l, req, ENOMEM);
         return;
     }
-    bool one_server = true;
-    where[0] = first;
+    bool one_server = true, slots = pool_rt_by_slot(p); /* a cluster's: one fragment per slot */
+    where[0] = slots ? pool_rt_slot(p, req->keys[0].ptr, req->keys[0].len) : first;
     for (uint32_t i = 1; i < req->nkeys; i++) {
-        where[i] = pool_rt_route(p, req->keys[i].ptr, req->keys[i].len);
+        where[i] = slots ? pool_rt_slot(p, req->keys[i].ptr, req->keys[i].len)
+                         : pool_rt_route(p, req->keys[i].ptr, req->keys[i].len);
         if (where[i] == DIST_NONE) {
             if (where != stack_where) free(where);
             request_fail(l, req, ECONNREFUSED);
             return;
         }
-        if (where[i] != first) one_server = false;
+        if (where[i] != where[0]) one_server = false;
     }
     if (one_server) request_forward_one(l, c, req, first); /* the server's own reply is the reply */
-    else request_send_fragments(l, c, req, where, req->nkeys);
+    else request_send_fragments(l, c, req, where, req->nkeys, slots);
     if (where != stack_where) free(where);
 }
 

@@ -19,6 +19,7 @@
 #include "core/backend.h"
 #include "core/loop.h"
 #include "core/park.h"
+#include "core/redirect.h"
 #include "core/request.h"
 
 #define SERVER_WRITE_BATCH 256
@@ -169,7 +170,9 @@ void server_conn_timed_out(struct conn *c)
 static int server_queue_setup(struct conn *c)
 {
     struct msg *setup[PROTO_SETUP_MAX];
-    int n = c->pool->proto->server_setup(c->pool->cp, c->variant, &c->loop->msgs, setup, PROTO_SETUP_MAX);
+    const struct topo_set *set = c->pool->route->set;
+    bool replica = c->server->idx < set->nservers && set->servers[c->server->idx].role == TOPO_ROLE_REPLICA;
+    int n = c->pool->proto->server_setup(c->pool->cp, c->variant, replica, &c->loop->msgs, setup, PROTO_SETUP_MAX);
     if (n < 0) return n;
     for (int i = 0; i < n; i++) {
         TAILQ_INSERT_TAIL(&c->to_send, setup[i], server_link);
@@ -513,6 +516,7 @@ int server_on_reply(void *ctx, struct msg *rsp)
         stats_hist_record(&ss->server_latency, now > req->t_sent ? now - req->t_sent : 0);
     }
     if (rsp->rsp_readonly && park_request(c, req, rsp)) return 0; /* held until its master moves */
+    if (rsp->rsp_redirect != MSG_REDIRECT_NONE && redirect_request(c, req, rsp)) return 0; /* sent on */
     if (rsp->rsp_fatal) server_count_failure(c); /* -LOADING, -BUSY, ...: passed on, and counted */
     else pool_server_ok(c->pool->shared, c->server->idx);
     rsp->owner = c;

@@ -280,7 +280,7 @@ static int txn_exec(struct conn *c, struct msg *req)
     }
     if (txn_earlier_pending(c, req)) return txn_hold(c, req);
     if (!t->has_server) { /* keyless: any server */
-        t->server = c->loop->rr++ % c->pool->nshards;
+        t->server = pool_rt_any_master(c->pool, c->loop->rr++);
         t->has_server = true;
     }
     int rc = txn_take(c, t, t->server);
@@ -388,7 +388,7 @@ static int txn_block(struct conn *c, struct msg *req)
     if (rc < 0) return txn_fail(c, req, -rc);
     if (txn_earlier_pending(c, req)) return txn_hold(c, req);
     if (c->eof) return txn_fail(c, req, ECONNRESET); /* it left (redis drops such a client too) */
-    if (!has) server = c->loop->rr++ % c->pool->nshards;
+    if (!has) server = pool_rt_any_master(c->pool, c->loop->rr++);
     struct txn *t = txn_get(c);
     if (t == NULL) return txn_fail(c, req, ENOMEM);
     struct conn *d = t->watching && t->server == server ? t->dconn : NULL;

@@ -1,6 +1,6 @@
 /*
  * dist.c - the distribution name table and the type-independent half of struct dist: allocation,
- * destruction and dispatch to ketama.c, modula.c and random.c.
+ * destruction and dispatch to ketama.c, modula.c and random.c; the slot table (a point per slot).
  *
  * Threads: dist_build/dist_destroy on one thread; dist_dispatch from any thread at once (a dist
  * is never written after dist_build returns).
@@ -77,9 +77,22 @@ struct dist *dist_build(enum dist_type type, const struct dist_server *servers, 
     return NULL;
 }
 
+struct dist *dist_build_slots(const uint32_t *owner)
+{
+    struct dist *d = dist_alloc(DIST_SLOTS, DIST_NSLOTS);
+    if (d == NULL) return NULL;
+    for (uint32_t s = 0; s < DIST_NSLOTS; s++) d->points[s] = (struct dist_point){ .value = s, .index = owner[s] };
+    return d;
+}
+
 void dist_destroy(struct dist *d)
 {
     free(d);
+}
+
+enum dist_type dist_type_of(const struct dist *d)
+{
+    return d->type;
 }
 
 uint32_t dist_dispatch(const struct dist *d, uint32_t hash)
@@ -90,6 +103,7 @@ uint32_t dist_dispatch(const struct dist *d, uint32_t hash)
     case DIST_KETAMA: return ketama_dispatch(d, hash);
     case DIST_MODULA: return d->points[hash % d->npoints].index;
     case DIST_RANDOM: return random_dispatch(d);
+    case DIST_SLOTS: return d->points[hash & (DIST_NSLOTS - 1)].index;
     default: break;
     }
     NC_NOT_REACHED();

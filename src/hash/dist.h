@@ -1,5 +1,6 @@
 /*
- * dist.h - key distributions of twemproxy 0.5.0: ketama, modula, random.
+ * dist.h - key distributions of twemproxy 0.5.0: ketama, modula, random; and the slot
+ * table of a Redis Cluster pool.
  *
  * A struct dist is built once from a pool's servers and their live set and is immutable afterwards:
  * any number of threads may call dist_dispatch() on it at the same time. When the live set changes
@@ -17,7 +18,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-enum dist_type { DIST_KETAMA, DIST_MODULA, DIST_RANDOM, DIST_COUNT };
+/* The config's distributions (DIST_COUNT of them, named), then the slot table of a Redis Cluster
+ * pool, which its topology source builds (dist_build_slots). */
+enum dist_type { DIST_KETAMA, DIST_MODULA, DIST_RANDOM, DIST_COUNT, DIST_SLOTS = DIST_COUNT };
 
 #define DIST_NONE UINT32_MAX /* dispatch result when no server is live */
 
@@ -43,10 +46,18 @@ struct dist *dist_build(enum dist_type type, const struct dist_server *servers, 
                         const bool *live);
 void dist_destroy(struct dist *d);
 
+#define DIST_NSLOTS 16384u /* Redis Cluster's hash slots: a key hash's low 14 bits */
+
+/* A slot table: owner[s] is the index of the server that holds slot s, or DIST_NONE. Returns
+ * NULL on allocation failure. The array is not kept. */
+struct dist *dist_build_slots(const uint32_t *owner);
+
 /*
  * The index (into the servers array given to dist_build) of the server for this key hash, or
  * DIST_NONE when no server is live. DIST_RANDOM ignores the hash.
  */
 uint32_t dist_dispatch(const struct dist *d, uint32_t hash);
+/* What kind of table d is. */
+enum dist_type dist_type_of(const struct dist *d);
 
 #endif

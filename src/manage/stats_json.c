@@ -145,13 +145,27 @@ static void stats_json_topology(struct textbuf *b, const char *source, unsigned 
     textbuf_add_u64(b, up);
 }
 
-/* Its server's place now: ,"server_addr":"host:port","server_role":"master" */
-static void stats_json_server_place(struct textbuf *b, const struct topo_server *ts)
+/* Server k's place now: ,"server_addr":"host:port","server_role":"master"; a Redis Cluster
+ * master's hash slots too: ,"server_slots":"0-5460,6000" */
+static void stats_json_server_place(struct textbuf *b, const struct topo_set *set, uint32_t k)
 {
+    const struct topo_server *ts = &set->servers[k];
     textbuf_adds(b, ",\"server_addr\":");
     textbuf_add_json_str(b, ts->addr.text, strlen(ts->addr.text));
     textbuf_adds(b, ",\"server_role\":");
     textbuf_adds(b, ts->role == TOPO_ROLE_MASTER ? "\"master\"" : "\"replica\"");
+    if (set->slots == NULL || ts->role != TOPO_ROLE_MASTER) return;
+    textbuf_adds(b, ",\"server_slots\":\"");
+    bool first = true;
+    for (uint32_t s = 0; s < DIST_NSLOTS; s++) {
+        if (set->slots[s] != k) continue;
+        uint32_t e = s;
+        while (e + 1 < DIST_NSLOTS && set->slots[e + 1] == k) e++;
+        textbuf_addf(b, e == s ? "%s%u" : "%s%u-%u", first ? "" : ",", s, e);
+        first = false;
+        s = e;
+    }
+    textbuf_addc(b, '"');
 }
 
 void stats_json_render(struct textbuf *b, const struct stats_snapshot *s)
@@ -166,9 +180,10 @@ void stats_json_render(struct textbuf *b, const struct stats_snapshot *s)
         stats_json_refused(b, s, p);
         if (ps->set != NULL) stats_json_topology(b, rt->pools[p].source_ops->name, ps->topo_up);
         for (size_t k = 0; k < ps->nservers; k++) {
+            if (!stats_snap_server_shown(cp, ps, k)) continue;
             stats_json_open(b, true, cp->servers[k].stats_name);
             stats_json_fields(b, ps->servers[k].f, stats_server_desc, STATS_SERVER_NFIELD);
-            if (ps->set != NULL && k < ps->set->nservers) stats_json_server_place(b, &ps->set->servers[k]);
+            if (ps->set != NULL && k < ps->set->nservers) stats_json_server_place(b, ps->set, (uint32_t)k);
             textbuf_addc(b, '}');
         }
         textbuf_addc(b, '}');
@@ -187,8 +202,11 @@ void stats_json_render_latency(struct textbuf *b, const struct stats_snapshot *s
         stats_json_open(b, p > 0, cp->name);
         stats_json_hists(b, ps->latency, stats_pool_hist_desc, STATS_POOL_NHIST);
         stats_json_open(b, true, STATS_LATENCY_SERVERS_KEY);
+        bool comma = false;
         for (size_t k = 0; k < ps->nservers; k++) {
-            stats_json_open(b, k > 0, cp->servers[k].stats_name);
+            if (!stats_snap_server_shown(cp, ps, k)) continue;
+            stats_json_open(b, comma, cp->servers[k].stats_name);
+            comma = true;
             stats_json_hists(b, ps->servers[k].latency, stats_server_hist_desc, STATS_SERVER_NHIST);
             textbuf_addc(b, '}');
         }

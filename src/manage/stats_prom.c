@@ -225,6 +225,7 @@ static void stats_prom_topology(struct textbuf *b, const struct stats_snapshot *
         const struct stats_pool_snap *ps = &s->pools[p];
         const struct conf_pool *cp = rt->pools[p].cp;
         for (size_t k = 0; ps->set != NULL && k < ps->nservers && k < ps->set->nservers; k++) {
+            if (!stats_snap_server_shown(cp, ps, k)) continue;
             textbuf_adds(b, "nutcrackers_server_info");
             textbuf_adds(b, "{pool=\"");
             stats_prom_label_value(b, cp->name);
@@ -289,6 +290,7 @@ void stats_prom_render(struct textbuf *b, const struct stats_snapshot *s)
         for (size_t p = 0; p < s->npools; p++) {
             const struct conf_pool *cp = rt->pools[p].cp;
             for (size_t k = 0; k < s->pools[p].nservers; k++) {
+                if (!stats_snap_server_shown(cp, &s->pools[p], k)) continue;
                 textbuf_adds(b, name);
                 stats_prom_labels(b, cp, &cp->servers[k], stats_prom_role(&s->pools[p], k), NULL);
                 stats_prom_value(b, d->type, s->pools[p].servers[k].f[i]);
@@ -308,9 +310,11 @@ void stats_prom_render(struct textbuf *b, const struct stats_snapshot *s)
         stats_prom_field_family(b, name, d, "histogram");
         for (size_t p = 0; p < s->npools; p++) {
             const struct conf_pool *cp = rt->pools[p].cp;
-            for (size_t k = 0; k < s->pools[p].nservers; k++)
+            for (size_t k = 0; k < s->pools[p].nservers; k++) {
+                if (!stats_snap_server_shown(cp, &s->pools[p], k)) continue;
                 stats_prom_hist(b, name, cp, &cp->servers[k], stats_prom_role(&s->pools[p], k),
                                 &s->pools[p].servers[k].latency[i]);
+            }
         }
     }
 }

@@ -14,7 +14,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <stdbool.h>
+
+#include "conf/conf.h"
 #include "stats/stats.h"
+#include "topo/topology.h"
 
 struct runtime;
 struct topo_set;
@@ -43,6 +47,15 @@ struct stats_pool_snap {
     struct stats_server_snap *servers;   /* the pool's nservers */
     size_t nservers;
 };
+
+/* Whether server k of pool cp (its snapshot ps) is shown: not a Redis Cluster node place with no
+ * node in it (a cluster pool has CONF_CLUSTER_MASTERS places, most of them empty). */
+static inline bool stats_snap_server_shown(const struct conf_pool *cp, const struct stats_pool_snap *ps, size_t k)
+{
+    if (!cp->servers[k].node_place && !cp->servers[k].replica_slot) return true;
+    if (!cp->redis_cluster) return true;
+    return ps->set != NULL && k < ps->set->nservers && !topo_slot_empty(ps->set, k);
+}
 
 struct stats_snapshot {
     const struct stats_source *src;

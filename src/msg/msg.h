@@ -69,6 +69,14 @@ enum msg_reject {
 /* msg.block_ms of a command that may block for ever (its timeout is 0, or not understood) */
 #define MSG_BLOCK_FOREVER UINT32_MAX
 
+/* A reply that says the request belongs elsewhere (Redis Cluster): it did not run. */
+enum msg_redirect {
+    MSG_REDIRECT_NONE,
+    MSG_REDIRECT_MOVED,            /* -MOVED <slot> <host:port>: the slot's master is there */
+    MSG_REDIRECT_ASK,              /* -ASK <slot> <host:port>: this key is there, for this request */
+    MSG_REDIRECT_TRYAGAIN,         /* -TRYAGAIN: the slot is being moved: again shortly */
+};
+
 struct msg {
     TAILQ_ENTRY(msg) client_link;  /* the client's requests, in arrival order */
     TAILQ_ENTRY(msg) server_link;  /* a server connection's send queue, then its wait queue */
@@ -99,6 +107,7 @@ struct msg {
     uint8_t rsp_type;              /* enum msg_rsp_type */
     bool rsp_fatal;                /* a reply that means the server is unusable (-LOADING, -BUSY, ...) */
     bool rsp_readonly;             /* redis -READONLY: a replica refused a write (it did not run) */
+    uint8_t rsp_redirect;          /* enum msg_redirect: Redis Cluster's -MOVED, -ASK, -TRYAGAIN */
     int64_t integer;               /* RSP_INTEGER value */
     uint32_t nelems;               /* top-level elements, recorded when the parser is asked to
                                     * (the array: at the end) */
@@ -118,6 +127,7 @@ struct msg {
                                     * (proto.setup_check) before anything after it is written */
     bool txn_wait;                 /* request held behind its client's transaction (feature/txn.c) */
     bool fair_wait;                /* request held back: its client has its share in flight (core/fair.h) */
+    uint8_t redirects;             /* times a Redis Cluster sent it elsewhere (core/redirect.h) */
     uint32_t server_idx;           /* the server it was routed to */
     uint32_t fair_cost;            /* request: what it counts in its client's share while in flight */
     uint64_t t_start, t_sent;      /* usec: read from client, written to server */

@@ -113,11 +113,12 @@ static void mc_session_free(struct proto_session *s)
     (void)s;
 }
 
-static int mc_server_setup(const struct conf_pool *cp, uint8_t variant, struct msg_pool *pool, struct msg **out,
-                           uint32_t max)
+static int mc_server_setup(const struct conf_pool *cp, uint8_t variant, bool replica, struct msg_pool *pool,
+                           struct msg **out, uint32_t max)
 {
     (void)cp;
     (void)variant;
+    (void)replica;
     (void)pool;
     (void)out;
     (void)max;

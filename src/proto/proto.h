@@ -336,16 +336,25 @@ struct proto_ops {
     int (*list_reply)(uint8_t variant, const char *text, size_t len, struct msg *rsp);
 
     /* The requests written first on every new server connection of pool cp for clients of
-     * variant (redis: HELLO 3 for RESP3, AUTH, SELECT), their replies dropped: built into out[]
-     * (at most max, msg_get from pool, swallow set). Returns how many, or -ENOMEM (nothing left
-     * allocated). */
-    int (*server_setup)(const struct conf_pool *cp, uint8_t variant, struct msg_pool *pool,
+     * variant (redis: HELLO 3 for RESP3, AUTH, SELECT; READONLY on a Redis Cluster replica),
+     * their replies dropped: built into out[] (at most max, msg_get from pool, swallow set);
+     * replica: the connection is to a replica of the pool's topology. Returns how many, or
+     * -ENOMEM (nothing left allocated). */
+    int (*server_setup)(const struct conf_pool *cp, uint8_t variant, bool replica, struct msg_pool *pool,
                         struct msg **out, uint32_t max);
     /* The reply rsp to a set-up request marked gate (redis: ROLE where the pool follows its
      * servers through sentinels): 0 when the connection may be used, or -errno (-EREMCHG: the
      * server is not what the pool's topology says: a master no longer, or, for a replica's
      * connection, not a replica). NULL: no gate. */
     int (*setup_check)(const struct msg *req, const struct msg *rsp, bool replica);
+
+    /* A reply the parser marked rsp_redirect (redis -MOVED/-ASK <slot> <host:port>): where it
+     * points, host into host[0..hostlen) NUL-terminated. Returns 0, or -1 when it names none
+     * (-TRYAGAIN). NULL for a protocol without redirections. */
+    int (*redirect_target)(const struct msg *rsp, char *host, size_t hostlen, uint16_t *port);
+    /* The request that makes the next one of its connection run on a slot being imported
+     * (redis ASKING), its reply dropped (swallow set); NULL when out of memory. */
+    struct msg *(*asking)(struct msg_pool *pool);
 
     /* The health probe of an ejected server: the request, and whether the start of its reply
      * (what was read, up to the first newline) shows a server ready to serve. */

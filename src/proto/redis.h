@@ -68,9 +68,13 @@ struct proto_session_ext {
 void redis_session_init(struct proto_session *s, const struct conf_pool *cp, const struct conf_pool *old);
 void redis_session_free(struct proto_session *s);
 int redis_local(struct proto_session *s, const struct conf_pool *cp, const struct msg *req, struct msg *rsp);
+/* proto_ops.redirect_target and asking (redis_cluster.c) */
+int redis_redirect_target(const struct msg *rsp, char *host, size_t hostlen, uint16_t *port);
+struct msg *redis_asking(struct msg_pool *pool);
+
 /* proto_ops.setup_check: ROLE's reply says master (slave for a replica's connection). */
 int redis_setup_check(const struct msg *req, const struct msg *rsp, bool replica);
-int redis_server_setup(const struct conf_pool *cp, uint8_t variant, struct msg_pool *pool, struct msg **out,
+int redis_server_setup(const struct conf_pool *cp, uint8_t variant, bool replica, struct msg_pool *pool, struct msg **out,
                        uint32_t max);
 /* CLIENT LIST (proto_ops.list_filter, client_line, list_reply; CLIENT INFO's line too). */
 int redis_list_filter(const struct msg *req, struct proto_list_filter *f, struct msg *rsp);

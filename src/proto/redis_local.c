@@ -530,8 +530,8 @@ int redis_setup_check(const struct msg *req, const struct msg *rsp, bool replica
     return ok ? 0 : -EREMCHG;
 }
 
-int redis_server_setup(const struct conf_pool *cp, uint8_t variant, struct msg_pool *pool, struct msg **out,
-                       uint32_t max)
+int redis_server_setup(const struct conf_pool *cp, uint8_t variant, bool replica, struct msg_pool *pool,
+                       struct msg **out, uint32_t max)
 {
     uint32_t n = 0;
     char db[16];
@@ -554,6 +554,11 @@ int redis_server_setup(const struct conf_pool *cp, uint8_t variant, struct msg_p
         const char *arg[] = { "ROLE" };
         if ((out[n] = redis_setup_msg(pool, arg, 1)) == NULL) goto oom;
         out[n++]->gate = true;
+    }
+    if (cp->redis_cluster && replica && n < max) { /* a cluster replica serves reads (notes/cluster.md) */
+        const char *arg[] = { "READONLY" };
+        if ((out[n] = redis_setup_msg(pool, arg, 1)) == NULL) goto oom;
+        n++;
     }
     return (int)n;
 oom:

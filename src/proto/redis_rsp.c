@@ -109,6 +109,16 @@ static bool rs_is_code(const uint8_t *text, size_t n, const char *code)
     return n >= cl && memcmp(text, code, cl) == 0 && (n == cl || text[cl] == ' ');
 }
 
+/* text: an error reply after its '-' (its first bytes): Redis Cluster's redirection, if it is one. */
+static uint8_t rs_redirect(const uint8_t *text, size_t n)
+{
+    if (n == 0 || (text[0] != 'M' && text[0] != 'A' && text[0] != 'T')) return MSG_REDIRECT_NONE;
+    if (rs_is_code(text, n, "MOVED")) return MSG_REDIRECT_MOVED;
+    if (rs_is_code(text, n, "ASK")) return MSG_REDIRECT_ASK;
+    if (rs_is_code(text, n, "TRYAGAIN")) return MSG_REDIRECT_TRYAGAIN;
+    return MSG_REDIRECT_NONE;
+}
+
 /* text: an error reply after its '-', CR/LF excluded (maybe only its first bytes). Whether it
  * is one of rs_unready (only those with probe_down when for_probe). */
 static bool rs_is_unready(const uint8_t *text, size_t n, bool for_probe)
@@ -218,6 +228,7 @@ static int rs_top_error(struct parse_state *ps, struct msg *m, const uint8_t *bu
     m->rsp_type = RSP_ERROR;
     m->rsp_fatal = rs_is_unready(buf + p + 1, tlen, false);
     m->rsp_readonly = rs_is_code(buf + p + 1, tlen, "READONLY");
+    m->rsp_redirect = rs_redirect(buf + p + 1, tlen);
     if (nl != NULL) {
         *pp = p + seen + 1;
         return rs_value_done(ps, m, m->len + *pp);

@@ -56,6 +56,8 @@ enum stats_type {
     ACTION(server_ejects, STATS_COUNTER, "# times backend server was ejected")               \
     ACTION(forward_error, STATS_COUNTER, "# times we encountered a forwarding error")        \
     ACTION(fragments, STATS_COUNTER, "# fragments created from a multi-vector request")        \
+    ACTION(cluster_redirections, STATS_COUNTER,                                              \
+           "# -MOVED, -ASK and -TRYAGAIN replies of a Redis Cluster followed")              \
     ACTION(refused_commands, STATS_COUNTER,                                                  \
            "# requests refused: a command the proxy does not serve (per name: "               \
            STATS_REFUSED_PREFIX "<name>)")                                                    \

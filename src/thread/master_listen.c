@@ -155,7 +155,11 @@ static struct listener *listener_open(struct master *m, const struct conf_pool *
     l->ev = event_new(m->base, fd, EV_READ | EV_PERSIST, master_on_accept, l);
     if (l->ev == NULL || event_add(l->ev, NULL) < 0) goto oom;
     size_t shards = cp->nshards != 0 ? cp->nshards : cp->nservers;
-    if (shards == cp->nservers)
+    if (cp->redis_cluster)
+        log_notice("pool '%s' listening on %s (%s, a Redis Cluster from %zu seeds: up to %zu masters%s)", cp->name,
+                   cp->listen.text, proto_for_pool(cp)->name, cp->nseeds, shards,
+                   shards != cp->nservers ? " and their replicas" : "");
+    else if (shards == cp->nservers)
         log_notice("pool '%s' listening on %s (%s, %zu servers)", cp->name, cp->listen.text, proto_for_pool(cp)->name,
                    cp->nservers);
     else

@@ -59,7 +59,10 @@ struct topo_set *topo_set_ref(struct topo_set *s)
 
 void topo_set_put(struct topo_set *s)
 {
-    if (s != NULL && atomic_fetch_sub(&s->refs, 1) == 1) free(s);
+    if (s != NULL && atomic_fetch_sub(&s->refs, 1) == 1) {
+        free(s->slots);
+        free(s);
+    }
 }
 
 struct topo_set *topo_set_inherit(const struct topo_set *first, const struct topo_set *prev)
@@ -77,7 +80,17 @@ struct topo_set *topo_set_inherit(const struct topo_set *first, const struct top
     }
     struct topo_set *set = topo_set_create(servers, first->nservers);
     free(servers);
-    if (set != NULL) set->serial = first->serial;
+    if (set == NULL) return NULL;
+    set->serial = first->serial;
+    const uint16_t *slots = prev != NULL && prev->nservers == first->nservers ? prev->slots : first->slots;
+    if (slots != NULL) { /* the same places: the map the pool had still says where its slots are */
+        set->slots = malloc(DIST_NSLOTS * sizeof(*set->slots));
+        if (set->slots == NULL) {
+            topo_set_put(set);
+            return NULL;
+        }
+        memcpy(set->slots, slots, DIST_NSLOTS * sizeof(*set->slots));
+    }
     return set;
 }
 

@@ -8,6 +8,7 @@
  */
 #include "config.h"
 #include "topo/topology.h"
+#include "topo/topo_cluster.h"
 #include "topo/topo_sentinel.h"
 
 #include <stdlib.h>
@@ -26,15 +27,23 @@ struct topo_set *topo_static_servers(const struct conf_pool *cp)
             .weight = cs->weight,
             .role = TOPO_ROLE_MASTER,
         };
-        if (cs->replica_slot) { /* empty until its source puts a replica there */
-            servers[i].role = TOPO_ROLE_REPLICA;
-            servers[i].addr = (struct conf_addr){ .text = "", .host = "", .port = 0, .perm = -1 };
-        }
+        if (cs->replica_slot) servers[i] = topo_place_empty(cs, TOPO_ROLE_REPLICA); /* until its source puts one there */
     }
     struct topo_set *set = topo_set_create(servers, n);
     free(servers);
     if (set != NULL) set->serial = 1;
     return set;
+}
+
+struct topo_server topo_place_empty(const struct conf_server *cs, enum topo_role role)
+{
+    return (struct topo_server){
+        .name = cs->stats_name,
+        .ketama_name = cs->ketama_name,
+        .addr = { .text = "", .host = "", .port = 0, .perm = -1 },
+        .weight = cs->weight,
+        .role = (uint8_t)role,
+    };
 }
 
 static const struct topo_source_ops topo_static_ops = {
@@ -47,5 +56,6 @@ static const struct topo_source_ops topo_static_ops = {
 
 const struct topo_source_ops *topo_source_for_pool(const struct conf_pool *cp)
 {
+    if (cp->redis_cluster) return &topo_cluster_ops;
     return cp->nsentinels > 0 ? &topo_sentinel_ops : &topo_static_ops;
 }

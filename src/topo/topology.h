@@ -47,19 +47,26 @@ struct topo_server {
 struct topo_set {
     atomic_uint refs;
     uint64_t serial;              /* 1 for a pool's first set, +1 for each one published after it */
+    uint16_t *slots;              /* a Redis Cluster pool's slot map (DIST_NSLOTS entries: the
+                                   * index of the server holding each hash slot, TOPO_SLOT_NONE);
+                                   * NULL for the others, and before the cluster first answered.
+                                   * Owned by the set (freed with it). */
     uint32_t nservers;
     struct topo_server servers[];
 };
+
+#define TOPO_SLOT_NONE UINT16_MAX /* a hash slot no server of the set holds */
 
 /* A set of n servers (refs = 1, serial 0) whose strings are copied from the given ones. */
 struct topo_set *topo_set_create(const struct topo_server *servers, uint32_t n);
 struct topo_set *topo_set_ref(struct topo_set *s);
 void topo_set_put(struct topo_set *s);
-/* Whether server i of set is a replica slot with no replica in it (never connected to). */
+/* Whether server i of set is a place with nobody in it (a replica slot with no replica, a
+ * cluster's node place with no node): never connected to, holds no keys. */
 static inline bool topo_slot_empty(const struct topo_set *set, uint32_t i)
 {
     const struct topo_server *s = &set->servers[i];
-    return s->role == TOPO_ROLE_REPLICA && !s->addr.is_unix && s->addr.port == 0;
+    return !s->addr.is_unix && s->addr.port == 0;
 }
 
 /* Whether server i is at the same address in a and b. */
@@ -90,14 +97,20 @@ struct topo_source_ops {
     /* The routing table over set (live[i]: server i takes keys). NULL op: the pool's distribution
      * (ketama, modula, random) over the servers' names and weights (topo_build_dist). */
     struct dist *(*build_dist)(const struct conf_pool *cp, const struct topo_set *set, const bool *live);
+    /* Its servers answer a request for a key another one holds with where it is (Redis
+     * Cluster's -MOVED, -ASK): the core sends the request there (core/redirect.h). */
+    bool redirects;
 };
 
 /* The source of a pool's servers, chosen by its config: Sentinel for a pool with `sentinels`,
- * else static. */
+ * Redis Cluster for a pool with `redis_cluster`, else static. */
 const struct topo_source_ops *topo_source_for_pool(const struct conf_pool *cp);
 /* The config's `servers:` list as a set (serial 1), every server a master at the address
  * written: the static source's only set, the others' first. NULL when out of memory. */
 struct topo_set *topo_static_servers(const struct conf_pool *cp);
+/* An empty place (topo_slot_empty) of the given role. */
+struct topo_server topo_place_empty(const struct conf_server *cs, enum topo_role role);
+
 /* first with each server that prev (the pool's set in the generation before) has by the same
  * name at prev's address and role: a reload does not undo what a source learned. A new set, or
  * NULL when out of memory. */

@@ -179,7 +179,7 @@ REFUSED = {
         "name)"),
     "read_from replica without sentinels": (
         dict(read_from="replica", sentinels=None), "read_from", "read_from:",
-        "'replica' needs replicas: a pool with sentinels"),
+        "'replica' needs replicas: a pool with sentinels or redis_cluster"),
     "sentinel_auth without sentinels": (
         dict(sentinel_auth="secret", sentinels=None), "sentinel_auth", "sentinel_auth:",
         "set without sentinels"),

@@ -699,7 +699,7 @@ static const struct bad_case bad_cases[] = {
         "9: pool 'alpha': key 'read_from': expected master, prefer_master, replica, prefer_replica or any, got 'replicas'",
         "12: pool 'alpha': key 'servers': '127.0.0.1:6380:1': a server of a pool with sentinels needs a name (the sentinels' master name)",
         "16: pool 'beta': key 'sentinel_auth': set without sentinels",
-        "15: pool 'beta': key 'read_from': 'any' needs replicas: a pool with sentinels",
+        "15: pool 'beta': key 'read_from': 'any' needs replicas: a pool with sentinels or redis_cluster",
         "21: pool 'gamma': key 'sentinels': expected a sequence of \"host:port\", got an empty sequence",
         "26: pool 'delta': key 'sentinels': sentinels need a redis pool (redis: true)" } },
     { "many_errors.yml",

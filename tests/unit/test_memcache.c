@@ -864,7 +864,7 @@ static void test_local_answers(void **state)
     assert_int_equal(memcache_proto.local(&s, NULL, &m, rsp), PROTO_FORWARD);
     msg_put(&e.pp, rsp);
     struct msg *out[PROTO_SETUP_MAX];
-    assert_int_equal(memcache_proto.server_setup(NULL, 0, &e.pp, out, PROTO_SETUP_MAX), 0);
+    assert_int_equal(memcache_proto.server_setup(NULL, 0, false, &e.pp, out, PROTO_SETUP_MAX), 0);
     assert_string_equal(memcache_proto.probe_request, "version\r\n");
     assert_true(memcache_proto.probe_alive((const uint8_t *)"VERSION 1.6.18\r\n", 16));
     assert_false(memcache_proto.probe_alive((const uint8_t *)"VERSION 1.6", 11)); /* no line yet */

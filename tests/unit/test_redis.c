@@ -1260,7 +1260,7 @@ static void check_server_setup(struct tenv *e, const struct conf_pool *cp, uint8
                                const char *const *want, int nwant)
 {
     struct msg *out[PROTO_SETUP_MAX];
-    assert_int_equal(redis_proto.server_setup(cp, variant, &e->pp, out, PROTO_SETUP_MAX), nwant);
+    assert_int_equal(redis_proto.server_setup(cp, variant, false, &e->pp, out, PROTO_SETUP_MAX), nwant);
     char t[128];
     for (int i = 0; i < nwant; i++) {
         size_t n = msg_copy_out(out[i], 0, t, sizeof(t) - 1);
