@@ -92,7 +92,13 @@ static int ps_subscribe_links(struct conn *c, struct pubsub *ps, struct msg *req
         const struct msg_key *k = &req->keys[i];
         if (kind == PROTO_PS_PATTERN) {
             bool any = false;
-            for (uint32_t s = 0; s < p->nshards && rc == 0; s++) {
+            uint32_t from = 0, to = p->nshards;
+            if (pool_rt_by_slot(p)) { /* a Redis Cluster delivers every message on every node: one */
+                from = pool_rt_any_master(p, 0);
+                to = from == DIST_NONE ? 0 : from + 1;
+            }
+            for (uint32_t s = from; s < to && rc == 0; s++) {
+                if (topo_slot_empty(p->route->set, s)) continue; /* a cluster's place with no node */
                 if (pool_server_ejected(p->shared, s)) { /* as the fan-out commands; until it is back */
                     if (!ps->links[s].pat_missing) ps->nmissing++;
                     ps->links[s].pat_missing = true;

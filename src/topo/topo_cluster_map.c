@@ -104,10 +104,11 @@ static bool cm_shard_nodes(struct cluster_map *m, const struct resp_value *nodes
         const char *role = cm_str(cm_field(nd, "role")), *health = cm_str(cm_field(nd, "health"));
         int64_t port;
         if (role == NULL || !cm_int(cm_field(nd, "port"), 1, 65535, &port)) continue; /* a TLS-only node: "tls-port" */
-        bool is_master = strcmp(role, "master") == 0;
+        bool is_master = strcmp(role, "master") == 0, failed = health != NULL && strcmp(health, "fail") == 0;
+        if (is_master && failed) continue; /* the cluster agreed it is down: its replica takes its slots */
         int k = cm_add(m, host, port, cm_str(cm_field(nd, "id")), is_master);
         if (k < 0) continue;
-        m->nodes[k].failed = health != NULL && strcmp(health, "fail") == 0;
+        m->nodes[k].failed = failed;
         if (is_master && *master < 0) *master = k;
     }
     for (int k = first; *master >= 0 && k < (int)m->n; k++) {

@@ -46,3 +46,10 @@ TESTS += tests/unit/test_sentinel_replicas
 tests_unit_test_sentinel_replicas_SOURCES = tests/unit/test_sentinel_replicas.c
 tests_unit_test_sentinel_replicas_CFLAGS = $(NC_UNIT_CFLAGS)
 tests_unit_test_sentinel_replicas_LDADD = $(NC_UNIT_LIBS)
+
+# the Redis Cluster source's reading of CLUSTER SHARDS / SLOTS and its node places (test_cluster_map)
+check_PROGRAMS += tests/unit/test_cluster_map
+TESTS += tests/unit/test_cluster_map
+tests_unit_test_cluster_map_SOURCES = tests/unit/test_cluster_map.c
+tests_unit_test_cluster_map_CFLAGS = $(NC_UNIT_CFLAGS)
+tests_unit_test_cluster_map_LDADD = $(NC_UNIT_LIBS)
