@@ -37,6 +37,11 @@ unsigned conf_cluster_check(const struct conf_pool *p, struct conf_report *r)
                     "a Redis Cluster has database 0 only");
         n++;
     }
+    if (p->server_tls) {
+        conf_report(r, conf_pool_key_line(p, "server_tls"), 0, p->name, "server_tls",
+                    "not supported with redis_cluster yet (the proxy asks the nodes for the slot map over plain TCP)");
+        n++;
+    }
     for (size_t i = 0; i < p->nservers; i++) {
         if (!p->servers[i].addr.is_unix) continue;
         conf_report(r, p->servers[i].line, 0, p->name, "servers",

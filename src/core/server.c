@@ -63,6 +63,7 @@ static void server_stats_queue(const struct conn *c, bool out_q, const struct ms
 static void server_count_failure(struct conn *c)
 {
     struct pool_shared *ps = c->pool->shared;
+    if (ps->source_ops->redirects) pool_topology_recheck(ps); /* a Redis Cluster node down: a failover? */
     if (pool_server_failed(ps, c->server->idx, nc_usec_now())) {
         STATS_POOL_ADD(c->pool->st, server_ejects, 1);
         stats_ctr_set(&server_stats(c)->f[STATS_SERVER_server_ejected_at],
