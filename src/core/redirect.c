@@ -116,10 +116,16 @@ bool redirect_request(struct conn *c, struct msg *req, struct msg *rsp)
 {
     struct pool_rt *p = c->pool;
     if (!p->shared->source_ops->redirects || c->ops != &server_conn_ops || req->swallow ||
-        req->redirects >= REDIRECT_MAX || redirect_client(req) == NULL || p->proto->redirect_target == NULL)
+        redirect_client(req) == NULL || p->proto->redirect_target == NULL)
         return false;
     struct loop *l = c->loop;
     uint8_t kind = rsp->rsp_redirect;
+    if (req->redirects >= REDIRECT_MAX) { /* the cluster keeps moving it: -TRYAGAIN as it is */
+        if (kind == MSG_REDIRECT_TRYAGAIN) return false;
+        msg_put(&l->msgs, rsp);
+        request_fail(l, req, EHOSTUNREACH); /* never a -MOVED or -ASK to the client */
+        return true;
+    }
     char host[REDIRECT_HOST_MAX];
     uint16_t port = 0;
     uint32_t s = DIST_NONE;

@@ -6,7 +6,7 @@
  * map (pool_topology_recheck: many of them make one question). A request redirected to a node
  * the pool does not hold yet, or told to try again, waits a little (REDIRECT_WAIT_USEC, doubling)
  * and is routed again by its key with the newest map. After REDIRECT_MAX redirections the client
- * gets the last reply turned into an error of the proxy.
+ * gets the -TRYAGAIN as it is, or for a -MOVED/-ASK the proxy's error (EHOSTUNREACH).
  *
  * Only pools whose topology source says its servers redirect (topo_source_ops.redirects), only
  * requests on shared connections (a transaction's dedicated connection relays them).

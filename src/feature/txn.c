@@ -203,6 +203,7 @@ static void txn_end(struct conn *c, struct txn *t)
 static int txn_take(struct conn *c, struct txn *t, uint32_t server)
 {
     if (t->dconn != NULL) return 0;
+    if (server >= c->pool->nservers) return -ECONNREFUSED; /* no server holds a node (a cluster's) */
     int rc = dedicated_acquire(&c->pool->servers[server], &t->holder, c->sess.variant, &t->dconn);
     if (rc < 0) t->dconn = NULL;
     return rc;
@@ -389,6 +390,7 @@ static int txn_block(struct conn *c, struct msg *req)
     if (txn_earlier_pending(c, req)) return txn_hold(c, req);
     if (c->eof) return txn_fail(c, req, ECONNRESET); /* it left (redis drops such a client too) */
     if (!has) server = pool_rt_any_master(c->pool, c->loop->rr++);
+    if (server >= c->pool->nservers) return txn_fail(c, req, ECONNREFUSED);
     struct txn *t = txn_get(c);
     if (t == NULL) return txn_fail(c, req, ENOMEM);
     struct conn *d = t->watching && t->server == server ? t->dconn : NULL;
