@@ -22,13 +22,17 @@ bool manage_health_render(const struct runtime *rt, struct textbuf *body)
 {
     bool healthy = true;
     for (size_t i = 0; i < rt->npools; i++) {
-        const struct pool_shared *p = &rt->pools[i];
-        size_t nservers = p->cp->nservers, live = 0, ejected = 0;
-        for (size_t s = 0; s < nservers; s++) {
+        struct pool_shared *p = &rt->pools[i];
+        size_t nservers = 0, live = 0, ejected = 0;
+        struct route *r = pool_route_get(p);
+        for (size_t s = 0; s < p->cp->nservers; s++) {
             bool ej;
+            if (s < r->set->nservers && topo_slot_empty(r->set, (uint32_t)s)) continue; /* a place with no server */
+            nservers++;
             if (manage_health_server_live(p, (uint32_t)s, &ej)) live++;
             if (ej) ejected++;
         }
+        route_put(r);
         if (live > 0) continue;
         healthy = false;
         textbuf_addf(body, "pool %s: no live server (%zu server%s: %zu ejected, %zu failing)\n", p->cp->name,
