@@ -24,3 +24,10 @@ tests_unit_test_redis_oom_SOURCES = tests/unit/test_redis_oom.c tests/unit/oom_a
 tests_unit_test_redis_oom_CFLAGS = $(NC_UNIT_CFLAGS)
 tests_unit_test_redis_oom_LDFLAGS = $(NC_UNIT_OOM_WRAP)
 tests_unit_test_redis_oom_LDADD = $(NC_UNIT_LIBS)
+
+# Redis Cluster's redirections in the reply parser and their targets (test_redis_redirect)
+check_PROGRAMS += tests/unit/test_redis_redirect
+TESTS += tests/unit/test_redis_redirect
+tests_unit_test_redis_redirect_SOURCES = tests/unit/test_redis_redirect.c tests/unit/proto_drv.c tests/unit/proto_drv.h
+tests_unit_test_redis_redirect_CFLAGS = $(NC_UNIT_CFLAGS)
+tests_unit_test_redis_redirect_LDADD = $(NC_UNIT_LIBS)
