@@ -24,10 +24,10 @@ FUZZ_PROTO_SRCS = src/common/log.c src/common/clock.c src/common/sock.c src/comm
 	src/proto/memcache_rsp.c src/proto/memcache_frag.c src/proto/memcache_fanout.c src/proto/memcache_proto.c \
 	src/proto/redis_cmd.c src/proto/redis_req.c src/proto/redis_rsp.c \
 	src/proto/redis_frag.c src/proto/redis_local.c src/proto/redis_info.c src/proto/redis_fanout.c src/proto/redis_pubsub.c \
-	src/proto/redis_proto.c \
+	src/proto/redis_proto.c src/proto/redis_cluster.c \
 	src/proto/proto.c src/proto/reader.c
 FUZZ_CONF_SRCS = src/conf/conf.c src/conf/conf_yaml.c src/conf/conf_keys.c src/conf/conf_tls.c src/conf/conf_sentinel.c \
-	src/conf/conf_addr.c \
+	src/conf/conf_cluster.c src/conf/conf_addr.c \
 	src/hash/hash.c src/hash/md5.c src/hash/crc.c src/hash/fnv.c src/hash/jenkins.c \
 	src/hash/hsieh.c src/hash/murmur.c src/hash/dist.c src/hash/ketama.c \
 	src/hash/modula.c src/hash/random.c
@@ -39,6 +39,7 @@ FUZZ_MANAGE_SRCS = src/manage/manage_input.c src/manage/manage_cmd.c src/manage/
 	src/stats/stats_block.c src/stats/stats_desc.c src/stats/stats_hist.c src/stats/stats_slowlog.c \
 	src/topo/topo_set.c src/topo/topo_static.c src/net/transport_ctx.c src/net/transport_plain.c src/net/transport_tls.c src/net/tls_ctx.c src/net/tls_sessions.c \
 	src/topo/topo_sentinel.c src/topo/topo_sentinel_replicas.c src/topo/resp_link.c src/topo/resp_value.c \
+	src/topo/topo_cluster.c src/topo/topo_cluster_map.c \
 	src/common/ratelimit.c
 FUZZ_HARNESS_SRCS = tests/fuzz/fuzz_feed.c tests/fuzz/fuzz_proto.c \
 	tests/fuzz/fuzz_manage.c tests/fuzz/fuzz_check_text.c tests/unit/json_check.c
@@ -55,7 +56,8 @@ FUZZ_HDRS = tests/fuzz/fuzz_check.h tests/fuzz/fuzz_feed.h tests/common/reader_s
 	src/manage/text_escape.h src/core/runtime.h src/core/route.h src/core/runtime_stats.h \
 	src/stats/stats.h src/stats/stats_desc.h src/stats/stats_hist.h src/stats/stats_slowlog.h \
 	src/topo/topology.h src/net/transport.h src/net/transport_tls.h src/net/tls_ctx.h src/net/tls_sessions.h src/common/ratelimit.h \
-	src/topo/topo_sentinel.h src/topo/topo_sentinel_int.h src/topo/resp_link.h src/topo/resp_value.h
+	src/topo/topo_sentinel.h src/topo/topo_sentinel_int.h src/topo/resp_link.h src/topo/resp_value.h \
+	src/topo/topo_cluster.h src/topo/topo_cluster_int.h
 
 # their objects (kept in step with the lists above)
 FUZZ_PROTO_LIB_OBJS = $(FUZZ_OBJ)/log.o $(FUZZ_OBJ)/clock.o $(FUZZ_OBJ)/sock.o $(FUZZ_OBJ)/textbuf.o \
@@ -65,12 +67,12 @@ FUZZ_PROTO_LIB_OBJS = $(FUZZ_OBJ)/log.o $(FUZZ_OBJ)/clock.o $(FUZZ_OBJ)/sock.o $
 	$(FUZZ_OBJ)/redis_cmd.o $(FUZZ_OBJ)/redis_req.o $(FUZZ_OBJ)/redis_rsp.o \
 	$(FUZZ_OBJ)/redis_frag.o $(FUZZ_OBJ)/redis_local.o $(FUZZ_OBJ)/redis_info.o $(FUZZ_OBJ)/redis_fanout.o \
 	$(FUZZ_OBJ)/redis_pubsub.o \
-	$(FUZZ_OBJ)/redis_proto.o $(FUZZ_OBJ)/proto.o $(FUZZ_OBJ)/reader.o
+	$(FUZZ_OBJ)/redis_proto.o $(FUZZ_OBJ)/redis_cluster.o $(FUZZ_OBJ)/proto.o $(FUZZ_OBJ)/reader.o
 FUZZ_PROTO_OBJS = $(FUZZ_PROTO_LIB_OBJS) $(FUZZ_OBJ)/fuzz_feed.o $(FUZZ_OBJ)/fuzz_proto.o
 FUZZ_CONF_OBJS = $(FUZZ_OBJ)/log.o $(FUZZ_CONF_HASH_OBJS)
 FUZZ_CONF_HASH_OBJS = \
 	$(FUZZ_OBJ)/conf.o $(FUZZ_OBJ)/conf_yaml.o $(FUZZ_OBJ)/conf_keys.o $(FUZZ_OBJ)/conf_tls.o $(FUZZ_OBJ)/conf_sentinel.o \
-	$(FUZZ_OBJ)/conf_addr.o \
+	$(FUZZ_OBJ)/conf_cluster.o $(FUZZ_OBJ)/conf_addr.o \
 	$(FUZZ_OBJ)/hash.o $(FUZZ_OBJ)/md5.o $(FUZZ_OBJ)/crc.o $(FUZZ_OBJ)/fnv.o \
 	$(FUZZ_OBJ)/jenkins.o $(FUZZ_OBJ)/hsieh.o $(FUZZ_OBJ)/murmur.o $(FUZZ_OBJ)/dist.o \
 	$(FUZZ_OBJ)/ketama.o $(FUZZ_OBJ)/modula.o $(FUZZ_OBJ)/random.o
@@ -84,6 +86,7 @@ FUZZ_MANAGE_OBJS = $(FUZZ_PROTO_LIB_OBJS) $(FUZZ_CONF_HASH_OBJS) \
 	$(FUZZ_OBJ)/transport_ctx.o $(FUZZ_OBJ)/transport_plain.o \
 	$(FUZZ_OBJ)/transport_tls.o $(FUZZ_OBJ)/tls_ctx.o $(FUZZ_OBJ)/tls_sessions.o $(FUZZ_OBJ)/ratelimit.o \
 	$(FUZZ_OBJ)/topo_sentinel.o $(FUZZ_OBJ)/topo_sentinel_replicas.o $(FUZZ_OBJ)/resp_link.o $(FUZZ_OBJ)/resp_value.o \
+	$(FUZZ_OBJ)/topo_cluster.o $(FUZZ_OBJ)/topo_cluster_map.o \
 	$(FUZZ_OBJ)/fuzz_manage.o $(FUZZ_OBJ)/fuzz_check_text.o $(FUZZ_OBJ)/json_check.o
 
 # one stamp per group of objects, compiled in one clang command each (again when the lists change)
