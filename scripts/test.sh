@@ -166,9 +166,9 @@ sentinel_tests() {
     local files=(tests/integration/test_sentinel*.py)
     PYTEST_FILES="${files[*]}" pytest_run "$BUILD/src/nutcrackers"
 }
-# what the sanitizer stages leave out: the tests of the test fixtures themselves (the Sentinel
-# deployments and TLS servers reached directly), which run no proxy
-SAN_IGNORE="--ignore=tests/integration/test_sentinel_backends.py --ignore=tests/integration/test_tls_backends.py"
+# what the sanitizer stages leave out: the tests of the test fixtures themselves (the Sentinel and
+# Redis Cluster deployments and TLS servers reached directly), which run no proxy
+SAN_IGNORE="--ignore=tests/integration/test_sentinel_backends.py --ignore=tests/integration/test_tls_backends.py --ignore=tests/integration/test_rcluster_fixture.py"
 
 # san_reports DIR: fails (and prints them) if a sanitized process wrote a report into DIR
 san_reports() {

@@ -16,7 +16,7 @@ stopped when the module's last test ends, and the per-test clean-up leaves them 
 
 The TLS backends and certificates (`tls_certs`, `tls_redis_server`, `tls_memcached_server`) are in
 tls_fixtures.py, the Redis Sentinel deployments (`sentinel_deployment`) in sentinel_fixtures.py,
-both loaded as plugins.
+the Redis Cluster deployments (`rcluster`) in rcluster_fixtures.py, all loaded as plugins.
 """
 import os
 import signal
@@ -38,8 +38,9 @@ LOG_TAIL = 20000  # characters of each log attached to a failing test
 LONG_LOGS = ("nutcrackers", "sentinel")  # titles whose logs get LOG_TAIL (a sentinel's events)
 
 # the TLS fixtures (tls_certs, tls_redis_server, tls_memcached_server): tls_fixtures.py; the
-# Sentinel deployments (sentinel_deployment, module_sentinel_deployment): sentinel_fixtures.py
-pytest_plugins = ["tls_fixtures", "sentinel_fixtures"]
+# Sentinel deployments (sentinel_deployment, module_sentinel_deployment): sentinel_fixtures.py; the
+# Redis Cluster deployments (rcluster, module_rcluster, rcluster_proxy): rcluster_fixtures.py
+pytest_plugins = ["tls_fixtures", "sentinel_fixtures", "rcluster_fixtures"]
 
 
 def _terminate(signo, frame):

@@ -68,8 +68,9 @@ def _state(flat):
     return item
 
 
-class _Listener:
-    """What a server and a sentinel share: a port on 127.0.0.1 and a process (or None)."""
+class Listener:
+    """What a server and a sentinel share (a cluster node too, nctest.rcluster): a port on
+    127.0.0.1, a dir and a process (or None)."""
 
     @property
     def addr(self):
@@ -79,9 +80,24 @@ class _Listener:
     def alive(self):
         return self.proc is not None and self.proc.poll() is None
 
+    def launch_redis(self, args, title, owner):
+        """Starts redis-server on the port with `args`, in the dir (one try), its output appended
+        to out.log there (handed to owner.on_log under `title`), the Popen added to
+        owner.started and handed to owner.track; True once it listens."""
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        log_path = self.workdir / "out.log"
+        owner.on_log(title, log_path)
+        with open(log_path, "ab") as log:  # a restart appends
+            proc = procs.start_backend("redis", self.port, args, cwd=self.workdir, log=log)
+        if proc is None:
+            return False
+        owner.started.append(proc)
+        self.proc = owner.track(proc) or proc
+        return True
+
 
 @dataclass
-class Server(_Listener):
+class Server(Listener):
     """A redis-server of the deployment. `args`: its flags beyond the common ones (a replica's
     --replicaof at its first start)."""
     shard: str
@@ -92,7 +108,7 @@ class Server(_Listener):
 
 
 @dataclass
-class SentinelNode(_Listener):
+class SentinelNode(Listener):
     """A sentinel: its config file is written once, then the sentinel's own (it rewrites it)."""
     index: int
     port: int
@@ -166,17 +182,8 @@ class Deployment:
 
     def _launch(self, server, args):
         """Starts server's redis-server on its port (one try); True once it listens."""
-        server.workdir.mkdir(parents=True, exist_ok=True)
-        log_path = server.workdir / "out.log"
-        self.on_log(f"redis-server :{server.port} ({server.shard}) output", log_path)
-        with open(log_path, "ab") as log:  # a restart appends
-            proc = procs.start_backend("redis", server.port, (*self._common_args(), *args),
-                                       cwd=server.workdir, log=log)
-        if proc is None:
-            return False
-        self.started.append(proc)
-        server.proc = self.track(proc) or proc
-        return True
+        return server.launch_redis((*self._common_args(), *args),
+                                   f"redis-server :{server.port} ({server.shard}) output", self)
 
     def _new_server(self, shard, args=()):
         for _ in range(START_TRIES):
