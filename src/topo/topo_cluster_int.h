@@ -25,7 +25,8 @@ struct cluster_node {
     char host[CLUSTER_HOST_MAX];
     uint16_t port;
     bool master;
-    bool failed;                  /* health "fail" (SHARDS): not a replica to read from */
+    bool failed;                  /* health other than "online" (SHARDS: "fail", "loading"): not a
+                                   * replica to read from */
 };
 
 /* A cluster as one node described it. */

@@ -108,7 +108,7 @@ static bool cm_shard_nodes(struct cluster_map *m, const struct resp_value *nodes
         if (is_master && failed) continue; /* the cluster agreed it is down: its replica takes its slots */
         int k = cm_add(m, host, port, cm_str(cm_field(nd, "id")), is_master);
         if (k < 0) continue;
-        m->nodes[k].failed = failed;
+        m->nodes[k].failed = failed || (health != NULL && strcmp(health, "online") != 0); /* "loading": not yet */
         if (is_master && *master < 0) *master = k;
     }
     for (int k = first; *master >= 0 && k < (int)m->n; k++) {

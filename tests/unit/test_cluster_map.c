@@ -81,7 +81,7 @@ static void parse(const char *text, struct resp_value *v)
 }
 
 /* Three shards: 7001 [0-5460] with replica 7004, 7002 [5461-10922, 16000-16383] with replica
- * 7005 (an endpoint "?": its ip is used), 7003 [10923-15999] with replica 7006 failed. */
+ * 7005 (an endpoint "?": its ip is used), 7003 [10923-15999] with replica 7006 still loading. */
 static void three_shards(char *out, size_t cap)
 {
     static const unsigned a[] = { 0, 5460 }, b[] = { 5461, 10922, 16000, 16383 }, c[] = { 10923, 15999 };
@@ -92,10 +92,10 @@ static void three_shards(char *out, size_t cap)
     put_shard_node(out, cap, ID("d"), 7004, "127.0.0.1", "replica", "online");
     put_shard(out, cap, b, 2, 2);
     put_shard_node(out, cap, ID("b"), 7002, "127.0.0.1", "master", "online");
-    put_shard_node(out, cap, ID("e"), 7005, "?", "replica", "loading");
+    put_shard_node(out, cap, ID("e"), 7005, "?", "replica", "online");
     put_shard(out, cap, c, 1, 2);
     put_shard_node(out, cap, ID("c"), 7003, "localhost", "master", "online");
-    put_shard_node(out, cap, ID("f"), 7006, "127.0.0.1", "replica", "fail");
+    put_shard_node(out, cap, ID("f"), 7006, "127.0.0.1", "replica", "loading"); /* not synced yet */
 }
 
 static void test_shards(void **state)
@@ -236,7 +236,7 @@ static void test_places(void **state)
     assert_int_equal(next->servers[1].addr.port, 7001);
     assert_int_equal(next->servers[2].addr.port, 7002);
     assert_true(topo_slot_empty(next, 3));
-    assert_int_equal(next->servers[4].addr.port, 0);    /* 7003's replica 7006 failed: none */
+    assert_int_equal(next->servers[4].addr.port, 0);    /* 7003's replica 7006 is loading: none */
     assert_int_equal(next->servers[5].addr.port, 7004); /* 7001's replica, in place 1's */
     assert_int_equal(next->servers[6].addr.port, 7005);
     assert_int_equal(next->servers[5].role, TOPO_ROLE_REPLICA);
