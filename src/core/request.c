@@ -311,7 +311,9 @@ void request_route(struct loop *l, struct conn *c, struct msg *req)
         }
         if (where[i] != where[0]) one_server = false;
     }
-    if (one_server) request_forward_one(l, c, req, first); /* the server's own reply is the reply */
+    if (one_server || (slots && (req->cmd_flags & CMD_F_FRAG_ONE)))
+        request_forward_one(l, c, req, first); /* the server's own reply is the reply (a cluster
+                                                * node's -CROSSSLOT for keys of several slots) */
     else request_send_fragments(l, c, req, where, req->nkeys, slots);
     if (where != stack_where) free(where);
 }

@@ -133,6 +133,8 @@ const struct redis_cmd redis_cmds[] = {
     KEYALL("mget", -2, CMD_F_FRAG_MGET),
     KEY1("move", 3, W),
     { "mset", -3, 1, -1, 2, 0, W | CMD_F_FRAG_MSET, 0, 0, 0 },
+    /* all or nothing: its keys on one server (one slot of a Redis Cluster, which says CROSSSLOT) */
+    { "msetnx", -3, 1, -1, 2, 0, W | CMD_F_FRAG_ONE, 0, 0, 0 },
     NOKEY("multi", 1, CMD_F_MULTI),
     KEY1("persist", 2, W),
     KEY1("pexpire", -3, W),
@@ -275,7 +277,7 @@ const char *const redis_refused_names[REDIS_NREFUSED] = {
     "eval_ro", "evalsha_ro", "expiretime", "failover", "fcall", "fcall_ro", "function",
     "georadius_ro", "georadiusbymember_ro", "hexpire", "hexpireat", "hexpiretime", "hgetdel",
     "hgetex", "hpersist", "hpexpire", "hpexpireat", "hpexpiretime", "hpttl", "hsetex", "httl",
-    "lastsave", "latency", "lcs", "lmpop", "memory", "migrate", "module", "monitor", "msetnx",
+    "lastsave", "latency", "lcs", "lmpop", "memory", "migrate", "module", "monitor",
     "object", "pexpiretime", "pfdebug", "pfselftest", "psync",
     "readonly", "readwrite", "rename", "renamenx", "replconf", "replicaof",
     "restore-asking", "role", "save", "shutdown", "sintercard", "slaveof", "slowlog", "sort_ro",

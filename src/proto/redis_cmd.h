@@ -74,7 +74,7 @@ int redis_cmd_lookup(const uint8_t *name, size_t len);
 
 /* redis's own commands the proxy does not serve (sorted, lowercase): the names refused requests
  * are counted under (proto_ops.refused_names). */
-#define REDIS_NREFUSED 65
+#define REDIS_NREFUSED 64
 extern const char *const redis_refused_names[REDIS_NREFUSED];
 /* The index of name[0..len) (any case) in redis_refused_names, or -1. */
 int redis_refused_lookup(const uint8_t *name, size_t len);

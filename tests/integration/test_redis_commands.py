@@ -312,7 +312,7 @@ def test_local_replies(redis_cluster):
 
 
 UNSUPPORTED = ["MIGRATE", "OBJECT", "RENAME", "RENAMENX", "BITOP",
-               "MSETNX", "MONITOR", "WAIT", "SWAPDB", "LCS", "ZMPOP", "LASTSAVE",
+               "MONITOR", "WAIT", "SWAPDB", "LCS", "ZMPOP", "LASTSAVE",
                "CONFIG", "SHUTDOWN", "NoSuchCommand"]
 
 

@@ -1,6 +1,7 @@
 """Redis multi-key commands whose keys land on every server (1 and 4 redis-servers, -T 1 and -T 4):
 MGET reassembled in key order, DEL / UNLINK / TOUCH / EXISTS summed, MSET one +OK, each checked
-byte for byte and on the backends themselves; EVAL / EVALSHA routed by their first key."""
+byte for byte and on the backends themselves; MSETNX on one server's keys only; EVAL / EVALSHA
+routed by their first key."""
 import hashlib
 import uuid
 
@@ -76,6 +77,23 @@ def test_mset_one_ok_and_every_key_on_its_server(redis_cluster, placed):
         for key in group:
             i = keys.index(key)
             assert redis_cluster.direct(server).get(key) == f"value-{i}-".encode() + b"x" * i
+
+
+def test_msetnx_runs_on_one_server_and_refuses_keys_of_several(redis_cluster, placed):
+    """MSETNX is all or nothing: on one server's keys it runs there; keys of several servers get
+    the proxy's error and nothing is written anywhere."""
+    by_server, _ = placed
+    with redis_cluster.raw() as c:
+        c.exchange(resp("DEL", *[k for group in by_server for k in group]), integer(3 * len(by_server)))
+        c.exchange(resp("MSETNX", by_server[0][0], "a", by_server[0][1], "b"), integer(1))
+        c.exchange(resp("MSETNX", by_server[0][0], "x", by_server[0][2], "c"), integer(0))
+        if len(by_server) > 1:
+            c.exchange(resp("MSETNX", by_server[0][2], "y", by_server[1][0], "z"),
+                       b"-ERR the keys of 'msetnx' are on more than one server (hash tags keep them on one)\r\n")
+    assert redis_cluster.direct(0).get(by_server[0][0]) == b"a"
+    assert redis_cluster.direct(0).get(by_server[0][2]) is None
+    if len(by_server) > 1:
+        assert redis_cluster.direct(1).get(by_server[1][0]) is None
 
 
 def test_many_keys_many_times(redis_cluster):
