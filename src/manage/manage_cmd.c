@@ -169,7 +169,15 @@ static enum manage_rc manage_find_keys(struct manage_ctx *ctx, const struct mana
             continue;
         }
         const struct conf_server *cs = &p->cp->servers[s];
-        textbuf_addf(out, "%s %s\r\n", cs->pname, cs->stats_name);
+        if (p->source_ops->start == NULL) {
+            textbuf_addf(out, "%s %s\r\n", cs->pname, cs->stats_name);
+            continue;
+        }
+        struct route *r = pool_route_get(p); /* a source moves servers: where it is now */
+        const struct topo_server *ts = s < r->set->nservers ? &r->set->servers[s] : NULL;
+        if (ts != NULL && ts->addr.port != 0) textbuf_addf(out, "%s:%u %s\r\n", ts->addr.text, ts->weight, cs->stats_name);
+        else textbuf_addf(out, "%s %s\r\n", cs->pname, cs->stats_name);
+        route_put(r);
     }
     return MANAGE_OK;
 }
