@@ -198,23 +198,34 @@ class Bench:
         _, _, pcpus, ocpus = VARIANTS[variant]
         self.pin_backends(ocpus)
         p = self.start_proxy(variant)
+        r = self.measure(p, pool, tool, self.load_cmd(pool, tool, args, n, ocpus), n, f"{variant} exited during {name}")
+        if pool != "redis":
+            r["req_per_write"] = float("nan")  # memcached's replies go out by sendmsg: not counted
+        return r
+
+    def measure(self, p, pool, tool, cmd, n, exited):
+        """Runs the load cmd (of tool, n requests) through the proxy p, which is stopped after
+        (on errors too; `exited`: the error when it exits during the load), and returns the load's
+        numbers (parse_load) with the CPU us per request of the proxy (proxy_us), the pool's
+        backends (backend_us) and the load generator (load_us), and the backends' read and write
+        system calls (backend_reads, backend_writes, req_per_read, req_per_write)."""
         try:
             wait.hold(0.2, "the proxy idle a moment before its CPU time is read")
             t_proxy = cpu_ticks(p.pid)
             t_back = self.backend_ticks(pool)
             calls = self.backend_calls(pool)
-            out, el, load_cpu = self.run_load(self.load_cmd(pool, tool, args, n, ocpus))
+            out, el, load_cpu = self.run_load(cmd)
             d_proxy = (cpu_ticks(p.pid) - t_proxy) / CLK_TCK
             d_back = (self.backend_ticks(pool) - t_back) / CLK_TCK
             d_reads, d_writes = (after - before for after, before in zip(self.backend_calls(pool), calls))
             if p.poll() is not None:
-                raise RuntimeError(f"{variant} exited during {name}")
+                raise RuntimeError(exited)
         finally:
             stop(p)
         r = self.parse_load(tool, out)
         r.update({"proxy_us": d_proxy * 1e6 / n, "backend_us": d_back * 1e6 / n, "load_us": load_cpu * 1e6 / n,
                   "elapsed_s": el, "backend_reads": d_reads, "backend_writes": d_writes,
-                  "req_per_read": ratio(n, d_reads), "req_per_write": ratio(n, d_writes) if pool == "redis" else float("nan")})
+                  "req_per_read": ratio(n, d_reads), "req_per_write": ratio(n, d_writes)})
         return r
 
     # ---- idle connections

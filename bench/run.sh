@@ -10,7 +10,8 @@
 # at fixed request rates, open loop; with predixy, as bench.py), `bench/run.sh tls ...`
 # bench/tls.py (TLS on both sides against stunnel + twemproxy + stunnel; installs stunnel4),
 # `bench/run.sh failover ...` bench/failover.py (how long writes fail while Redis Sentinel moves a
-# master).
+# master), `bench/run.sh cluster ...` bench/cluster.py (a redis_cluster pool's CPU per request
+# against a static pool's on as many servers: 3 Redis Cluster nodes and 3 plain redis-servers).
 #   NC_SKIP_DEPS=1   install nothing
 # Nothing is left running: bench.py stops every process it started, on errors too.
 set -euo pipefail
@@ -47,7 +48,7 @@ make -C "$BUILD" -j2 src/nutcrackers >/dev/null
 make -C bench >/dev/null
 SCRIPT=bench/bench.py
 case "${1:-}" in
-storm | latency | tls | failover)
+storm | latency | tls | failover | cluster)
     SCRIPT=bench/$1.py
     shift
     ;;
@@ -63,7 +64,8 @@ for arg in "$@"; do
     prev=$arg
 done
 PEERS=${NC_PEERS_DIR:-$(dirname "$ROOT")/shared/peers}
-if [ "$SCRIPT" != bench/storm.py ] && [ "$SCRIPT" != bench/tls.py ] && [ "$SCRIPT" != bench/failover.py ] && { [ "$variants" = default ] || [[ ",$variants," == *,px* ]]; }; then
+case "$SCRIPT" in bench/bench.py | bench/latency.py) with_px=1 ;; *) with_px=0 ;; esac
+if [ "$with_px" = 1 ] && { [ "$variants" = default ] || [[ ",$variants," == *,px* ]]; }; then
     if [ -x "$PEERS/build-predixy.sh" ]; then
         nc_log "building predixy (build-bench/predixy/, once)"
         PX_BIN=$(nice -n 10 "$PEERS/build-predixy.sh" "$BUILD/predixy")
