@@ -136,7 +136,7 @@ static void cluster_round_done(struct topo_source *s, bool answered, uint32_t no
 /* The link failed or its node gave no map: the next candidate now, or the round ends. */
 static void cluster_next(struct topo_source *s, const char *why)
 {
-    log_debug("pool '%s': cluster node %s:%u: %s", s->cp->name, s->link_host, (unsigned)s->link_port, why);
+    log_info("pool '%s': cluster node %s:%u: %s", s->cp->name, s->link_host, (unsigned)s->link_port, why);
     if (s->link != NULL) resp_link_free_later(s->link);
     s->link = NULL;
     s->asking = false;
