@@ -82,6 +82,9 @@ void gen_preconnect(struct gen *g)
     for (size_t i = 0; i < g->npools; i++) {
         struct pool_rt *p = &g->pools[i];
         if (!p->cp->preconnect) continue;
-        for (uint32_t k = 0; k < p->nservers; k++) server_preconnect(&p->servers[k]);
+        for (uint32_t k = 0; k < p->nservers; k++) {
+            if (k < p->route->set->nservers && topo_slot_empty(p->route->set, k)) continue; /* nobody there yet */
+            server_preconnect(&p->servers[k]);
+        }
     }
 }
