@@ -14,23 +14,20 @@ rcluster_fixtures.py: 6 nodes, 3 masters with a replica each). What the pool mus
 - a master killed with SIGKILL: once its replica is promoted, writes to its slots succeed again
   within 10 s, and no reply is another request's (nctest.kvcheck: no wrong value).
 
-The proxy does not take `redis_cluster:` yet: the module skips while `nutcrackers -t` rejects a
-config with it. One cluster and one proxy (-T 2, 2 seeds) are shared by the module's tests, in
-this order (slots move in the later ones, a master is killed in the last one); each test asks
-where the slots are now.
+One cluster and one proxy (-T 2, 2 seeds) are shared by the module's tests, in this order (slots
+move in the later ones, a master is killed in the last one); each test asks where the slots are
+now. More of the pool (stats, find_key, -t, seeds, auth, RESP3, blocking, Pub/Sub, reload,
+failover names): test_rcluster_pool.py.
 """
 import time
 
 import pytest
 import redis
 
-from nctest import rcluster, wait
+from nctest import wait
 from nctest.kvcheck import CheckedClients
 from nctest.rcluster import keys_in_slot, keys_in_slots, keyslot
 
-pytestmark = pytest.mark.skipif(not rcluster.proxy_accepts_cluster_pool(),
-                                reason="the proxy does not take `redis_cluster: true` yet "
-                                       "(issue 28): nutcrackers -t rejects the key")
 THREADED = True  # the module's proxy runs 2 workers: the TSan stage runs these
 
 CLIENTS = 4

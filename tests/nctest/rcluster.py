@@ -9,11 +9,12 @@ An RCluster also does what a test does to one:
   flags, open slots), masters(), replicas_of(), slot_owner(), node_for_key(), raw CLUSTER SHARDS /
   CLUSTER SLOTS, INFO commandstats of a node;
 - keys: keyslot() (CRC16 of the key or of its hash tag, as the cluster computes it), keys whose slot
-  a node owns (keys_on_node) or among given slots (keys_in_slots), keys of one slot (keys_in_slot);
+  a node owns (keys_on_node) or among given slots (keys_in_slots), keys of one slot (keys_in_slot):
+  nctest.rcluster_keys, re-exported here;
 - moves slots: reshard() (`redis-cli --cluster reshard`, live), ask_window() (one slot half
   migrated by hand, per the cluster spec: IMPORTING on the destination, MIGRATING on the source,
   MIGRATE of some keys, so that the source answers -ASK for them; finish() sets the slot's new
-  owner on every master);
+  owner on every master: nctest.rcluster_ask);
 - fails: kill_master() (SIGKILL), wait_promoted() (a replica took over its slots), restart() (the
   killed node back on its port with its nodes.conf: it rejoins, as a replica).
 
@@ -27,8 +28,11 @@ made without a workdir removes its own temporary dir at stop().
 
 Addresses are always 127.0.0.1. Threads: an RCluster belongs to one thread; its calls open their
 own connections.
+
+With a password (RCluster(password=...)), every node has `requirepass` and `masterauth` (its
+replicas sync), and redis-cli, the clients of client()/command() and the MIGRATEs of an ask
+window authenticate with it; a proxy pool in front of it needs `redis_auth`.
 """
-import functools
 import shutil
 import subprocess
 import tempfile
@@ -39,88 +43,18 @@ from pathlib import Path
 from . import conn, procs, wait
 from .conn import no_retry
 from .procs import HOST
+from .rcluster_ask import AskWindow
+from .rcluster_keys import (SLOTS, crc16, hashed_part, keys_in_slot,  # noqa: F401 - re-exported
+                            keys_in_slots, keyslot, tag_for_slot)
 from .sentinel import Listener
 
-SLOTS = 16384
 NODE_TIMEOUT_MS = 1000   # cluster-node-timeout (times wait.scale()): a silent master fails then
 UP_TIMEOUT = 30.0        # s: created, every node ok and agreeing, the replicas synced
 RESHARD_TIMEOUT = 90.0   # s: one `redis-cli --cluster reshard` (keys move with the slots)
 FAILOVER_TIMEOUT = 30.0  # s: a killed master's replica promoted and seen by every node
 REJOIN_TIMEOUT = 30.0    # s: a restarted node a synced replica, seen by every node
 CLIENT_TIMEOUT = 5.0     # s: one command to a node
-MIGRATE_TIMEOUT_MS = 5000
 START_TRIES = 3          # fresh ports for a node's first start (a port may be taken meanwhile)
-
-
-# --- slots of keys ----------------------------------------------------------------------------
-
-def _crc16_table():
-    table = []
-    for byte in range(256):
-        crc = byte << 8
-        for _ in range(8):
-            crc = ((crc << 1) ^ 0x1021) if crc & 0x8000 else crc << 1
-        table.append(crc & 0xFFFF)
-    return table
-
-
-_CRC16 = _crc16_table()
-
-
-def crc16(data):
-    """CRC16-CCITT (XMODEM: polynomial 0x1021, initial 0), the checksum of Redis Cluster slots."""
-    crc = 0
-    for byte in data:
-        crc = ((crc << 8) & 0xFFFF) ^ _CRC16[((crc >> 8) ^ byte) & 0xFF]
-    return crc
-
-
-def hashed_part(key):
-    """What of a key (bytes) the slot is computed over: what stands between its first "{" and the
-    first "}" after it when that is not empty (a hash tag), else the whole key."""
-    start = key.find(b"{")
-    if start >= 0:
-        end = key.find(b"}", start + 1)
-        if end > start + 1:
-            return key[start + 1:end]
-    return key
-
-
-def keyslot(key):
-    """The slot of a key (str, as UTF-8, or bytes), as CLUSTER KEYSLOT gives it."""
-    if isinstance(key, str):
-        key = key.encode()
-    return crc16(hashed_part(key)) % SLOTS
-
-
-@functools.lru_cache(maxsize=None)
-def tag_for_slot(slot):
-    """A short hash tag ("t<n>", the smallest n) whose keys all fall in `slot`."""
-    for n in range(SLOTS * 64):  # bounded: a slot is hit once in 16384 on average
-        tag = f"t{n}"
-        if keyslot(tag) == slot:
-            return tag
-    raise AssertionError(f"no tag found for slot {slot}")
-
-
-def keys_in_slot(slot, n, prefix="rc"):
-    """n distinct keys of one slot: "<prefix>:{<tag>}:<i>"."""
-    tag = tag_for_slot(slot)
-    return [f"{prefix}:{{{tag}}}:{i}" for i in range(n)]
-
-
-def keys_in_slots(slots, n, prefix="rc"):
-    """n distinct keys ("<prefix>:<i>", no hash tag) whose slots are among `slots` (a set)."""
-    assert slots, "no slot to find keys in"
-    found = []
-    limit = n * (SLOTS // len(slots) + 1) * 50 + 1000  # bounded: ~n * 16384/len(slots) tries
-    for i in range(limit):
-        key = f"{prefix}:{i}"
-        if keyslot(key) in slots:
-            found.append(key)
-            if len(found) == n:
-                return found
-    raise AssertionError(f"only {len(found)} of {n} keys in {len(slots)} slots in {limit} tries")
 
 
 # --- CLUSTER NODES ----------------------------------------------------------------------------
@@ -233,11 +167,12 @@ def port_of(node):
 
 class RCluster:
     """`nodes` redis-server nodes, `replicas` replicas per master (see the module's docstring).
-    start() brings it up; stop() stops every node. `args`: more redis-server flags for every node.
-    workdir=None: a temporary dir of its own, removed at stop()."""
+    start() brings it up; stop() stops every node. `args`: more redis-server flags for every node;
+    `password`: the nodes' requirepass and masterauth (None: none). workdir=None: a temporary dir
+    of its own, removed at stop()."""
 
     def __init__(self, workdir=None, track=lambda proc: proc, on_log=lambda title, path: None,
-                 nodes=6, replicas=1, node_timeout_ms=None, args=()):
+                 nodes=6, replicas=1, node_timeout_ms=None, args=(), password=None):
         assert nodes % (replicas + 1) == 0 and nodes // (replicas + 1) >= 3, \
             "redis-cli --cluster create wants at least 3 masters, each with `replicas` replicas"
         self.own_dir = workdir is None
@@ -248,6 +183,7 @@ class RCluster:
         self.replica_count = replicas
         self.node_timeout_ms = node_timeout_ms or int(NODE_TIMEOUT_MS * wait.scale())
         self.args = tuple(args)
+        self.password = password
         self.nodes_by_port = {}  # port -> Node
         self.started = []        # every Popen, restarts too: stop() stops them all by pid
         self.killed = {}         # node id -> (its slot ranges, its replicas' ids, monotonic time)
@@ -276,14 +212,17 @@ class RCluster:
         and loaded without a disk file (a restarted node finds no stale dump.rdb); a master
         pings its replicas every second, not every 10: a replica synced from a master that took
         no write yet has replication offset 0, which 7.0 reports as "loading" in CLUSTER SHARDS
-        and leaves out of CLUSTER SLOTS until the master's ping moves the offset."""
+        and leaves out of CLUSTER SLOTS until the master's ping moves the offset. With a
+        password: requirepass, and masterauth for the replicas' sync."""
+        auth = () if self.password is None else ("--requirepass", self.password,
+                                                 "--masterauth", self.password)
         return ("--cluster-enabled", "yes", "--cluster-config-file", str(node.conf_path),
                 "--cluster-port", str(node.bus_port),
                 "--cluster-node-timeout", str(self.node_timeout_ms),
                 "--cluster-allow-replica-migration", "no",
                 "--repl-diskless-sync-delay", "0", "--repl-diskless-load", "swapdb",
                 "--repl-ping-replica-period", "1",
-                *self.args)
+                *auth, *self.args)
 
     def _launch(self, node):
         """Starts node's redis-server (one try); True once it listens."""
@@ -317,7 +256,8 @@ class RCluster:
         to <workdir>/redis-cli.log. Returns the output; raises AssertionError if it fails."""
         log_path = self.workdir / "redis-cli.log"
         self.on_log("redis-cli --cluster output", log_path)
-        argv = ["redis-cli", "--cluster", *args]
+        auth = () if self.password is None else ("-a", self.password, "--no-auth-warning")
+        argv = ["redis-cli", *auth, "--cluster", *args]
         try:
             done = subprocess.run(argv, capture_output=True, text=True, stdin=subprocess.DEVNULL,
                                   timeout=timeout * wait.scale(), preexec_fn=procs.die_with_parent)
@@ -327,7 +267,7 @@ class RCluster:
         with open(log_path, "a") as log:
             log.write(f"$ {' '.join(argv)}\n{out}\n(exit {rc})\n")
         if rc != 0:
-            raise AssertionError(f"{' '.join(argv[:3])} exited {rc}: ...{out[-1500:]}")
+            raise AssertionError(f"redis-cli --cluster {args[0]} exited {rc}: ...{out[-1500:]}")
         return out
 
     # --- nodes and clients -----------------------------------------------------------------
@@ -342,7 +282,8 @@ class RCluster:
 
     def client(self, node, **kw):
         """A redis-py client of one node (RESP2, bounded waits, no retries: a MOVED or ASK shows
-        as an error). The caller closes it."""
+        as an error; the cluster's password, if any). The caller closes it."""
+        kw.setdefault("password", self.password)
         kw.setdefault("socket_timeout", CLIENT_TIMEOUT)
         kw.setdefault("retry", no_retry())
         return conn.redis_client(port_of(node), **kw)
@@ -593,91 +534,3 @@ class RCluster:
         assert not me.is_master, f":{proc.port} came back a master: {me}"
         self.timings["rejoin"] = time.monotonic() - t0
         return me
-
-
-class AskWindow:
-    """One slot half-way from master src to master dst, as a resharding leaves it (the cluster
-    spec's procedure, by hand): open() sets CLUSTER SETSLOT <slot> IMPORTING <src> on dst and
-    MIGRATING <dst> on src; migrate() moves keys with MIGRATE, after which src answers -ASK for
-    them (and for keys it does not have), dst answers -MOVED unless the client sent ASKING;
-    finish() migrates what is left and sets the slot's owner (SETSLOT <slot> NODE <dst>) on dst,
-    src and every other master, then waits until every node agrees. A context manager: finished
-    at the end of the block (unless it was already)."""
-
-    def __init__(self, cluster, slot, src, dst):
-        self.cluster = cluster
-        self.slot = slot
-        self.src = src
-        self.dst = dst
-        self.migrated = []
-        self.finished = False
-
-    def open(self):
-        assert self.src.owns(self.slot), f"slot {self.slot} is not on :{self.src.port}"
-        c = self.cluster
-        c.command(self.dst, "CLUSTER", "SETSLOT", self.slot, "IMPORTING", self.src.id)
-        c.command(self.src, "CLUSTER", "SETSLOT", self.slot, "MIGRATING", self.dst.id)
-        return self
-
-    def keys_left(self, count=100):
-        """Keys of the slot still on src (at most count)."""
-        return [k.decode() for k in
-                self.cluster.command(self.src, "CLUSTER", "GETKEYSINSLOT", self.slot, count)]
-
-    def migrate(self, keys=None, count=None):
-        """MIGRATEs `keys` (else `count` of the slot's keys still on src, else all of them) to dst;
-        returns the keys moved."""
-        if keys is None:
-            keys = self.keys_left(count or 1000)
-        keys = list(keys)
-        if keys:
-            reply = self.cluster.command(self.src, "MIGRATE", HOST, self.dst.port, "", 0,
-                                         MIGRATE_TIMEOUT_MS, "KEYS", *keys)
-            assert reply in (True, b"OK", b"NOKEY", "OK", "NOKEY"), reply
-            self.migrated += keys
-        return keys
-
-    def finish(self):
-        """Migrates the rest, gives the slot to dst on every master, waits until all agree."""
-        c = self.cluster
-        for _ in range(1000):  # bounded: 100 keys a round
-            if not self.migrate(self.keys_left(100)):
-                break
-        others = [m for m in c.masters() if m.id not in (self.src.id, self.dst.id)]
-        for node in (self.dst, self.src, *others):
-            c.command(node, "CLUSTER", "SETSLOT", self.slot, "NODE", self.dst.id)
-        self.finished = True
-        c.wait_ok(what=f"slot {self.slot} to be :{self.dst.port}'s everywhere")
-        owner = c.slot_owner(self.slot)
-        assert owner.id == self.dst.id, f"slot {self.slot} is on {owner}"
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, exc_type, exc, tb):
-        if self.finished:
-            return
-        try:
-            self.finish()
-        except Exception:  # noqa: BLE001 - the block's own error is the one to report
-            if exc_type is None:
-                raise
-
-
-@functools.lru_cache(maxsize=None)
-def proxy_accepts_cluster_pool(binary=None):
-    """Whether the proxy under test takes a pool with `redis_cluster: true` (`-t` on such a
-    config exits 0): the tests of the proxy's Redis Cluster support skip until it does."""
-    from .conf import write_conf
-
-    with tempfile.TemporaryDirectory(prefix="rcluster-probe-") as tmp:
-        path = write_conf(Path(tmp) / "probe.yml", {"probe": {
-            "listen": f"{HOST}:{procs.free_port()}", "redis": True, "redis_cluster": True,
-            "servers": [f"{HOST}:{procs.free_port()}:1"]}})
-        try:
-            done = subprocess.run([binary or procs.nutcrackers_bin(), "-t", "-c", str(path)],
-                                  capture_output=True, text=True, timeout=20,
-                                  stdin=subprocess.DEVNULL)
-        except (OSError, subprocess.TimeoutExpired):
-            return False
-    return done.returncode == 0
