@@ -25,9 +25,12 @@
 extern const struct conn_ops dedicated_conn_ops;
 
 /* Who holds a dedicated connection (embedded in a transaction, a subscriber's link): told when the
- * connection closes while held (it is no longer held then). */
+ * connection closes while held (it is no longer held then), and asked to move a request a Redis
+ * Cluster redirected (core/redirect.h): true when it sent req to server (after ASKING when ask)
+ * on another connection it holds, false to relay the redirection. NULL: relayed. */
 struct dedicated_holder {
     void (*lost)(struct dedicated_holder *h, struct conn *d, int err);
+    bool (*redirect)(struct dedicated_holder *h, struct conn *d, struct msg *req, uint32_t server, bool ask);
 };
 
 /* How many dedicated connections to s may be held at once (its newest config's). */

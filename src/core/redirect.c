@@ -12,6 +12,7 @@
 
 #include "common/clock.h"
 #include "core/conn.h"
+#include "core/dedicated.h"
 #include "core/loop.h"
 #include "core/pool.h"
 #include "core/request.h"
@@ -112,12 +113,33 @@ static bool redirect_wait(struct loop *l, struct msg *req)
     return true;
 }
 
+/* A redirection on a dedicated connection: its holder moves the request (a blocking command's
+ * own connection), or it is relayed. */
+static bool redirect_dedicated(struct conn *c, struct msg *req, struct msg *rsp)
+{
+    struct pool_rt *p = c->pool;
+    struct dedicated_holder *h = c->holder;
+    char host[REDIRECT_HOST_MAX];
+    uint16_t port = 0;
+    if (h == NULL || h->redirect == NULL || req->redirects >= REDIRECT_MAX || rsp->rsp_redirect == MSG_REDIRECT_TRYAGAIN ||
+        p->proto->redirect_target(rsp, host, sizeof(host), &port) < 0)
+        return false;
+    uint32_t s = redirect_find(p, host, port);
+    if (rsp->rsp_redirect == MSG_REDIRECT_MOVED) pool_topology_recheck(p->shared);
+    if (s == DIST_NONE || !h->redirect(h, c, req, s, rsp->rsp_redirect == MSG_REDIRECT_ASK)) return false;
+    req->redirects++;
+    STATS_POOL_ADD(p->st, cluster_redirections, 1);
+    msg_put(&c->loop->msgs, rsp);
+    return true;
+}
+
 bool redirect_request(struct conn *c, struct msg *req, struct msg *rsp)
 {
     struct pool_rt *p = c->pool;
-    if (!p->shared->source_ops->redirects || c->ops != &server_conn_ops || req->swallow ||
-        redirect_client(req) == NULL || p->proto->redirect_target == NULL)
+    if (!p->shared->source_ops->redirects || req->swallow || redirect_client(req) == NULL ||
+        p->proto->redirect_target == NULL)
         return false;
+    if (c->ops != &server_conn_ops) return redirect_dedicated(c, req, rsp);
     struct loop *l = c->loop;
     uint8_t kind = rsp->rsp_redirect;
     if (req->redirects >= REDIRECT_MAX) { /* the cluster keeps moving it: -TRYAGAIN as it is */

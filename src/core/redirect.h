@@ -8,8 +8,9 @@
  * and is routed again by its key with the newest map. After REDIRECT_MAX redirections the client
  * gets the -TRYAGAIN as it is, or for a -MOVED/-ASK the proxy's error (EHOSTUNREACH).
  *
- * Only pools whose topology source says its servers redirect (topo_source_ops.redirects), only
- * requests on shared connections (a transaction's dedicated connection relays them).
+ * Only pools whose topology source says its servers redirect (topo_source_ops.redirects). On a
+ * dedicated connection its holder decides (dedicated_holder.redirect): a blocking command moves
+ * to a connection of the node named; a transaction's or a subscriber's relays it.
  *
  * Threads: the loop's own.
  */

@@ -262,6 +262,7 @@ int ps_link_take(struct conn *c, struct pubsub *ps, uint32_t server)
     lk->ps = ps;
     lk->server = server;
     lk->holder.lost = ps_link_lost;
+    lk->holder.redirect = NULL; /* a subscription's -MOVED is relayed */
     int rc = dedicated_acquire(&c->pool->servers[server], &lk->holder, c->sess.variant, &lk->d);
     if (rc < 0) {
         lk->d = NULL;

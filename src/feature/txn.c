@@ -46,6 +46,7 @@ struct txn {
 };
 
 static void txn_dedicated_lost(struct dedicated_holder *h, struct conn *d, int err);
+static bool txn_dedicated_redirect(struct dedicated_holder *h, struct conn *d, struct msg *req, uint32_t server, bool ask);
 extern const struct feature_ops txn_feature;
 
 /* c's transaction state, NULL when it has none. */
@@ -62,6 +63,7 @@ static struct txn *txn_get(struct conn *c)
         if (t == NULL) return NULL;
         TAILQ_INIT(&t->queue);
         t->holder.lost = txn_dedicated_lost;
+        t->holder.redirect = txn_dedicated_redirect;
         feature_attach(c, &txn_feature, t);
     }
     return t;
@@ -551,6 +553,31 @@ static void txn_client_close(struct conn *c)
     if (t->bconn != NULL) txn_abandon_block(c, t);
     txn_end(c, t);
     txn_free(c);
+}
+
+/* dedicated_holder.redirect: the blocking command req on d (its own connection, not a WATCH's)
+ * was redirected by a Redis Cluster: it goes to server on a connection taken for it, and d goes
+ * back (nothing else is in flight on it). */
+static bool txn_dedicated_redirect(struct dedicated_holder *h, struct conn *d, struct msg *req, uint32_t server, bool ask)
+{
+    struct txn *t = (struct txn *)h;
+    struct conn *c = req->owner, *n;
+    if (c == NULL || d != t->bconn || d == t->dconn || req->id != t->barrier || server >= c->pool->nservers) return false;
+    if (dedicated_acquire(&c->pool->servers[server], &t->holder, c->sess.variant, &n) < 0) return false;
+    int rc = 0;
+    if (ask) {
+        struct msg *a = c->pool->proto->asking(&c->loop->msgs);
+        rc = a != NULL ? server_conn_enqueue(n, a, server) : -ENOMEM;
+        if (rc < 0 && a != NULL) msg_put(&c->loop->msgs, a);
+    }
+    if (rc == 0) rc = server_conn_enqueue(n, req, server);
+    if (rc < 0) { /* cannot connect: the redirection is relayed */
+        dedicated_release(n, false);
+        return false;
+    }
+    dedicated_release(d, false);
+    t->bconn = n;
+    return true;
 }
 
 /* dedicated_holder.lost: the dedicated connection d of t (its WATCH's, or its blocking command's)

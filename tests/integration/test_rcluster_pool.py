@@ -13,8 +13,8 @@ rcluster_fixtures.py (3 masters, a replica each), shared by the module with its 
 - seeds: a first seed that is a dead port, the second a live node: the map is learned, keys served;
 - RESP3 (redis-py protocol=3 and raw HELLO 3): SET/GET, MGET across slots, HGETALL as a map;
 - BLPOP through the proxy, served by an LPUSH through the proxy, on keys of two masters at once;
-  a BLPOP blocked when its slot moves, or sent while its slot migrates, must not see the -MOVED or
-  -ASK that redis gives it (xfail: the proxy relays them from the dedicated connection, a bug);
+  a BLPOP blocked when its slot moves, or sent while its slot migrates, does not see the -MOVED
+  or -ASK that redis gives it: the proxy moves it to a connection of the node named;
 - Pub/Sub: SUBSCRIBE, PSUBSCRIBE over channels of every master and SSUBSCRIBE: each message
   published through the proxy arrives once (a cluster delivers PUBLISH on every node: the proxy
   must subscribe a channel or a pattern on one node only);
@@ -336,10 +336,6 @@ def test_blpop_on_two_masters_served_by_lpush(cluster, proxy):
     assert (redis_blocked(ports[a1]), redis_blocked(ports[a2])) == ([], [])
 
 
-BLOCKED_REDIRECT = ("proxy bug: a blocking command's -MOVED/-ASK reply on its dedicated server "
-                    "connection is relayed to the client instead of followed")
-
-
 def answered(conn):
     """Whether a reply (any byte) waits on a RawConn: buffered, or readable on its socket."""
     return bool(conn.buf) or bool(select.select([conn.sock], [], [], 0)[0])
@@ -353,7 +349,6 @@ def assert_blocked_on(conn, port, what):
         pytest.fail(f"the blocked client was answered {conn.read()!r} ({what})")
 
 
-@pytest.mark.xfail(strict=True, reason=BLOCKED_REDIRECT)
 def test_blpop_blocked_when_its_slot_moves_stays_blocked(cluster, proxy):
     """A BLPOP blocked on a key whose slot then moves to another master: redis unblocks it with
     -MOVED <slot> <new owner> (a cluster client sends it again there); behind the proxy, which
@@ -372,7 +367,6 @@ def test_blpop_blocked_when_its_slot_moves_stays_blocked(cluster, proxy):
         assert client.read() == [key.encode(), b"after the move"]
 
 
-@pytest.mark.xfail(strict=True, reason=BLOCKED_REDIRECT)
 def test_blpop_on_a_migrating_slot_blocks_on_the_importing_node(cluster, proxy):
     """A BLPOP on a key that the migrating source does not have: redis answers -ASK (the key may
     be on the importing node); the proxy must send ASKING and the BLPOP there, where it blocks
