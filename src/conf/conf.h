@@ -122,6 +122,10 @@ struct conf_pool {
     size_t nsentinels;
     char *sentinel_auth;          /* NULL: the sentinels need no password */
     int read_from;                /* enum conf_read_from */
+    /* Redis Cluster clients (notes/cluster-clients.md): the proxy answers CLUSTER SLOTS, SHARDS,
+     * NODES, ... as the one node of a cluster that owns every slot, at cluster_announce */
+    bool client_cluster_mode;
+    struct conf_addr cluster_announce; /* host NULL: not set (the listen address is announced) */
     const char *file;             /* the file it was loaded from (its conf's path) */
     int *key_lines;               /* line where each key of the table was set (0: not set) */
 };

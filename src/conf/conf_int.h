@@ -106,6 +106,14 @@ int conf_sentinel_replica_slots(struct conf_pool *p, struct conf_report *r);
 /* Frees the sentinel keys' values. */
 void conf_sentinel_deinit(struct conf_pool *p);
 
+/* ---- cluster-mode clients (conf_cluster.c) ---- */
+/* The `cluster_announce` value ("host:port", TCP, not a wildcard) into p->cluster_announce. */
+int conf_cluster_announce_parse(const char *key, const struct conf_node *v, struct conf_pool *p,
+                                struct conf_report *r);
+/* What client_cluster_mode and cluster_announce must agree on: reports each problem, returns
+ * their number. */
+unsigned conf_cluster_check(const struct conf_pool *p, struct conf_report *r);
+
 /* ---- addresses (conf_addr.c) ---- */
 
 /*
