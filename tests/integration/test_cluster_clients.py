@@ -8,7 +8,7 @@ READWRITE itself, as the one node of a cluster that owns every slot, at cluster_
   MD5s of the announced host:port, and two proxies announcing one address announce one node.
 - -t's refusals (file, line and key); without the key CLUSTER, READONLY and READWRITE are refused
   as twemproxy refuses them (counted under their names, aborting a transaction), with it they
-  are not refused commands.
+  are not refused commands; a reload turns the key on and off for a connected client.
 - The cluster clients at pinned versions, the proxy's address their only seed (cluster_announce
   that same address), over 2 redis-servers (ketama), in a pool with hash_tag "{}" and in one
   without (there one {tag}'s keys are on both servers, and the proxy splits their MSET, MGET and
@@ -201,6 +201,25 @@ def test_refused_without_the_key(deploy):
             assert c.call("READONLY") == "OK"
     st = manage.status(deploy.proxy.manage_port)
     assert [st[pool]["refused_commands"] for pool in POOLS] == [0, 0]
+
+
+def test_reload_turns_it_on_and_off(write_conf, nutcrackers, redis_server):
+    """A reload that sets or clears client_cluster_mode applies to a connected client's next
+    request (an idle client follows the reload at once)."""
+    port = free_port()
+    pool = {"listen": f"{HOST}:{port}", "redis": True, "servers": [f"{HOST}:{redis_server()[0]}:1"]}
+    path = write_conf({"p": pool})
+    proxy = nutcrackers(path, "-T", "2")
+    with RawConn(port) as c:
+        assert c.call("CLUSTER", "MYID") == "ERR unsupported command 'cluster'"
+        for gen, on in ((2, True), (3, False)):
+            write_conf({"p": {**pool, "client_cluster_mode": on}})
+            assert manage.command(proxy.manage_port, "reload") == f"OK generation {gen}\r\n"
+            manage.wait_status(proxy.manage_port, lambda d, g=gen: d.get("generation") == g,
+                               what=f"generation {gen}")
+            want = node_id(HOST, port).encode() if on else "ERR unsupported command 'cluster'"
+            wait_for(lambda: c.call("CLUSTER", "MYID") == want, 10, f"CLUSTER MYID after reload {gen}")
+            assert c.call("READWRITE") == ("OK" if on else "ERR unsupported command 'readwrite'")
 
 
 def test_conf_refusals(write_conf):
