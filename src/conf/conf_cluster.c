@@ -16,9 +16,11 @@
 #include "conf/conf_int.h"
 
 #define CONF_ANNOUNCE_FORM "expected \"host:port\" that cluster clients connect to"
+#define CONF_ANNOUNCE_HOST_MAX 253 /* a DNS name */
 
 /* Why host cannot be announced to clients, or NULL: a wildcard address (what a listener binds,
- * not what a client connects to), or a byte that would break the lines of CLUSTER NODES. */
+ * not what a client connects to), a byte that would break the lines of CLUSTER NODES, or a name
+ * longer than DNS allows. */
 static const char *conf_announce_host_bad(const char *host)
 {
     static const char *const wildcards[] = { "0.0.0.0", "::", "*" };
@@ -28,6 +30,7 @@ static const char *conf_announce_host_bad(const char *host)
     for (const char *c = host; *c != '\0'; c++) {
         if (*c < '!' || *c > '~' || *c == '@' || *c == ',') return "not a host name or an IP address";
     }
+    if (strlen(host) > CONF_ANNOUNCE_HOST_MAX) return "a host name longer than 253 characters";
     return NULL;
 }
 

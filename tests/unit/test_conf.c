@@ -743,7 +743,14 @@ static const struct bad_case bad_cases[] = {
         "49: pool 'noport': key 'cluster_announce': 'proxy.example.net': missing ':port' (expected \"host:port\" "
         "that cluster clients connect to)",
         "56: pool 'list': key 'cluster_announce': expected \"host:port\" that cluster clients connect to, got a "
-        "sequence" } },
+        "sequence",
+        "63: pool 'chars': key 'cluster_announce': 'proxy@host:22158': not a host name or an IP address",
+        "70: pool 'long': key 'cluster_announce': '"
+        "hhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhh"
+        "hhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhh"
+        "hhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhh"
+        "hhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhh"
+        ":22159': a host name longer than 253 characters" } },
     { "many_errors.yml",
       { "4: pool 'alpha': key 'hash': unknown hash 'sha1' (valid: " HASH_NAMES ")",
         "5: pool 'alpha': key 'timeout': expected an integer, got 'soon'",
