@@ -33,7 +33,7 @@ from nctest.conf import render_conf
 from nctest.conn import RawConn, redis_client
 from nctest.keys import spread_keys
 from nctest.manage import find_keys
-from nctest.procs import HOST, free_port, run
+from nctest.procs import HOST, REPO, free_port, run
 from nctest.wait import scale, wait_for
 
 THREADED = True  # a -T 2 proxy: the TSan stage runs these too (conftest.py)
@@ -255,6 +255,11 @@ def test_conf_refusals(write_conf):
     for pool, key, text in want:
         assert f"{path}:{line_of(pool, key)}: pool '{pool}': key '{key}': {text}" in r.stderr, r.stderr
     assert r.stderr.strip().splitlines()[-1].endswith("syntax is invalid")
+
+
+def test_the_shipped_example_passes():
+    r = run(["-t", "-c", str(REPO / "conf" / "cluster_clients.yml")])
+    assert r.returncode == 0 and "syntax is ok" in r.stderr, r.stderr
 
 
 # --- the cluster clients ---------------------------------------------------------------------
