@@ -158,6 +158,27 @@ int sock_connect_result(int fd)
     return -err;
 }
 
+/* The numeric host and the port of an IP socket address; -EAFNOSUPPORT for another family. */
+static int sock_ip_of(const struct sockaddr_storage *ss, socklen_t len, char *host, size_t size, uint16_t *port)
+{
+    if (ss->ss_family != AF_INET && ss->ss_family != AF_INET6) return -EAFNOSUPPORT;
+    if (getnameinfo((const struct sockaddr *)ss, len, host, (socklen_t)size, NULL, 0, NI_NUMERICHOST) != 0)
+        return -EINVAL;
+    *port = ntohs(ss->ss_family == AF_INET ? ((const struct sockaddr_in *)ss)->sin_port
+                                           : ((const struct sockaddr_in6 *)ss)->sin6_port);
+    return 0;
+}
+
+int sock_addr_ip(int fd, bool peer, char *host, size_t size, uint16_t *port)
+{
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof(ss);
+    memset(&ss, 0, sizeof(ss));
+    int rc = peer ? getpeername(fd, (struct sockaddr *)&ss, &len) : getsockname(fd, (struct sockaddr *)&ss, &len);
+    if (rc < 0) return -errno;
+    return sock_ip_of(&ss, len, host, size, port);
+}
+
 void sock_addr_text(int fd, bool peer, char *buf, size_t size)
 {
     struct sockaddr_storage ss;
@@ -178,9 +199,8 @@ void sock_addr_text(int fd, bool peer, char *buf, size_t size)
         snprintf(buf, size, "%.*s:0", (int)n, un->sun_path);
         return;
     }
-    char host[NI_MAXHOST], port[NI_MAXSERV];
-    if (getnameinfo((struct sockaddr *)&ss, len, host, sizeof(host), port, sizeof(port),
-                    NI_NUMERICHOST | NI_NUMERICSERV) != 0)
-        return;
-    snprintf(buf, size, ss.ss_family == AF_INET6 ? "[%s]:%s" : "%s:%s", host, port);
+    char host[NI_MAXHOST];
+    uint16_t port;
+    if (sock_ip_of(&ss, len, host, sizeof(host), &port) != 0) return;
+    snprintf(buf, size, ss.ss_family == AF_INET6 ? "[%s]:%u" : "%s:%u", host, port);
 }

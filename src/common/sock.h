@@ -30,5 +30,8 @@ int sock_connect_result(int fd);
  * "[ip6]:port", or a unix socket's path then ":0" (an accepted unix socket's peer has no path:
  * its own is given). Written NUL-terminated into buf; "?" when it cannot be had. */
 void sock_addr_text(int fd, bool peer, char *buf, size_t size);
+/* The numeric host (IPv6 without brackets) and the port of fd's peer (peer) or its own, into
+ * host[0..size) and *port. Returns 0, or -errno (-EAFNOSUPPORT: not an IP socket). */
+int sock_addr_ip(int fd, bool peer, char *host, size_t size, uint16_t *port);
 
 #endif

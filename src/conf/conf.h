@@ -131,6 +131,10 @@ struct conf_pool {
     bool redis_cluster;
     struct conf_server *seeds;    /* the `servers:` written (NULL: not a cluster pool) */
     size_t nseeds;
+    /* Redis Cluster clients (notes/cluster-clients.md): the proxy answers CLUSTER SLOTS, SHARDS,
+     * NODES, ... as the one node of a cluster that owns every slot, at cluster_announce */
+    bool client_cluster_mode;
+    struct conf_addr cluster_announce; /* host NULL: not set (the listen address is announced) */
     const char *file;             /* the file it was loaded from (its conf's path) */
     int *key_lines;               /* line where each key of the table was set (0: not set) */
 };

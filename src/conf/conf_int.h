@@ -119,6 +119,14 @@ void conf_cluster_warn(const struct conf_pool *p, struct conf_report *r);
 int conf_cluster_places(struct conf_pool *p, struct conf_report *r);
 void conf_cluster_deinit(struct conf_pool *p);
 
+/* ---- cluster-mode clients (conf_cluster_clients.c) ---- */
+/* The `cluster_announce` value ("host:port", TCP, not a wildcard) into p->cluster_announce. */
+int conf_cluster_announce_parse(const char *key, const struct conf_node *v, struct conf_pool *p,
+                                struct conf_report *r);
+/* What client_cluster_mode and cluster_announce must agree on: reports each problem, returns
+ * their number. */
+unsigned conf_cluster_clients_check(const struct conf_pool *p, struct conf_report *r);
+
 /* ---- addresses (conf_addr.c) ---- */
 
 /*

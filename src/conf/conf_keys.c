@@ -103,6 +103,8 @@ static int conf_key_sentinels(const struct conf_key *k, const struct conf_node *
                               struct conf_pool *p, struct conf_report *r);
 static int conf_key_read_from(const struct conf_key *k, const struct conf_node *v,
                               struct conf_pool *p, struct conf_report *r);
+static int conf_key_cluster_announce(const struct conf_key *k, const struct conf_node *v,
+                                     struct conf_pool *p, struct conf_report *r);
 
 static const char *conf_hash_name(int value)
 {
@@ -118,7 +120,7 @@ static const struct conf_enum conf_hash_names = { hash_type_from_name, conf_hash
 static const struct conf_enum conf_dist_names = { dist_type_from_name, conf_dist_name, DIST_COUNT };
 
 /* The pool keys, in twemproxy's order (tcpkeepidle/cnt/intvl, client_idle_timeout, dedicated_connections,
- * redis_flush, the TLS and the Sentinel keys are ours). */
+ * redis_flush, the TLS, the Sentinel and the cluster-mode clients' keys are ours). */
 static const struct conf_key conf_keys[] = {
     { .name = "listen", .parse = conf_key_listen, .required = true },
     { .name = "hash", .parse = conf_key_enum, .field = CONF_FIELD_HASH,
@@ -174,6 +176,8 @@ static const struct conf_key conf_keys[] = {
       .offset = CONF_OFFSET(sentinel_auth, char *), .max = CONF_REDIS_AUTH_MAX - 1 },
     { .name = "read_from", .parse = conf_key_read_from },
     CONF_KEY_BOOL("redis_cluster", redis_cluster),
+    CONF_KEY_BOOL("client_cluster_mode", client_cluster_mode),
+    { .name = "cluster_announce", .parse = conf_key_cluster_announce },
 };
 
 static const struct {
@@ -431,6 +435,12 @@ static int conf_key_read_from(const struct conf_key *k, const struct conf_node *
     return rc;
 }
 
+static int conf_key_cluster_announce(const struct conf_key *k, const struct conf_node *v,
+                                     struct conf_pool *p, struct conf_report *r)
+{
+    return conf_cluster_announce_parse(k->name, v, p, r);
+}
+
 static const struct conf_key *conf_key_find(const char *name)
 {
     for (size_t i = 0; i < NC_ARRAY_LEN(conf_keys); i++) {
@@ -484,6 +494,7 @@ unsigned conf_pool_parse(struct conf_pool *p, const struct conf_node *map, struc
     conf_tls_check(p, r);
     conf_sentinel_check(p, r);
     conf_cluster_check(p, r);
+    conf_cluster_clients_check(p, r);
     if (r->nerrors == before) conf_cluster_warn(p, r);
     if (r->nerrors == before) conf_cluster_places(p, r);
     if (r->nerrors == before) conf_sentinel_replica_slots(p, r);
@@ -512,6 +523,7 @@ void conf_pool_deinit(struct conf_pool *p)
     }
     conf_sentinel_deinit(p);
     conf_cluster_deinit(p);
+    conf_addr_deinit(&p->cluster_announce);
     free(p->key_lines);
     p->key_lines = NULL;
     conf_addr_deinit(&p->listen);

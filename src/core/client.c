@@ -478,9 +478,9 @@ static void client_flush_queued(struct conn *c)
 
 static void client_msg_begin(void *ctx, struct parse_state *ps)
 {
-    (void)ctx;
     parse_state_reset(ps);
     ps->want_elems = false;
+    ps->opts = ((struct conn *)ctx)->pool->parse_opts; /* the pool's now: it may follow a reload */
 }
 
 static int client_parse(void *ctx, struct parse_state *ps, struct msg *m, const uint8_t *buf, size_t len,

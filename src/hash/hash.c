@@ -1,7 +1,8 @@
 /*
  * hash.c - the hash name -> function table, the hash_tag rule and hash_key(), the one entry point
- * routing uses. The functions themselves live one family per file (md5.c, crc.c, fnv.c,
- * jenkins.c, hsieh.c, murmur.c).
+ * routing uses, and hash_keyslot() (Redis Cluster's slot of a key: CLUSTER KEYSLOT). The
+ * functions themselves live one family per file (md5.c, crc.c, fnv.c, jenkins.c, hsieh.c,
+ * murmur.c).
  *
  * Threads: any (no state).
  */
@@ -65,4 +66,12 @@ uint32_t hash_key(enum hash_type type, const char *tag, const uint8_t *key, size
     if (part_len == 0)
         return 0;
     return hash_table[type].fn(part, part_len);
+}
+
+uint32_t hash_keyslot(const uint8_t *key, size_t len)
+{
+    size_t part_len;
+    const uint8_t *part = hash_tag_part(key, len, "{}", &part_len);
+    /* hash_crc16 keeps the bits shifted out of the low 16 (twemproxy's), which the mask drops */
+    return hash_crc16(part, part_len) & (HASH_SLOTS - 1);
 }

@@ -1,6 +1,6 @@
 /*
  * hash.h - the 12 key hash functions of twemproxy 0.5.0, bit-for-bit, as a name -> function table,
- * and the hash_tag rule. Pure functions: no state, no server types.
+ * the hash_tag rule, and Redis Cluster's key slot. Pure functions: no state, no server types.
  *
  * Threads: any (no state).
  */
@@ -50,5 +50,11 @@ const uint8_t *hash_tag_part(const uint8_t *key, size_t len, const char *tag, si
 
 /* The hash twemproxy routes a key with: hash_tag applied, and the empty key hashes to 0. */
 uint32_t hash_key(enum hash_type type, const char *tag, const uint8_t *key, size_t len);
+
+/* Redis Cluster's hash slots, and the slot of a key as Redis Cluster computes it (CLUSTER
+ * KEYSLOT): the CRC-16/XMODEM of its hash tag part ("{...}": the bytes between the first '{' and
+ * the first '}' after it, when not empty; else the whole key), modulo HASH_SLOTS. */
+#define HASH_SLOTS 16384u
+uint32_t hash_keyslot(const uint8_t *key, size_t len);
 
 #endif

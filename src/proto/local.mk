@@ -21,6 +21,7 @@ src_libnutcrackers_la_SOURCES += \
 	src/proto/redis_frag.c \
 	src/proto/redis_local.c \
 	src/proto/redis_cluster.c \
+	src/proto/redis_redirect.c \
 	src/proto/redis_info.c \
 	src/proto/redis_fanout.c \
 	src/proto/redis_pubsub.c \

@@ -248,11 +248,13 @@ struct parse_state {
     uint64_t *stack;        /* redis replies: remaining elements per level (heap, grown as needed) */
     uint64_t elem_start;
     bool want_elems;        /* set by the core: record top-level elements (fragment replies) */
+    uint8_t opts;           /* set by the core before each request: the options of the client's
+                             * pool (proto_ops.parse_opts); 0 for replies */
     const char *error;      /* PARSE_ERROR: static text naming the problem */
 };
 
-/* Before each message: clears the state, keeping want_elems and the stack's memory (inline: it
- * runs twice per proxied request). */
+/* Before each message: clears the state, keeping want_elems, opts and the stack's memory (inline:
+ * it runs twice per proxied request). */
 static inline void parse_state_reset(struct parse_state *ps)
 {
     ps->state = 0;
@@ -271,6 +273,10 @@ struct proto_ops {
                      size_t *consumed);
     int (*parse_rsp)(struct parse_state *ps, struct msg *m, const uint8_t *buf, size_t len,
                      size_t *consumed);
+    /* The options parse_req is given for the clients of pool cp (parse_state.opts; NULL: 0): what
+     * its config changes in what a request is (redis: client_cluster_mode serves the commands of
+     * cluster-mode clients, refused as unknown elsewhere). */
+    uint8_t (*parse_opts)(const struct conf_pool *cp);
 
     /*
      * Builds the sub-requests of a multi-key request req (a CMD_F_FRAG_MASK command with nkeys >= 2,

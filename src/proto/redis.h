@@ -52,6 +52,8 @@ bool redis_probe_alive(const uint8_t *reply, size_t len);
 #define REDIS_RESP3 1
 #define REDIS_SESS_NO_EVICT 0x1u   /* proto_session.flags: CLIENT NO-EVICT on */
 #define REDIS_SESS_NO_TOUCH 0x2u   /* CLIENT NO-TOUCH on */
+/* parse_state.opts of a pool's clients (proto_ops.parse_opts, redis_cluster.c) */
+#define REDIS_OPT_CLUSTER 0x1u     /* client_cluster_mode: CLUSTER, READONLY, READWRITE are served */
 
 /* The client's strings (proto_session.ext): NUL-terminated, NULL when unset. */
 enum redis_sess_text {
@@ -68,10 +70,24 @@ struct proto_session_ext {
 void redis_session_init(struct proto_session *s, const struct conf_pool *cp, const struct conf_pool *old);
 void redis_session_free(struct proto_session *s);
 int redis_local(struct proto_session *s, const struct conf_pool *cp, const struct msg *req, struct msg *rsp);
-/* proto_ops.redirect_target and asking (redis_cluster.c) */
+/* proto_ops.redirect_target and asking (redis_redirect.c) */
 int redis_redirect_target(const struct msg *rsp, char *host, size_t hostlen, uint16_t *port);
 struct msg *redis_asking(struct msg_pool *pool);
 
+/* local()'s replies (redis_local.c): text as it is; an error naming what the client sent, pre + k
+ * (control bytes as spaces, lowercased with lower, cut to fit) + post; a text built (freed). Each
+ * returns verdict (PROTO_ANSWERED for the last two), or -ENOMEM. */
+int redis_answer(struct msg *rsp, const char *text, int verdict);
+int redis_answer_named(struct msg *rsp, const char *pre, const struct msg_key *k, const char *post, bool lower);
+int redis_answer_text(struct textbuf *t, struct msg *rsp);
+/* redis's error for a subcommand sub of cmd ("CLIENT") that it does not have. */
+int redis_answer_unknown_sub(const struct msg_key *sub, const char *cmd, struct msg *rsp);
+/* What cluster-mode clients are answered (a pool with client_cluster_mode, redis_cluster.c):
+ * CLUSTER's subcommands, READONLY, READWRITE. */
+int redis_cluster_local(const struct proto_session *s, const struct conf_pool *cp, const struct msg *req,
+                        struct msg *rsp);
+/* proto_ops.parse_opts (redis_cluster.c): REDIS_OPT_CLUSTER for a pool with client_cluster_mode. */
+uint8_t redis_parse_opts(const struct conf_pool *cp);
 /* proto_ops.setup_check: ROLE's reply says master (slave for a replica's connection). */
 int redis_setup_check(const struct msg *req, const struct msg *rsp, bool replica);
 int redis_server_setup(const struct conf_pool *cp, uint8_t variant, bool replica, struct msg_pool *pool, struct msg **out,

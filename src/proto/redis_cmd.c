@@ -12,9 +12,11 @@
  * streams (XREAD and XREADGROUP: keys after STREAMS, on one server); the blocking commands (BLPOP,
  * ..., XREAD with BLOCK: CMD_F_BLOCK, on a dedicated server connection, notes/blocking-commands.md);
  * the commands sent to every server (KEYS, DBSIZE, RANDOMKEY, SCAN, SCRIPT, PUBSUB, FLUSHDB,
- * FLUSHALL: notes/fan-out.md).
- * Beside it, the names of redis's commands that are not in it: what a refused request is counted
- * under (notes/refused-commands.md).
+ * FLUSHALL: notes/fan-out.md); the commands of cluster-mode clients (CLUSTER, READONLY, READWRITE,
+ * answered by the proxy in a pool with client_cluster_mode, unknown elsewhere:
+ * notes/cluster-clients.md).
+ * Beside it, the names of redis's commands that are not in it, or only in a pool with
+ * client_cluster_mode: what a refused request is counted under (notes/refused-commands.md).
  *
  * Threads: const data (the index is written once, before main() runs); any thread.
  */
@@ -64,6 +66,7 @@ const struct redis_cmd redis_cmds[] = {
     BLOCKING("bzpopmax", -3, 1, -2, -1),
     BLOCKING("bzpopmin", -3, 1, -2, -1),
     LOCAL("client", -2, 0, REDIS_LOCAL_CLIENT),
+    LOCAL("cluster", -2, 0, REDIS_LOCAL_CLUSTER), /* a pool with client_cluster_mode only */
     NOKEY("command", -1, CMD_F_ANY_SERVER),
     KEY12("copy", -3, W),
     ALL("dbsize", 1, 0, REDIS_FAN_SUM),
@@ -151,6 +154,8 @@ const struct redis_cmd redis_cmds[] = {
     PUBSUB("punsubscribe", -1, CMD_F_PS_PATTERN | CMD_F_PS_UNSUB),
     NOKEY("quit", -1, CMD_F_QUIT),
     ALL("randomkey", 1, CMD_F_FRAG_PARTIAL, REDIS_FAN_RANDOMKEY),
+    LOCAL("readonly", 1, 0, REDIS_LOCAL_READONLY),   /* a pool with client_cluster_mode only */
+    LOCAL("readwrite", 1, 0, REDIS_LOCAL_READONLY),  /* a pool with client_cluster_mode only */
     LOCAL("reset", 1, CMD_F_SWITCH | CMD_F_RESET, REDIS_LOCAL_RESET),
     KEY1("restore", -4, W),
     KEY1("rpop", -2, W),

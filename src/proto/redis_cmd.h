@@ -31,7 +31,12 @@ enum redis_local_cmd {
     REDIS_LOCAL_SCRIPT,   /* LOAD, EXISTS, FLUSH go to every server; the rest is refused */
     REDIS_LOCAL_FLUSH,    /* FLUSHDB, FLUSHALL: to every server when the pool's redis_flush allows */
     REDIS_LOCAL_PUBSUB,   /* PUBSUB: every server's; its arguments read by the merge */
+    /* the commands of cluster-mode clients (redis_cluster.c), last: a pool without
+     * client_cluster_mode refuses them as unknown (redis_req.c) */
+    REDIS_LOCAL_CLUSTER,  /* CLUSTER SLOTS, SHARDS, NODES, INFO, MYID, KEYSLOT, HELP */
+    REDIS_LOCAL_READONLY, /* READONLY, READWRITE: +OK */
 };
+#define REDIS_LOCAL_CLUSTER_FIRST REDIS_LOCAL_CLUSTER
 
 /* How the reply of a CMD_F_FRAG_ALL command (sent to every server) is built from theirs. */
 enum redis_fan {

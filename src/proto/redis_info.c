@@ -5,8 +5,9 @@
  * not fail the command).
  *
  * HELLO's reply is redis' own (a flat array in RESP2, a map in RESP3): server "redis", version,
- * proto, id, mode "standalone", role "master", modules; the version is the lowest redis_version
- * of the servers that answered, so a client never believes in a feature one of them lacks.
+ * proto, id, mode "standalone" ("cluster" with client_cluster_mode), role "master", modules; the
+ * version is the lowest redis_version of the servers that answered, so a client never believes
+ * in a feature one of them lacks.
  *
  * INFO [section ...]: the sections server (the lowest redis_version, redis_mode, and the proxy's
  * own process_id, tcp_port, uptime), clients (connected_clients: the pool's clients), memory
@@ -289,6 +290,12 @@ static unsigned info_sections(const struct msg *req)
     return bits;
 }
 
+/* The mode HELLO and INFO tell: "cluster" to the clients of a pool with client_cluster_mode. */
+static const char *info_mode(const struct conf_pool *cp)
+{
+    return cp->client_cluster_mode ? "cluster" : "standalone";
+}
+
 static uint16_t info_tcp_port(const struct conf_pool *cp)
 {
     return cp->listen.is_unix ? 0 : cp->listen.port;
@@ -307,9 +314,9 @@ static void info_render(struct textbuf *t, const struct proto_view *v, const str
     if (bits & INFO_SERVER) {
         uint64_t up = nc_uptime_usec() / 1000000u;
         SECTION("Server");
-        textbuf_addf(t, "redis_version:%s\r\nredis_mode:standalone\r\nprocess_id:%ld\r\ntcp_port:%u\r\n"
+        textbuf_addf(t, "redis_version:%s\r\nredis_mode:%s\r\nprocess_id:%ld\r\ntcp_port:%u\r\n"
                      "uptime_in_seconds:%" PRIu64 "\r\nuptime_in_days:%" PRIu64 "\r\n",
-                     sum->version, (long)getpid(), info_tcp_port(v->cp), up, up / 86400u);
+                     sum->version, info_mode(v->cp), (long)getpid(), info_tcp_port(v->cp), up, up / 86400u);
     }
     if (bits & INFO_CLIENTS) {
         SECTION("Clients");
@@ -343,7 +350,7 @@ static void info_render(struct textbuf *t, const struct proto_view *v, const str
 }
 
 /* HELLO's reply, as redis': a map in RESP3, a flat array in RESP2. */
-static void hello_render(struct textbuf *t, const struct proto_session *s, const char *version)
+static void hello_render(struct textbuf *t, const struct proto_session *s, const char *version, const char *mode)
 {
     textbuf_adds(t, s->variant == REDIS_RESP3 ? "%7\r\n" : "*14\r\n");
     resp_add_bulk(t, "server", 6);
@@ -355,7 +362,7 @@ static void hello_render(struct textbuf *t, const struct proto_session *s, const
     resp_add_bulk(t, "id", 2);
     textbuf_addf(t, ":%" PRIu64 "\r\n", s->id);
     resp_add_bulk(t, "mode", 4);
-    resp_add_bulk(t, "standalone", 10);
+    resp_add_bulk(t, mode, strlen(mode));
     resp_add_bulk(t, "role", 4);
     resp_add_bulk(t, "master", 6);
     resp_add_bulk(t, "modules", 7);
@@ -393,7 +400,7 @@ int redis_coalesce_all(const struct proto_view *v, struct msg *req, struct msg *
     } else {
         struct textbuf t = { 0 };
         if (redis_cmds[req->cmd].local == REDIS_LOCAL_HELLO) {
-            hello_render(&t, v->sess, sum.version[0] != '\0' ? sum.version : "unknown");
+            hello_render(&t, v->sess, sum.version[0] != '\0' ? sum.version : "unknown", info_mode(v->cp));
             rsp->rsp_type = v->sess->variant == REDIS_RESP3 ? RSP_MAP : RSP_ARRAY;
         } else {
             struct textbuf text = { 0 };

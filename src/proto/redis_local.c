@@ -11,6 +11,7 @@
  *   - CLIENT SETNAME / GETNAME / ID / SETINFO / NO-EVICT / NO-TOUCH are answered from the
  *     session, a subcommand redis does not have (MAINT_NOTIFICATIONS) gets redis's error; SELECT
  *     of the pool's redis_db is +OK; RESET gives the session back its start;
+ *   - CLUSTER, READONLY and READWRITE of cluster-mode clients (redis_cluster.c);
  *   - CLIENT LIST and CLIENT INFO: their arguments are checked here (redis_list_filter), and the
  *     core renders the asker's line (INFO) or gathers the lines of the pool's clients from every
  *     worker (LIST; feature/clientlist.c, notes/client-list.md), each by redis_client_line;
@@ -111,21 +112,19 @@ bool redis_key_is(const struct msg_key *k, const char *word)
     return true;
 }
 
-static int redis_answer(struct msg *rsp, const char *text, int verdict)
+int redis_answer(struct msg *rsp, const char *text, int verdict)
 {
     return msg_append_literal(rsp, text, strlen(text)) < 0 ? -ENOMEM : verdict;
 }
 
-/* An error naming what the client sent: pre + k (control bytes as spaces, cut to fit) + post. */
-static int redis_answer_named(struct msg *rsp, const char *pre, const struct msg_key *k, const char *post,
-                              bool lower)
+int redis_answer_named(struct msg *rsp, const char *pre, const struct msg_key *k, const char *post, bool lower)
 {
     char buf[REDIS_LOCAL_REPLY_MAX];
     size_t n = redis_reply_line(buf, sizeof(buf), pre, k->ptr, k->len, post, lower);
     return msg_append_literal(rsp, buf, n) < 0 ? -ENOMEM : PROTO_ANSWERED;
 }
 
-static int redis_answer_text(struct textbuf *t, struct msg *rsp)
+int redis_answer_text(struct textbuf *t, struct msg *rsp)
 {
     return proto_text_put(t, rsp) < 0 ? -ENOMEM : PROTO_ANSWERED;
 }
@@ -352,14 +351,16 @@ static const char *const redis_client_refused[] = {
 
 #define REDIS_SUBCMD_SHOWN 128 /* redis quotes at most this much of an unknown subcommand */
 
-/* A subcommand redis does not have either, such as MAINT_NOTIFICATIONS (the maintenance
+/* A subcommand redis does not have either, such as CLIENT MAINT_NOTIFICATIONS (the maintenance
  * notifications of Redis Cloud / Enterprise, which node-redis 6 asks for at connect): redis's
  * own error, so that a client detects "not supported" exactly as it does with a redis-server. */
-static int redis_client_unknown(const struct msg_key *sub, struct msg *rsp)
+int redis_answer_unknown_sub(const struct msg_key *sub, const char *cmd, struct msg *rsp)
 {
+    char post[64];
     struct msg_key shown = *sub;
     if (shown.len > REDIS_SUBCMD_SHOWN) shown.len = REDIS_SUBCMD_SHOWN;
-    return redis_answer_named(rsp, "-ERR unknown subcommand '", &shown, "'. Try CLIENT HELP.\r\n", false);
+    snprintf(post, sizeof(post), "'. Try %s HELP.\r\n", cmd);
+    return redis_answer_named(rsp, "-ERR unknown subcommand '", &shown, post, false);
 }
 
 /* The CLIENT subcommands a client's own connection has, answered from the session. */
@@ -382,7 +383,7 @@ static int redis_client(struct proto_session *s, const struct conf_pool *cp, con
         for (size_t j = 0; j < sizeof(redis_client_refused) / sizeof(redis_client_refused[0]); j++)
             if (redis_key_is(sub, redis_client_refused[j]))
                 return redis_answer(rsp, "-ERR unsupported command 'client'\r\n", PROTO_ANSWERED);
-        return redis_client_unknown(sub, rsp);
+        return redis_answer_unknown_sub(sub, "CLIENT", rsp);
     }
     if (argc != subs[i].argc)
         return redis_answer_named(rsp, "-ERR wrong number of arguments for 'client|", sub, "' command\r\n", true);
@@ -434,6 +435,8 @@ int redis_local(struct proto_session *s, const struct conf_pool *cp, const struc
     case REDIS_LOCAL_SCAN:
     case REDIS_LOCAL_SCRIPT:
     case REDIS_LOCAL_FLUSH: return redis_fan_local(cp, req, rsp);
+    case REDIS_LOCAL_CLUSTER:
+    case REDIS_LOCAL_READONLY: return redis_cluster_local(s, cp, req, rsp);
     default: return PROTO_FORWARD; /* INFO: every server's (redis_coalesce_all); the rest: routed */
     }
 }

@@ -169,6 +169,7 @@ const struct proto_ops redis_proto = {
     .name = "redis",
     .parse_req = redis_parse_req,
     .parse_rsp = redis_parse_rsp,
+    .parse_opts = redis_parse_opts,
     .fragment = redis_fragment,
     .coalesce = redis_coalesce,
     .reject_reply = redis_reject_reply,

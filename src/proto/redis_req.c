@@ -15,7 +15,9 @@
  *
  * Requests that parse but are not forwarded are PARSE_DONE with msg->reject set (cmd_flags 0, no
  * keys, quit false), once all their bytes are consumed:
- *   REJECT_UNSUPPORTED  the name is not in the command table (unknown or unsupported by twemproxy);
+ *   REJECT_UNSUPPORTED  the name is not in the command table (unknown or unsupported by twemproxy),
+ *                       or it is a command of cluster-mode clients (CLUSTER, READONLY, READWRITE)
+ *                       and the pool has no client_cluster_mode (parse_state.opts);
  *   REJECT_ARITY        wrong number of arguments; MSET with a key lacking its value; a numkeys
  *                       argument (EVAL, ZUNION, ...) that is not an integer >= 1 or counts more
  *                       keys than there are arguments (so EVAL with no key is rejected).
@@ -103,13 +105,14 @@ static void rq_reject(struct msg *m, uint8_t why)
     m->block_ms = 0;
 }
 
-/* The name is known: look it up, check the arity (ps->a is the number of arguments). */
+/* The name is known: look it up, check the arity (ps->a is the number of arguments). The
+ * commands of cluster-mode clients are unknown to a pool without client_cluster_mode. */
 static void rq_on_name(const struct parse_state *ps, struct msg *m, const uint8_t *p, size_t len)
 {
     m->name = p;
     m->name_len = (uint32_t)(len > REDIS_NAME_PREFIX ? REDIS_NAME_PREFIX : len);
     int i = redis_cmd_lookup(p, len);
-    if (i < 0) {
+    if (i < 0 || (redis_cmds[i].local >= REDIS_LOCAL_CLUSTER_FIRST && !(ps->opts & REDIS_OPT_CLUSTER))) {
         m->cmd = REDIS_CMD_NONE;
         rq_reject(m, REJECT_UNSUPPORTED);
         return;

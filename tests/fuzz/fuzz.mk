@@ -23,11 +23,11 @@ FUZZ_PROTO_SRCS = src/common/log.c src/common/clock.c src/common/sock.c src/comm
 	src/proto/memcache_cmd.c src/proto/memcache_token.c src/proto/memcache_req.c \
 	src/proto/memcache_rsp.c src/proto/memcache_frag.c src/proto/memcache_fanout.c src/proto/memcache_proto.c \
 	src/proto/redis_cmd.c src/proto/redis_req.c src/proto/redis_rsp.c \
-	src/proto/redis_frag.c src/proto/redis_local.c src/proto/redis_info.c src/proto/redis_fanout.c src/proto/redis_pubsub.c \
-	src/proto/redis_proto.c src/proto/redis_cluster.c \
+	src/proto/redis_frag.c src/proto/redis_local.c src/proto/redis_cluster.c src/proto/redis_info.c src/proto/redis_fanout.c src/proto/redis_pubsub.c \
+	src/proto/redis_proto.c src/proto/redis_redirect.c \
 	src/proto/proto.c src/proto/reader.c
 FUZZ_CONF_SRCS = src/conf/conf.c src/conf/conf_yaml.c src/conf/conf_keys.c src/conf/conf_tls.c src/conf/conf_sentinel.c \
-	src/conf/conf_cluster.c src/conf/conf_addr.c \
+	src/conf/conf_cluster.c src/conf/conf_cluster_clients.c src/conf/conf_addr.c \
 	src/hash/hash.c src/hash/md5.c src/hash/crc.c src/hash/fnv.c src/hash/jenkins.c \
 	src/hash/hsieh.c src/hash/murmur.c src/hash/dist.c src/hash/ketama.c \
 	src/hash/modula.c src/hash/random.c
@@ -65,16 +65,18 @@ FUZZ_PROTO_LIB_OBJS = $(FUZZ_OBJ)/log.o $(FUZZ_OBJ)/clock.o $(FUZZ_OBJ)/sock.o $
 	$(FUZZ_OBJ)/memcache_cmd.o $(FUZZ_OBJ)/memcache_token.o $(FUZZ_OBJ)/memcache_req.o \
 	$(FUZZ_OBJ)/memcache_rsp.o $(FUZZ_OBJ)/memcache_frag.o $(FUZZ_OBJ)/memcache_fanout.o $(FUZZ_OBJ)/memcache_proto.o \
 	$(FUZZ_OBJ)/redis_cmd.o $(FUZZ_OBJ)/redis_req.o $(FUZZ_OBJ)/redis_rsp.o \
-	$(FUZZ_OBJ)/redis_frag.o $(FUZZ_OBJ)/redis_local.o $(FUZZ_OBJ)/redis_info.o $(FUZZ_OBJ)/redis_fanout.o \
+	$(FUZZ_OBJ)/redis_frag.o $(FUZZ_OBJ)/redis_local.o $(FUZZ_OBJ)/redis_cluster.o $(FUZZ_OBJ)/redis_info.o $(FUZZ_OBJ)/redis_fanout.o \
 	$(FUZZ_OBJ)/redis_pubsub.o \
-	$(FUZZ_OBJ)/redis_proto.o $(FUZZ_OBJ)/redis_cluster.o $(FUZZ_OBJ)/proto.o $(FUZZ_OBJ)/reader.o
+	$(FUZZ_OBJ)/redis_proto.o $(FUZZ_OBJ)/redis_redirect.o $(FUZZ_OBJ)/proto.o $(FUZZ_OBJ)/reader.o $(FUZZ_HASH_OBJS)
+# the key hashes (redis_cluster.c: CLUSTER KEYSLOT, node ids; the config: hash names)
+FUZZ_HASH_OBJS = $(FUZZ_OBJ)/hash.o $(FUZZ_OBJ)/md5.o $(FUZZ_OBJ)/crc.o $(FUZZ_OBJ)/fnv.o \
+	$(FUZZ_OBJ)/jenkins.o $(FUZZ_OBJ)/hsieh.o $(FUZZ_OBJ)/murmur.o
 FUZZ_PROTO_OBJS = $(FUZZ_PROTO_LIB_OBJS) $(FUZZ_OBJ)/fuzz_feed.o $(FUZZ_OBJ)/fuzz_proto.o
-FUZZ_CONF_OBJS = $(FUZZ_OBJ)/log.o $(FUZZ_CONF_HASH_OBJS)
+FUZZ_CONF_OBJS = $(FUZZ_OBJ)/log.o $(FUZZ_HASH_OBJS) $(FUZZ_CONF_HASH_OBJS)
+# the config and the distributions (the hashes come with the protocols' objects)
 FUZZ_CONF_HASH_OBJS = \
 	$(FUZZ_OBJ)/conf.o $(FUZZ_OBJ)/conf_yaml.o $(FUZZ_OBJ)/conf_keys.o $(FUZZ_OBJ)/conf_tls.o $(FUZZ_OBJ)/conf_sentinel.o \
-	$(FUZZ_OBJ)/conf_cluster.o $(FUZZ_OBJ)/conf_addr.o \
-	$(FUZZ_OBJ)/hash.o $(FUZZ_OBJ)/md5.o $(FUZZ_OBJ)/crc.o $(FUZZ_OBJ)/fnv.o \
-	$(FUZZ_OBJ)/jenkins.o $(FUZZ_OBJ)/hsieh.o $(FUZZ_OBJ)/murmur.o $(FUZZ_OBJ)/dist.o \
+	$(FUZZ_OBJ)/conf_cluster.o $(FUZZ_OBJ)/conf_cluster_clients.o $(FUZZ_OBJ)/conf_addr.o $(FUZZ_OBJ)/dist.o \
 	$(FUZZ_OBJ)/ketama.o $(FUZZ_OBJ)/modula.o $(FUZZ_OBJ)/random.o
 FUZZ_MANAGE_OBJS = $(FUZZ_PROTO_LIB_OBJS) $(FUZZ_CONF_HASH_OBJS) \
 	$(FUZZ_OBJ)/manage_input.o $(FUZZ_OBJ)/manage_cmd.o $(FUZZ_OBJ)/manage_http.o \

@@ -43,6 +43,7 @@ void fz_params(struct fz_params *p, const uint8_t **data, size_t *size)
     p->mbuf_size = sizes[h[0] & 3];
     p->want_elems = (h[0] & 4) != 0;
     p->nservers = 1 + ((h[0] >> 3) & 3);
+    p->opts = (h[0] >> 5) & 1;
     memcpy(p->reads, h + 1, 3);
 }
 
@@ -321,6 +322,7 @@ static void fz_sink_begin(void *ctx, struct parse_state *ps)
     struct fz_feed *f = ctx;
     parse_state_reset(ps);
     ps->want_elems = f->want_elems;
+    ps->opts = f->opts;
     f->cur_start = fz_stream_pos(f);
 }
 

@@ -63,6 +63,7 @@ struct fz_feed {
     const struct proto_ops *ops;
     bool rsp;                  /* parse_rsp instead of parse_req */
     bool want_elems;
+    uint8_t opts;              /* parse_state.opts before each msg (0 unless the caller sets it) */
     struct mbuf_pool *mp;
     struct msg_pool *pp;
     struct fz_pools re;        /* for re-parses of this feed's elements: re_mp/re_pp of its pools */
@@ -87,6 +88,7 @@ struct fz_params {
     size_t mbuf_size;
     bool want_elems;
     uint32_t nservers;
+    uint8_t opts;              /* h[0] bit 5: the parser's options (redis: client_cluster_mode) */
     uint8_t reads[3];
 };
 

@@ -471,6 +471,10 @@ static void fz_local(struct fz_run *r, const struct msg *m)
     cp.redis = r->redis;
     char pw[] = "pw";
     cp.redis_auth = r->nsums % 2 ? pw : NULL;
+    char host[] = "127.0.0.1";
+    cp.listen.host = host;
+    cp.listen.port = 22121;
+    cp.client_cluster_mode = r->redis && r->prm.opts != 0; /* as the stream was parsed */
     struct proto_session s;
     memset(&s, 0, sizeof(s));
     s.fd = -1; /* no socket: CLIENT INFO's addresses are "?" */
@@ -518,6 +522,7 @@ static enum fz_status fz_stream(struct fz_run *r, const uint8_t reads[3], const 
     fz_feed_init(&f, r->ops, r->rsp, r->rsp && r->prm.want_elems,
                  r->fragments ? &r->stream : &r->re, r->data, fz_on_msg, r);
     f.light = !r->fragments; /* the reference: the run under test does the checks */
+    f.opts = r->rsp || !r->redis ? 0 : r->prm.opts; /* a pool with client_cluster_mode */
     for (unsigned i = 0; f.fed < r->size && f.status == FZ_OK; i++) {
         size_t k = reads[i % 3] != 0 ? reads[i % 3] : r->size;
         fz_feed_read(&f, k < r->size - f.fed ? k : r->size - f.fed);

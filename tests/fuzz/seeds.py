@@ -23,8 +23,8 @@ CORPUS = HERE / "corpus"
 MBUF = {512: 0, 549: 1, 1024: 2, 4096: 3}
 
 
-def header(mbuf=512, want=False, servers=3, reads=(0, 0, 0)):
-    h0 = MBUF[mbuf] | (4 if want else 0) | ((servers - 1) << 3)
+def header(mbuf=512, want=False, servers=3, reads=(0, 0, 0), cluster=False):
+    h0 = MBUF[mbuf] | (4 if want else 0) | ((servers - 1) << 3) | (0x20 if cluster else 0)
     return bytes([h0, *reads])
 
 
@@ -294,11 +294,26 @@ VARIANTS = [
 ]
 
 
-def write_proto(target, seeds):
+# a pool with client_cluster_mode (h[0] bit 5): the commands of cluster-mode clients are served
+REDIS_REQ_CLUSTER = {
+    "cluster": resp("CLUSTER", "SLOTS") + resp("cluster", "shards") + resp("CLUSTER", "NODES") +
+               resp("CLUSTER", "INFO") + resp("CLUSTER", "MYID") + resp("CLUSTER", "KEYSLOT", "{a}b") +
+               resp("READONLY") + resp("READWRITE") + resp("CLUSTER", "HELP"),
+    "cluster_errors": resp("CLUSTER") + resp("CLUSTER", "SLOTS", "x") + resp("CLUSTER", "KEYSLOT") +
+                      resp("CLUSTER", "ADDSLOTS", "1") + resp("READONLY", "x") + b"cluster slots\r\n",
+}
+CLUSTER_VARIANTS = [
+    ("", header(512, False, 3, (0, 0, 0), cluster=True)),
+    ("_split", header(549, True, 2, (1, 7, 50), cluster=True)),
+    ("_plain", header(512, False, 3, (0, 0, 0))),  # without it: refused as unknown
+]
+
+
+def write_proto(target, seeds, variants=VARIANTS):
     d = CORPUS / target
     d.mkdir(parents=True, exist_ok=True)
     for name, data in seeds.items():
-        for suffix, h in VARIANTS:
+        for suffix, h in variants:
             (d / f"{name}{suffix}").write_bytes(h + data)
 
 
@@ -318,6 +333,7 @@ def main():
     # (written over, not emptied first: the corpus also keeps inputs fuzzing found, such as
     # redis_req/xgroup-without-key, which are not generated here)
     write_proto("redis_req", REDIS_REQ)
+    write_proto("redis_req", REDIS_REQ_CLUSTER, CLUSTER_VARIANTS)
     write_proto("redis_rsp", REDIS_RSP)
     write_proto("mc_req", MC_REQ)
     write_proto("mc_rsp", MC_RSP)

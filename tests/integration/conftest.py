@@ -14,6 +14,12 @@ come back to it). A failing test's report gets the proxy's log attached.
 the same factories at module scope, for processes shared by the tests of one module: they are
 stopped when the module's last test ends, and the per-test clean-up leaves them alone.
 
+The client programs of the client tests: `go_client` and `java_client` (the go-redis and Jedis
+programs of tests/clients, built by scripts/lib/deps.sh once per version of their sources: the
+argv that runs them) and `node` (the node binary, the pinned packages of tests/clients/node
+installed); without their toolchain a test using them skips with deps.sh's line (`node` fails
+instead with NC_REQUIRE_NODE_CLIENTS=1).
+
 The TLS backends and certificates (`tls_certs`, `tls_redis_server`, `tls_memcached_server`) are in
 tls_fixtures.py, the Redis Sentinel deployments (`sentinel_deployment`) in sentinel_fixtures.py,
 the Redis Cluster deployments (`rcluster`) in rcluster_fixtures.py, all loaded as plugins.
@@ -30,7 +36,7 @@ import pytest
 # the helper library (tests/nctest): this is where the integration tests find it
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from nctest import cluster, conf, procfs, procs  # noqa: E402
+from nctest import cluster, conf, deps, nodeclients, procfs, procs  # noqa: E402
 from nctest.procs import HOST, START_TIMEOUT  # noqa: E402
 from nctest.wait import scale, wait_for, wait_log  # noqa: E402
 
@@ -485,6 +491,40 @@ def good_conf(write_conf):
                  "servers": [f"{HOST}:{procs.free_port()}:1"]},
     })
 
+
+CLIENT_BUILD_TIMEOUT = 900  # seconds: a first build fetches the modules and compiles go-redis
+
+
+def _client_program(function):
+    """Runs a builder of scripts/lib/deps.sh; the path of the program, or a skip without its
+    toolchain."""
+    try:
+        out = deps.call(function, CLIENT_BUILD_TIMEOUT)
+    except deps.NoToolchain as e:
+        pytest.skip(str(e))
+    assert out.returncode == 0, f"{function} failed:\n{out.stderr}"
+    return out.stdout.strip().splitlines()[-1]
+
+
+@pytest.fixture(scope="session")
+def go_client():
+    return [_client_program("nc_build_go_client")]
+
+
+@pytest.fixture(scope="session")
+def java_client():
+    return ["java", "-jar", _client_program("nc_build_java_client")]
+
+
+@pytest.fixture(scope="session")
+def node():
+    """The node binary, with the pinned clients installed in tests/clients/node."""
+    try:
+        return nodeclients.node_with_packages()
+    except (deps.NoToolchain, nodeclients.Unavailable) as e:
+        if os.environ.get("NC_REQUIRE_NODE_CLIENTS") == "1":
+            pytest.fail(f"{e} (NC_REQUIRE_NODE_CLIENTS=1: the Node client tests must run)")
+        pytest.skip(str(e))
 
 
 def pytest_sessionfinish(session, exitstatus):

@@ -3,7 +3,7 @@ redis pools of 2 real redis-servers each (hash_tag "{}").
 
 Each library runs a program of its own (tests/clients/go, tests/clients/java), built once per
 version of its sources by scripts/lib/deps.sh (scripts/test.sh builds them beforehand; a test run
-by hand builds them on first use). For each pool the program connects with the library's defaults
+by hand builds them on first use: conftest.py's go_client and java_client). For each pool the program connects with the library's defaults
 (go-redis: HELLO 3 and its connection pool; Jedis: the classic `Jedis` connection and the pooled
 `RedisClient`), runs every data type, pipelines, multi-key commands over keys on both servers, a
 transaction on hash-tagged keys, WATCH, and a transaction whose keys cross servers, which must
@@ -27,7 +27,7 @@ import subprocess
 
 import pytest
 
-from nctest import deps, manage, procs, tls
+from nctest import manage, procs, tls
 from nctest.conn import redis_client
 from nctest.procs import HOST
 from nctest.wait import scale, wait_for
@@ -36,32 +36,10 @@ THREADED = True  # a -T 4 proxy: the TSan stage runs these too (conftest.py)
 
 GO_REDIS = "9.23.0"   # tests/clients/go/go.mod
 JEDIS = "8.0.2"       # tests/clients/java/pom.xml
-BUILD_TIMEOUT = 900   # seconds: a first build fetches the modules and compiles go-redis
 RUN_TIMEOUT = 120     # seconds for one program's whole run
 
 TX = ["OK", 2, 2, ["x", "y"], 1, {"f": "v"}, "2"]
 EXECABORT = "EXECABORT Transaction discarded because of previous errors."
-
-
-def build(function):
-    """Runs a builder of scripts/lib/deps.sh; the path of the program, or a skip without its
-    toolchain."""
-    try:
-        out = deps.call(function, BUILD_TIMEOUT)
-    except deps.NoToolchain as e:
-        pytest.skip(str(e))
-    assert out.returncode == 0, f"{function} failed:\n{out.stderr}"
-    return out.stdout.strip().splitlines()[-1]
-
-
-@pytest.fixture(scope="session")
-def go_client():
-    return [build("nc_build_go_client")]
-
-
-@pytest.fixture(scope="session")
-def java_client():
-    return ["java", "-jar", build("nc_build_java_client")]
 
 
 @pytest.fixture(scope="module")

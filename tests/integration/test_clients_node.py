@@ -25,7 +25,7 @@ import uuid
 
 import pytest
 
-from nctest import deps, nodeclients
+from nctest import nodeclients
 from nctest.conn import redis_client
 from nctest.keys import spread_keys
 from nctest.manage import find_keys
@@ -47,21 +47,6 @@ STEPS = ["connect", "handshake", "string", "list", "hash", "set", "zset", "pipel
 # lib.js's transactions that reach a server: the tagged one, the watched one, 8 connections x 20
 # at once, the last
 TRANSACTIONS = 3 + 8 * 20
-
-
-def unavailable(why):
-    if os.environ.get("NC_REQUIRE_NODE_CLIENTS") == "1":
-        pytest.fail(f"{why} (NC_REQUIRE_NODE_CLIENTS=1: the Node client tests must run)")
-    pytest.skip(why)
-
-
-@pytest.fixture(scope="module")
-def node():
-    """The node binary, with the pinned clients installed in tests/clients/node."""
-    try:
-        return nodeclients.node_with_packages()
-    except (deps.NoToolchain, nodeclients.Unavailable) as e:
-        unavailable(str(e))
 
 
 @pytest.fixture

@@ -8,11 +8,10 @@ Skips (or fails, with NC_REQUIRE_NODE_CLIENTS=1) as test_clients_node.py does wh
 the packages are missing.
 """
 import json
-import os
 
 import pytest
 
-from nctest import deps, nodeclients
+from nctest import nodeclients
 from nctest.conn import redis_client
 from nctest.manage import key_per_server
 from nctest.procs import HOST, free_port
@@ -20,16 +19,6 @@ from nctest.wait import scale
 
 RUN_TIMEOUT = 60.0
 POOL = "tlsnode"
-
-
-@pytest.fixture(scope="module")
-def node():
-    try:
-        return nodeclients.node_with_packages()
-    except (deps.NoToolchain, nodeclients.Unavailable) as e:
-        if os.environ.get("NC_REQUIRE_NODE_CLIENTS") == "1":
-            pytest.fail(f"{e} (NC_REQUIRE_NODE_CLIENTS=1: the Node client tests must run)")
-        pytest.skip(str(e))
 
 
 @pytest.fixture

@@ -61,7 +61,7 @@ static bool same_state(const struct parse_state *a, const struct parse_state *b)
     return a->state == b->state && a->a == b->a && a->b == b->b && a->c == b->c &&
            a->d == b->d && a->off == b->off && a->depth == b->depth &&
            a->stack_cap == b->stack_cap && a->stack == b->stack &&
-           a->elem_start == b->elem_start && a->want_elems == b->want_elems &&
+           a->elem_start == b->elem_start && a->want_elems == b->want_elems && a->opts == b->opts &&
            a->error == b->error;
 }
 
@@ -74,6 +74,7 @@ static void drv_begin(void *ctx, struct parse_state *ps)
     parse_state_reset(ps);
     assert_true(ps->want_elems == want_elems);
     ps->want_elems = d->want_elems;
+    ps->opts = d->opts;
 }
 
 /* reader_sink.parse: the protocol's parser, its contract checked. After PARSE_AGAIN it took all it

@@ -43,6 +43,7 @@ struct drv {
     const struct proto_ops *ops;
     bool rsp;                 /* parse responses */
     bool want_elems;          /* set in the parse state before each msg (a test may change it) */
+    uint8_t opts;             /* parse_state.opts before each request (0: a pool's defaults) */
     struct reader rd;         /* the read buffer, the msg being parsed, the parse state */
     struct msg **out;         /* completed msgs, in order (a test may take one: set it NULL) */
     size_t nout, out_cap;

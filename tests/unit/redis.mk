@@ -1,19 +1,27 @@
 # unit tests of redis (src/proto/redis_*): command table and request parser (test_redis), response
 # parser, fragments and coalescing (test_redis_rsp), the handshake the proxy answers (HELLO, AUTH,
 # CLIENT, ECHO, SELECT, RESET) and HELLO's and INFO's replies from every server's INFO
-# (test_redis_hello). proto_drv.c feeds bytes through the core's reader (src/proto/reader.c) and
-# checks the parser contract on every call (memcache.mk uses it too).
-check_PROGRAMS += tests/unit/test_redis tests/unit/test_redis_rsp tests/unit/test_redis_hello
-TESTS += tests/unit/test_redis tests/unit/test_redis_rsp tests/unit/test_redis_hello
+# (test_redis_hello), what cluster-mode clients are answered (test_redis_cluster: CLUSTER,
+# READONLY, READWRITE). proto_drv.c feeds bytes through the core's reader (src/proto/reader.c)
+# and checks the parser contract on every call (memcache.mk uses it too); local_client.c is a
+# client whose requests local() answers.
+check_PROGRAMS += tests/unit/test_redis tests/unit/test_redis_rsp tests/unit/test_redis_hello \
+  tests/unit/test_redis_cluster
+TESTS += tests/unit/test_redis tests/unit/test_redis_rsp tests/unit/test_redis_hello tests/unit/test_redis_cluster
 tests_unit_test_redis_SOURCES = tests/unit/test_redis.c tests/unit/proto_drv.c tests/unit/proto_drv.h
 tests_unit_test_redis_CFLAGS = $(NC_UNIT_CFLAGS)
 tests_unit_test_redis_LDADD = $(NC_UNIT_LIBS)
 tests_unit_test_redis_rsp_SOURCES = tests/unit/test_redis_rsp.c tests/unit/proto_drv.c tests/unit/proto_drv.h
 tests_unit_test_redis_rsp_CFLAGS = $(NC_UNIT_CFLAGS)
 tests_unit_test_redis_rsp_LDADD = $(NC_UNIT_LIBS)
-tests_unit_test_redis_hello_SOURCES = tests/unit/test_redis_hello.c tests/unit/proto_drv.c tests/unit/proto_drv.h
+tests_unit_test_redis_hello_SOURCES = tests/unit/test_redis_hello.c tests/unit/local_client.c tests/unit/local_client.h \
+  tests/unit/proto_drv.c tests/unit/proto_drv.h
 tests_unit_test_redis_hello_CFLAGS = $(NC_UNIT_CFLAGS)
 tests_unit_test_redis_hello_LDADD = $(NC_UNIT_LIBS)
+tests_unit_test_redis_cluster_SOURCES = tests/unit/test_redis_cluster.c tests/unit/local_client.c \
+  tests/unit/local_client.h tests/unit/proto_drv.c tests/unit/proto_drv.h
+tests_unit_test_redis_cluster_CFLAGS = $(NC_UNIT_CFLAGS)
+tests_unit_test_redis_cluster_LDADD = $(NC_UNIT_LIBS)
 # redis_proto under allocation failures (oom_alloc.c wraps malloc/calloc/realloc to fail from the
 # k-th call on, for every k): fragment, coalesce and the parsers fail with -ENOMEM / "out of
 # memory" and leave nothing allocated, or succeed whole

@@ -197,6 +197,8 @@ static void check_defaults(const struct conf_pool *p)
     assert_int_equal(p->dedicated_connections, 64);
     assert_int_equal(p->server_retry_timeout, 30000);
     assert_int_equal(p->server_failure_limit, 2);
+    assert_false(p->client_cluster_mode);
+    assert_null(p->cluster_announce.host);
 }
 
 /* ---- good files ---- */
@@ -293,6 +295,30 @@ static void test_good_unix_listen(void **state)
     p = pool(c, "plain");
     check_unix(&p->listen, "/tmp/nutcrackers-test2.sock", -1);
     check_server(&p->servers[0], "10.0.0.1:6379:1", 1, NULL, "10.0.0.1:6379", 10);
+    conf_unref(c);
+}
+
+/* client_cluster_mode and cluster_announce: an announced name, the listen address (no
+ * cluster_announce), IPv6, a unix-socket listen with an announced address, and false. */
+static void test_good_cluster_clients(void **state)
+{
+    (void)state;
+    struct conf *c = load_good("good/cluster_clients.yml");
+    const struct conf_pool *p = pool(c, "announced");
+    assert_true(p->client_cluster_mode);
+    check_tcp(&p->cluster_announce, "proxy.example.net:6379", "proxy.example.net", 6379);
+    assert_int_equal(conf_pool_key_line(p, "cluster_announce"), 6);
+    p = pool(c, "listen_default");
+    assert_true(p->client_cluster_mode);
+    assert_null(p->cluster_announce.host);
+    p = pool(c, "ipv6");
+    check_tcp(&p->cluster_announce, "[::1]:22142", "::1", 22142);
+    p = pool(c, "unix");
+    check_unix(&p->listen, "/tmp/nutcrackers-cluster.sock", -1);
+    check_tcp(&p->cluster_announce, "10.0.0.5:22143", "10.0.0.5", 22143);
+    p = pool(c, "off");
+    assert_false(p->client_cluster_mode);
+    assert_null(p->cluster_announce.host);
     conf_unref(c);
 }
 
@@ -702,6 +728,29 @@ static const struct bad_case bad_cases[] = {
         "15: pool 'beta': key 'read_from': 'any' needs replicas: a pool with sentinels or redis_cluster",
         "21: pool 'gamma': key 'sentinels': expected a sequence of \"host:port\", got an empty sequence",
         "26: pool 'delta': key 'sentinels': sentinels need a redis pool (redis: true)" } },
+    { "cluster_clients.yml",
+      {
+        "3: pool 'memcached': key 'client_cluster_mode': cluster-mode clients need a redis pool (redis: true)",
+        "9: pool 'unix': key 'client_cluster_mode': a unix-socket listen cannot be announced to cluster clients: "
+        "set cluster_announce (\"host:port\")",
+        "15: pool 'without': key 'cluster_announce': set without client_cluster_mode: true",
+        "21: pool 'values': key 'client_cluster_mode': expected true or false, got 'sometimes'",
+        "28: pool 'wildcard': key 'cluster_announce': '0.0.0.0:22153': a wildcard address: announce one clients "
+        "connect to",
+        "35: pool 'forms': key 'cluster_announce': '/tmp/proxy.sock': expected \"host:port\" that cluster clients "
+        "connect to, not a unix socket",
+        "42: pool 'ipv6': key 'cluster_announce': '::1:22155': an IPv6 address goes in brackets: [::1]:port",
+        "49: pool 'noport': key 'cluster_announce': 'proxy.example.net': missing ':port' (expected \"host:port\" "
+        "that cluster clients connect to)",
+        "56: pool 'list': key 'cluster_announce': expected \"host:port\" that cluster clients connect to, got a "
+        "sequence",
+        "63: pool 'chars': key 'cluster_announce': 'proxy@host:22158': not a host name or an IP address",
+        "70: pool 'long': key 'cluster_announce': '"
+        "hhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhh"
+        "hhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhh"
+        "hhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhh"
+        "hhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhh"
+        ":22159': a host name longer than 253 characters" } },
     { "many_errors.yml",
       { "4: pool 'alpha': key 'hash': unknown hash 'sha1' (valid: " HASH_NAMES ")",
         "5: pool 'alpha': key 'timeout': expected an integer, got 'soon'",
@@ -760,7 +809,7 @@ static void test_bad_file(void **state)
 static const char *const good_files[] = {
     "minimal.yml", "all_keys.yml", "crlf.yml", "unix_listen.yml", "named_servers.yml",
     "port_11211.yml", "bools.yml", "flow_quoted.yml", "ipv6.yml", "document_markers.yml",
-    "redis_auth.yml", "hash_names.yml", "limits.yml",
+    "redis_auth.yml", "hash_names.yml", "limits.yml", "cluster_clients.yml",
 };
 
 /* Every file in data/conf/good and data/conf/bad is covered by a test above, and vice versa. */
@@ -1168,6 +1217,7 @@ int main(void)
         cmocka_unit_test(test_good_all_keys),
         cmocka_unit_test(test_good_crlf),
         cmocka_unit_test(test_good_unix_listen),
+        cmocka_unit_test(test_good_cluster_clients),
         cmocka_unit_test(test_good_named_servers),
         cmocka_unit_test(test_good_port_11211),
         cmocka_unit_test(test_good_bools),

@@ -4,7 +4,7 @@
  * recomputation of the CRC tables, twemproxy's signed-char widening, and values of the hashes
  * that have no published vectors (hsieh, murmur, jenkins with initval 13, twemproxy's crc16),
  * taken from the implementation that reproduces every line of tests/vectors and checked against
- * a separate Python model.
+ * a separate Python model; Redis Cluster's key slot (hash_keyslot) against a redis-server's.
  *
  * Threads: the test's only.
  */
@@ -368,6 +368,45 @@ static void test_hash_key(void **state)
     assert_int_equal(hash_jenkins(S("")), 0xdeadbeef + 13);
 }
 
+/* Redis Cluster's key slots: redis's documented examples, and the answers of a redis-server 7.0
+ * (cluster-enabled) to CLUSTER KEYSLOT for the hash tag's corner cases and binary bytes. */
+static void test_hash_keyslot(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *key;
+        uint32_t slot;
+    } cases[] = {
+        { "somekey", 11058 },
+        { "foo{hash_tag}", 2515 },
+        { "foo", 12182 },
+        { "bar", 5061 },
+        { "", 0 },
+        { "{user1000}.following", 3443 },
+        { "{user1000}.followers", 3443 },
+        { "foo{}{bar}", 8363 },      /* an empty tag: the whole key */
+        { "foo{{bar}}zap", 4015 },   /* the tag is "{bar" */
+        { "foo{bar}{zap}", 5061 },   /* the first tag: "bar" */
+        { "{}", 15257 },
+        { "{", 4092 },
+        { "}", 12090 },
+        { "a{b", 13340 },
+        { "123456789", 12739 },      /* CRC-16/XMODEM's check value 0x31c3, mod 16384 */
+        { "{123456789}x", 12739 },
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+        assert_int_equal(hash_keyslot((const uint8_t *)cases[i].key, strlen(cases[i].key)), cases[i].slot);
+    static const uint8_t bin[] = { 0, 0xff, 0x80, '{', 0xfe, '}' };
+    assert_int_equal(hash_keyslot(bin, sizeof(bin)), 3793);
+    assert_int_equal(hash_keyslot(NULL, 0), 0);
+    /* the slot is the true CRC-16 (crc16's low 16 bits; it keeps more) modulo HASH_SLOTS */
+    for (unsigned c = 0; c < 256; c++) {
+        uint8_t k[3] = { (uint8_t)c, (uint8_t)(c ^ 0x5a), (uint8_t)(0xff - c) };
+        assert_true(hash_keyslot(k, sizeof(k)) < HASH_SLOTS);
+        assert_int_equal(hash_keyslot(k, sizeof(k)), (hash_crc16(k, sizeof(k)) & 0xffff) % HASH_SLOTS);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -384,6 +423,7 @@ int main(void)
         cmocka_unit_test(test_exact_length),
         cmocka_unit_test(test_hash_tag_part),
         cmocka_unit_test(test_hash_key),
+        cmocka_unit_test(test_hash_keyslot),
     };
     return cmocka_run_group_tests_name("hash", tests, NULL, NULL);
 }

@@ -70,13 +70,15 @@ static void test_table_sorted_and_lookup(void **state)
     assert_int_equal(redis_cmd_lookup((const uint8_t *)longname, sizeof(longname)), -1);
 }
 
-/* The names refused requests count under: sorted, lowercase, none of them served, each found in
- * any case; the protocol exports them with their count. */
+/* The names refused requests count under: sorted, lowercase, none of them served (but to the
+ * clients of a pool with client_cluster_mode: CLUSTER, READONLY, READWRITE), each found in any
+ * case; the protocol exports them with their count. */
 static void test_refused_names(void **state)
 {
     (void)state;
     assert_ptr_equal(redis_proto.refused_names, redis_refused_names);
     assert_int_equal(redis_proto.nrefused, REDIS_NREFUSED);
+    size_t gated = 0;
     /* every name and "other" have a counter of their own in the stats blocks */
     assert_true(redis_proto.nrefused < STATS_REFUSED_MAX && memcache_proto.nrefused < STATS_REFUSED_MAX);
     for (size_t i = 0; i < REDIS_NREFUSED; i++) {
@@ -86,12 +88,15 @@ static void test_refused_names(void **state)
         assert_true(len > 0 && len < REDIS_CMD_NAME_MAX);
         if (i > 0) assert_true(strcmp(redis_refused_names[i - 1], n) < 0);
         for (size_t j = 0; j < len; j++) assert_false(n[j] >= 'A' && n[j] <= 'Z');
-        assert_int_equal(redis_cmd_lookup((const uint8_t *)n, len), -1);
+        int ci = redis_cmd_lookup((const uint8_t *)n, len);
+        assert_true(ci < 0 || redis_cmds[ci].local >= REDIS_LOCAL_CLUSTER_FIRST);
+        gated += ci >= 0;
         assert_int_equal(redis_refused_lookup((const uint8_t *)n, len), (int)i);
         char up[REDIS_CMD_NAME_MAX];
         for (size_t j = 0; j <= len; j++) up[j] = (char)(n[j] >= 'a' && n[j] <= 'z' ? n[j] - 32 : n[j]);
         assert_int_equal(redis_refused_lookup((const uint8_t *)up, len), (int)i);
     }
+    assert_int_equal(gated, 3);
     static const char *const other[] = { "get", "", "monito", "monitorx", "zzzz", "mon\0itor" };
     for (size_t i = 0; i < NC_ARRAY_LEN(other); i++)
         assert_int_equal(redis_refused_lookup((const uint8_t *)other[i], strlen(other[i])), -1);
@@ -119,6 +124,9 @@ static void test_table_flags(void **state)
     assert_int_equal(flags_of("info"), CMD_F_LOCAL | CMD_F_FRAG_ALL | CMD_F_FRAG_PARTIAL);
     assert_int_equal(flags_of("reset"), CMD_F_LOCAL | CMD_F_SWITCH | CMD_F_RESET);
     assert_int_equal(flags_of("client"), CMD_F_LOCAL);
+    assert_int_equal(flags_of("cluster"), CMD_F_LOCAL);
+    assert_int_equal(flags_of("readonly"), CMD_F_LOCAL);
+    assert_int_equal(flags_of("readwrite"), CMD_F_LOCAL);
     assert_int_equal(flags_of("select"), CMD_F_LOCAL);
     assert_int_equal(flags_of("time"), CMD_F_ANY_SERVER);
     assert_int_equal(flags_of("quit"), CMD_F_QUIT);
@@ -173,6 +181,8 @@ static const struct key_vector key_vectors[] = {
     { "BZPOPMIN z 10", "z" },
     { "CLIENT SETNAME n", "SETNAME n" }, /* arguments for the proxy to read, never routed */
     { "CLIENT ID", "ID" },
+    { "CLUSTER SLOTS", "SLOTS" },   /* client_cluster_mode (the vectors' parser options) */
+    { "cluster keyslot {t}k", "keyslot {t}k" },
     { "COMMAND", "" },
     { "COMMAND INFO get", "" },
     { "COPY src dst REPLACE", "src dst" },
@@ -266,6 +276,8 @@ static const struct key_vector key_vectors[] = {
     { "PUNSUBSCRIBE", "" },
     { "QUIT", "" },
     { "RANDOMKEY", "" },
+    { "READONLY", "" },
+    { "readwrite", "" },
     { "RESET", "" },
     { "RESTORE k 0 payload REPLACE", "k" },
     { "RPOP l", "l" },
@@ -416,6 +428,7 @@ static void run_vector_once(const char *in, size_t len, int argc, const char *co
     struct tenv e;
     struct drv d;
     drv_open(&d, &e, mbuf, &redis_proto, false, false);
+    d.opts = REDIS_OPT_CLUSTER; /* every command in the table is known */
     if (cut != SIZE_MAX) drv_feed2(&d, in, len, cut);
     else drv_feed(&d, in, len, step);
     assert_false(d.failed);
@@ -650,9 +663,9 @@ static size_t line_request(const char *line, int inl, char *in, size_t size, con
     return inl ? (size_t)snprintf(in, size, "%s\r\n", line) : resp_build(in, size, *argc, argv);
 }
 
-/* Parses line (RESP and inline, whole and byte by byte) followed by a valid GET: line is rejected
- * for why, with the reply naming it, and the GET after it parses. */
-static void check_reject(const char *line, uint8_t why)
+/* Parses line (RESP and inline, whole and byte by byte) followed by a valid GET, with the parser
+ * options opts: line is rejected for why, with the reply naming it, and the GET after it parses. */
+static void check_reject_opts(const char *line, uint8_t why, uint8_t opts)
 {
     for (int inl = 0; inl <= 1; inl++) {
         char wbuf[256], in[1024];
@@ -669,7 +682,9 @@ static void check_reject(const char *line, uint8_t why)
         for (size_t step = 0; step <= 1; step++) {
             struct tenv e;
             struct drv d;
-            parse_one(&e, &d, in, len, step);
+            drv_open(&d, &e, BIG_MBUF, &redis_proto, false, false);
+            d.opts = opts;
+            drv_feed(&d, in, len, step);
             assert_false(d.failed);
             assert_int_equal(d.nout, 2);
             struct msg *m = d.out[0];
@@ -697,6 +712,11 @@ static void check_reject(const char *line, uint8_t why)
     }
 }
 
+static void check_reject(const char *line, uint8_t why)
+{
+    check_reject_opts(line, why, 0);
+}
+
 static void test_reject_unsupported_then_valid(void **state)
 {
     (void)state;
@@ -707,7 +727,15 @@ static void test_reject_unsupported_then_valid(void **state)
         "CONFIG GET *",
         "MIGRATE h p k 0 1", "NOSUCHCOMMAND a b c",
     };
-    for (size_t i = 0; i < NC_ARRAY_LEN(lines); i++) check_reject(lines[i], REJECT_UNSUPPORTED);
+    for (size_t i = 0; i < NC_ARRAY_LEN(lines); i++) {
+        check_reject(lines[i], REJECT_UNSUPPORTED);
+        check_reject_opts(lines[i], REJECT_UNSUPPORTED, REDIS_OPT_CLUSTER); /* unknown there too */
+    }
+    /* without client_cluster_mode, as twemproxy (counted under their names) */
+    static const char *const cluster[] = {
+        "CLUSTER SLOTS", "CLUSTER", "cluster keyslot k", "READONLY", "readwrite", "READONLY x",
+    };
+    for (size_t i = 0; i < NC_ARRAY_LEN(cluster); i++) check_reject(cluster[i], REJECT_UNSUPPORTED);
 }
 
 static void test_reject_arity_then_valid(void **state)
@@ -724,6 +752,9 @@ static void test_reject_arity_then_valid(void **state)
         "BLMPOP 0 x a LEFT", "BZMPOP 0 0 z MIN",
     };
     for (size_t i = 0; i < NC_ARRAY_LEN(lines); i++) check_reject(lines[i], REJECT_ARITY);
+    /* with client_cluster_mode, redis's arities */
+    static const char *const cluster[] = { "CLUSTER", "READONLY x", "READWRITE x y" };
+    for (size_t i = 0; i < NC_ARRAY_LEN(cluster); i++) check_reject_opts(cluster[i], REJECT_ARITY, REDIS_OPT_CLUSTER);
 }
 
 /* The proxy's replies in a transaction: redis's own texts; the proxy's errors name servers with

@@ -1,9 +1,10 @@
 /*
  * test_redis_hello.c - unit tests of the connection handshake the proxy answers for redis
  * (redis_local.c, redis_info.c): HELLO's checks and what it changes in the session, AUTH with a
- * username, CLIENT's subcommands (CLIENT LIST's filter and lines), ECHO, SELECT, RESET, and HELLO's and INFO's replies built from every server's INFO (fragments, HELLO's lowest
- * version, INFO's merged sections, failed fragments, errors), with the servers' replies parsed
- * split at every byte, RESP2 and RESP3.
+ * username, CLIENT's subcommands (CLIENT LIST's filter and lines), ECHO, SELECT, RESET, and
+ * HELLO's and INFO's replies built from every server's INFO (fragments, HELLO's lowest version,
+ * INFO's merged sections, failed fragments, errors), with the servers' replies parsed split at
+ * every byte, RESP2 and RESP3. The client: local_client.c.
  * Threads: the test's only.
  */
 #include "config.h"
@@ -19,88 +20,15 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "common/clock.h"
 #include "common/util.h"
 #include "conf/conf.h"
 #include "proto/proto.h"
 #include "proto/redis.h"
 #include "proto/redis_cmd.h"
+#include "local_client.h"
 #include "proto_drv.h"
 
-#define BIG_MBUF 16384
 #define SMALL_MBUF 512
-
-/* A client: its session over a pool, and the requests it sent (parsed). */
-struct client {
-    struct tenv e;
-    struct drv d;
-    struct conf_pool cp;
-    struct proto_session s;
-    size_t next;   /* the next parsed request local() has not seen */
-};
-
-static void client_open(struct client *c, const char *auth, int db)
-{
-    memset(c, 0, sizeof(*c));
-    drv_open(&c->d, &c->e, BIG_MBUF, &redis_proto, false, false);
-    c->cp.redis = true;
-    c->cp.redis_auth = (char *)auth;
-    c->cp.redis_db = db;
-    c->s.id = 42;
-    c->s.fd = -1;
-    c->s.t_start = nc_usec_now();
-    redis_proto.session_init(&c->s, &c->cp, NULL);
-}
-
-static void client_close(struct client *c)
-{
-    redis_proto.session_free(&c->s);
-    drv_close(&c->d);
-}
-
-/* Sends the request in[0..len) and runs local() on it: returns its verdict, the reply text in
- * text (NUL-terminated). */
-static int client_send(struct client *c, const char *in, size_t len, char *text, size_t size)
-{
-    drv_feed(&c->d, in, len, 0);
-    assert_false(c->d.failed);
-    assert_int_equal(c->d.nout, c->next + 1);
-    struct msg *rsp = msg_get(&c->e.pp);
-    assert_non_null(rsp);
-    int rc = redis_proto.local(&c->s, &c->cp, c->d.out[c->next++], rsp);
-    size_t n = msg_copy_out(rsp, 0, text, size - 1);
-    text[n] = '\0';
-    msg_put(&c->e.pp, rsp);
-    return rc;
-}
-
-/* Sends the words of line (RESP). */
-static int client_say(struct client *c, const char *line, char *text, size_t size)
-{
-    char wbuf[1024], in[2048];
-    const char *argv[32];
-    int argc = split_words(line, wbuf, sizeof(wbuf), argv, 32);
-    size_t len = resp_build(in, sizeof(in), argc, argv);
-    return client_send(c, in, len, text, size);
-}
-
-/* local() answers line with want. */
-static void expect(struct client *c, const char *line, const char *want)
-{
-    char t[1024];
-    int rc = client_say(c, line, t, sizeof(t));
-    if (strcmp(t, want) != 0) print_error("'%s' -> '%s'\n", line, t);
-    assert_int_equal(rc, PROTO_ANSWERED);
-    assert_string_equal(t, want);
-}
-
-/* local() leaves line to the fan-out (PROTO_FORWARD, no reply text). */
-static void expect_forward(struct client *c, const char *line)
-{
-    char t[256];
-    assert_int_equal(client_say(c, line, t, sizeof(t)), PROTO_FORWARD);
-    assert_string_equal(t, "");
-}
 
 /* CLIENT INFO: local() leaves it to the core (PROTO_CLIENT_LIST, no text), whose filter is the
  * asker alone; the core's reply is client_line (no subscription here) in list_reply. */

@@ -12,6 +12,8 @@
 //
 // `client tls -addr HOST:PORT -ca FILE [-servername NAME] -prefix P -keys K1,K2,...` is the TLS
 // mode (tls.go, test_clients_go_java.py's TLS test): go-redis over TLS to a proxy's TLS listener.
+// `client cluster '<plan JSON>'` is the cluster mode (cluster.go, test_cluster_clients.py):
+// go-redis's ClusterClient against a pool with client_cluster_mode.
 package main
 
 import (
@@ -86,6 +88,33 @@ func nowhere(direct []*redis.Client, keys ...string) {
 		n := must(d.Exists(ctx, keys...).Result())
 		check(n == 0, "backend %d holds %d of %v, written by an aborted transaction", b, n, keys)
 	}
+}
+
+// setGetPipeline runs n SETs of <prefix>:p:0..n-1 (values v0..), then their n GETs, in one
+// pipeline of c (a client or a cluster client); the replies, in order.
+func setGetPipeline(c redis.Cmdable, prefix string, n int) []string {
+	cmds := must(c.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+		for i := 0; i < n; i++ {
+			pipe.Set(ctx, fmt.Sprintf("%s:p:%d", prefix, i), fmt.Sprintf("v%d", i), 0)
+		}
+		for i := 0; i < n; i++ {
+			pipe.Get(ctx, fmt.Sprintf("%s:p:%d", prefix, i))
+		}
+		return nil
+	}))
+	same("pipeline replies", len(cmds), 2*n)
+	out := []string{}
+	for i, cmd := range cmds {
+		switch v := cmd.(type) {
+		case *redis.StatusCmd:
+			out = append(out, must(v.Result()))
+		case *redis.StringCmd:
+			out = append(out, must(v.Result()))
+		default:
+			check(false, "pipelined command %d: %T", i, cmd)
+		}
+	}
+	return out
 }
 
 // txnCalls returns, per backend, the calls of the commands a cross-server transaction would send
@@ -356,9 +385,14 @@ func main() {
 		tlsMain(os.Args[2:])
 		return
 	}
+	if len(os.Args) > 1 && os.Args[1] == "cluster" {
+		clusterMain(os.Args[2:])
+		return
+	}
 	if len(os.Args) != 2 {
 		fmt.Fprintln(os.Stderr, `usage: client '{"prefix": "...", "pools": [{"port": N, "backends": [N, ...]}]}'`)
 		fmt.Fprintln(os.Stderr, `       client tls -addr HOST:PORT -ca FILE [-servername NAME] -prefix P -keys K1,K2`)
+		fmt.Fprintln(os.Stderr, `       client cluster '{"port": N, "prefix": "p", "keys": [...], "tagged": [...], "counter": "k"}'`)
 		os.Exit(2)
 	}
 	var a args

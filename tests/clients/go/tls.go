@@ -19,7 +19,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"flag"
-	"fmt"
 	"os"
 	"sort"
 	"strings"
@@ -102,26 +101,7 @@ func tlsMain(argv []string) {
 	same("GET", res.Get, "over-tls")
 	res.ClientInfo = must(c.Do(ctx, "CLIENT", "INFO").Text())
 
-	cmds := must(c.Pipelined(ctx, func(pipe redis.Pipeliner) error {
-		for i := 0; i < tlsPipelined; i++ {
-			pipe.Set(ctx, fmt.Sprintf("%s:p:%d", *prefix, i), fmt.Sprintf("v%d", i), 0)
-		}
-		for i := 0; i < tlsPipelined; i++ {
-			pipe.Get(ctx, fmt.Sprintf("%s:p:%d", *prefix, i))
-		}
-		return nil
-	}))
-	same("pipeline replies", len(cmds), 2*tlsPipelined)
-	for i, cmd := range cmds {
-		switch v := cmd.(type) {
-		case *redis.StatusCmd:
-			res.Pipeline = append(res.Pipeline, must(v.Result()))
-		case *redis.StringCmd:
-			res.Pipeline = append(res.Pipeline, must(v.Result()))
-		default:
-			check(false, "pipelined command %d: %T", i, cmd)
-		}
-	}
+	res.Pipeline = setGetPipeline(c, *prefix, tlsPipelined)
 
 	keys := strings.Split(*keyList, ",")
 	for _, key := range keys {

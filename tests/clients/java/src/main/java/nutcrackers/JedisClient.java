@@ -9,6 +9,7 @@
  *   {"prefix": "java", "pools": [{"port": 22121, "backends": [6379, 6380]}, ...]}
  *
  * The pools must have hash_tag "{}" (the transactions keep their keys together with it).
+ * `JedisClient cluster '<plan JSON>'` runs Jedis's cluster clients instead (JedisClusterClient.java).
  * Prints one JSON object (what it saw, per pool and entry point) and exits 0, or exits 1 with a
  * message on stderr at the first wrong value. One thread (Jedis's pool has no threads of its own).
  */
@@ -362,7 +363,21 @@ public final class JedisClient {
         return props.getProperty("version");
     }
 
+    static void fail(Exception e) {
+        System.err.println("jedis client: " + e);
+        e.printStackTrace();
+        System.exit(1);
+    }
+
     public static void main(String[] argv) {
+        if (argv.length == 2 && argv[0].equals("cluster")) { // JedisClusterClient.java
+            try {
+                JedisClusterClient.main(argv[1]);
+            } catch (Failure | redis.clients.jedis.exceptions.JedisException | java.io.IOException e) {
+                fail(e);
+            }
+            return;
+        }
         if (argv.length != 1) {
             System.err.println("usage: JedisClient '{\"prefix\": \"...\", \"pools\": [{\"port\": N, \"backends\": [N, ...]}]}'");
             System.exit(2);
@@ -396,9 +411,7 @@ public final class JedisClient {
             out.put("pools", pools);
             System.out.println(json(out));
         } catch (Failure | JedisDataException | java.io.IOException e) {
-            System.err.println("jedis client: " + e);
-            e.printStackTrace();
-            System.exit(1);
+            fail(e);
         }
     }
 }
