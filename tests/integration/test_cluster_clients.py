@@ -12,7 +12,8 @@ READWRITE itself, as the one node of a cluster that owns every slot, at cluster_
 - The cluster clients at pinned versions, the proxy's address their only seed (cluster_announce
   that same address), over 2 redis-servers (ketama), in a pool with hash_tag "{}" and in one
   without (there one {tag}'s keys are on both servers, and the proxy splits their MSET, MGET and
-  DEL): redis-py RedisCluster (RESP2, RESP3), go-redis ClusterClient (tests/clients/go
+  DEL), and over a Redis Cluster of 3 masters (a redis_cluster pool: each key on its slot's
+  master): redis-py RedisCluster (RESP2, RESP3), go-redis ClusterClient (tests/clients/go
   cluster.go), ioredis Cluster 5 and 6 (tests/clients/node/ioredis_cluster.js), JedisCluster and
   RedisClusterClient (tests/clients/java JedisClusterClient.java). Each sets and reads back many
   keys, found on the backends on exactly the server the proxy names (find_keys), with their
@@ -38,7 +39,8 @@ from nctest.wait import scale, wait_for
 
 THREADED = True  # a -T 2 proxy: the TSan stage runs these too (conftest.py)
 
-POOLS = ("tagged", "untagged")   # client_cluster_mode, with and without hash_tag "{}"
+POOLS = ("tagged", "untagged", "rcluster")  # client_cluster_mode, with and without hash_tag "{}",
+                                            # and over a Redis Cluster (redis_cluster)
 KEYS = 60                        # keys each client sets and reads back
 TAGGED = 6                       # keys of one {tag}: MSET, MGET, DEL
 PIPELINED = 50                   # SETs, then as many GETs
@@ -47,21 +49,26 @@ CLUSTER_ARGS = ("--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf
 
 
 class Deployment:
-    def __init__(self, proxy, ports, backends):
-        self.proxy, self.ports, self.backends = proxy, ports, backends
+    def __init__(self, proxy, ports, backends, cluster):
+        self.proxy, self.ports, self.backends, self.cluster = proxy, ports, backends, cluster
 
     def node(self, pool):
         return f"{HOST}:{self.ports[pool]}"
 
 
 @pytest.fixture(scope="module")
-def deploy(module_redis_server, module_write_conf, module_nutcrackers):
+def deploy(module_redis_server, module_write_conf, module_nutcrackers, module_rcluster):
     """2 redis-servers behind a -T 2 proxy with pools tagged, untagged (client_cluster_mode,
-    cluster_announce their own address) and plain (no client_cluster_mode)."""
+    cluster_announce their own address) and plain (no client_cluster_mode); and rcluster:
+    client_cluster_mode over a Redis Cluster of 3 masters (redis_cluster)."""
     backends = [module_redis_server()[0] for _ in range(2)]
+    cluster = module_rcluster(nodes=3, replicas=0)
     ports = {name: free_port() for name in (*POOLS, "plain")}
-    conf = {}
+    conf = {"rcluster": cluster.pool_conf(f"{HOST}:{ports['rcluster']}", client_cluster_mode=True,
+                                          cluster_announce=f"{HOST}:{ports['rcluster']}")}
     for name, port in ports.items():
+        if name == "rcluster":
+            continue
         keys = {"listen": f"{HOST}:{port}", "redis": True, "distribution": "ketama"}
         if name != "untagged":
             keys["hash_tag"] = "{}"
@@ -70,7 +77,7 @@ def deploy(module_redis_server, module_write_conf, module_nutcrackers):
         conf[name] = {**keys, "servers": [f"{HOST}:{b}:1" for b in backends]}
     proxy = module_nutcrackers(module_write_conf(conf, name="cluster.yml"), "-T", "2",
                                log_name="cluster.log")
-    return Deployment(proxy, ports, backends)
+    return Deployment(proxy, ports, backends, cluster)
 
 
 @pytest.fixture(scope="module")
@@ -200,7 +207,7 @@ def test_refused_without_the_key(deploy):
             assert c.call("CLUSTER", "MYID") == node_id(HOST, deploy.ports[pool]).encode()
             assert c.call("READONLY") == "OK"
     st = manage.status(deploy.proxy.manage_port)
-    assert [st[pool]["refused_commands"] for pool in POOLS] == [0, 0]
+    assert [st[pool]["refused_commands"] for pool in POOLS] == [0] * len(POOLS)
 
 
 def test_reload_turns_it_on_and_off(write_conf, nutcrackers, redis_server):
@@ -273,7 +280,7 @@ def make_plan(deploy, pool, prefix):
     for t in range(64):
         candidates = spread_keys(f"{{{prefix}-{t}}}", TAGGED)
         servers = set(find_keys(deploy.proxy.manage_port, pool, candidates).values())
-        if pool == "tagged" or len(servers) == 2:
+        if pool != "untagged" or len(servers) == 2:
             tagged = candidates
             break
     assert tagged, "no tag whose keys the pool puts on both servers"
@@ -297,6 +304,9 @@ def check_backends(deploy, pool, plan, names):
         want.update({f"{plan['prefix']}{name}:p:{i}": f"v{i}" for i in range(PIPELINED)})
         want[f"{plan['counter']}{name.lstrip(':')}"] = "15"
     routed = find_keys(deploy.proxy.manage_port, pool, want)
+    if pool == "rcluster":
+        check_cluster_nodes(deploy, plan, want)
+        return
     servers = [f"{HOST}:{b}:1" for b in deploy.backends]
     held = {}
     for server, port in zip(servers, deploy.backends, strict=True):
@@ -310,6 +320,21 @@ def check_backends(deploy, pool, plan, names):
     assert held == {k: (routed[k], v) for k, v in want.items()}
     if pool == "untagged":  # the proxy split the tag's MSET, MGET and DEL over both servers
         assert len(set(find_keys(deploy.proxy.manage_port, pool, plan["tagged"]).values())) == 2
+
+
+def check_cluster_nodes(deploy, plan, want):
+    """Every key the client left is on the cluster master find_key names ("host:port:1 nodeN"),
+    which is the master of its slot (a GET there is answered, not redirected), with its value;
+    the tagged keys are on no master."""
+    lines = manage.command(deploy.proxy.manage_port, " ".join(["find_keys", "rcluster", *want])).splitlines()
+    assert len(lines) == len(want)
+    for (key, value), line in zip(want.items(), lines, strict=True):
+        port = int(line.split()[0].split(":")[1])
+        with deploy.cluster.client(port) as r:
+            assert r.get(key) == value.encode(), (key, line)
+    for key in plan["tagged"]:
+        with deploy.cluster.client(deploy.cluster.node_for_key(key)) as r:
+            assert r.exists(key) == 0, f"{key}: deleted, left on its master"
 
 
 def run_program(argv, what):
