@@ -15,6 +15,7 @@
 #include "core/backend.h"
 #include "core/loop.h"
 #include "core/server.h"
+#include "proto/proto.h"
 
 /* The held count of d's backend and the stats gauge of its server follow each other. (A backend
  * being released has no owner's be any more; no client holds its connections then.) */
@@ -91,6 +92,27 @@ void dedicated_release(struct conn *d, bool clean)
         log_warn("server %s: cannot clean a dedicated connection: closing it", d->server->cs->stats_name);
         server_conn_close(d, ENOMEM);
     }
+}
+
+int dedicated_move(struct conn *d, struct server_rt *s, uint8_t variant, struct msg *req, bool ask, struct conn **out)
+{
+    struct loop *l = d->loop;
+    struct conn *n;
+    int rc = dedicated_acquire(s, d->holder, variant, &n);
+    if (rc < 0) return rc;
+    if (ask) {
+        struct msg *a = s->pool->proto->asking(&l->msgs);
+        rc = a != NULL ? server_conn_enqueue(n, a, s->idx) : -ENOMEM;
+        if (rc < 0 && a != NULL) msg_put(&l->msgs, a);
+    }
+    if (rc == 0) rc = server_conn_enqueue(n, req, s->idx);
+    if (rc < 0) { /* cannot connect */
+        dedicated_release(n, false);
+        return rc;
+    }
+    dedicated_release(d, false);
+    *out = n;
+    return 0;
 }
 
 void dedicated_on_close(struct conn *d, int err)

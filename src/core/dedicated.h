@@ -44,6 +44,11 @@ int dedicated_acquire(struct server_rt *s, struct dedicated_holder *h, uint8_t v
  * the next client (redis UNWATCH, its reply dropped); when that cannot be queued, d is closed
  * instead. What d still has in flight is answered in order before anything of its next client. */
 void dedicated_release(struct conn *d, bool clean);
+/* Sends req (which d's server did not run: a Redis Cluster redirected it) to server s on a
+ * dedicated connection taken for d's holder (after the protocol's ASKING when ask), and gives d
+ * back (nothing else in flight on it). Returns 0 (*out: the new connection), or -errno (d kept,
+ * req not queued). */
+int dedicated_move(struct conn *d, struct server_rt *s, uint8_t variant, struct msg *req, bool ask, struct conn **out);
 /* conn_ops.on_close of a dedicated connection (any ops a holder gives it call it): the holder
  * loses d. */
 void dedicated_on_close(struct conn *d, int err);

@@ -562,20 +562,9 @@ static bool txn_dedicated_redirect(struct dedicated_holder *h, struct conn *d, s
 {
     struct txn *t = (struct txn *)h;
     struct conn *c = req->owner, *n;
-    if (c == NULL || d != t->bconn || d == t->dconn || req->id != t->barrier || server >= c->pool->nservers) return false;
-    if (dedicated_acquire(&c->pool->servers[server], &t->holder, c->sess.variant, &n) < 0) return false;
-    int rc = 0;
-    if (ask) {
-        struct msg *a = c->pool->proto->asking(&c->loop->msgs);
-        rc = a != NULL ? server_conn_enqueue(n, a, server) : -ENOMEM;
-        if (rc < 0 && a != NULL) msg_put(&c->loop->msgs, a);
-    }
-    if (rc == 0) rc = server_conn_enqueue(n, req, server);
-    if (rc < 0) { /* cannot connect: the redirection is relayed */
-        dedicated_release(n, false);
+    if (c == NULL || d != t->bconn || d == t->dconn || req->id != t->barrier || server >= c->pool->nservers ||
+        dedicated_move(d, &c->pool->servers[server], c->sess.variant, req, ask, &n) < 0)
         return false;
-    }
-    dedicated_release(d, false);
     t->bconn = n;
     return true;
 }

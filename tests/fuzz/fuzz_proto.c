@@ -466,15 +466,10 @@ static void fz_fragment(struct fz_run *r, struct msg *req)
  * is allocated (the pools' leak checks). */
 static void fz_local(struct fz_run *r, const struct msg *m)
 {
-    struct conf_pool cp;
-    memset(&cp, 0, sizeof(cp));
-    cp.redis = r->redis;
-    char pw[] = "pw";
-    cp.redis_auth = r->nsums % 2 ? pw : NULL;
-    char host[] = "127.0.0.1";
-    cp.listen.host = host;
-    cp.listen.port = 22121;
-    cp.client_cluster_mode = r->redis && r->prm.opts != 0; /* as the stream was parsed */
+    char pw[] = "pw", host[] = "127.0.0.1";
+    struct conf_pool cp = { .redis = r->redis, .redis_auth = r->nsums % 2 ? pw : NULL,
+                            .listen = { .host = host, .port = 22121 },
+                            .client_cluster_mode = r->redis && r->prm.opts != 0 }; /* as the stream was parsed */
     struct proto_session s;
     memset(&s, 0, sizeof(s));
     s.fd = -1; /* no socket: CLIENT INFO's addresses are "?" */

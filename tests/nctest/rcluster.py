@@ -46,7 +46,7 @@ from .procs import HOST
 from .rcluster_ask import AskWindow
 from .rcluster_keys import (SLOTS, crc16, hashed_part, keys_in_slot,  # noqa: F401 - re-exported
                             keys_in_slots, keyslot, tag_for_slot)
-from .sentinel import Listener
+from .listener import Listener
 
 NODE_TIMEOUT_MS = 1000   # cluster-node-timeout (times wait.scale()): a silent master fails then
 UP_TIMEOUT = 30.0        # s: created, every node ok and agreeing, the replicas synced
@@ -145,7 +145,7 @@ def _fields(text):
 class Node(Listener):
     """A redis-server process of the cluster: its port, cluster bus port and dir (nodes.conf,
     out.log) never change, its process does (restart). (addr, alive, launch_redis:
-    sentinel.Listener's.)"""
+    listener.Listener's.)"""
     port: int
     bus_port: int
     workdir: Path
