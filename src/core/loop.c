@@ -291,3 +291,18 @@ void loop_deinit(struct loop *l)
     msg_pool_deinit(&l->msgs);
     mbuf_pool_deinit(&l->mbufs);
 }
+
+void loop_arm_earliest(struct event *ev, const struct msg_tqh *list)
+{
+    const struct msg *req;
+    uint64_t due = UINT64_MAX;
+    TAILQ_FOREACH(req, list, server_link)
+    {
+        if (req->t_sent < due) due = req->t_sent;
+    }
+    if (due == UINT64_MAX || ev == NULL) return;
+    uint64_t now = nc_usec_now();
+    uint64_t wait = due > now ? due - now : 0;
+    struct timeval tv = { .tv_sec = (time_t)(wait / 1000000u), .tv_usec = (suseconds_t)(wait % 1000000u) };
+    evtimer_add(ev, &tv);
+}

@@ -139,5 +139,9 @@ void loop_reload(struct loop *l, struct runtime *rt);
 void loop_routes_changed(struct loop *l);
 /* An old generation may have no user left: check (outside the current callback). */
 void loop_reap_later(struct loop *l);
+/* Arms ev (a timer of the loop) for the earliest deadline of the requests on list (linked by their
+ * server_link, each deadline in its t_sent while it waits there: parked, redirected); nothing
+ * when the list is empty. */
+void loop_arm_earliest(struct event *ev, const struct msg_tqh *list);
 
 #endif

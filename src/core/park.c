@@ -33,22 +33,6 @@ static void park_relay(struct loop *l, struct msg *req)
     else request_complete(l, req);
 }
 
-/* The timer, for the earliest deadline of the parked requests (their t_sent while parked). */
-static void park_arm(struct loop *l)
-{
-    const struct msg *req;
-    uint64_t due = UINT64_MAX;
-    TAILQ_FOREACH(req, &l->parked, server_link)
-    {
-        if (req->t_sent < due) due = req->t_sent;
-    }
-    if (due == UINT64_MAX || l->park_ev == NULL) return;
-    uint64_t now = nc_usec_now();
-    uint64_t wait = due > now ? due - now : 0;
-    struct timeval tv = { .tv_sec = (time_t)(wait / 1000000u), .tv_usec = (suseconds_t)(wait % 1000000u) };
-    evtimer_add(l->park_ev, &tv);
-}
-
 /* Parked requests past their deadline: their master did not move in time; relayed. */
 static void park_on_timer(int fd, short what, void *arg)
 {
@@ -61,7 +45,7 @@ static void park_on_timer(int fd, short what, void *arg)
         next = TAILQ_NEXT(req, server_link);
         if (req->t_sent <= now) park_relay(l, req);
     }
-    park_arm(l);
+    loop_arm_earliest(l->park_ev, &l->parked);
 }
 
 bool park_possible(const struct conn *c, const struct msg *req)
@@ -81,7 +65,7 @@ static bool park_add(struct loop *l, struct pool_rt *p, struct msg *req, struct 
     uint64_t wait = timeout_ms > 0 ? (uint64_t)timeout_ms * 1000u : PARK_USEC;
     req->t_sent = nc_usec_now() + wait; /* while parked: its deadline */
     TAILQ_INSERT_TAIL(&l->parked, req, server_link);
-    park_arm(l);
+    loop_arm_earliest(l->park_ev, &l->parked);
     return true;
 }
 

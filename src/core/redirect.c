@@ -63,22 +63,6 @@ static void redirect_send(struct loop *l, struct pool_rt *p, struct msg *req, ui
     if (rc < 0) request_fail(l, req, -rc);
 }
 
-/* The timer, for the earliest of the waiting requests (their t_sent while waiting). */
-static void redirect_arm(struct loop *l)
-{
-    const struct msg *req;
-    uint64_t due = UINT64_MAX;
-    TAILQ_FOREACH(req, &l->redirecting, server_link)
-    {
-        if (req->t_sent < due) due = req->t_sent;
-    }
-    if (due == UINT64_MAX || l->redirect_ev == NULL) return;
-    uint64_t now = nc_usec_now();
-    uint64_t wait = due > now ? due - now : 0;
-    struct timeval tv = { .tv_sec = (time_t)(wait / 1000000u), .tv_usec = (suseconds_t)(wait % 1000000u) };
-    evtimer_add(l->redirect_ev, &tv);
-}
-
 /* Requests whose wait is over: routed again by their first key, with the newest map. */
 static void redirect_on_timer(int fd, short what, void *arg)
 {
@@ -99,7 +83,7 @@ static void redirect_on_timer(int fd, short what, void *arg)
         struct pool_rt *p = client->pool;
         redirect_send(l, p, req, pool_rt_route(p, req->keys[0].ptr, req->keys[0].len), false);
     }
-    redirect_arm(l);
+    loop_arm_earliest(l->redirect_ev, &l->redirecting);
 }
 
 /* req waits, then goes where the newest map says. False when out of memory. */
@@ -109,7 +93,7 @@ static bool redirect_wait(struct loop *l, struct msg *req)
     unsigned shift = req->redirects < 6 ? req->redirects - 1u : 5u;
     req->t_sent = nc_usec_now() + ((uint64_t)REDIRECT_WAIT_USEC << shift); /* while waiting: when it goes */
     TAILQ_INSERT_TAIL(&l->redirecting, req, server_link);
-    redirect_arm(l);
+    loop_arm_earliest(l->redirect_ev, &l->redirecting);
     return true;
 }
 

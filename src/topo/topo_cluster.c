@@ -21,7 +21,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "common/clock.h"
 #include "common/log.h"
@@ -275,11 +274,8 @@ static void cluster_on_tick(int fd, short what, void *arg)
 static void cluster_on_recheck(int fd, short what, void *arg)
 {
     struct topo_source *s = arg;
-    uint64_t n;
     (void)what;
-    if (read(fd, &n, sizeof(n)) < 0) {
-        /* EAGAIN: read by an earlier call */
-    }
+    topo_recheck_taken(fd);
     uint64_t since = nc_usec_now() - s->asked_at, min = (uint64_t)CLUSTER_RECHECK_MIN_MS * 1000u;
     if (since >= min && !s->asking) {
         cluster_ask(s);

@@ -496,11 +496,8 @@ static void sentinel_on_tick(int fd, short what, void *arg)
 static void sentinel_on_recheck(int fd, short what, void *arg)
 {
     struct topo_source *s = arg;
-    uint64_t n;
     (void)what;
-    if (read(fd, &n, sizeof(n)) < 0) {
-        /* EAGAIN: read by an earlier call */
-    }
+    topo_recheck_taken(fd);
     sentinel_round_now(s);
 }
 

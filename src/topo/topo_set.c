@@ -9,6 +9,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* Bytes of s with its NUL (0 for NULL). */
 static size_t topo_strsize(const char *s)
@@ -92,6 +93,14 @@ struct topo_set *topo_set_inherit(const struct topo_set *first, const struct top
         memcpy(set->slots, slots, DIST_NSLOTS * sizeof(*set->slots));
     }
     return set;
+}
+
+void topo_recheck_taken(int fd)
+{
+    uint64_t n;
+    if (read(fd, &n, sizeof(n)) < 0) {
+        /* EAGAIN: taken by an earlier call */
+    }
 }
 
 bool topo_same_addr(const struct topo_set *a, const struct topo_set *b, uint32_t i)

@@ -72,6 +72,10 @@ static inline bool topo_slot_empty(const struct topo_set *set, uint32_t i)
 /* Whether server i is at the same address in a and b. */
 bool topo_same_addr(const struct topo_set *a, const struct topo_set *b, uint32_t i);
 
+/* A source has seen its sink's recheck_fd readable: the workers' requests are taken (the eventfd
+ * reset; one look answers them all). */
+void topo_recheck_taken(int fd);
+
 /* Where a running source publishes a new set of its pool (it takes over the reference). */
 struct topo_sink {
     void (*publish)(void *arg, struct topo_set *set);
