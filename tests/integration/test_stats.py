@@ -21,7 +21,7 @@ HEADER = ["service", "source", "version", "uptime", "timestamp", "generation", "
           "total_connections",
           "curr_connections", "client_memory", "batch_waits", "batch_wait_offs"]
 POOL_FIELDS = ["client_eof", "client_err", "client_connections", "server_ejects", "forward_error",
-               "fragments", "refused_commands", "client_idle_timeouts",
+               "fragments", "cluster_redirections", "refused_commands", "client_idle_timeouts",
                "client_memory_closes", "client_tls_handshakes", "client_tls_handshake_failures",
                "client_tls_resumptions"]
 SERVER_FIELDS = ["server_eof", "server_err", "server_timedout", "server_connections",
