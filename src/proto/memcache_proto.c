@@ -59,8 +59,9 @@ static size_t mc_reject_reply(const struct msg *req, char *buf, size_t size)
     return clamp_len(snprintf(buf, size, "ERROR\r\n"), size);
 }
 
-static size_t mc_error_reply(int err, char *buf, size_t size)
+static size_t mc_error_reply(const struct msg *req, int err, char *buf, size_t size)
 {
+    (void)req; /* text and meta requests alike: memcached sends its meta clients SERVER_ERROR too */
     char text[128];
     /* GNU strerror_r (_GNU_SOURCE): returns the text, maybe not in text[] */
     const char *s = strerror_r(err, text, sizeof(text));

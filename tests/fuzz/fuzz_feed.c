@@ -263,11 +263,14 @@ static void fz_check_req(const struct fz_feed *f, const struct msg *m)
     }
 }
 
-/* A complete msg: its bytes are the stream's, and what the parser recorded is within them. */
+/* A complete msg: its bytes are the stream's (less the trim bytes at their end, then its tail:
+ * the parser's edits, msg_finish), and what the parser recorded is within them. */
 static void fz_check_msg(struct fz_feed *f, const struct msg *m)
 {
-    FZ_CHECK(m->len > 0);
-    FZ_CHECK(f->cur_start + m->len == fz_stream_pos(f));
+    FZ_CHECK(m->len + m->trim > 0 && m->len >= m->tail_len);
+    FZ_CHECK(m->tail_len == 0 || m->tail != NULL);
+    uint64_t kept = m->len - m->tail_len;
+    FZ_CHECK(f->cur_start + kept + m->trim == fz_stream_pos(f));
     uint64_t total = 0;
     for (uint32_t i = 0; i < m->nspans; i++) {
         const struct span *s = &m->spans[i];
@@ -277,7 +280,8 @@ static void fz_check_msg(struct fz_feed *f, const struct msg *m)
     FZ_CHECK(total == m->len);
     uint8_t *b = fz_msg_bytes(m, &f->bytes); /* NUL-terminated, for strtoll: a reply line
                                                * always ends before it */
-    FZ_CHECK(memcmp(b, f->stream + f->cur_start, m->len) == 0);
+    FZ_CHECK(memcmp(b, f->stream + f->cur_start, kept) == 0);
+    FZ_CHECK(m->tail_len == 0 || memcmp(b + kept, m->tail, m->tail_len) == 0);
     if (f->rsp) fz_check_rsp(f, m, b);
     else fz_check_req(f, m);
 }
@@ -309,7 +313,7 @@ static void fz_snap_same(const struct fz_snap *s, const struct parse_state *ps, 
     FZ_CHECK(a->state == b->state && a->a == b->a && a->b == b->b && a->c == b->c &&
              a->d == b->d && a->off == b->off && a->depth == b->depth &&
              a->elem_start == b->elem_start && a->want_elems == b->want_elems &&
-             a->error == b->error);
+             a->opts == b->opts && a->mode == b->mode && a->error == b->error);
     FZ_CHECK(memcmp(s->stack_top, now.stack_top, sizeof(s->stack_top)) == 0);
     FZ_CHECK(memcmp(&s->m, &now.m, sizeof(s->m)) == 0);
     FZ_CHECK(memcmp(&s->last_key, &now.last_key, sizeof(s->last_key)) == 0);

@@ -581,7 +581,7 @@ int fz_run_proto(const struct proto_ops *ops, bool rsp, const uint8_t *data, siz
     /* the proxy's own error replies are one line */
     char line[160];
     int err = size > 0 ? data[0] % 140 : 0;
-    size_t n = ops->error_reply(err, line, sizeof(line));
+    size_t n = ops->error_reply(NULL, err, line, sizeof(line));
     FZ_CHECK(n >= 3 && n < sizeof(line) && line[n - 2] == '\r' && line[n - 1] == '\n');
 
     FZ_CHECK(mp.nlive == 0 && re_mp.nlive == 0);

@@ -62,7 +62,7 @@ static bool same_state(const struct parse_state *a, const struct parse_state *b)
            a->d == b->d && a->off == b->off && a->depth == b->depth &&
            a->stack_cap == b->stack_cap && a->stack == b->stack &&
            a->elem_start == b->elem_start && a->want_elems == b->want_elems && a->opts == b->opts &&
-           a->error == b->error;
+           a->mode == b->mode && a->error == b->error;
 }
 
 /* reader_sink.begin: as the core's roles, parse_state_reset (which keeps want_elems), then the
@@ -106,19 +106,27 @@ static int drv_parse(void *ctx, struct parse_state *ps, struct msg *m, const uin
     return rc;
 }
 
-/* reader_sink.on_msg: a completed msg holds exactly the bytes that followed the previous one. */
+/* reader_sink.on_msg: a completed msg holds exactly the bytes that followed the previous one,
+ * less the trim bytes at their end, then its tail (the parser's edits, msg_finish). */
 static int drv_msg(void *ctx, struct msg *m)
 {
     struct drv *d = ctx;
-    assert_true(m->len <= d->ninput - d->ndone);
+    assert_true(m->len >= m->tail_len);
+    uint64_t kept = m->len - m->tail_len, consumed = kept + m->trim;
+    assert_true(consumed <= d->ninput - d->ndone);
     uint8_t chunk[4096];
-    for (uint64_t off = 0; off < m->len;) {
-        size_t n = m->len - off < sizeof(chunk) ? (size_t)(m->len - off) : sizeof(chunk);
+    for (uint64_t off = 0; off < kept;) {
+        size_t n = kept - off < sizeof(chunk) ? (size_t)(kept - off) : sizeof(chunk);
         assert_int_equal(msg_copy_out(m, off, chunk, n), n);
         assert_memory_equal(chunk, d->input + d->ndone + off, n);
         off += n;
     }
-    d->ndone += (size_t)m->len;
+    if (m->tail_len > 0) {
+        assert_non_null(m->tail);
+        assert_int_equal(msg_copy_out(m, kept, chunk, m->tail_len), m->tail_len);
+        assert_memory_equal(chunk, m->tail, m->tail_len);
+    }
+    d->ndone += (size_t)consumed;
     if (d->nout == d->out_cap) {
         d->out_cap = d->out_cap ? d->out_cap * 2 : 16;
         d->out = realloc(d->out, d->out_cap * sizeof(*d->out));

@@ -12,7 +12,7 @@
  * consumed <= len; after PARSE_AGAIN a second call with the same bytes consumes nothing and
  * leaves the parse state untouched; PARSE_DONE consumed something; PARSE_ERROR names its error;
  * parse_reset keeps want_elems; and every completed msg's bytes are exactly the bytes fed, in
- * order. Used by test_redis, test_redis_rsp, test_redis_hello and test_memcache.
+ * order, less its trim bytes at their end, then its tail (the edits msg_finish applies). Used by test_redis, test_redis_rsp, test_redis_hello and test_memcache.
  *
  * Threads: the test's only.
  */

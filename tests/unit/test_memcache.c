@@ -821,10 +821,10 @@ static void test_reject_and_error_replies(void **state)
     assert_memory_equal(buf, "CLIENT_ERROR bad command line format\r\n", n);
     n = memcache_proto.reject_reply(&m, buf, 8); /* cut to the buffer */
     assert_int_equal(n, 7);
-    n = memcache_proto.error_reply(ETIMEDOUT, buf, sizeof(buf));
+    n = memcache_proto.error_reply(NULL, ETIMEDOUT, buf, sizeof(buf));
     assert_int_equal(n, strlen("SERVER_ERROR Connection timed out\r\n"));
     assert_memory_equal(buf, "SERVER_ERROR Connection timed out\r\n", n);
-    n = memcache_proto.error_reply(ECONNREFUSED, buf, sizeof(buf));
+    n = memcache_proto.error_reply(NULL, ECONNREFUSED, buf, sizeof(buf));
     assert_memory_equal(buf, "SERVER_ERROR Connection refused\r\n", n);
     assert_string_equal(memcache_proto.name, "memcache");
 }
