@@ -62,6 +62,9 @@ enum msg_rsp_type {
     RSP_MC_STORED, RSP_MC_NOT_STORED, RSP_MC_EXISTS, RSP_MC_NOT_FOUND, RSP_MC_DELETED,
     RSP_MC_TOUCHED, RSP_MC_NUMBER, RSP_MC_VERSION, RSP_MC_OK,
     RSP_MC_ERROR, RSP_MC_CLIENT_ERROR, RSP_MC_SERVER_ERROR,
+    /* memcached meta commands: VA (a value), HD, EN, NF, NS, EX, ME, and MN (a quiet request's
+     * terminator alone: nothing for the client) */
+    RSP_MC_VA, RSP_MC_HD, RSP_MC_EN, RSP_MC_NF, RSP_MC_NS, RSP_MC_EX, RSP_MC_ME, RSP_MC_MN,
 };
 
 /* Why a parsed request is answered by the proxy with an error instead of being forwarded. */

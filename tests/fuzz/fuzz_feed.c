@@ -13,6 +13,7 @@
 
 #include "../common/reader_scrub.h"
 #include "fuzz_feed.h"
+#include "proto/memcache.h"
 #include "proto/redis_cmd.h"
 
 uint64_t fz_rand(uint64_t *state)
@@ -43,8 +44,15 @@ void fz_params(struct fz_params *p, const uint8_t **data, size_t *size)
     p->mbuf_size = sizes[h[0] & 3];
     p->want_elems = (h[0] & 4) != 0;
     p->nservers = 1 + ((h[0] >> 3) & 3);
-    p->opts = (h[0] >> 5) & 1;
+    p->opts = (h[0] >> 5) & 3;
     memcpy(p->reads, h + 1, 3);
+}
+
+uint8_t fz_opts(const struct fz_params *p, const struct proto_ops *ops, bool rsp)
+{
+    static const uint8_t mc_rsp[4] = { 0, MC_RSP_META, MC_RSP_META | MC_RSP_TERM, MC_RSP_META | MC_RSP_TERM };
+    if (ops == &redis_proto) return rsp ? 0 : p->opts & 1; /* client_cluster_mode */
+    return rsp ? mc_rsp[p->opts] : 0;
 }
 
 void fz_buf_put(struct fz_buf *b, const void *d, size_t n)
@@ -165,10 +173,25 @@ static uint8_t fz_redis_type_byte(uint8_t t)
     }
 }
 
+/* Whether p[0..n) is one memcached MN line: "MN" between spaces, then "\r\n" or "\n". */
+static bool fz_mn_line(const uint8_t *p, size_t n)
+{
+    size_t i = 0, end = n;
+    if (end == 0 || p[--end] != '\n') return false;
+    if (end > 0 && p[end - 1] == '\r') end--;
+    while (i < end && p[i] == ' ') i++;
+    while (end > i && p[end - 1] == ' ') end--;
+    return end - i == 2 && p[i] == 'M' && p[i + 1] == 'N';
+}
+
 static void fz_check_rsp(struct fz_feed *f, const struct msg *m, const uint8_t *b)
 {
     bool redis = f->ops == &redis_proto;
     FZ_CHECK(m->rsp_type != RSP_NONE);
+    /* what is cut is exactly the last terminator's reply, asked for */
+    FZ_CHECK(m->trim == 0 || (!redis && (f->opts & MC_RSP_TERM)));
+    if (m->trim != 0) FZ_CHECK(fz_mn_line(f->stream + f->cur_start + m->len, m->trim));
+    FZ_CHECK(!(f->opts & MC_RSP_TERM) || m->trim != 0);
     FZ_CHECK(m->nkeys == 0);
     if (!f->want_elems) FZ_CHECK(m->nelems == 0);
     uint64_t prev_end = 0;
@@ -209,6 +232,41 @@ static void fz_check_rsp(struct fz_feed *f, const struct msg *m, const uint8_t *
     if (m->rsp_type == RSP_INTEGER) FZ_CHECK(strtoll((const char *)b + 1, NULL, 10) == m->integer);
 }
 
+/* A key outside the msg's bytes is a meta command's base64 key: the token decoded, in its own
+ * bytes. */
+static void fz_check_decoded_key(const struct fz_feed *f, const struct msg *m, const struct msg_key *k)
+{
+    (void)f;
+    FZ_CHECK(m->cmd < MC_CMD_COUNT && mc_cmds[m->cmd].args[0] == 'M' && m->nkeys == 1);
+    FZ_CHECK(m->own != NULL && k->ptr >= m->own->data && k->ptr + k->len <= m->own->data + m->own->len);
+    uint8_t tok[MC_KEY_MAX], out[MC_KEY_MAX];
+    FZ_CHECK(k->end - k->start <= MC_KEY_MAX);
+    size_t n = (size_t)(k->end - k->start);
+    FZ_CHECK(msg_copy_out(m, k->start, tok, n) == n);
+    FZ_CHECK(mc_b64_decode(tok, n, out) == k->len && k->len > 0 && memcmp(out, k->ptr, k->len) == 0);
+}
+
+/* A quiet request with its terminator (the tail) parses again, from a fresh state, as the request
+ * then mn: the server frames them as the proxy did. */
+static void fz_check_tail(const struct fz_feed *f, const struct msg *m)
+{
+    static const uint8_t whole[3] = { 0, 0, 0 };
+    FZ_CHECK(f->ops == &memcache_proto && m->tail_len == 4 && memcmp(m->tail, "mn\r\n", 4) == 0);
+    FZ_CHECK(m->rsp_opts == (MC_RSP_META | MC_RSP_TERM));
+    struct fz_buf b = { 0 };
+    fz_msg_bytes(m, &b);
+    struct msg *out[2] = { NULL, NULL };
+    enum fz_status st;
+    uint64_t left;
+    size_t k = fz_parse_all(f->ops, false, false, &f->re, b.p, b.n, whole, out, 2, &st, &left);
+    FZ_CHECK(k == 2 && st == FZ_OK && left == 0);
+    FZ_CHECK(out[0]->cmd == m->cmd && out[0]->len == m->len && out[0]->tail_len == 4);
+    FZ_CHECK(out[1]->cmd == MC_CMD_MN && out[1]->len == 4);
+    msg_put(f->re.pp, out[0]);
+    msg_put(f->re.pp, out[1]);
+    free(b.p);
+}
+
 static void fz_check_req(const struct fz_feed *f, const struct msg *m)
 {
     FZ_CHECK(m->rsp_type == RSP_NONE && m->nelems == 0);
@@ -224,6 +282,10 @@ static void fz_check_req(const struct fz_feed *f, const struct msg *m)
         FZ_CHECK(k->start <= k->end && k->end <= m->len);
         FZ_CHECK(k->start >= prev_start);
         prev_start = k->start;
+        if (!redis && !fz_offset_in(m, k->ptr, k->len, &off)) {
+            fz_check_decoded_key(f, m, k); /* a meta command's base64 key */
+            continue;
+        }
         FZ_CHECK(fz_offset_in(m, k->ptr, k->len, &off));
         FZ_CHECK(off >= k->start && off + k->len <= k->end);
         if (!redis) FZ_CHECK(off == k->start && k->end - k->start == k->len);
@@ -256,7 +318,12 @@ static void fz_check_req(const struct fz_feed *f, const struct msg *m)
         uint32_t keyless = CMD_F_ANY_SERVER | CMD_F_LOCAL_MASK | CMD_F_FRAG_ALL | CMD_F_TXN_MASK | CMD_F_PUBSUB;
         bool late_keys = redis && m->cmd < redis_ncmds &&
                          (redis_cmds[m->cmd].first_key >= 2 || redis_cmds[m->cmd].numkeys_pos == REDIS_KEYS_STREAMS);
-        FZ_CHECK(m->nkeys >= 1 || (m->cmd_flags & keyless) != 0 || late_keys);
+        /* a memcached meta command whose key cannot be routed: any server answers its error */
+        bool meta = !redis && m->cmd < MC_CMD_COUNT && mc_cmds[m->cmd].args[0] == 'M';
+        FZ_CHECK(m->nkeys >= 1 || (m->cmd_flags & keyless) != 0 || late_keys || meta);
+        FZ_CHECK(meta ? (m->rsp_opts & MC_RSP_META) != 0 : m->rsp_opts == 0);
+        if (m->tail_len != 0 && !f->nested) fz_check_tail(f, m);
+        else FZ_CHECK(m->tail_len == 0 || (m->rsp_opts & MC_RSP_TERM));
         if (redis) FZ_CHECK(m->nargs >= 1 && m->name != NULL);
         /* a blocking command has its deadline (its timeout, or for ever), no other has one */
         FZ_CHECK(((m->cmd_flags & CMD_F_BLOCK) != 0) == (m->block_ms != 0));
