@@ -44,6 +44,10 @@
     X(BINARY,    "",          "",       0, false)                                   \
     X(GET,       "get",       "K",      CMD_F_FRAG_MCGET, false)                    \
     X(GETS,      "gets",      "K",      CMD_F_FRAG_MCGET, false)                    \
+    /* meta commands (memcache_meta.c): forwarded by key as they came; mn answered here.  \
+     * (mg and ms early: the verb lookup walks the table) */                         \
+    X(MG,        "mg",        "M",      0, false)                                   \
+    X(MS,        "ms",        "M",      CMD_F_WRITE, false)                         \
     X(GAT,       "gat",       "EK",     CMD_F_FRAG_MCGET | CMD_F_WRITE, false)      \
     X(GATS,      "gats",      "EK",     CMD_F_FRAG_MCGET | CMD_F_WRITE, false)      \
     X(SET,       "set",       "kfebn",  CMD_F_WRITE, false)                         \
@@ -61,9 +65,6 @@
     /* to every server (memcache_fanout.c): [delay] [noreply]; stats without arguments */ \
     X(FLUSH_ALL, "flush_all", "on",     CMD_F_FRAG_ALL | CMD_F_WRITE, false)         \
     X(STATS,     "stats",     "",       CMD_F_FRAG_ALL | CMD_F_FRAG_PARTIAL, false)  \
-    /* meta commands (memcache_meta.c): forwarded by key as they came; mn answered here */ \
-    X(MG,        "mg",        "M",      0, false)                                   \
-    X(MS,        "ms",        "M",      CMD_F_WRITE, false)                         \
     X(MD,        "md",        "M",      CMD_F_WRITE, false)                         \
     X(MA,        "ma",        "M",      CMD_F_WRITE, false)                         \
     X(ME,        "me",        "M",      0, false)                                   \

@@ -69,15 +69,27 @@ static int meta_key(struct parse_state *ps, struct msg *m, const uint8_t *tok, s
     return rc < 0 ? mc_fail(ps, msg_add_key_error(rc)) : MC_STEP_CONT;
 }
 
+/* Where the first NUL byte of tok is, or len (a flag is a byte or a few: no libc call for it). */
+static inline size_t nul_at(const uint8_t *tok, size_t len)
+{
+    if (len > 8) {
+        const uint8_t *nul = memchr(tok, '\0', len);
+        return nul == NULL ? len : (size_t)(nul - tok);
+    }
+    size_t i = 0;
+    while (i < len && tok[i] != '\0') i++;
+    return i;
+}
+
 int mc_meta_arg(struct parse_state *ps, struct msg *m, const uint8_t *tok, size_t len, uint64_t off,
                 uint8_t first)
 {
     if (ps->d & MQ_NUL) return MC_STEP_CONT; /* past memcached's line end */
     if (tok != NULL) {
-        const uint8_t *nul = memchr(tok, '\0', len);
-        if (nul != NULL) {
+        size_t nul = nul_at(tok, len);
+        if (nul < len) {
             ps->d |= MQ_NUL;
-            len = (size_t)(nul - tok);
+            len = nul;
             if (len == 0) return MC_STEP_CONT; /* no token at all */
         }
         first = tok[0];
@@ -207,7 +219,7 @@ struct meta_word {
 };
 
 #define MW(w, type) { w, sizeof(w) - 1, type }
-static const struct meta_word meta_words[] = {
+static const struct meta_word meta_words[] = { /* the two-byte ones first, in meta_lookup's order */
     MW("VA", RSP_MC_VA), MW("HD", RSP_MC_HD), MW("EN", RSP_MC_EN), MW("NF", RSP_MC_NF),
     MW("NS", RSP_MC_NS), MW("EX", RSP_MC_EX), MW("ME", RSP_MC_ME), MW("MN", RSP_MC_MN),
     MW("OK", RSP_MC_OK), MW("ERROR", RSP_MC_ERROR), MW("CLIENT_ERROR", RSP_MC_CLIENT_ERROR),
@@ -224,12 +236,31 @@ static int meta_complete(struct parse_state *ps)
     return MC_STEP_CONT;
 }
 
+/* The reply word tok[0..len): the meta words by their two bytes, the rest in the table. */
+static const struct meta_word *meta_lookup(const uint8_t *tok, size_t len)
+{
+    if (len == 2) {
+        switch (tok[0] << 8 | tok[1]) {
+        case 'V' << 8 | 'A': return &meta_words[0];
+        case 'H' << 8 | 'D': return &meta_words[1];
+        case 'E' << 8 | 'N': return &meta_words[2];
+        case 'N' << 8 | 'F': return &meta_words[3];
+        case 'N' << 8 | 'S': return &meta_words[4];
+        case 'E' << 8 | 'X': return &meta_words[5];
+        case 'M' << 8 | 'E': return &meta_words[6];
+        case 'M' << 8 | 'N': return &meta_words[7];
+        default: break;
+        }
+    }
+    for (size_t i = 8; i < sizeof(meta_words) / sizeof(meta_words[0]); i++)
+        if (meta_words[i].len == len && proto_bytes_equal(meta_words[i].word, tok, len)) return &meta_words[i];
+    return NULL;
+}
+
 /* The first word of a line (RM_WORD, RM_TERM). */
 static int meta_word(struct parse_state *ps, struct msg *m, const uint8_t *tok, size_t len)
 {
-    const struct meta_word *w = NULL;
-    for (size_t i = 0; i < sizeof(meta_words) / sizeof(meta_words[0]) && w == NULL; i++)
-        if (meta_words[i].len == len && proto_bytes_equal(meta_words[i].word, tok, len)) w = &meta_words[i];
+    const struct meta_word *w = meta_lookup(tok, len);
     bool mn = w != NULL && w->type == RSP_MC_MN;
     if (ps->state == RM_TERM && !mn) return mc_fail(ps, "bad reply after quiet request");
     if (w == NULL) return mc_fail(ps, "unknown reply");
@@ -275,7 +306,14 @@ static int meta_rsp_line(struct parse_state *ps, struct msg *m, const uint8_t *b
 {
     struct mc_tok t;
     if (ps->state == RM_TEXT) {
-        int rc = mc_rsp_text(ps, buf, len, pos);
+        size_t p = *pos;
+        int rc;
+        if (len - p >= 2 && buf[p] == '\r' && buf[p + 1] == '\n') { /* no flags (EN, HD, ...) */
+            *pos = p + 2;
+            rc = PARSE_DONE;
+        } else {
+            rc = mc_rsp_text(ps, buf, len, pos);
+        }
         if (rc != PARSE_DONE) return rc;
         if (!(ps->d & RMF_VA)) return meta_complete(ps);
         ps->state = RM_DATA;
