@@ -194,6 +194,9 @@ static void test_flags(void **state)
     check_req(more, "mg k=k q\nmg k=k q\n"); /* a long flag counts by its first byte */
     free(in);
     free(more);
+    in = build("mg k", " v", 28, " q\r\nmd k q T1\r\n"); /* 31 tokens: memcached refuses it */
+    check_req(in, "mg k=k\nmd k=k q\n");
+    free(in);
     in = build("mg ", "k", 251, " v q\r\nmd ");
     more = build(in, "k", 300, " q\r\n");
     check_req(more, "mg q\nmd q\n"); /* a key over 250 bytes: any server */
