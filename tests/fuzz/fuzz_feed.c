@@ -267,6 +267,29 @@ static void fz_check_tail(const struct fz_feed *f, const struct msg *m)
     free(b.p);
 }
 
+/* A request the proxy forwards (no reject). */
+static void fz_check_forwarded(const struct fz_feed *f, const struct msg *m)
+{
+    bool redis = f->ops == &redis_proto;
+    /* a forwarded request names its server by a key; the transaction commands without keys
+     * are the core's (core/txn.c), so are the (un)subscriptions (core/pubsub.c: UNSUBSCRIBE
+     * of everything names none), and the ones the proxy answers or sends to every server
+     * need none. A redis command whose keys come after a subcommand (XGROUP, XINFO) or after
+     * STREAMS (XREAD) may name none (XINFO HELP, too few arguments): any server answers it */
+    uint32_t keyless = CMD_F_ANY_SERVER | CMD_F_LOCAL_MASK | CMD_F_FRAG_ALL | CMD_F_TXN_MASK | CMD_F_PUBSUB;
+    bool late_keys = redis && m->cmd < redis_ncmds &&
+                     (redis_cmds[m->cmd].first_key >= 2 || redis_cmds[m->cmd].numkeys_pos == REDIS_KEYS_STREAMS);
+    /* a memcached meta command whose key cannot be routed: any server answers its error */
+    bool meta = !redis && m->cmd < MC_CMD_COUNT && mc_cmds[m->cmd].args[0] == 'M';
+    FZ_CHECK(m->nkeys >= 1 || (m->cmd_flags & keyless) != 0 || late_keys || meta);
+    FZ_CHECK(meta ? (m->rsp_opts & MC_RSP_META) != 0 : m->rsp_opts == 0);
+    if (m->tail_len != 0 && !f->nested) fz_check_tail(f, m);
+    else FZ_CHECK(m->tail_len == 0 || (m->rsp_opts & MC_RSP_TERM));
+    if (redis) FZ_CHECK(m->nargs >= 1 && m->name != NULL);
+    /* a blocking command has its deadline (its timeout, or for ever), no other has one */
+    FZ_CHECK(((m->cmd_flags & CMD_F_BLOCK) != 0) == (m->block_ms != 0));
+}
+
 static void fz_check_req(const struct fz_feed *f, const struct msg *m)
 {
     FZ_CHECK(m->rsp_type == RSP_NONE && m->nelems == 0);
@@ -310,23 +333,7 @@ static void fz_check_req(const struct fz_feed *f, const struct msg *m)
             FZ_CHECK(fz_one_line(buf, n, sizeof(buf)));
         }
     } else {
-        /* a forwarded request names its server by a key; the transaction commands without keys
-         * are the core's (core/txn.c), so are the (un)subscriptions (core/pubsub.c: UNSUBSCRIBE
-         * of everything names none), and the ones the proxy answers or sends to every server
-         * need none. A redis command whose keys come after a subcommand (XGROUP, XINFO) or after
-         * STREAMS (XREAD) may name none (XINFO HELP, too few arguments): any server answers it */
-        uint32_t keyless = CMD_F_ANY_SERVER | CMD_F_LOCAL_MASK | CMD_F_FRAG_ALL | CMD_F_TXN_MASK | CMD_F_PUBSUB;
-        bool late_keys = redis && m->cmd < redis_ncmds &&
-                         (redis_cmds[m->cmd].first_key >= 2 || redis_cmds[m->cmd].numkeys_pos == REDIS_KEYS_STREAMS);
-        /* a memcached meta command whose key cannot be routed: any server answers its error */
-        bool meta = !redis && m->cmd < MC_CMD_COUNT && mc_cmds[m->cmd].args[0] == 'M';
-        FZ_CHECK(m->nkeys >= 1 || (m->cmd_flags & keyless) != 0 || late_keys || meta);
-        FZ_CHECK(meta ? (m->rsp_opts & MC_RSP_META) != 0 : m->rsp_opts == 0);
-        if (m->tail_len != 0 && !f->nested) fz_check_tail(f, m);
-        else FZ_CHECK(m->tail_len == 0 || (m->rsp_opts & MC_RSP_TERM));
-        if (redis) FZ_CHECK(m->nargs >= 1 && m->name != NULL);
-        /* a blocking command has its deadline (its timeout, or for ever), no other has one */
-        FZ_CHECK(((m->cmd_flags & CMD_F_BLOCK) != 0) == (m->block_ms != 0));
+        fz_check_forwarded(f, m);
     }
 }
 
