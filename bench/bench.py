@@ -73,6 +73,10 @@ def workloads(scale):
             w.append((f"mc_{op}_16B_P{pipe}", "mc", "ncload", ["--op", op, "-d", "16", "-P", str(pipe)], n,
                       16 if op == "get" else None,
                       f"ncload memcached {op} 16B values, 50 clients, pipeline {pipe}"))
+    for pipe, n in ((1, n1), (16, n16)):  # the meta commands' GET, to compare with mc_get_16B
+        w.append((f"mcmeta_get_16B_P{pipe}", "mc", "ncload", ["--proto", "mcmeta", "--op", "get", "-d", "16",
+                                                              "-P", str(pipe)], n, 16,
+                  f"ncload memcached meta mg <key> v of 16B values, 50 clients, pipeline {pipe}"))
     return w
 
 

@@ -1,9 +1,10 @@
 /*
  * ncload.c - the benchmark's own load generator (bench/ only; not part of the proxy): its
- * options and modes. Speaks the memcached ASCII and redis protocols over epoll, on 127.0.0.1
+ * options and modes. Speaks the memcached ASCII (text get/set, or with --proto mcmeta the meta
+ * commands `mg <key> v` and `ms <key> <bytes>`) and redis protocols over epoll, on 127.0.0.1
  * only. The modes live in ncload_load.c, ncload_rate.c, ncload_idle.c and ncload_storm.c.
  *
- *   ncload load  --proto mc|redis -p PORT [-c conns] [-P pipeline] [-n requests] [-r keyspace]
+ *   ncload load  --proto mc|mcmeta|redis -p PORT [-c conns] [-P pipeline] [-n requests] [-r keyspace]
  *                [-d value bytes] [--op get|set|mix] [--seq] [--seconds S] [--timeout s]
  *       The closed loop: every connection sends a batch of P requests, waits for the P replies,
  *       sends the next batch (as redis-benchmark does) until n requests have been answered.
@@ -54,7 +55,7 @@
 
 static void usage(void)
 {
-    fprintf(stderr, "usage: ncload load|rate|idle|storm --proto mc|redis -p PORT [-c N] [-P N] [-n N] [-r N] [-d N]\n"
+    fprintf(stderr, "usage: ncload load|rate|idle|storm --proto mc|mcmeta|redis -p PORT [-c N] [-P N] [-n N] [-r N] [-d N]\n"
                     "              [--op get|set|mix] [--seq] [--pid PID] [--seconds S] [--rate R]\n"
                     "              [--burst K] [--timeout S]\n");
     exit(2);
@@ -63,7 +64,7 @@ static void usage(void)
 /* Sets the option a (whose value is v); false if a is no option. */
 static bool set_option(struct opts *o, const char *a, const char *v)
 {
-    if (strcmp(a, "--proto") == 0) o->proto = strcmp(v, "mc") == 0 ? P_MC : P_REDIS;
+    if (strcmp(a, "--proto") == 0) o->proto = strcmp(v, "mc") == 0 ? P_MC : strcmp(v, "mcmeta") == 0 ? P_MCMETA : P_REDIS;
     else if (strcmp(a, "-p") == 0) o->port = atoi(v);
     else if (strcmp(a, "-c") == 0) o->conns = atoi(v);
     else if (strcmp(a, "-P") == 0) o->pipeline = atoi(v);

@@ -14,7 +14,7 @@
 
 #define RBUF_SIZE (256 * 1024)
 
-enum proto { P_MC, P_REDIS };
+enum proto { P_MC, P_REDIS, P_MCMETA }; /* memcached text, redis, memcached meta (mg/ms) */
 enum op { OP_GET, OP_SET, OP_MIX };
 
 struct opts {

@@ -1,6 +1,7 @@
 /*
- * ncload_proto.c - the load generator's protocols: builds memcached ASCII and redis requests
- * (GET or SET of a key from the keyspace) and finds where a complete reply ends.
+ * ncload_proto.c - the load generator's protocols: builds memcached ASCII (text, or meta: mg/ms)
+ * and redis requests (GET or SET of a key from the keyspace) and finds where a complete reply
+ * ends.
  *
  * Threads: single-threaded (ncload runs one thread).
  */
@@ -47,6 +48,12 @@ size_t build_request(const struct opts *o, char *out, size_t cap, const char *va
             return append_value(out, (size_t)n, value, o->value_len);
         }
         n = snprintf(out, cap, "get %s\r\n", key);
+    } else if (o->proto == P_MCMETA) {
+        if (set) {
+            n = snprintf(out, cap, "ms %s %u\r\n", key, o->value_len);
+            return append_value(out, (size_t)n, value, o->value_len);
+        }
+        n = snprintf(out, cap, "mg %s v\r\n", key);
     } else {
         if (set) {
             n = snprintf(out, cap, "*3\r\n$3\r\nSET\r\n$%d\r\n%s\r\n$%u\r\n", kl, key, o->value_len);
@@ -151,7 +158,29 @@ static long parse_mc(const char *p, const char *end, bool *err)
     return -1;
 }
 
+/* A meta reply: "VA <bytes> <flags>*" and its data, or one line (HD, EN, NF, ..., errors). */
+static long parse_mcmeta(const char *p, const char *end, bool *err)
+{
+    const char *eol = find_crlf(p, end);
+    if (eol == NULL) return 0;
+    if (eol - p >= 3 && memcmp(p, "VA ", 3) == 0) {
+        const char *next = eol + 2 + strtol(p + 3, NULL, 10) + 2;
+        return next > end ? 0 : next - p;
+    }
+    if (starts_with(p, eol, "ERROR") || starts_with(p, eol, "CLIENT_ERROR") ||
+        starts_with(p, eol, "SERVER_ERROR"))
+        *err = true;
+    return eol + 2 - p;
+}
+
 long parse_reply(const struct opts *o, const char *p, const char *end, bool *err)
 {
-    return o->proto == P_MC ? parse_mc(p, end, err) : parse_redis(p, end, 0, err);
+    switch (o->proto) {
+    case P_MC:
+        return parse_mc(p, end, err);
+    case P_MCMETA:
+        return parse_mcmeta(p, end, err);
+    default:
+        return parse_redis(p, end, 0, err);
+    }
 }

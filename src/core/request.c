@@ -44,7 +44,7 @@ static void request_reply_error(struct loop *l, struct msg *req, int err)
 {
     char buf[REPLY_MAX];
     const struct proto_ops *proto = req->owner->pool->proto;
-    size_t n = proto->error_reply(err, buf, sizeof(buf));
+    size_t n = proto->error_reply(req, err, buf, sizeof(buf));
     if (request_reply_text(l, req, buf, n) < 0) log_error("out of memory for an error reply");
 }
 

@@ -528,7 +528,9 @@ int server_on_reply(void *ctx, struct msg *rsp)
 }
 
 /* conn_ops.msg_begin: the reply of a fragment of a multi-key read (or of a request sent to every
- * server whose merge reads elements) has its top-level elements recorded, for the coalescing. */
+ * server whose merge reads elements) has its top-level elements recorded, for the coalescing; a
+ * reply is parsed with the options its request asked for (msg.rsp_opts: a memcached quiet
+ * request's terminator). */
 void server_msg_begin(void *ctx, struct parse_state *ps)
 {
     struct conn *c = ctx;
@@ -537,6 +539,7 @@ void server_msg_begin(void *ctx, struct parse_state *ps)
                 (req->cmd_flags & (CMD_F_FRAG_MGET | CMD_F_FRAG_MCGET | CMD_F_FRAG_ELEMS)) != 0;
     parse_state_reset(ps);
     ps->want_elems = want;
+    ps->opts = req != NULL ? req->rsp_opts : 0;
 }
 
 int server_parse(void *ctx, struct parse_state *ps, struct msg *m, const uint8_t *buf, size_t len,

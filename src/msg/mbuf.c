@@ -60,15 +60,23 @@ struct mbuf *mbuf_get(struct mbuf_pool *pool)
     return mb;
 }
 
-struct mbuf *mbuf_literal(const void *data, size_t len)
+struct mbuf *mbuf_small(size_t cap)
 {
-    struct mbuf *mb = malloc(sizeof(struct mbuf) + len);
+    struct mbuf *mb = malloc(sizeof(struct mbuf) + cap);
     if (mb == NULL) return NULL;
     mb->next_free = NULL;
     mb->pool = NULL;
     mb->refs = 1;
+    mb->len = 0;
+    mb->cap = (uint32_t)cap;
+    return mb;
+}
+
+struct mbuf *mbuf_literal(const void *data, size_t len)
+{
+    struct mbuf *mb = mbuf_small(len);
+    if (mb == NULL) return NULL;
     mb->len = (uint32_t)len;
-    mb->cap = (uint32_t)len;
     if (len > 0) memcpy(mb->data, data, len);
     return mb;
 }

@@ -58,6 +58,8 @@ uint32_t mbuf_pool_trim_idle(struct mbuf_pool *pool, uint32_t keep);
 struct mbuf *mbuf_get(struct mbuf_pool *pool);
 /* A literal mbuf holding a copy of data (refs = 1), or NULL. */
 struct mbuf *mbuf_literal(const void *data, size_t len);
+/* An empty literal mbuf (pool NULL, refs = 1, len 0) with room for cap bytes, or NULL. */
+struct mbuf *mbuf_small(size_t cap);
 
 static inline void mbuf_ref(struct mbuf *mb) { mb->refs++; }
 /* mbuf_unref's last reference: the chunk goes back to its pool (or is freed). */

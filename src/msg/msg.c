@@ -17,16 +17,23 @@ void msg_pool_init(struct msg_pool *pool, uint32_t max_free)
     pool->next_id = 1;
 }
 
+/* Frees a msg with what it keeps across reuses (its arrays, its own chunk). */
+static void msg_free(struct msg *m)
+{
+    free(m->spans);
+    free(m->keys);
+    free(m->elems);
+    if (m->own != NULL) mbuf_unref(m->own);
+    free(m);
+}
+
 void msg_pool_trim(struct msg_pool *pool, uint32_t keep)
 {
     while (pool->nfree > keep && pool->free != NULL) {
         struct msg *m = pool->free;
         pool->free = m->peer;
         pool->nfree--;
-        free(m->spans);
-        free(m->keys);
-        free(m->elems);
-        free(m);
+        msg_free(m);
     }
 }
 
@@ -74,12 +81,17 @@ void msg_put(struct msg_pool *pool, struct msg *m)
         m->key_frag = NULL;
     }
     pool->nlive--;
+    if (m->own != NULL) { /* reused by the next msg, unless a span elsewhere still holds bytes of it */
+        if (m->own->refs > 1) {
+            mbuf_unref(m->own);
+            m->own = NULL;
+        } else {
+            m->own->len = 0;
+        }
+    }
     /* big arrays are not kept: memory returns to its baseline after a burst */
     if (pool->nfree >= pool->max_free || m->spans_cap > 64 || m->keys_cap > 64 || m->elems_cap > 64) {
-        free(m->spans);
-        free(m->keys);
-        free(m->elems);
-        free(m);
+        msg_free(m);
         return;
     }
     m->peer = pool->free;
@@ -121,6 +133,51 @@ int msg_append_literal(struct msg *m, const void *data, size_t len)
     int rc = msg_append(m, mb, 0, (uint32_t)len);
     mbuf_unref(mb); /* the span holds the only reference now (or none on failure) */
     return rc;
+}
+
+uint8_t *msg_own(struct msg *m, size_t n)
+{
+    struct mbuf *o = m->own;
+    if (o == NULL) {
+        o = mbuf_small(MSG_OWN_CAP);
+        if (o == NULL) return NULL;
+        m->own = o;
+    }
+    if (n > mbuf_room(o)) return NULL;
+    uint8_t *p = o->data + o->len;
+    o->len += (uint32_t)n;
+    return p;
+}
+
+int msg_append_own(struct msg *m, const void *data, size_t n)
+{
+    if (n == 0) return 0;
+    uint8_t *p = msg_own(m, n);
+    if (p == NULL) return -ENOMEM;
+    memcpy(p, data, n);
+    return msg_append(m, m->own, (uint32_t)(p - m->own->data), (uint32_t)n);
+}
+
+void msg_trim_tail(struct msg *m, uint64_t n)
+{
+    if (n > m->len) n = m->len;
+    m->len -= n;
+    while (n > 0) {
+        struct span *s = &m->spans[m->nspans - 1];
+        if (s->len > n) {
+            s->len -= (uint32_t)n;
+            return;
+        }
+        n -= s->len;
+        mbuf_unref(s->mb);
+        m->nspans--;
+    }
+}
+
+int msg_finish(struct msg *m)
+{
+    if (m->trim != 0) msg_trim_tail(m, m->trim);
+    return msg_append_own(m, m->tail, m->tail_len);
 }
 
 int msg_append_slice(struct msg *dst, const struct msg *src, uint64_t start, uint64_t end)

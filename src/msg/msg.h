@@ -7,6 +7,13 @@
  * record keys and reply elements as offset ranges; msg_append_slice() copies such a range (as spans,
  * not bytes) into another msg.
  *
+ * Edits: a parser cannot touch spans while it runs (the reader appends the bytes it consumed after
+ * it returns), so it records edits the reader applies once the msg is complete (msg_finish): trim,
+ * bytes cut from a reply's end (the reply to a terminator the proxy added), then tail, bytes
+ * appended to a request (that terminator). Bytes the proxy writes for one msg (a decoded key, a
+ * tail, a short reply) go to its own chunk (msg_own: up to MSG_OWN_CAP bytes, allocated once and
+ * kept with a pooled msg, so none of this allocates per request).
+ *
  * Threads: a msg belongs to the worker that created it, like its mbufs.
  */
 #ifndef NC_MSG_H
@@ -55,6 +62,9 @@ enum msg_rsp_type {
     RSP_MC_STORED, RSP_MC_NOT_STORED, RSP_MC_EXISTS, RSP_MC_NOT_FOUND, RSP_MC_DELETED,
     RSP_MC_TOUCHED, RSP_MC_NUMBER, RSP_MC_VERSION, RSP_MC_OK,
     RSP_MC_ERROR, RSP_MC_CLIENT_ERROR, RSP_MC_SERVER_ERROR,
+    /* memcached meta commands: VA (a value), HD, EN, NF, NS, EX, ME, and MN (a quiet request's
+     * terminator alone: nothing for the client) */
+    RSP_MC_VA, RSP_MC_HD, RSP_MC_EN, RSP_MC_NF, RSP_MC_NS, RSP_MC_EX, RSP_MC_ME, RSP_MC_MN,
 };
 
 /* Why a parsed request is answered by the proxy with an error instead of being forwarded. */
@@ -102,12 +112,17 @@ struct msg {
     bool quit;                     /* close the client after the replies before this one */
     uint8_t reject;                /* enum msg_reject */
     const char *reject_reason;     /* static text for REJECT_CLIENT_ERROR */
+    uint8_t rsp_opts;              /* its reply's parse_state.opts (the protocol's: memcached MC_RSP_*) */
+    uint8_t tail_len;              /* tail: static bytes appended when it is complete (msg_finish) */
+    const uint8_t *tail;
 
     /* response, filled by the parser */
     uint8_t rsp_type;              /* enum msg_rsp_type */
     bool rsp_fatal;                /* a reply that means the server is unusable (-LOADING, -BUSY, ...) */
     bool rsp_readonly;             /* redis -READONLY: a replica refused a write (it did not run) */
     uint8_t rsp_redirect;          /* enum msg_redirect: Redis Cluster's -MOVED, -ASK, -TRYAGAIN */
+    uint8_t trim;                  /* bytes at its end the client must not get, cut when it is
+                                    * complete (msg_finish): the reply to the proxy's terminator */
     int64_t integer;               /* RSP_INTEGER value */
     uint32_t nelems;               /* top-level elements, recorded when the parser is asked to
                                     * (the array: at the end) */
@@ -134,10 +149,11 @@ struct msg {
     uint64_t held;                 /* request: bytes charged to its client's held_bytes */
 
     /* The arrays, kept with their capacity when the msg is reused (msg_get clears everything
-     * before them). */
+     * before them), and its own chunk (msg_own; NULL until first used). */
     struct span *spans;
     struct msg_key *keys;
     struct msg_elem *elems;
+    struct mbuf *own;
     uint32_t spans_cap, keys_cap, elems_cap;
 };
 
@@ -188,8 +204,21 @@ static inline int msg_append(struct msg *m, struct mbuf *mb, uint32_t off, uint3
     m->len += len;
     return 0;
 }
-/* Appends a copy of data as a literal mbuf. Returns 0 or -ENOMEM. */
+/* Appends a copy of data as a literal mbuf (a malloc: for cold replies). Returns 0 or -ENOMEM. */
 int msg_append_literal(struct msg *m, const void *data, size_t len);
+
+/* The bytes a msg may write for itself (a 24-byte binary header, a decoded 187-byte key...). */
+#define MSG_OWN_CAP 256
+/* n more bytes of m's own chunk, valid while m lives (the chunk is kept with a pooled msg and
+ * reused once nothing else refers to it); NULL when out of memory or past MSG_OWN_CAP in all. */
+uint8_t *msg_own(struct msg *m, size_t n);
+/* Appends a copy of data[0..n) from m's own chunk. Returns 0 or -ENOMEM (no room left too). */
+int msg_append_own(struct msg *m, const void *data, size_t n);
+/* Cuts the last n bytes (all when n >= len), dropping the spans left empty. */
+void msg_trim_tail(struct msg *m, uint64_t n);
+/* Applies the parser's edits to a complete msg: cuts trim bytes, then appends the tail. Returns 0
+ * or -ENOMEM. */
+int msg_finish(struct msg *m);
 /* Appends the bytes [start, end) of src (by reference, no copy). Returns 0, -EINVAL or -ENOMEM. */
 int msg_append_slice(struct msg *dst, const struct msg *src, uint64_t start, uint64_t end);
 /* Copies up to n bytes at offset off of m into out (for tests and small peeks). Returns bytes copied. */

@@ -2,13 +2,15 @@
 src_libnutcrackers_la_SOURCES += src/proto/proto.h src/proto/proto.c
 # the read-and-parse loop every connection (and the parser tests and fuzzers) runs
 src_libnutcrackers_la_SOURCES += src/proto/reader.h src/proto/reader.c
-# memcached ASCII protocol (memcache_proto): command table, tokenizer, parsers, fragments
+# memcached ASCII protocol (memcache_proto): command table, tokenizer, parsers, meta commands,
+# fragments
 src_libnutcrackers_la_SOURCES += \
 	src/proto/memcache.h \
 	src/proto/memcache_cmd.c \
 	src/proto/memcache_token.c src/proto/memcache_token.h \
 	src/proto/memcache_req.c \
 	src/proto/memcache_rsp.c \
+	src/proto/memcache_meta.c \
 	src/proto/memcache_frag.c \
 	src/proto/memcache_fanout.c \
 	src/proto/memcache_proto.c

@@ -30,6 +30,8 @@
  *   N  optional "noreply", nothing else (delete after its "0")
  *   x  any one token           *  any number of tokens (last slot)
  *   o  any one token, optional (before "n" only)
+ *   M  a meta command's tokens: memcache_meta.c reads them (key, ms <datalen>, b and q flags) and
+ *      memcached judges them (the request is forwarded as it came)
  * Optional slots (z, n, N, o) come last. A command with an "n" or "N" slot takes memcached's
  * token-count rule: with fewer argument tokens than its other slots or more than all its slots it
  * is "ERROR", whatever they are, and no data block is read (memcache_req.c). Within that count it
@@ -42,6 +44,10 @@
     X(BINARY,    "",          "",       0, false)                                   \
     X(GET,       "get",       "K",      CMD_F_FRAG_MCGET, false)                    \
     X(GETS,      "gets",      "K",      CMD_F_FRAG_MCGET, false)                    \
+    /* meta commands (memcache_meta.c): forwarded by key as they came; mn answered here.  \
+     * (mg and ms early: the verb lookup walks the table) */                         \
+    X(MG,        "mg",        "M",      0, false)                                   \
+    X(MS,        "ms",        "M",      CMD_F_WRITE, false)                         \
     X(GAT,       "gat",       "EK",     CMD_F_FRAG_MCGET | CMD_F_WRITE, false)      \
     X(GATS,      "gats",      "EK",     CMD_F_FRAG_MCGET | CMD_F_WRITE, false)      \
     X(SET,       "set",       "kfebn",  CMD_F_WRITE, false)                         \
@@ -59,14 +65,12 @@
     /* to every server (memcache_fanout.c): [delay] [noreply]; stats without arguments */ \
     X(FLUSH_ALL, "flush_all", "on",     CMD_F_FRAG_ALL | CMD_F_WRITE, false)         \
     X(STATS,     "stats",     "",       CMD_F_FRAG_ALL | CMD_F_FRAG_PARTIAL, false)  \
+    X(MD,        "md",        "M",      CMD_F_WRITE, false)                         \
+    X(MA,        "ma",        "M",      CMD_F_WRITE, false)                         \
+    X(ME,        "me",        "M",      0, false)                                   \
+    X(MN,        "mn",        "*",      CMD_F_LOCAL, false) /* memcached ignores args */ \
     /* known but not supported: answered "CLIENT_ERROR unsupported command" */      \
-    X(VERBOSITY, "verbosity", "xn",     0, true) /* <level> [noreply] */             \
-    X(MG,        "mg",        "*",      0, true)                                    \
-    X(MS,        "ms",        "xb*",    0, true) /* has a data block: skipped */    \
-    X(MD,        "md",        "*",      0, true)                                    \
-    X(MA,        "ma",        "*",      0, true)                                    \
-    X(MN,        "mn",        "*",      0, true)                                    \
-    X(ME,        "me",        "*",      0, true)
+    X(VERBOSITY, "verbosity", "xn",     0, true) /* <level> [noreply] */
 
 enum mc_cmd_id {
 #define MC_CMD_ENUM(id, name, args, flags, unsupported) MC_CMD_##id,
@@ -129,6 +133,10 @@ bool mc_tok_skip(const uint8_t *buf, size_t pos, size_t len, size_t *end);
 bool mc_parse_u64(const uint8_t *p, size_t len, uint64_t *out);
 bool mc_parse_u32(const uint8_t *p, size_t len, uint32_t *out);
 bool mc_parse_i32(const uint8_t *p, size_t len, int32_t *out);
+/* An ms <datalen> token read as memcached reads it (a C strtol: leading white space and a sign
+ * allowed, then digits, then the token's end or white space; no 64-bit overflow; the value cut to
+ * 32 bits), accepted in 0..INT32_MAX-2. */
+bool mc_parse_strtol32(const uint8_t *p, size_t len, uint32_t *out);
 
 /* Internal step result beside PARSE_*: keep going with the bytes left. */
 #define MC_STEP_CONT 2
@@ -139,6 +147,9 @@ typedef int (*mc_step_fn)(struct parse_state *ps, struct msg *m, const uint8_t *
                           size_t *pos);
 /* Sets ps->error = why (static text); returns PARSE_ERROR. */
 int mc_fail(struct parse_state *ps, const char *why);
+/* Consumes a reply line's free text up to and with its "\n" (ps->c counts the line's bytes):
+ * PARSE_DONE at its end, PARSE_AGAIN, or PARSE_ERROR "line too long" past MC_LINE_MAX. */
+int mc_rsp_text(struct parse_state *ps, const uint8_t *buf, size_t len, size_t *pos);
 /* Consumes the rest of a data block (ps->b bytes to come) and the "\r\n" after it; ps->off is
  * the phase (0 data, 1 '\r', 2 '\n') and is 0 again at PARSE_DONE. PARSE_AGAIN wants more bytes,
  * PARSE_ERROR "bad data chunk" is anything but "\r\n" after the data. */
@@ -165,6 +176,34 @@ static inline int mc_run(struct parse_state *ps, struct msg *m, const uint8_t *b
     *consumed = pos;
     return rc;
 }
+
+/*
+ * Meta commands (memcache_meta.c). parse_state.opts of a reply (msg.rsp_opts of its request):
+ * MC_RSP_META, a meta command's reply; MC_RSP_TERM, a terminator ("mn") follows the request, whose
+ * reply ("MN") ends the message and is cut (msg.trim).
+ */
+#define MC_RSP_TERM 1
+#define MC_RSP_META 2
+/* ps->d while a request line is parsed: memcache_req.c's bits are 0-15 and 32-63, a meta
+ * command's (memcache_meta.c) MC_META_BIT(0..15) */
+#define MC_META_BIT(n) ((uint64_t)1 << (16 + (n)))
+/* mc_meta_eol's result beside the PARSE_* ones: ms, ps->b bytes of data follow the line, to be
+ * forwarded without a look */
+#define MC_META_DATA 3
+/* One argument token of a meta command (tok: NULL when it was longer than MC_KEY_MAX, whose first
+ * byte is then first), off its offset in m. Returns MC_STEP_CONT or PARSE_ERROR. */
+int mc_meta_arg(struct parse_state *ps, struct msg *m, const uint8_t *tok, size_t len, uint64_t off,
+                uint8_t first);
+/* The line's end: PARSE_DONE (forward it, or m->reject set: the proxy answers), MC_META_DATA or
+ * PARSE_ERROR. */
+int mc_meta_eol(struct parse_state *ps, struct msg *m);
+/* A meta command's reply (mc_parse_rsp with ps->opts set). */
+int mc_meta_parse_rsp(struct parse_state *ps, struct msg *m, const uint8_t *buf, size_t len,
+                      size_t *consumed);
+/* Decodes a base64 key as memcached does (bytes outside the alphabet skipped, groups of 4, the
+ * first group holding a '=' ends it) into out (room for len / 4 * 3 bytes). Returns the decoded
+ * length, 0 when memcached would refuse it. */
+size_t mc_b64_decode(const uint8_t *in, size_t len, uint8_t *out);
 
 /* The proto_ops entries, one file each. */
 int mc_parse_req(struct parse_state *ps, struct msg *m, const uint8_t *buf, size_t len,

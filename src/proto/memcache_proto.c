@@ -7,6 +7,7 @@
  *                     reply header, status "unknown command", with the request's opcode and
  *                     opaque, and a short text, then the connection is closed;
  *   quit: nothing, the connection is closed;
+ *   mn (the meta no-op): "MN\r\n", written after the replies of the requests before it;
  *   failed request:   "SERVER_ERROR <strerror(err)>\r\n";
  *   unparseable stream: "CLIENT_ERROR <why>\r\n", then the connection is closed.
  * Server connections need no set-up; the health probe is "version".
@@ -59,8 +60,9 @@ static size_t mc_reject_reply(const struct msg *req, char *buf, size_t size)
     return clamp_len(snprintf(buf, size, "ERROR\r\n"), size);
 }
 
-static size_t mc_error_reply(int err, char *buf, size_t size)
+static size_t mc_error_reply(const struct msg *req, int err, char *buf, size_t size)
 {
+    (void)req; /* text and meta requests alike: memcached sends its meta clients SERVER_ERROR too */
     char text[128];
     /* GNU strerror_r (_GNU_SOURCE): returns the text, maybe not in text[] */
     const char *s = strerror_r(err, text, sizeof(text));
@@ -95,6 +97,8 @@ static int mc_local(struct proto_session *s, const struct conf_pool *cp, const s
         return req->quit ? PROTO_ANSWERED_CLOSE : PROTO_ANSWERED;
     }
     if (req->quit) return PROTO_ANSWERED_CLOSE; /* no reply */
+    if (req->cmd == MC_CMD_MN) /* after every earlier reply, whichever server it came from */
+        return msg_append_own(rsp, "MN\r\n", 4) < 0 ? -ENOMEM : PROTO_ANSWERED;
     return PROTO_FORWARD;
 }
 

@@ -12,8 +12,8 @@
  *   - a bad request after which the stream is still in sync: PARSE_DONE with m->reject set, after
  *     consuming the whole line and, when <bytes> was readable, the data block too (unknown verb:
  *     REJECT_ERROR; key over 250 bytes, bad or missing or extra fields: REJECT_CLIENT_ERROR with
- *     memcached's own texts; stats with an argument: REJECT_CLIENT_ERROR saying so; verbosity and
- *     the meta commands: REJECT_CLIENT_ERROR "unsupported command"). A command with a noreply slot (storage, cas, incr, decr, delete,
+ *     memcached's own texts; stats with an argument: REJECT_CLIENT_ERROR saying so; verbosity:
+ *     REJECT_CLIENT_ERROR "unsupported command"). A command with a noreply slot (storage, cas, incr, decr, delete,
  *     touch, flush_all, verbosity) first has its argument tokens counted, as memcached does: a
  *     wrong count is REJECT_ERROR ("ERROR"), whatever the tokens, and no data block is read (the
  *     next line is the next request, as for memcached). A rejected request has no keys. It has
@@ -22,6 +22,9 @@
  *     (notes/memcache.md has the measured table). An unsupported command (verbosity)
  *     rejected with noreply also has quit set: the core closes the connection after the earlier
  *     replies, without a reply;
+ *   - a meta command (mg, ms, md, ma, me: slot 'M'): its tokens go to memcache_meta.c, which
+ *     fills the key, and for ms says whether its data follows (forwarded unread, RQF_RAW) or the
+ *     proxy answers the line (a reject); mn is CMD_F_LOCAL (memcache_proto.c answers it);
  *   - a binary-protocol request (first byte 0x80): PARSE_DONE after its 24-byte header, as
  *     MC_CMD_BINARY with REJECT_ERROR and quit set: the core answers memcache_proto's binary
  *     "unknown command" reply and closes the connection (logged here, once: the connection ends);
@@ -32,7 +35,8 @@
  *
  * State (struct parse_state): state = RQ_*, a = index of the next argument slot of the command,
  * b = data bytes still to come, c = bytes of the current line consumed so far, d = RQF_* flags
- * and, from bit RQ_NARGS_SHIFT, the number of argument tokens (capped at RQ_NARGS_CAP),
+ * and, from bit RQ_NARGS_SHIFT, the number of argument tokens (capped at RQ_NARGS_CAP), a meta
+ * command's own bits (MC_META_BIT) and, from RQ_LONG_SHIFT, the first byte of a too-long token,
  * off = phase of the data block (mc_data).
  *
  * Threads: the worker owning the connection (parse_state) and the msg.
@@ -54,10 +58,15 @@ enum { RQ_VERB = 0, RQ_ARGS, RQ_DATA = MC_STATE_DATA };
 #define RQF_LONG_OK  (1u << 4)  /* get/gets within MC_LEAD_MAX bytes of the line start: no limit */
 #define RQF_LAST_NR  (1u << 5)  /* the last argument token so far is "noreply" */
 #define RQF_BAD_LEN  (1u << 6)  /* <bytes> unreadable: decided at the line end (count first) */
+#define RQF_RAW      (1u << 7)  /* in the data of an ms, forwarded unread (ps->b bytes to come) */
 
-/* argument tokens counted in ps->d; more than any command's slots, so "too many" stays visible */
-#define RQ_NARGS_SHIFT 8
+/* argument tokens counted in ps->d's top byte (so reading it needs no mask); more than any
+ * command's slots, so "too many" stays visible */
+#define RQ_NARGS_SHIFT 56
 #define RQ_NARGS_CAP   15u
+/* the first byte of the too-long token being skipped (a meta flag counts by it) */
+#define RQ_LONG_SHIFT 32
+#define RQ_LONG_MASK  ((uint64_t)0xff << RQ_LONG_SHIFT)
 
 /* memcached drops its connection when a line has more than MC_LINE_MAX bytes before its "\n"
  * unless it starts with "get " or "gets " after at most this many spaces (try_read_command_ascii).
@@ -104,7 +113,7 @@ static inline void count_arg(struct parse_state *ps, const uint8_t *tok, size_t 
 {
     uint64_t nargs = ps->d >> RQ_NARGS_SHIFT;
     if (nargs < RQ_NARGS_CAP) nargs++;
-    ps->d = (ps->d & ((1u << RQ_NARGS_SHIFT) - 1)) | (nargs << RQ_NARGS_SHIFT);
+    ps->d = (ps->d & (((uint64_t)1 << RQ_NARGS_SHIFT) - 1)) | (nargs << RQ_NARGS_SHIFT);
     if (token_is(tok, len, "noreply")) ps->d |= RQF_LAST_NR;
     else ps->d &= ~(uint64_t)RQF_LAST_NR;
 }
@@ -209,6 +218,8 @@ static int on_arg(struct parse_state *ps, struct msg *m, const uint8_t *tok, siz
 
     count_arg(ps, tok, len);
     switch (slot) {
+    case 'M':
+        return mc_meta_arg(ps, m, tok, len, off, (uint8_t)((ps->d & RQ_LONG_MASK) >> RQ_LONG_SHIFT));
     case '\0': /* one token too many (delete: after "noreply" in the place of its "0") */
         if (m->cmd == MC_CMD_DELETE) why = DELETE_USAGE;
         if (m->cmd == MC_CMD_STATS) why = STATS_ARGS;
@@ -287,6 +298,17 @@ static int finish(struct parse_state *ps, struct msg *m)
     return PARSE_DONE;
 }
 
+/* A meta command's line end (memcache_meta.c): ms data is forwarded unread (RQF_RAW). */
+static int meta_eol(struct parse_state *ps, struct msg *m)
+{
+    int rc = mc_meta_eol(ps, m);
+    if (rc == MC_META_DATA) {
+        ps->d |= RQF_RAW;
+        return MC_STEP_CONT;
+    }
+    return rc == PARSE_DONE ? finish(ps, m) : rc;
+}
+
 static int on_eol(struct parse_state *ps, struct msg *m)
 {
     if (ps->state == RQ_VERB) { /* an empty line: memcached says ERROR */
@@ -304,6 +326,7 @@ static int on_eol(struct parse_state *ps, struct msg *m)
         return finish(ps, m);
     }
     const char *rest = args + ps->a;
+    if (*rest == 'M') return meta_eol(ps, m);
     bool missing = *rest != '\0' && *rest != '*' && *rest != 'z' && *rest != 'n' && *rest != 'N' &&
                    *rest != 'o' && !(*rest == 'K' && (ps->d & RQF_GOT_KEY));
     if (missing) {
@@ -319,7 +342,10 @@ static int on_eol(struct parse_state *ps, struct msg *m)
 static int on_token(struct parse_state *ps, struct msg *m, const uint8_t *tok, size_t len,
                     uint64_t off)
 {
-    if (len > MC_KEY_MAX) tok = NULL; /* same outcome whether it arrived whole or not */
+    if (len > MC_KEY_MAX) { /* same outcome whether it arrived whole or not (skip_step) */
+        if (tok != NULL) ps->d = (ps->d & ~RQ_LONG_MASK) | ((uint64_t)tok[0] << RQ_LONG_SHIFT);
+        tok = NULL;
+    }
     if (ps->state == RQ_VERB) return on_verb(ps, m, tok, len, off);
     return on_arg(ps, m, tok, len, off);
 }
@@ -345,6 +371,31 @@ static int on_binary(struct msg *m, const uint8_t *buf, size_t len, size_t *pos)
     return PARSE_DONE;
 }
 
+/* Bytes the parser passes over: the rest of a too-long token (RQF_SKIP), or the data of an ms
+ * (RQF_RAW: memcached reads exactly that many bytes, whatever they are, and judges them). */
+static int skip_step(struct parse_state *ps, struct msg *m, const uint8_t *buf, size_t len,
+                     size_t *pos)
+{
+    size_t p = *pos;
+    if (ps->d & RQF_RAW) {
+        size_t n = (size_t)(ps->b < len - p ? ps->b : len - p);
+        *pos = p + n;
+        ps->b -= n;
+        if (ps->b > 0) return PARSE_AGAIN;
+        ps->d &= ~(uint64_t)RQF_RAW;
+        return finish(ps, m);
+    }
+    size_t end;
+    bool done = mc_tok_skip(buf, p, len, &end);
+    ps->c += end - p;
+    *pos = end;
+    if (!(ps->d & RQF_LONG_OK) && ps->c + (done ? 0 : len - end) > MC_LINE_MAX)
+        return mc_fail(ps, "line too long");
+    if (!done) return PARSE_AGAIN;
+    ps->d &= ~(uint64_t)RQF_SKIP;
+    return on_token(ps, m, NULL, MC_KEY_MAX + 1, 0);
+}
+
 /* One step on the command line: a token, the line end, or the end of the bytes. */
 static int step_line(struct parse_state *ps, struct msg *m, const uint8_t *buf, size_t len,
                      size_t *pos)
@@ -358,23 +409,13 @@ static int step_line(struct parse_state *ps, struct msg *m, const uint8_t *buf, 
         m->len == 0) /* the magic first: a text request fails the test at once */
         return on_binary(m, buf, len, pos);
 
-    if (ps->d & RQF_SKIP) {
-        size_t end;
-        bool done = mc_tok_skip(buf, p, len, &end);
-        ps->c += end - p;
-        *pos = end;
-        if (limited && ps->c + (done ? 0 : len - end) > MC_LINE_MAX)
-            return mc_fail(ps, "line too long");
-        if (!done) return PARSE_AGAIN;
-        ps->d &= ~RQF_SKIP;
-        return on_token(ps, m, NULL, MC_KEY_MAX + 1, 0);
-    }
+    if (ps->d & (RQF_SKIP | RQF_RAW)) return skip_step(ps, m, buf, len, pos);
 
     switch (mc_line_next(ps, buf, len, pos, limited, &t)) {
     case MC_TOK_AGAIN:
         return PARSE_AGAIN;
     case MC_TOK_LONG:
-        ps->d |= RQF_SKIP;
+        ps->d = (ps->d & ~RQ_LONG_MASK) | RQF_SKIP | ((uint64_t)buf[t.start] << RQ_LONG_SHIFT);
         return MC_STEP_CONT;
     case MC_TOK_WORD:
         return on_token(ps, m, buf + t.start, t.end - t.start, m->len + t.start);

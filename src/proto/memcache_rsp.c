@@ -5,7 +5,8 @@
  * the data is consumed in pieces, each block is recorded as an element when ps->want_elems),
  * "STAT <name> <value>\r\n" lines then "END\r\n" (stats: RSP_MC_END, the lines as text),
  * STORED, NOT_STORED, EXISTS, NOT_FOUND, DELETED, TOUCHED, OK, a number (incr/decr), and the lines
- * with free text: VERSION, ERROR, CLIENT_ERROR, SERVER_ERROR. Anything else, a status word with
+ * with free text: VERSION, ERROR, CLIENT_ERROR, SERVER_ERROR. The reply of a meta command (its
+ * parse_state.opts set) has a parser of its own (memcache_meta.c). Anything else, a status word with
  * extra tokens, a line over MC_LINE_MAX bytes or a data block not followed by "\r\n" is a
  * PARSE_ERROR (the server connection is out of sync). No memcached reply is rsp_fatal: its
  * SERVER_ERRORs ("out of memory storing object", "object too large for cache", ...) are about one
@@ -121,20 +122,25 @@ static int on_eol(struct parse_state *ps)
     }
 }
 
+int mc_rsp_text(struct parse_state *ps, const uint8_t *buf, size_t len, size_t *pos)
+{
+    size_t p = *pos;
+    const uint8_t *nl = memchr(buf + p, '\n', len - p);
+    size_t end = nl == NULL ? len : (size_t)(nl - buf);
+    if (ps->c + (end - p) > MC_LINE_MAX) return mc_fail(ps, "line too long");
+    ps->c += end - p;
+    *pos = nl == NULL ? len : end + 1;
+    return nl == NULL ? PARSE_AGAIN : PARSE_DONE;
+}
+
 static int step_line(struct parse_state *ps, struct msg *m, const uint8_t *buf, size_t len,
                      size_t *pos)
 {
-    size_t p = *pos;
     struct mc_tok t;
 
     if (ps->state == RS_TEXT || ps->state == RS_STAT) {
-        const uint8_t *nl = memchr(buf + p, '\n', len - p);
-        size_t end = nl == NULL ? len : (size_t)(nl - buf);
-        if (ps->c + (end - p) > MC_LINE_MAX) return mc_fail(ps, "line too long");
-        ps->c += end - p;
-        *pos = nl == NULL ? len : end + 1;
-        if (nl == NULL) return PARSE_AGAIN;
-        if (ps->state == RS_TEXT) return PARSE_DONE;
+        int rc = mc_rsp_text(ps, buf, len, pos);
+        if (rc != PARSE_DONE || ps->state == RS_TEXT) return rc;
         ps->state = RS_WORD; /* a STAT line: more follow, then END */
         ps->d |= RSF_IN_STATS;
         ps->c = 0;
@@ -173,5 +179,7 @@ static int data_done(struct parse_state *ps, struct msg *m, const uint8_t *buf, 
 int mc_parse_rsp(struct parse_state *ps, struct msg *m, const uint8_t *buf, size_t len,
                  size_t *consumed)
 {
+    /* the reply of a meta command (its request's rsp_opts): a parser of its own */
+    if (nc_unlikely(ps->opts != 0)) return mc_meta_parse_rsp(ps, m, buf, len, consumed);
     return mc_run(ps, m, buf, len, consumed, step_line, data_done);
 }

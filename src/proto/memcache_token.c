@@ -1,7 +1,7 @@
 /*
  * memcache_token.c - the memcached tokenizer's cold end (skipping a too-long token), strict number
- * parsing and the data block, shared by the request and the response parsers (see memcache.h;
- * the tokenizer itself is inline: memcache_token.h).
+ * parsing, memcached's own reading of an ms <datalen>, and the data block, shared by the request
+ * and the response parsers (see memcache.h; the tokenizer itself is inline: memcache_token.h).
  *
  * Threads: pure functions; any thread.
  */
@@ -48,6 +48,34 @@ bool mc_parse_i32(const uint8_t *p, size_t len, int32_t *out)
     if (!mc_parse_u64(p + neg, len - neg, &v)) return false;
     if (v > (neg ? (uint64_t)INT32_MAX + 1 : (uint64_t)INT32_MAX)) return false;
     *out = neg ? (int32_t)(-(int64_t)v) : (int32_t)v;
+    return true;
+}
+
+/* C's isspace in the "C" locale (strtol's leading white space, and what may end its number). */
+static bool c_space(uint8_t c)
+{
+    return c == ' ' || (c >= '\t' && c <= '\r');
+}
+
+bool mc_parse_strtol32(const uint8_t *p, size_t len, uint32_t *out)
+{
+    size_t i = 0;
+    while (i < len && c_space(p[i])) i++;
+    bool neg = i < len && p[i] == '-';
+    if (i < len && (p[i] == '-' || p[i] == '+')) i++;
+    /* a long's range: up to 2^63 - 1, or 2^63 below zero */
+    uint64_t v = 0, limit = neg ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX;
+    size_t digits = i;
+    bool range = false;
+    for (; i < len && p[i] >= '0' && p[i] <= '9'; i++) {
+        uint64_t d = (uint64_t)(p[i] - '0');
+        if (v > (limit - d) / 10) range = true; /* strtol reads on, then says ERANGE */
+        else v = v * 10 + d;
+    }
+    if (i == digits || range || (i < len && !c_space(p[i]))) return false;
+    uint32_t low = (uint32_t)(neg ? (uint64_t)0 - v : v); /* the long, cut to an int32 */
+    if (low > (uint32_t)INT32_MAX - 2) return false;      /* below zero too */
+    *out = low;
     return true;
 }
 

@@ -16,8 +16,13 @@
  *   PARSE_ERROR  the stream cannot be parsed any further; ps->error says why. The core answers
  *                the protocol's error text and closes the connection.
  * Pointers the parser stores in the msg (keys, name, VALUE keys) point into consumed bytes, which
- * stay valid while the msg holds its spans. The msg's len is the offset of buf[0] in the message
- * during the call (the core appends the consumed bytes after the call returns).
+ * stay valid while the msg holds its spans, or into the msg's own chunk (msg_own: a key the parser
+ * decoded). The msg's len is the offset of buf[0] in the message during the call (the core appends
+ * the consumed bytes after the call returns), so a parser cannot edit the spans: it records its
+ * edits in the msg (trim: the last bytes of a reply the client must not get; tail, tail_len: bytes
+ * appended to a request, such as a terminator) and the reader applies them once the message is
+ * complete, before anyone sees it (msg_finish, proto/reader.h). A request with a tail usually sets
+ * rsp_opts too: the options its reply is parsed with (parse_state.opts).
  *
  * A request that parses but must not be forwarded (unknown command, wrong arity, memcached key
  * too long, ...) is returned as PARSE_DONE with msg->reject set, after consuming all its bytes,
@@ -106,8 +111,9 @@ enum parse_status { PARSE_ERROR = -1, PARSE_AGAIN = 0, PARSE_DONE = 1 };
 #define CMD_F_PS_PATTERN   (1u << 26) /* kind: patterns (PSUBSCRIBE, PUNSUBSCRIBE) */
 #define CMD_F_PS_SHARD     (1u << 27) /* kind: shard channels (SSUBSCRIBE, SUNSUBSCRIBE) */
 
-/* How many variants of its protocol a client may speak (redis: RESP2, RESP3). The core keeps a
- * set of server connections per variant and sends a client's requests on its variant's set. */
+/* How many variants of its protocol a client may speak (redis: RESP2, RESP3; memcached: text,
+ * binary). The core keeps a set of server connections per variant and sends a client's requests on
+ * its variant's set. */
 #define PROTO_VARIANTS 2
 
 /* The protocol's own per-client data that does not fit in a few bytes (redis: the client's name,
@@ -248,13 +254,18 @@ struct parse_state {
     uint64_t *stack;        /* redis replies: remaining elements per level (heap, grown as needed) */
     uint64_t elem_start;
     bool want_elems;        /* set by the core: record top-level elements (fragment replies) */
-    uint8_t opts;           /* set by the core before each request: the options of the client's
-                             * pool (proto_ops.parse_opts); 0 for replies */
+    uint8_t opts;           /* set by the core before each message: for a request, the options of
+                             * the client's pool (proto_ops.parse_opts); for a reply, the rsp_opts
+                             * of the request it answers (the head of the connection's sent
+                             * queue; 0 when there is none) */
+    uint8_t mode;           /* the protocol's choice for the whole connection (memcached: text or
+                             * binary, from its first byte); 0 until it chooses. Not cleared by
+                             * parse_state_reset: it outlives the messages */
     const char *error;      /* PARSE_ERROR: static text naming the problem */
 };
 
-/* Before each message: clears the state, keeping want_elems, opts and the stack's memory (inline:
- * it runs twice per proxied request). */
+/* Before each message: clears the state, keeping want_elems, opts, mode and the stack's memory
+ * (inline: it runs twice per proxied request). */
 static inline void parse_state_reset(struct parse_state *ps)
 {
     ps->state = 0;
@@ -311,9 +322,10 @@ struct proto_ops {
     const char *const *refused_names;
     uint32_t nrefused;
     int (*refused_bucket)(const struct msg *req);
-    /* Writes the error reply for a failed request (errno err): "-ERR <strerror>\r\n" or
-     * "SERVER_ERROR <strerror>\r\n". Returns its length. */
-    size_t (*error_reply)(int err, char *buf, size_t size);
+    /* Writes the error reply for the failed request req (errno err): "-ERR <strerror>\r\n" or
+     * "SERVER_ERROR <strerror>\r\n" (a protocol may shape it after req: NULL says nothing of
+     * it). Returns its length. */
+    size_t (*error_reply)(const struct msg *req, int err, char *buf, size_t size);
     /* Writes the last reply to a client whose stream cannot be parsed (why: the parser's text).
      * Returns its length. */
     size_t (*protocol_error_reply)(const char *why, char *buf, size_t size);

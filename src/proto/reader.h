@@ -81,8 +81,8 @@ static inline int reader_room(struct reader *r, struct mbuf_pool *mp, uint8_t **
 }
 
 /*
- * n bytes were read into the room reader_room gave: parses every message they complete, calling
- * sink->on_msg for each. Returns 0 (all consumed, or the rest waits for more bytes), on_msg's
+ * n bytes were read into the room reader_room gave: parses every message they complete, applies
+ * the edits the parser recorded in it (msg_finish: trim, tail) and calls sink->on_msg for each. Returns 0 (all consumed, or the rest waits for more bytes), on_msg's
  * non-zero value, -EPROTO (a parse error: ps.error says why), -EMSGSIZE (over msg_max) or
  * -ENOMEM. When on_msg resets the reader (reader_reset: the connection was closed under it), the
  * loop stops and returns 0.
@@ -108,6 +108,8 @@ static inline int reader_parse(struct reader *r, uint32_t n, struct msg_pool *pp
         if (st == PARSE_ERROR) return -EPROTO;
         if (st == PARSE_AGAIN) break;
         struct msg *m = r->msg;
+        /* the parser's edits (msg.h): a reply's terminator cut, a request's appended */
+        if (__builtin_expect((m->trim | m->tail_len) != 0, 0) && msg_finish(m) < 0) return -ENOMEM;
         r->msg = NULL;
         int rc = sink->on_msg(ctx, m);
         if (rc != 0) return rc;

@@ -116,8 +116,9 @@ static int redis_refused_bucket(const struct msg *req)
     return i >= 0 ? i : REDIS_NREFUSED;
 }
 
-static size_t redis_error_reply(int err, char *buf, size_t size)
+static size_t redis_error_reply(const struct msg *req, int err, char *buf, size_t size)
 {
+    (void)req; /* the same for every request */
     char tmp[128];
 #if defined(__GLIBC__) && defined(_GNU_SOURCE)
     const char *text = strerror_r(err, tmp, sizeof(tmp));

@@ -21,8 +21,8 @@ FUZZ_BINS = $(FUZZ_BIN)/fuzz_redis_req $(FUZZ_BIN)/fuzz_redis_rsp \
 FUZZ_PROTO_SRCS = src/common/log.c src/common/clock.c src/common/sock.c src/common/textbuf.c src/common/secret.c \
 	src/msg/mbuf.c src/msg/msg.c \
 	src/proto/memcache_cmd.c src/proto/memcache_token.c src/proto/memcache_req.c \
-	src/proto/memcache_rsp.c src/proto/memcache_frag.c src/proto/memcache_fanout.c src/proto/memcache_proto.c \
-	src/proto/redis_cmd.c src/proto/redis_req.c src/proto/redis_rsp.c \
+	src/proto/memcache_rsp.c src/proto/memcache_meta.c src/proto/memcache_frag.c src/proto/memcache_fanout.c \
+	src/proto/memcache_proto.c src/proto/redis_cmd.c src/proto/redis_req.c src/proto/redis_rsp.c \
 	src/proto/redis_frag.c src/proto/redis_local.c src/proto/redis_cluster.c src/proto/redis_info.c src/proto/redis_fanout.c src/proto/redis_pubsub.c \
 	src/proto/redis_proto.c src/proto/redis_redirect.c \
 	src/proto/proto.c src/proto/reader.c
@@ -63,7 +63,7 @@ FUZZ_HDRS = tests/fuzz/fuzz_check.h tests/fuzz/fuzz_feed.h tests/common/reader_s
 FUZZ_PROTO_LIB_OBJS = $(FUZZ_OBJ)/log.o $(FUZZ_OBJ)/clock.o $(FUZZ_OBJ)/sock.o $(FUZZ_OBJ)/textbuf.o \
 	$(FUZZ_OBJ)/secret.o $(FUZZ_OBJ)/mbuf.o $(FUZZ_OBJ)/msg.o \
 	$(FUZZ_OBJ)/memcache_cmd.o $(FUZZ_OBJ)/memcache_token.o $(FUZZ_OBJ)/memcache_req.o \
-	$(FUZZ_OBJ)/memcache_rsp.o $(FUZZ_OBJ)/memcache_frag.o $(FUZZ_OBJ)/memcache_fanout.o $(FUZZ_OBJ)/memcache_proto.o \
+	$(FUZZ_OBJ)/memcache_rsp.o $(FUZZ_OBJ)/memcache_meta.o $(FUZZ_OBJ)/memcache_frag.o $(FUZZ_OBJ)/memcache_fanout.o $(FUZZ_OBJ)/memcache_proto.o \
 	$(FUZZ_OBJ)/redis_cmd.o $(FUZZ_OBJ)/redis_req.o $(FUZZ_OBJ)/redis_rsp.o \
 	$(FUZZ_OBJ)/redis_frag.o $(FUZZ_OBJ)/redis_local.o $(FUZZ_OBJ)/redis_cluster.o $(FUZZ_OBJ)/redis_info.o $(FUZZ_OBJ)/redis_fanout.o \
 	$(FUZZ_OBJ)/redis_pubsub.o \

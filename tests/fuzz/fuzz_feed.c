@@ -13,6 +13,7 @@
 
 #include "../common/reader_scrub.h"
 #include "fuzz_feed.h"
+#include "proto/memcache.h"
 #include "proto/redis_cmd.h"
 
 uint64_t fz_rand(uint64_t *state)
@@ -43,8 +44,15 @@ void fz_params(struct fz_params *p, const uint8_t **data, size_t *size)
     p->mbuf_size = sizes[h[0] & 3];
     p->want_elems = (h[0] & 4) != 0;
     p->nservers = 1 + ((h[0] >> 3) & 3);
-    p->opts = (h[0] >> 5) & 1;
+    p->opts = (h[0] >> 5) & 3;
     memcpy(p->reads, h + 1, 3);
+}
+
+uint8_t fz_opts(const struct fz_params *p, const struct proto_ops *ops, bool rsp)
+{
+    static const uint8_t mc_rsp[4] = { 0, MC_RSP_META, MC_RSP_META | MC_RSP_TERM, MC_RSP_META | MC_RSP_TERM };
+    if (ops == &redis_proto) return rsp ? 0 : p->opts & 1; /* client_cluster_mode */
+    return rsp ? mc_rsp[p->opts] : 0;
 }
 
 void fz_buf_put(struct fz_buf *b, const void *d, size_t n)
@@ -165,10 +173,25 @@ static uint8_t fz_redis_type_byte(uint8_t t)
     }
 }
 
+/* Whether p[0..n) is one memcached MN line: "MN" between spaces, then "\r\n" or "\n". */
+static bool fz_mn_line(const uint8_t *p, size_t n)
+{
+    size_t i = 0, end = n;
+    if (end == 0 || p[--end] != '\n') return false;
+    if (end > 0 && p[end - 1] == '\r') end--;
+    while (i < end && p[i] == ' ') i++;
+    while (end > i && p[end - 1] == ' ') end--;
+    return end - i == 2 && p[i] == 'M' && p[i + 1] == 'N';
+}
+
 static void fz_check_rsp(struct fz_feed *f, const struct msg *m, const uint8_t *b)
 {
     bool redis = f->ops == &redis_proto;
     FZ_CHECK(m->rsp_type != RSP_NONE);
+    /* what is cut is exactly the last terminator's reply, asked for */
+    FZ_CHECK(m->trim == 0 || (!redis && (f->opts & MC_RSP_TERM)));
+    if (m->trim != 0) FZ_CHECK(fz_mn_line(f->stream + f->cur_start + m->len, m->trim));
+    FZ_CHECK(!(f->opts & MC_RSP_TERM) || m->trim != 0);
     FZ_CHECK(m->nkeys == 0);
     if (!f->want_elems) FZ_CHECK(m->nelems == 0);
     uint64_t prev_end = 0;
@@ -209,6 +232,64 @@ static void fz_check_rsp(struct fz_feed *f, const struct msg *m, const uint8_t *
     if (m->rsp_type == RSP_INTEGER) FZ_CHECK(strtoll((const char *)b + 1, NULL, 10) == m->integer);
 }
 
+/* A key outside the msg's bytes is a meta command's base64 key: the token decoded, in its own
+ * bytes. */
+static void fz_check_decoded_key(const struct fz_feed *f, const struct msg *m, const struct msg_key *k)
+{
+    (void)f;
+    FZ_CHECK(m->cmd < MC_CMD_COUNT && mc_cmds[m->cmd].args[0] == 'M' && m->nkeys == 1);
+    FZ_CHECK(m->own != NULL && k->ptr >= m->own->data && k->ptr + k->len <= m->own->data + m->own->len);
+    uint8_t tok[MC_KEY_MAX], out[MC_KEY_MAX];
+    FZ_CHECK(k->end - k->start <= MC_KEY_MAX);
+    size_t n = (size_t)(k->end - k->start);
+    FZ_CHECK(msg_copy_out(m, k->start, tok, n) == n);
+    FZ_CHECK(mc_b64_decode(tok, n, out) == k->len && k->len > 0 && memcmp(out, k->ptr, k->len) == 0);
+}
+
+/* A quiet request with its terminator (the tail) parses again, from a fresh state, as the request
+ * then mn: the server frames them as the proxy did. */
+static void fz_check_tail(const struct fz_feed *f, const struct msg *m)
+{
+    static const uint8_t whole[3] = { 0, 0, 0 };
+    FZ_CHECK(f->ops == &memcache_proto && m->tail_len == 4 && memcmp(m->tail, "mn\r\n", 4) == 0);
+    FZ_CHECK(m->rsp_opts == (MC_RSP_META | MC_RSP_TERM));
+    struct fz_buf b = { 0 };
+    fz_msg_bytes(m, &b);
+    struct msg *out[2] = { NULL, NULL };
+    enum fz_status st;
+    uint64_t left;
+    size_t k = fz_parse_all(f->ops, false, false, &f->re, b.p, b.n, whole, out, 2, &st, &left);
+    FZ_CHECK(k == 2 && st == FZ_OK && left == 0);
+    FZ_CHECK(out[0]->cmd == m->cmd && out[0]->len == m->len && out[0]->tail_len == 4);
+    FZ_CHECK(out[1]->cmd == MC_CMD_MN && out[1]->len == 4);
+    msg_put(f->re.pp, out[0]);
+    msg_put(f->re.pp, out[1]);
+    free(b.p);
+}
+
+/* A request the proxy forwards (no reject). */
+static void fz_check_forwarded(const struct fz_feed *f, const struct msg *m)
+{
+    bool redis = f->ops == &redis_proto;
+    /* a forwarded request names its server by a key; the transaction commands without keys
+     * are the core's (core/txn.c), so are the (un)subscriptions (core/pubsub.c: UNSUBSCRIBE
+     * of everything names none), and the ones the proxy answers or sends to every server
+     * need none. A redis command whose keys come after a subcommand (XGROUP, XINFO) or after
+     * STREAMS (XREAD) may name none (XINFO HELP, too few arguments): any server answers it */
+    uint32_t keyless = CMD_F_ANY_SERVER | CMD_F_LOCAL_MASK | CMD_F_FRAG_ALL | CMD_F_TXN_MASK | CMD_F_PUBSUB;
+    bool late_keys = redis && m->cmd < redis_ncmds &&
+                     (redis_cmds[m->cmd].first_key >= 2 || redis_cmds[m->cmd].numkeys_pos == REDIS_KEYS_STREAMS);
+    /* a memcached meta command whose key cannot be routed: any server answers its error */
+    bool meta = !redis && m->cmd < MC_CMD_COUNT && mc_cmds[m->cmd].args[0] == 'M';
+    FZ_CHECK(m->nkeys >= 1 || (m->cmd_flags & keyless) != 0 || late_keys || meta);
+    FZ_CHECK(meta ? (m->rsp_opts & MC_RSP_META) != 0 : m->rsp_opts == 0);
+    if (m->tail_len != 0 && !f->nested) fz_check_tail(f, m);
+    else FZ_CHECK(m->tail_len == 0 || (m->rsp_opts & MC_RSP_TERM));
+    if (redis) FZ_CHECK(m->nargs >= 1 && m->name != NULL);
+    /* a blocking command has its deadline (its timeout, or for ever), no other has one */
+    FZ_CHECK(((m->cmd_flags & CMD_F_BLOCK) != 0) == (m->block_ms != 0));
+}
+
 static void fz_check_req(const struct fz_feed *f, const struct msg *m)
 {
     FZ_CHECK(m->rsp_type == RSP_NONE && m->nelems == 0);
@@ -224,6 +305,10 @@ static void fz_check_req(const struct fz_feed *f, const struct msg *m)
         FZ_CHECK(k->start <= k->end && k->end <= m->len);
         FZ_CHECK(k->start >= prev_start);
         prev_start = k->start;
+        if (!redis && !fz_offset_in(m, k->ptr, k->len, &off)) {
+            fz_check_decoded_key(f, m, k); /* a meta command's base64 key */
+            continue;
+        }
         FZ_CHECK(fz_offset_in(m, k->ptr, k->len, &off));
         FZ_CHECK(off >= k->start && off + k->len <= k->end);
         if (!redis) FZ_CHECK(off == k->start && k->end - k->start == k->len);
@@ -248,26 +333,18 @@ static void fz_check_req(const struct fz_feed *f, const struct msg *m)
             FZ_CHECK(fz_one_line(buf, n, sizeof(buf)));
         }
     } else {
-        /* a forwarded request names its server by a key; the transaction commands without keys
-         * are the core's (core/txn.c), so are the (un)subscriptions (core/pubsub.c: UNSUBSCRIBE
-         * of everything names none), and the ones the proxy answers or sends to every server
-         * need none. A redis command whose keys come after a subcommand (XGROUP, XINFO) or after
-         * STREAMS (XREAD) may name none (XINFO HELP, too few arguments): any server answers it */
-        uint32_t keyless = CMD_F_ANY_SERVER | CMD_F_LOCAL_MASK | CMD_F_FRAG_ALL | CMD_F_TXN_MASK | CMD_F_PUBSUB;
-        bool late_keys = redis && m->cmd < redis_ncmds &&
-                         (redis_cmds[m->cmd].first_key >= 2 || redis_cmds[m->cmd].numkeys_pos == REDIS_KEYS_STREAMS);
-        FZ_CHECK(m->nkeys >= 1 || (m->cmd_flags & keyless) != 0 || late_keys);
-        if (redis) FZ_CHECK(m->nargs >= 1 && m->name != NULL);
-        /* a blocking command has its deadline (its timeout, or for ever), no other has one */
-        FZ_CHECK(((m->cmd_flags & CMD_F_BLOCK) != 0) == (m->block_ms != 0));
+        fz_check_forwarded(f, m);
     }
 }
 
-/* A complete msg: its bytes are the stream's, and what the parser recorded is within them. */
+/* A complete msg: its bytes are the stream's (less the trim bytes at their end, then its tail:
+ * the parser's edits, msg_finish), and what the parser recorded is within them. */
 static void fz_check_msg(struct fz_feed *f, const struct msg *m)
 {
-    FZ_CHECK(m->len > 0);
-    FZ_CHECK(f->cur_start + m->len == fz_stream_pos(f));
+    FZ_CHECK(m->len + m->trim > 0 && m->len >= m->tail_len);
+    FZ_CHECK(m->tail_len == 0 || m->tail != NULL);
+    uint64_t kept = m->len - m->tail_len;
+    FZ_CHECK(f->cur_start + kept + m->trim == fz_stream_pos(f));
     uint64_t total = 0;
     for (uint32_t i = 0; i < m->nspans; i++) {
         const struct span *s = &m->spans[i];
@@ -277,7 +354,8 @@ static void fz_check_msg(struct fz_feed *f, const struct msg *m)
     FZ_CHECK(total == m->len);
     uint8_t *b = fz_msg_bytes(m, &f->bytes); /* NUL-terminated, for strtoll: a reply line
                                                * always ends before it */
-    FZ_CHECK(memcmp(b, f->stream + f->cur_start, m->len) == 0);
+    FZ_CHECK(memcmp(b, f->stream + f->cur_start, kept) == 0);
+    FZ_CHECK(m->tail_len == 0 || memcmp(b + kept, m->tail, m->tail_len) == 0);
     if (f->rsp) fz_check_rsp(f, m, b);
     else fz_check_req(f, m);
 }
@@ -309,7 +387,7 @@ static void fz_snap_same(const struct fz_snap *s, const struct parse_state *ps, 
     FZ_CHECK(a->state == b->state && a->a == b->a && a->b == b->b && a->c == b->c &&
              a->d == b->d && a->off == b->off && a->depth == b->depth &&
              a->elem_start == b->elem_start && a->want_elems == b->want_elems &&
-             a->error == b->error);
+             a->opts == b->opts && a->mode == b->mode && a->error == b->error);
     FZ_CHECK(memcmp(s->stack_top, now.stack_top, sizeof(s->stack_top)) == 0);
     FZ_CHECK(memcmp(&s->m, &now.m, sizeof(s->m)) == 0);
     FZ_CHECK(memcmp(&s->last_key, &now.last_key, sizeof(s->last_key)) == 0);

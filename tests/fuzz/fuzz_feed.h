@@ -12,6 +12,8 @@
  *   h[0] bits 0-1  mbuf chunk size: 512, 549, 1024, 4096 bytes (header included)
  *   h[0] bit 2     want_elems for reply parsing
  *   h[0] bits 3-4  servers for fragments - 1 (1..4)
+ *   h[0] bits 5-6  the parser's options (fz_opts): redis requests, bit 5: client_cluster_mode;
+ *                  memcached replies: 1 a meta command's, 2 or 3 a quiet one's (MC_RSP_TERM)
  *   h[1..3]        read sizes, used in turn (0: as much as the mbuf takes)
  * Shorter inputs are all header (defaults).
  *
@@ -88,12 +90,14 @@ struct fz_params {
     size_t mbuf_size;
     bool want_elems;
     uint32_t nservers;
-    uint8_t opts;              /* h[0] bit 5: the parser's options (redis: client_cluster_mode) */
+    uint8_t opts;              /* h[0] bits 5-6 (fz_opts) */
     uint8_t reads[3];
 };
 
 /* Decodes the header; data and size are advanced past it. */
 void fz_params(struct fz_params *p, const uint8_t **data, size_t *size);
+/* The parse_state.opts of each msg of a stream of ops (requests or replies) under header p. */
+uint8_t fz_opts(const struct fz_params *p, const struct proto_ops *ops, bool rsp);
 
 void fz_feed_init(struct fz_feed *f, const struct proto_ops *ops, bool rsp, bool want_elems,
                   const struct fz_pools *pools, const uint8_t *stream, fz_msg_fn on_msg,

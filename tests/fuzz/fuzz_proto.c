@@ -469,7 +469,7 @@ static void fz_local(struct fz_run *r, const struct msg *m)
     char pw[] = "pw", host[] = "127.0.0.1";
     struct conf_pool cp = { .redis = r->redis, .redis_auth = r->nsums % 2 ? pw : NULL,
                             .listen = { .host = host, .port = 22121 },
-                            .client_cluster_mode = r->redis && r->prm.opts != 0 }; /* as the stream was parsed */
+                            .client_cluster_mode = r->redis && (r->prm.opts & 1) != 0 }; /* as the stream was parsed */
     struct proto_session s;
     memset(&s, 0, sizeof(s));
     s.fd = -1; /* no socket: CLIENT INFO's addresses are "?" */
@@ -517,7 +517,7 @@ static enum fz_status fz_stream(struct fz_run *r, const uint8_t reads[3], const 
     fz_feed_init(&f, r->ops, r->rsp, r->rsp && r->prm.want_elems,
                  r->fragments ? &r->stream : &r->re, r->data, fz_on_msg, r);
     f.light = !r->fragments; /* the reference: the run under test does the checks */
-    f.opts = r->rsp || !r->redis ? 0 : r->prm.opts; /* a pool with client_cluster_mode */
+    f.opts = fz_opts(&r->prm, r->ops, r->rsp); /* a pool's options; a meta (quiet) request's reply */
     for (unsigned i = 0; f.fed < r->size && f.status == FZ_OK; i++) {
         size_t k = reads[i % 3] != 0 ? reads[i % 3] : r->size;
         fz_feed_read(&f, k < r->size - f.fed ? k : r->size - f.fed);
@@ -581,7 +581,7 @@ int fz_run_proto(const struct proto_ops *ops, bool rsp, const uint8_t *data, siz
     /* the proxy's own error replies are one line */
     char line[160];
     int err = size > 0 ? data[0] % 140 : 0;
-    size_t n = ops->error_reply(err, line, sizeof(line));
+    size_t n = ops->error_reply(NULL, err, line, sizeof(line));
     FZ_CHECK(n >= 3 && n < sizeof(line) && line[n - 2] == '\r' && line[n - 1] == '\n');
 
     FZ_CHECK(mp.nlive == 0 && re_mp.nlive == 0);

@@ -23,8 +23,9 @@ CORPUS = HERE / "corpus"
 MBUF = {512: 0, 549: 1, 1024: 2, 4096: 3}
 
 
-def header(mbuf=512, want=False, servers=3, reads=(0, 0, 0), cluster=False):
-    h0 = MBUF[mbuf] | (4 if want else 0) | ((servers - 1) << 3) | (0x20 if cluster else 0)
+def header(mbuf=512, want=False, servers=3, reads=(0, 0, 0), cluster=False, opts=0):
+    """opts: h[0] bits 5-6 (fuzz_feed.h fz_opts); cluster sets bit 5 (redis client_cluster_mode)"""
+    h0 = MBUF[mbuf] | (4 if want else 0) | ((servers - 1) << 3) | (0x20 if cluster else 0) | (opts << 5)
     return bytes([h0, *reads])
 
 
@@ -158,6 +159,14 @@ MC_REQ = {
     "delete": b"delete k\r\ndelete k 0\r\ndelete k noreply\r\ndelete k 1\r\n",
     "touch": b"touch k 10\r\nversion\r\nquit\r\n",
     "unsupported": b"flush_all\r\nstats\r\nverbosity 1\r\nms k 2\r\nhi\r\nmg k v\r\n",
+    # meta commands (memcache_meta.c)
+    "meta": b"mg k v f t c q\r\nms k 2 T0 F5 q\r\nhi\r\nmd k q\r\nma k N0 J5 v\r\nme k\r\nmn\r\n",
+    "meta_b64": b"mg Zm9v b v\r\nmg Zm9vYg== b k\r\nmg Zm!=v b\r\nmg A=== b\r\nme Zm9v b\r\n",
+    "meta_ms_frame": b"ms\r\nms k\r\nhi\r\nms k +5\r\nhello\r\nms k 5\tx\r\nhello\r\n"
+                     b"ms k 4294967301\r\nhello\r\nms k 3\r\nabcde\r\nms k -1\r\nx\r\n",
+    "meta_tokens": b"ms k 5" + b" T1" * 17 + b"\r\nhello\r\nmg k" + b" v" * 21 + b" q\r\n",
+    "meta_nul": b"mg k\x00x v q\r\nms k\x00 5\r\nhello\r\nms \x00k 5\r\n",
+    "meta_long": b"mg k q" + b"x" * 300 + b"\r\nms " + b"k" * 260 + b" 2\r\nhi\r\n",
     "unknown": b"bogus command\r\n\r\n",
     "bare_lf": b"get a b\nset k 0 0 1\nx\r\n",
     "spaces": b"get   a    b  \r\n",
@@ -187,6 +196,19 @@ MC_RSP = {
     "unknown": b"WHAT\r\n",
     "extra": b"STORED extra\r\n",
 }
+
+# meta commands' replies (h[0] bits 5-6: 1 a meta command's, 2 a quiet one's, ended by MN)
+MC_RSP_META = {
+    "meta": b"VA 5 f0 t-1\r\nhello\r\nHD c5\r\nEN\r\nNF\r\nNS\r\nEX\r\nOK\r\n"
+            b"ME k exp=-1 la=0 cas=1 fetch=no cls=1 size=61\r\nCLIENT_ERROR bad command line format\r\n",
+    "meta_bad": b"VA x\r\nMN\r\n",
+}
+MC_RSP_QUIET = {
+    "quiet": b"MN\r\nHD\r\nMN\r\nVA 4\r\nMN\r\n\r\nMN\r\nCLIENT_ERROR duplicate flag\r\nMN\r\n",
+    "quiet_bad": b"HD\r\nHD\r\n",
+}
+META_VARIANTS = [("", header(512, False, 3, (0, 0, 0), opts=1)), ("_split", header(549, False, 2, (1, 7, 50), opts=1))]
+QUIET_VARIANTS = [("", header(512, False, 3, (0, 0, 0), opts=2)), ("_split", header(549, False, 2, (1, 7, 50), opts=2))]
 
 CONF_EXTRA = {
     "flow.yml": b"a: {listen: 127.0.0.1:1, servers: [127.0.0.1:2:1, 127.0.0.1:3:2 b]}\n",
@@ -337,6 +359,8 @@ def main():
     write_proto("redis_rsp", REDIS_RSP)
     write_proto("mc_req", MC_REQ)
     write_proto("mc_rsp", MC_RSP)
+    write_proto("mc_rsp", MC_RSP_META, META_VARIANTS)
+    write_proto("mc_rsp", MC_RSP_QUIET, QUIET_VARIANTS)
     conf = CORPUS / "conf"
     conf.mkdir(parents=True, exist_ok=True)
     for p in sorted((REPO / "tests/unit/data/conf/good").glob("*.yml")):

@@ -276,7 +276,7 @@ def test_key_longer_than_250_bytes(mc_cluster, reference):
         c.exchange(f"get {ok_key}\r\n".encode(), mc_value(ok_key, "v") + b"END\r\n")
 
 
-# the proxy's own replies: memcached runs these commands (verbosity, meta, ...) (notes/memcache.md,
+# the proxy's own replies: memcached runs these commands (verbosity, ...) (notes/memcache.md,
 # "Left as they are"); WHOLE: the proxy answers all memcached answers (a wrong token count is ERROR
 # and the data block is the next request; an extra last token is ignored)
 UNSUPPORTED = b"CLIENT_ERROR unsupported command\r\n"
@@ -296,8 +296,12 @@ WHOLE = "memcached's whole answer"
     (b"stats items\r\n",  # sub-stats are per server (stats itself: test_memcache_fanout.py)
      b"CLIENT_ERROR stats with arguments is not supported by the proxy (only stats)\r\n"),
     (b"verbosity 1\r\n", UNSUPPORTED),
-    (b"mg k v\r\n", UNSUPPORTED),
-    (b"ms k 2\r\nxx\r\n", UNSUPPORTED),
+    # meta commands: memcached's own errors (forwarded; an ms line memcached reads without its
+    # data is answered by the proxy with memcached's text, and the data is the next request)
+    (b"mg\r\n", WHOLE),
+    (b"md k Z\r\n", WHOLE),
+    (b"ms k 2 MX\r\nxx\r\n", WHOLE),
+    (b"ms k\r\nxx\r\n", WHOLE),
 ])
 def test_malformed_request_then_valid_one(mc_cluster, reference, request_bytes, own):
     """A bad request the stream survives: its error (memcached's, unless the proxy's own), then

@@ -112,11 +112,12 @@ def cuts(data, cap):
     return sorted(({*picked, *spread} - {0, n}))[:cap]
 
 
-def split_replies(data):
-    """The replies of a RESP reply stream, one bytes each (a trailing incomplete one last)."""
+def split_replies(data, reply_end=codec.resp_end):
+    """The replies of a reply stream (RESP, or what reply_end(data, pos) reads), one bytes each (a
+    trailing incomplete one last)."""
     out, pos = [], 0
     while pos < len(data):
-        end = codec.resp_end(data, pos)
+        end = reply_end(data, pos)
         if end is None:
             out.append(data[pos:])
             break

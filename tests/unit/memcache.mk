@@ -6,6 +6,12 @@ TESTS += tests/unit/test_memcache
 tests_unit_test_memcache_SOURCES = tests/unit/test_memcache.c tests/unit/proto_drv.c tests/unit/proto_drv.h
 tests_unit_test_memcache_CFLAGS = $(NC_UNIT_CFLAGS)
 tests_unit_test_memcache_LDADD = $(NC_UNIT_LIBS)
+# the meta commands (memcache_meta.c): requests, framing, base64 keys, replies and terminators
+check_PROGRAMS += tests/unit/test_memcache_meta
+TESTS += tests/unit/test_memcache_meta
+tests_unit_test_memcache_meta_SOURCES = tests/unit/test_memcache_meta.c tests/unit/proto_drv.c tests/unit/proto_drv.h
+tests_unit_test_memcache_meta_CFLAGS = $(NC_UNIT_CFLAGS)
+tests_unit_test_memcache_meta_LDADD = $(NC_UNIT_LIBS)
 # the same under allocation failures: malloc/calloc/realloc wrapped to fail at the k-th call
 # (oom_alloc.c, shared with redis.mk's test_redis_oom)
 check_PROGRAMS += tests/unit/test_memcache_oom

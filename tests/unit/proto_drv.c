@@ -62,7 +62,7 @@ static bool same_state(const struct parse_state *a, const struct parse_state *b)
            a->d == b->d && a->off == b->off && a->depth == b->depth &&
            a->stack_cap == b->stack_cap && a->stack == b->stack &&
            a->elem_start == b->elem_start && a->want_elems == b->want_elems && a->opts == b->opts &&
-           a->error == b->error;
+           a->mode == b->mode && a->error == b->error;
 }
 
 /* reader_sink.begin: as the core's roles, parse_state_reset (which keeps want_elems), then the
@@ -106,19 +106,27 @@ static int drv_parse(void *ctx, struct parse_state *ps, struct msg *m, const uin
     return rc;
 }
 
-/* reader_sink.on_msg: a completed msg holds exactly the bytes that followed the previous one. */
+/* reader_sink.on_msg: a completed msg holds exactly the bytes that followed the previous one,
+ * less the trim bytes at their end, then its tail (the parser's edits, msg_finish). */
 static int drv_msg(void *ctx, struct msg *m)
 {
     struct drv *d = ctx;
-    assert_true(m->len <= d->ninput - d->ndone);
+    assert_true(m->len >= m->tail_len);
+    uint64_t kept = m->len - m->tail_len, consumed = kept + m->trim;
+    assert_true(consumed <= d->ninput - d->ndone);
     uint8_t chunk[4096];
-    for (uint64_t off = 0; off < m->len;) {
-        size_t n = m->len - off < sizeof(chunk) ? (size_t)(m->len - off) : sizeof(chunk);
+    for (uint64_t off = 0; off < kept;) {
+        size_t n = kept - off < sizeof(chunk) ? (size_t)(kept - off) : sizeof(chunk);
         assert_int_equal(msg_copy_out(m, off, chunk, n), n);
         assert_memory_equal(chunk, d->input + d->ndone + off, n);
         off += n;
     }
-    d->ndone += (size_t)m->len;
+    if (m->tail_len > 0) {
+        assert_non_null(m->tail);
+        assert_int_equal(msg_copy_out(m, kept, chunk, m->tail_len), m->tail_len);
+        assert_memory_equal(chunk, m->tail, m->tail_len);
+    }
+    d->ndone += (size_t)consumed;
     if (d->nout == d->out_cap) {
         d->out_cap = d->out_cap ? d->out_cap * 2 : 16;
         d->out = realloc(d->out, d->out_cap * sizeof(*d->out));
@@ -266,6 +274,49 @@ char *drv_run_text(const struct drv_run *r)
     else if (r->pending > 0) fputs("PENDING\n", out);
     assert_int_equal(fclose(out), 0);
     return s;
+}
+
+char *drv_transcript(const struct proto_ops *ops, bool rsp, bool want_elems, uint8_t opts,
+                            size_t mbuf, const char *in, size_t n, const size_t *cuts, size_t ncuts,
+                            drv_summary_fn fn)
+{
+    struct tenv e;
+    struct drv d;
+    struct drv_run r;
+    drv_open(&d, &e, mbuf, ops, rsp, want_elems);
+    d.opts = opts;
+    drv_feed_cuts(&d, in, n, cuts, ncuts);
+    drv_collect(&r, &d, fn);
+    char *t = drv_run_text(&r);
+    drv_run_free(&r);
+    return t;
+}
+
+void drv_check_stream(const struct proto_ops *ops, bool rsp, bool want_elems, uint8_t opts,
+                      const char *in, size_t n, const char *expect, drv_summary_fn fn)
+{
+    static const size_t chunk_sizes[] = { 512, 16384 };
+    size_t *cuts = malloc((n + 1) * sizeof(*cuts));
+    assert_non_null(cuts);
+    for (size_t c = 0; c < sizeof(chunk_sizes) / sizeof(chunk_sizes[0]); c++) {
+        size_t chunk = chunk_sizes[c];
+        char *t = drv_transcript(ops, rsp, want_elems, opts, chunk, in, n, NULL, 0, fn);
+        if (strcmp(t, expect) != 0) print_error("input:\n%.*s\n", (int)n, in);
+        assert_string_equal(t, expect);
+        free(t);
+        for (size_t k = 1; k < n; k++) {
+            t = drv_transcript(ops, rsp, want_elems, opts, chunk, in, n, &k, 1, fn);
+            if (strcmp(t, expect) != 0) print_error("split at %zu (chunk %zu)\n", k, chunk);
+            assert_string_equal(t, expect);
+            free(t);
+        }
+        for (size_t k = 1; k < n; k++) cuts[k - 1] = k;
+        t = drv_transcript(ops, rsp, want_elems, opts, chunk, in, n, cuts, n ? n - 1 : 0, fn);
+        if (strcmp(t, expect) != 0) print_error("one byte at a time (chunk %zu)\n", chunk);
+        assert_string_equal(t, expect);
+        free(t);
+    }
+    free(cuts);
 }
 
 void drv_run_free(struct drv_run *r)

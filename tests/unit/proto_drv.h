@@ -12,7 +12,7 @@
  * consumed <= len; after PARSE_AGAIN a second call with the same bytes consumes nothing and
  * leaves the parse state untouched; PARSE_DONE consumed something; PARSE_ERROR names its error;
  * parse_reset keeps want_elems; and every completed msg's bytes are exactly the bytes fed, in
- * order. Used by test_redis, test_redis_rsp, test_redis_hello and test_memcache.
+ * order, less its trim bytes at their end, then its tail (the edits msg_finish applies). Used by test_redis, test_redis_rsp, test_redis_hello and test_memcache.
  *
  * Threads: the test's only.
  */
@@ -96,6 +96,15 @@ void drv_run_cuts(struct drv_run *r, const struct proto_ops *ops, bool rsp, bool
 /* A run as text (a heap string): one line per msg, then "ERROR <text>", "GAVE UP" or "PENDING"
  * when the stream did not end cleanly; each line ends in '\n'. */
 char *drv_run_text(const struct drv_run *r);
+/* The run text of in[0..n) read in pieces ending at cuts[0..ncuts), mbufs of mbuf bytes, opts the
+ * parse state's opts before each msg (a heap string). */
+char *drv_transcript(const struct proto_ops *ops, bool rsp, bool want_elems, uint8_t opts, size_t mbuf,
+                     const char *in, size_t n, const size_t *cuts, size_t ncuts, drv_summary_fn fn);
+/* Asserts that in[0..n) gives the run text expect (drv_run_text of fn's lines) in one read, split
+ * in two reads at every byte, and one byte at a time, with 512-byte and 16 kB mbufs; opts is the
+ * parse state's opts before each msg. */
+void drv_check_stream(const struct proto_ops *ops, bool rsp, bool want_elems, uint8_t opts,
+                      const char *in, size_t n, const char *expect, drv_summary_fn fn);
 void drv_run_free(struct drv_run *r);
 /* Asserts that b found what a found; frees b. */
 void drv_run_same(const struct drv_run *a, struct drv_run *b);

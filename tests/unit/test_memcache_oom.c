@@ -1,7 +1,8 @@
 /*
  * test_memcache_oom.c - memcache_proto under allocation failures: malloc, calloc and realloc are
  * wrapped (-Wl,--wrap: oom_alloc.h) to fail at the k-th call for every k, through fragment,
- * coalesce and parse_req. Each must fail with -ENOMEM / PARSE_ERROR "out of memory" leaving
+ * coalesce, parse_req (meta commands' decoded keys too), the reader's edits (msg_finish) and mn's
+ * reply. Each must fail with -ENOMEM / PARSE_ERROR "out of memory" leaving
  * nothing allocated (mbuf and msg pools back to their counts; ASan checks the rest).
  *
  * Threads: the test's only.
@@ -113,11 +114,44 @@ static void test_parse_oom(void **state)
     } cases[] = {
         { "get a b c d e f g h i\r\n", false },
         { "VALUE a 0 1\r\nA\r\nVALUE b 0 1\r\nB\r\nEND\r\n", true },
+        { "mg Zm9v b v q\r\n", false }, /* a meta key decoded into the msg's own chunk */
+        { "ms Zm9v 2 b q\r\nhi\r\n", false },
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         int rc = PARSE_ERROR;
         for (long k = 0; rc != PARSE_DONE; k++) rc = oom_parse_at(&memcache_proto, cases[i].text, cases[i].rsp, k, NULL);
     }
+}
+
+/* The edits the reader applies (a quiet meta request's terminator, from the msg's own chunk) and
+ * mn's reply: -ENOMEM with nothing changed, then fine once memory comes back. */
+static void test_own_oom(void **state)
+{
+    (void)state;
+    struct oom_pools c;
+    oom_pools_init(&c, 512);
+    struct msg *req = parse(&c, "mg k v q\r\n", false);
+    assert_int_equal(req->tail_len, 4);
+    uint64_t len = req->len;
+    oom_fail_after(0);
+    assert_int_equal(msg_finish(req), -ENOMEM);
+    oom_stop();
+    assert_int_equal(req->len, len);
+    assert_int_equal(msg_finish(req), 0);
+    assert_int_equal(req->len, len + 4);
+    struct msg *mn = parse(&c, "mn\r\n", false), *rsp = msg_get(&c.pp);
+    struct proto_session s;
+    memset(&s, 0, sizeof(s));
+    oom_fail_after(0);
+    assert_int_equal(memcache_proto.local(&s, NULL, mn, rsp), -ENOMEM);
+    oom_stop();
+    assert_int_equal(rsp->len, 0);
+    assert_int_equal(memcache_proto.local(&s, NULL, mn, rsp), PROTO_ANSWERED);
+    assert_int_equal(rsp->len, 4);
+    msg_put(&c.pp, rsp);
+    msg_put(&c.pp, mn);
+    msg_put(&c.pp, req);
+    oom_pools_deinit(&c);
 }
 
 int main(void)
@@ -126,6 +160,7 @@ int main(void)
         cmocka_unit_test(test_fragment_oom),
         cmocka_unit_test(test_coalesce_oom),
         cmocka_unit_test(test_parse_oom),
+        cmocka_unit_test(test_own_oom),
     };
     return cmocka_run_group_tests_name("memcache_oom", tests, NULL, NULL);
 }

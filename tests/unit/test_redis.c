@@ -1364,17 +1364,17 @@ static void test_error_reply(void **state)
 {
     (void)state;
     char buf[128];
-    size_t n = redis_proto.error_reply(ECONNREFUSED, buf, sizeof(buf));
+    size_t n = redis_proto.error_reply(NULL, ECONNREFUSED, buf, sizeof(buf));
     assert_int_equal(n, strlen("-ERR Connection refused\r\n"));
     assert_memory_equal(buf, "-ERR Connection refused\r\n", n);
-    n = redis_proto.error_reply(ETIMEDOUT, buf, sizeof(buf));
+    n = redis_proto.error_reply(NULL, ETIMEDOUT, buf, sizeof(buf));
     assert_memory_equal(buf, "-ERR Connection timed out\r\n", n);
-    n = redis_proto.error_reply(EINVAL, buf, sizeof(buf));
+    n = redis_proto.error_reply(NULL, EINVAL, buf, sizeof(buf));
     assert_memory_equal(buf, "-ERR Invalid argument\r\n", n);
-    n = redis_proto.error_reply(EHOSTDOWN, buf, 12);
+    n = redis_proto.error_reply(NULL, EHOSTDOWN, buf, 12);
     assert_int_equal(n, 12);
     assert_memory_equal(buf, "-ERR Host \r\n", 12);
-    assert_int_equal(redis_proto.error_reply(EINVAL, buf, 6), 0);
+    assert_int_equal(redis_proto.error_reply(NULL, EINVAL, buf, 6), 0);
     assert_string_equal(redis_proto.name, "redis");
 }
 
