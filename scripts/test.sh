@@ -10,18 +10,19 @@
 # any failure and prints a summary with each stage's time.
 #
 # The client tests need toolchains of their own: Go (go-redis), a JDK >= 17 and Maven (Jedis),
-# Node.js >= 20 and npm (ioredis, node-redis, BullMQ). Missing ones are installed from Debian
-# where Debian's version is enough (Debian 12: the JDK and Maven; its Go 1.19 and Node.js 18 are
-# too old). A group whose toolchain is still missing or too old does not run: its tests skip,
-# saying why, and the summary has one line for it ("not run: <why>, what to install"), which
-# fails nothing. A client that does not build or install with its toolchain there fails its step.
+# Node.js >= 20 and npm (ioredis, node-redis, BullMQ, memjs), Ruby with Dalli 3.0.6 (Debian's
+# ruby-dalli). Missing ones are installed from Debian where Debian's version is enough (Debian 12:
+# the JDK, Maven, Ruby and ruby-dalli; its Go 1.19 and Node.js 18 are too old). A group whose
+# toolchain is still missing or too old does not run: its tests skip, saying why, and the summary
+# has one line for it ("not run: <why>, what to install"), which fails nothing. A client that does
+# not build or install with its toolchain there fails its step.
 #
 #   CONFIGURE_FLAGS   extra ./configure flags of the main build, e.g. "--enable-debug=full"
 #   PYTEST_ARGS       extra pytest arguments (every pytest stage), e.g. "-k daemon"
 #   NC_SKIP_DEPS=1    do not install anything
-#   NC_CLIENTS=0      do not install Go, Java or Maven nor build the go-redis and Jedis client
-#                     programs (their tests then skip, and so do the framework tests, RQ and
-#                     BullMQ, when those cannot be had)
+#   NC_CLIENTS=0      do not install Go, Java, Maven, Ruby or Dalli nor build the go-redis and
+#                     Jedis client programs (their tests then skip, and so do the framework tests,
+#                     RQ and BullMQ, and the Dalli tests, when those cannot be had)
 #   NC_REQUIRE_NODE_CLIENTS=1  fail the Node client tests when Node.js (>= 20) is missing too (by
 #                     default they then skip, and the summary says so; with Node.js there, a
 #                     failed install of the pinned clients fails them)
@@ -76,11 +77,12 @@ client_toolchains() {
     why=$(nc_go_toolchain) || NOT_RUN[$NC_GROUP_GO]="$why"
     why=$(nc_java_toolchain) || NOT_RUN[$NC_GROUP_JAVA]="$why"
     why=$(nc_node_toolchain) || NOT_RUN[$NC_GROUP_NODE]="$why"
+    why=$(nc_ruby_toolchain) || NOT_RUN[$NC_GROUP_RUBY]="$why"
 }
 # a summary line for each group that does not run (a line, not a step: it fails nothing)
 not_run_lines() {
     local g
-    for g in "$NC_GROUP_GO" "$NC_GROUP_JAVA" "$NC_GROUP_NODE"; do
+    for g in "$NC_GROUP_GO" "$NC_GROUP_JAVA" "$NC_GROUP_NODE" "$NC_GROUP_RUBY"; do
         if [ -n "${NOT_RUN[$g]:-}" ]; then STEPS+=("$g"); RESULT[$g]="not run: ${NOT_RUN[$g]}"; fi
     done
 }

@@ -12,17 +12,19 @@
 #                        that runs the proxy's code under another malloc; and the client tests'
 #                        toolchains that are missing from PATH, where Debian's version is enough:
 #                        golang-go (Go >= 1.21), default-jdk-headless (Java >= 17), maven, nodejs
-#                        and npm (Node.js >= 20); Debian 12's JDK and Maven are, its Go (1.19) and
-#                        Node.js (18) are not
+#                        and npm (Node.js >= 20), ruby and ruby-dalli (Dalli 3.0.6); Debian 12's
+#                        JDK, Maven, Ruby and Dalli are, its Go (1.19) and Node.js (18) are not
 #   nc_install_pyreqs    the pinned Python test requirements (tests/integration/requirements.txt)
-#   nc_go_toolchain, nc_java_toolchain, nc_node_toolchain
+#   nc_go_toolchain, nc_java_toolchain, nc_node_toolchain, nc_ruby_toolchain
 #                        whether a client group's tests can run here; if not, print why
 #   nc_build_go_client   the go-redis test program (tests/clients/go), built once per source
 #   nc_build_java_client the Jedis test program (tests/clients/java), built once per source
 #   nc_build_clients     both, where their toolchain is here (what scripts/test.sh runs)
 #   nc_install_node_clients  the pinned Node packages of tests/clients/node (redis clients,
-#                        BullMQ: npm ci), when node_modules is missing or out of date; needs
+#                        BullMQ, memjs: npm ci), when node_modules is missing or out of date; needs
 #                        Node.js >= 20 and npm
+#   nc_ruby_clients      the ruby that runs tests/clients/ruby (Dalli, pinned: Debian 12's
+#                        ruby-dalli), or "<group> not run: <why>"
 #
 # Runs apt-get as root, through sudo when not root and sudo exists. `apt-get update` runs once, and
 # only when something is missing. Services that Debian's packages would start at install time
@@ -97,7 +99,7 @@ nc_install_debs() {
         nc_log "Debian packages ($set): all present"
         return 0
     fi
-    nc_log "installing Debian packages ($set): ${missing[*]}"
+    nc_log "missing Debian packages ($set): ${missing[*]}"
     # policy-rc.d exit 101 = "do not start services from maintainer scripts" (Debian's own switch)
     local policy=/usr/sbin/policy-rc.d added_policy=0 rc=0
     if [ ! -e "$policy" ]; then
@@ -105,6 +107,12 @@ nc_install_debs() {
     fi
     nc_as_root env DEBIAN_FRONTEND=noninteractive apt-get update -q || rc=$?
     if [ "$rc" -eq 0 ]; then
+        # again, with the package lists just fetched: before them (a new machine) apt-cache may
+        # have known no candidate, or an old one, for a toolchain (nc_toolchain_debs)
+        mapfile -t missing < <(NC_APT_UPDATED=1 nc_missing_debs "$set")
+        nc_log "installing Debian packages ($set): ${missing[*]:-none after all}"
+    fi
+    if [ "$rc" -eq 0 ] && [ "${#missing[@]}" -ne 0 ]; then
         nc_as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
             "${missing[@]}" || rc=$?
     fi
@@ -132,21 +140,27 @@ nc_install_pyreqs() {
 
 # ------------------------------------------------------------------------------------------------
 # The toolchains of the client tests: Go for go-redis (tests/clients/go), a JDK >= 17 and Maven for
-# Jedis (tests/clients/java), Node.js >= 20 and npm for the Node clients and BullMQ
-# (tests/clients/node). nc_install_debs test installs Debian's package of a toolchain only when
-# the tool is missing from PATH (never beside or over one already there) and Debian's version is
-# enough for its client; Debian 12's JDK (17) and Maven (3.8.7) are, its Go (1.19) and Node.js (18)
-# are not. nc_go_toolchain, nc_java_toolchain and nc_node_toolchain say whether a group's tests
-# can run here: they return 0 silently, or print why not (what is missing or too old, and what to
-# install) and return NC_NO_TOOLCHAIN. scripts/test.sh's summary prints that reason on one line
-# per group that did not run, and the tests skip with the same line.
+# Jedis (tests/clients/java), Node.js >= 20 and npm for the Node clients, BullMQ and memjs
+# (tests/clients/node), Ruby with Dalli for tests/clients/ruby. nc_install_debs test installs
+# Debian's package of a toolchain only when the tool is missing from PATH (never beside or over one
+# already there) and Debian's version is enough for its client; Debian 12's JDK (17), Maven
+# (3.8.7), Ruby (3.1) and ruby-dalli (3.0.6, the pinned Dalli) are, its Go (1.19) and Node.js (18)
+# are not. nc_go_toolchain, nc_java_toolchain, nc_node_toolchain and nc_ruby_toolchain say whether
+# a group's tests can run here: they return 0 silently, or print why not (what is missing or too
+# old, and what to install) and return NC_NO_TOOLCHAIN. scripts/test.sh's summary prints that
+# reason on one line per group that did not run, and the tests skip with the same line.
 
 NC_CLIENTS_SRC="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/tests/clients"
 NC_NO_TOOLCHAIN=3
 NC_GO_SWITCH=1.21  # the first Go that fetches the newer Go a go.mod asks for (GOTOOLCHAIN)
 NC_GROUP_GO="go-redis client tests"
 NC_GROUP_JAVA="Jedis client tests"
-NC_GROUP_NODE="Node client tests (ioredis, node-redis, BullMQ)"
+NC_GROUP_NODE="Node client tests (ioredis, node-redis, BullMQ, memjs)"
+NC_GROUP_RUBY="Ruby client tests (Dalli)"
+# Dalli as Debian 12 packages it (ruby-dalli 3.0.6-1.1): Dalli 3.0.6 speaks the binary protocol
+# only (later 3.x versions added the meta protocol). tests/clients/ruby/dalli.rb runs with it;
+# another version, from Debian or a gem, does not count.
+NC_DALLI_VERSION=3.0.6
 
 # nc_version_ge A B: A >= B, both dotted versions ("1.21" < "1.26.0"; an empty A is the oldest)
 nc_version_ge() {
@@ -267,10 +281,34 @@ nc_node_toolchain() {
     fi
 }
 
+nc_dalli_version() {  # the Dalli the ruby on PATH loads (nothing without one)
+    ruby -e 'require "dalli"; print Dalli::VERSION' 2>/dev/null
+}
+
+nc_ruby_toolchain() {
+    local have hint
+    hint=$(nc_deb_candidate ruby-dalli)
+    if [ "$hint" = "$NC_DALLI_VERSION" ]; then hint="Debian: apt-get install ruby ruby-dalli"
+    elif [ -n "$hint" ]; then hint="Debian's ruby-dalli is $hint, not $NC_DALLI_VERSION"; fi
+    if ! command -v ruby >/dev/null 2>&1; then
+        nc_why "no ruby on PATH" "Ruby with Dalli $NC_DALLI_VERSION" "$hint"
+        return "$NC_NO_TOOLCHAIN"
+    fi
+    have=$(nc_dalli_version)
+    if [ "$have" != "$NC_DALLI_VERSION" ]; then
+        if [ -n "$have" ]; then have="Dalli $have"; else have="no Dalli"; fi
+        nc_why "the ruby on PATH loads $have" "Dalli $NC_DALLI_VERSION (the binary protocol)" \
+            "$hint"
+        return "$NC_NO_TOOLCHAIN"
+    fi
+}
+
 # The Debian packages of the client toolchains that are missing from PATH, where Debian's version
-# is enough (nc_missing_debs test). Go and Java only when the go-redis and Jedis programs are
-# wanted (not NC_CLIENTS=0). A JDK or Maven only when no java is on PATH or it is Debian's own:
-# Maven brings Debian's Java, which could hide another one.
+# is enough (nc_missing_debs test). Go, Java and Ruby only when the client programs are wanted
+# (not NC_CLIENTS=0). A JDK or Maven only when no java is on PATH or it is Debian's own: Maven
+# brings Debian's Java, which could hide another one. Likewise ruby-dalli only for Debian's ruby
+# (or none), and only when Debian's Dalli is the pinned one (or apt knows none yet: a machine
+# whose package lists were never fetched; nc_install_debs asks again after apt-get update).
 nc_toolchain_debs() {
     if [ "${NC_CLIENTS:-1}" != 0 ]; then
         if ! command -v go >/dev/null 2>&1 &&
@@ -285,6 +323,17 @@ nc_toolchain_debs() {
             if ! command -v mvn >/dev/null 2>&1 && [ -n "$(nc_deb_candidate maven)" ]; then
                 echo maven
             fi
+        fi
+        local dalli
+        dalli=$(nc_deb_candidate ruby-dalli)
+        if [ -z "$dalli" ] && [ -z "${NC_APT_UPDATED:-}" ]; then
+            dalli=$NC_DALLI_VERSION  # none known yet: nc_install_debs asks again after an update
+        fi
+        if { ! command -v ruby >/dev/null 2>&1 || nc_deb_owned ruby; } &&
+            [ "$(nc_dalli_version)" != "$NC_DALLI_VERSION" ] &&
+            [ "$dalli" = "$NC_DALLI_VERSION" ]; then
+            command -v ruby >/dev/null 2>&1 || echo ruby
+            echo ruby-dalli
         fi
     fi
     if ! command -v node >/dev/null 2>&1 &&
@@ -386,11 +435,23 @@ nc_build_clients() {
     return "$rc"
 }
 
-# Installs tests/clients/node's pinned packages (redis clients, BullMQ) with `npm ci` (exactly its
-# package-lock.json, no install scripts), only when node_modules is missing or was installed from
-# another lock file or Node.js major version (a stamp file records which). Without Node.js >= 20
-# and npm it logs "<group> not run: <why>" and returns NC_NO_TOOLCHAIN. A lock on the folder keeps
-# two test runs from installing at once.
+# The ruby on PATH, when it loads the pinned Dalli (tests/clients/ruby needs nothing else: Debian's
+# ruby-dalli, installed by nc_install_debs test); else it logs "<group> not run: <why>" and returns
+# NC_NO_TOOLCHAIN.
+nc_ruby_clients() {
+    local why
+    if ! why=$(nc_ruby_toolchain); then
+        nc_log "$NC_GROUP_RUBY not run: $why"
+        return "$NC_NO_TOOLCHAIN"
+    fi
+    command -v ruby
+}
+
+# Installs tests/clients/node's pinned packages (redis clients, BullMQ, memjs) with `npm ci`
+# (exactly its package-lock.json, no install scripts), only when node_modules is missing or was
+# installed from another lock file or Node.js major version (a stamp file records which). Without
+# Node.js >= 20 and npm it logs "<group> not run: <why>" and returns NC_NO_TOOLCHAIN. A lock on the
+# folder keeps two test runs from installing at once.
 nc_install_node_clients() {
     local dir="${1:-tests/clients/node}" why major want rc=0
     if ! why=$(nc_node_toolchain); then

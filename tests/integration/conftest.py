@@ -16,9 +16,10 @@ stopped when the module's last test ends, and the per-test clean-up leaves them 
 
 The client programs of the client tests: `go_client` and `java_client` (the go-redis and Jedis
 programs of tests/clients, built by scripts/lib/deps.sh once per version of their sources: the
-argv that runs them) and `node` (the node binary, the pinned packages of tests/clients/node
-installed); without their toolchain a test using them skips with deps.sh's line (`node` fails
-instead with NC_REQUIRE_NODE_CLIENTS=1).
+argv that runs them), `node` (the node binary, the pinned packages of tests/clients/node
+installed) and `ruby_dalli` (the ruby that loads the pinned Dalli, for tests/clients/ruby);
+without their toolchain a test using them skips with deps.sh's line (`node` fails instead with
+NC_REQUIRE_NODE_CLIENTS=1).
 
 The TLS backends and certificates (`tls_certs`, `tls_redis_server`, `tls_memcached_server`) are in
 tls_fixtures.py, the Redis Sentinel deployments (`sentinel_deployment`) in sentinel_fixtures.py,
@@ -525,6 +526,17 @@ def node():
         if os.environ.get("NC_REQUIRE_NODE_CLIENTS") == "1":
             pytest.fail(f"{e} (NC_REQUIRE_NODE_CLIENTS=1: the Node client tests must run)")
         pytest.skip(str(e))
+
+
+@pytest.fixture(scope="session")
+def ruby_dalli():
+    """The ruby binary, which loads the pinned Dalli (Debian's ruby-dalli)."""
+    try:
+        out = deps.call("nc_ruby_clients", 60)
+    except deps.NoToolchain as e:
+        pytest.skip(str(e))
+    assert out.returncode == 0, f"nc_ruby_clients failed:\n{out.stderr}"
+    return out.stdout.strip().splitlines()[-1]
 
 
 def pytest_sessionfinish(session, exitstatus):

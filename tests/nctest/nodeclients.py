@@ -1,6 +1,7 @@
 """The pinned Node.js packages of tests/clients/node (the redis clients of test_clients_node.py,
-BullMQ for test_frameworks.py): the node binary, once they are installed by scripts/lib/deps.sh
-(nc_install_node_clients: `npm ci` when node_modules is missing or out of date).
+BullMQ for test_frameworks.py, memjs for test_memcache_clients.py): the node binary, once they are
+installed by scripts/lib/deps.sh (nc_install_node_clients: `npm ci` when node_modules is missing
+or out of date).
 
 Threads: any (the install takes a lock on the folder).
 """

@@ -327,4 +327,5 @@ function main(adapterFactory) {
     });
 }
 
-module.exports = { main, settled, version };
+// step(name, fn) and the step under way (currentStep()) serve memjs.js too
+module.exports = { main, settled, version, step, currentStep: () => current };
