@@ -19,10 +19,9 @@ themselves. test_cross_protocol: keys one client wrote (raw bytes, flags 0) read
 Each runs twice: `direct`, against a memcached 1.6 of its own with no proxy (the harness itself,
 which passes today), and `proxy`, through a proxy at -T 2 over a pool of 3 memcacheds, where a key
 belongs on the server the proxy's manage port names (`find_keys`). The proxy serves the text
-protocol only so far (PROXY_SERVES): through it, the tests of a meta or binary client are strict
-xfails, whose failure today is the proxy's refusal (meta: "CLIENT_ERROR unsupported command";
-binary: its "unknown command" reply, then the connection closed); once the proxy serves a
-protocol, add it to PROXY_SERVES.
+protocol and the meta commands so far (PROXY_SERVES): through it, the tests of a binary client are
+strict xfails, whose failure today is the proxy's refusal (its "unknown command" reply, then the
+connection closed); once the proxy serves the binary protocol, add it to PROXY_SERVES.
 
 memjs runs with Node.js >= 20 (the `node` fixture), Dalli with the ruby that loads Dalli 3.0.6
 (`ruby_dalli`); without them their tests skip with deps.sh's line, as test.sh's summary says.
@@ -45,7 +44,7 @@ THREADED = True  # a -T 2 proxy shared by the module: the TSan stage runs these 
 
 CLIENTS = mcclients.CLIENTS
 # the protocols the proxy serves today; issue 29 adds "meta", then "binary"
-PROXY_SERVES = {"text"}
+PROXY_SERVES = {"text", "meta"}
 NOT_YET = {"meta": "meta commands: issue 29, not in the proxy yet",
            "binary": "binary protocol: issue 29, not in the proxy yet"}
 TARGETS = ("direct", "proxy")
