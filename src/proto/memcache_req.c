@@ -74,6 +74,10 @@ enum { RQ_VERB = 0, RQ_ARGS, RQ_DATA = MC_STATE_DATA };
 #define MC_LEAD_MAX 100
 
 static const char BAD_FORMAT[] = "bad command line format";
+/* memcached reads a command line as a C string: after a NUL byte it would read the rest of the
+ * line (and a data block) as further commands, with replies the client's request did not ask
+ * for. Such a line is never forwarded (the meta commands follow memcached's reading instead). */
+static const char NUL_IN_LINE[] = "NUL byte in a command line";
 static const char DELETE_USAGE[] = "bad command line format.  Usage: delete <key> [noreply]";
 static const char STATS_ARGS[] = "stats with arguments is not supported by the proxy (only stats)";
 
@@ -217,6 +221,7 @@ static int on_arg(struct parse_state *ps, struct msg *m, const uint8_t *tok, siz
     bool ok = tok != NULL;
 
     count_arg(ps, tok, len);
+    if (slot != 'M' && tok != NULL && memchr(tok, '\0', len) != NULL) return mc_fail(ps, NUL_IN_LINE);
     switch (slot) {
     case 'M':
         return mc_meta_arg(ps, m, tok, len, off, (uint8_t)((ps->d & RQ_LONG_MASK) >> RQ_LONG_SHIFT));

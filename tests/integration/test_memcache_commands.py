@@ -429,6 +429,11 @@ def test_unsupported_command_with_noreply_closes_the_connection(mc_cluster, line
     (b"set k 0 0 3\r\nabcdef\r\n", None),                      # bad data chunk
     (b"set k 0 " + b"9" * 3000 + b" 1\r\nx\r\n",                  # memcached closes lines over
      b"CLIENT_ERROR line too long\r\n"),                        # 2 kB it has not seen end
+    # memcached's line ends at a NUL: it would answer "set k" and then "hello" as commands, two
+    # replies to one request, so such a line never reaches a server
+    (b"set k\0x 0 0 5\r\nhello\r\n", b"CLIENT_ERROR NUL byte in a command line\r\n"),
+    (b"delete k\0 noreply\r\n", b"CLIENT_ERROR NUL byte in a command line\r\n"),
+    (b"get a b\0c\r\n", b"CLIENT_ERROR NUL byte in a command line\r\n"),
 ])
 def test_unfollowable_stream_gets_client_error_and_close(mc_cluster, reference, request_bytes,
                                                          own):
