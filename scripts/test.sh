@@ -171,8 +171,9 @@ sentinel_tests() {
 # what the sanitizer stages leave out: the tests of the test fixtures themselves (the Sentinel and
 # Redis Cluster deployments and TLS servers reached directly), which run no proxy; and, to keep the
 # suite's time, the config checks of redis_cluster pools and the cluster-mode client programs (the
-# proxy's side of both runs under the sanitizers in the unit tests: test_conf, test_redis_cluster)
-SAN_IGNORE="--ignore=tests/integration/test_sentinel_backends.py --ignore=tests/integration/test_tls_backends.py --ignore=tests/integration/test_rcluster_fixture.py --ignore=tests/integration/test_rcluster_pool_setup.py --ignore=tests/integration/test_cluster_clients.py"
+# proxy's side of both runs under the sanitizers in the unit tests: test_conf, test_redis_cluster),
+# and the memcached client programs (their proxy paths run there in test_memcache_meta*.py)
+SAN_IGNORE="--ignore=tests/integration/test_sentinel_backends.py --ignore=tests/integration/test_tls_backends.py --ignore=tests/integration/test_rcluster_fixture.py --ignore=tests/integration/test_rcluster_pool_setup.py --ignore=tests/integration/test_cluster_clients.py --ignore=tests/integration/test_memcache_clients.py"
 
 # san_reports DIR: fails (and prints them) if a sanitized process wrote a report into DIR
 san_reports() {
