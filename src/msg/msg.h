@@ -65,6 +65,8 @@ enum msg_rsp_type {
     /* memcached meta commands: VA (a value), HD, EN, NF, NS, EX, ME, and MN (a quiet request's
      * terminator alone: nothing for the client) */
     RSP_MC_VA, RSP_MC_HD, RSP_MC_EN, RSP_MC_NF, RSP_MC_NS, RSP_MC_EX, RSP_MC_ME, RSP_MC_MN,
+    /* memcached binary protocol: packets (integer: the first one's status) */
+    RSP_MC_BIN,
 };
 
 /* Why a parsed request is answered by the proxy with an error instead of being forwarded. */

@@ -2,8 +2,8 @@
 src_libnutcrackers_la_SOURCES += src/proto/proto.h src/proto/proto.c
 # the read-and-parse loop every connection (and the parser tests and fuzzers) runs
 src_libnutcrackers_la_SOURCES += src/proto/reader.h src/proto/reader.c
-# memcached ASCII protocol (memcache_proto): command table, tokenizer, parsers, meta commands,
-# fragments
+# memcached (memcache_proto): command table, tokenizer, text parsers, meta commands, fragments,
+# fan-outs, the binary protocol (memcache_bin_*)
 src_libnutcrackers_la_SOURCES += \
 	src/proto/memcache.h \
 	src/proto/memcache_cmd.c \
@@ -13,6 +13,12 @@ src_libnutcrackers_la_SOURCES += \
 	src/proto/memcache_meta.c \
 	src/proto/memcache_frag.c \
 	src/proto/memcache_fanout.c \
+	src/proto/memcache_stats.c \
+	src/proto/memcache_bin.h \
+	src/proto/memcache_bin_req.c \
+	src/proto/memcache_bin_rsp.c \
+	src/proto/memcache_bin_local.c \
+	src/proto/memcache_bin_fanout.c \
 	src/proto/memcache_proto.c
 # redis: command table, request and response parsers, fragments, local answers, the ops struct
 src_libnutcrackers_la_SOURCES += \

@@ -40,7 +40,7 @@
  */
 #define MC_CMD_TABLE(X)                                                             \
     X(UNKNOWN,   "",          "*",      0, false)                                   \
-    /* a binary-protocol request header: answered "unknown command", then closed */     \
+    /* any binary-protocol request (memcache_bin.h: its flags come from its opcode) */   \
     X(BINARY,    "",          "",       0, false)                                   \
     X(GET,       "get",       "K",      CMD_F_FRAG_MCGET, false)                    \
     X(GETS,      "gets",      "K",      CMD_F_FRAG_MCGET, false)                    \
@@ -98,15 +98,11 @@ extern const char *const mc_cmd_names[MC_CMD_COUNT];
 /* The command named by verb[0..len) (case-sensitive, as memcached), or MC_CMD_UNKNOWN. */
 enum mc_cmd_id mc_cmd_lookup(const uint8_t *verb, size_t len);
 
-/*
- * memcached's binary protocol, which the proxy does not speak: a request starts with the magic
- * byte 0x80 and a 24-byte header (opcode at byte 1, opaque at bytes 12..15); the reply header has
- * the magic 0x81, the request's opcode and opaque, and a status (0x0081: unknown command).
- */
+/* memcached's binary protocol (memcache_bin.h): a request starts with the magic byte 0x80 and a
+ * 24-byte header; a reply with 0x81. */
 #define MC_BIN_REQ_MAGIC 0x80
 #define MC_BIN_RSP_MAGIC 0x81
 #define MC_BIN_HDR_LEN 24
-#define MC_BIN_UNKNOWN_COMMAND 0x0081
 
 /*
  * Line tokenizer. Tokens are separated by runs of ' '; a line ends at "\n" or "\r\n" (memcached
@@ -204,6 +200,22 @@ int mc_meta_parse_rsp(struct parse_state *ps, struct msg *m, const uint8_t *buf,
  * first group holding a '=' ends it) into out (room for len / 4 * 3 bytes). Returns the decoded
  * length, 0 when memcached would refuse it. */
 size_t mc_b64_decode(const uint8_t *in, size_t len, uint8_t *out);
+
+/* `stats` through the proxy (memcache_stats.c): the servers' counters that add up, summed. */
+#define MC_NSUMMED 30
+struct mc_stats_sum {
+    uint64_t v[MC_NSUMMED];
+    bool seen[MC_NSUMMED];
+    char version[64];       /* the lowest ("" until one is seen) */
+    uint32_t nservers;      /* that answered */
+};
+/* Adds one "name value" pair of a server's statistics. */
+void mc_stats_pair(struct mc_stats_sum *sum, const char *name, size_t nlen, const char *val, size_t vlen);
+/* Calls emit for each statistic of the reply (NUL-terminated name and value), in order: the
+ * proxy's own (nasked: the servers asked), then the sums. */
+typedef void (*mc_stats_emit)(void *ctx, const char *name, const char *value);
+void mc_stats_render(const struct mc_stats_sum *sum, const struct proto_view *v, uint32_t nasked,
+                     mc_stats_emit emit, void *ctx);
 
 /* The proto_ops entries, one file each. */
 int mc_parse_req(struct parse_state *ps, struct msg *m, const uint8_t *buf, size_t len,

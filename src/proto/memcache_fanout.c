@@ -7,40 +7,26 @@
  * CLIENT_ERROR for a bad delay, ...). With noreply the client gets nothing, as from memcached.
  *
  * stats: "stats" to every server that is in the distribution; the reply is the proxy's own lines
- * (pid, uptime, time, version: the lowest of the servers', pointer_size, curr_connections: the
- * pool's clients, threads... see below), then the servers' counters that add up, summed, then END.
+ * then the servers' counters that add up, summed (memcache_stats.c), as STAT lines, then END.
  * A server that does not answer is left out (CMD_F_FRAG_PARTIAL); with none, the usual error.
  * `stats <arg>` is refused by the parser (its sub-stats are per server and do not add up).
+ *
+ * The binary protocol's stat and flush are served the same way by memcache_bin_fanout.c.
  *
  * Threads: no state; the worker that owns the request, its fragments and their replies.
  */
 #include "config.h"
 
 #include <errno.h>
-#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 
-#include "common/clock.h"
 #include "common/util.h"
-#include "proto/memcache.h"
+#include "proto/memcache_bin.h"
 
 /* A server's stats reply is taken up to this size (about 3 KB in practice). */
 #define MC_STATS_TEXT_MAX (1u << 20)
-
-/* The counters of `stats` whose sum over the servers means something for the pool. */
-static const char *const mc_stats_summed[] = {
-    "curr_items", "total_items", "bytes", "limit_maxbytes", "evictions", "reclaimed",
-    "expired_unfetched", "evicted_unfetched", "evicted_active",
-    "cmd_get", "cmd_set", "cmd_flush", "cmd_touch", "get_hits", "get_misses", "get_expired",
-    "get_flushed", "delete_misses", "delete_hits", "incr_misses", "incr_hits", "decr_misses",
-    "decr_hits", "cas_misses", "cas_hits", "cas_badval", "touch_hits", "touch_misses",
-    "bytes_read", "bytes_written",
-};
-#define MC_NSUMMED (sizeof(mc_stats_summed) / sizeof(mc_stats_summed[0]))
 
 static struct msg *mc_frag(struct msg *req, uint32_t server, struct msg_pool *pool, const char *text,
                            size_t len)
@@ -82,6 +68,7 @@ static size_t mc_fanout_line(const struct msg *req, char *out, size_t size)
 
 int mc_fragment_all(struct msg *req, const uint32_t *where, uint32_t n, struct msg_pool *pool)
 {
+    if (req->cmd == MC_CMD_BINARY) return mc_bin_fragment_all(req, where, n, pool);
     char text[MC_LINE_MAX + 4];
     size_t len = req->cmd == MC_CMD_STATS ? (size_t)snprintf(text, sizeof(text), "stats\r\n")
                                           : mc_fanout_line(req, text, sizeof(text));
@@ -119,50 +106,6 @@ static int mc_coalesce_flush(struct msg *req, struct msg *rsp)
     return msg_append_literal(rsp, "OK\r\n", 4);
 }
 
-/* What the servers' stats add up to. */
-struct mc_stats_sum {
-    uint64_t v[MC_NSUMMED];
-    bool seen[MC_NSUMMED];
-    char version[64];       /* the lowest ("" until one is seen) */
-    uint32_t nservers;      /* that answered */
-};
-
-/* -1, 0, 1 as version a is older, the same, newer than b ("1.6.21" < "1.6.3" is false). */
-static int mc_version_cmp(const char *a, const char *b)
-{
-    while (*a != '\0' || *b != '\0') {
-        char *ea, *eb;
-        unsigned long x = strtoul(a, &ea, 10), y = strtoul(b, &eb, 10);
-        if (x != y) return x < y ? -1 : 1;
-        if (ea == a || eb == b) return strcmp(a, b) < 0 ? -1 : strcmp(a, b) > 0;
-        a = *ea == '.' ? ea + 1 : ea;
-        b = *eb == '.' ? eb + 1 : eb;
-        if (*ea != '.' || *eb != '.') return strcmp(a, b) < 0 ? -1 : strcmp(a, b) > 0;
-    }
-    return 0;
-}
-
-static void mc_stats_line(struct mc_stats_sum *sum, const char *name, size_t nlen, const char *val, size_t vlen)
-{
-    if (nlen == 7 && memcmp(name, "version", 7) == 0) {
-        char v[sizeof(sum->version)];
-        size_t n = vlen < sizeof(v) - 1 ? vlen : sizeof(v) - 1;
-        memcpy(v, val, n);
-        v[n] = '\0';
-        if (sum->version[0] == '\0' || mc_version_cmp(v, sum->version) < 0) memcpy(sum->version, v, n + 1);
-        return;
-    }
-    for (size_t i = 0; i < MC_NSUMMED; i++) {
-        uint64_t x;
-        if (strlen(mc_stats_summed[i]) == nlen && memcmp(mc_stats_summed[i], name, nlen) == 0 &&
-            mc_parse_u64((const uint8_t *)val, vlen, &x)) {
-            if (__builtin_add_overflow(sum->v[i], x, &sum->v[i])) sum->v[i] = UINT64_MAX;
-            sum->seen[i] = true;
-            return;
-        }
-    }
-}
-
 /* Adds one server's "STAT name value" lines. */
 static int mc_stats_add(struct mc_stats_sum *sum, const struct msg *r)
 {
@@ -178,13 +121,18 @@ static int mc_stats_add(struct mc_stats_sum *sum, const struct msg *r)
         if (len > 5 && memcmp(line, "STAT ", 5) == 0) {
             const char *name = line + 5, *sp = memchr(name, ' ', len - 5);
             if (sp != NULL)
-                mc_stats_line(sum, name, (size_t)(sp - name), sp + 1, (size_t)(line + len - sp - 1));
+                mc_stats_pair(sum, name, (size_t)(sp - name), sp + 1, (size_t)(line + len - sp - 1));
         }
         line = end != NULL ? end + 1 : line + len;
     }
     free(text);
     sum->nservers++;
     return 0;
+}
+
+static void stats_line(void *ctx, const char *name, const char *value)
+{
+    textbuf_addf(ctx, "STAT %s %s\r\n", name, value);
 }
 
 static int mc_coalesce_stats(const struct proto_view *v, struct msg *req, struct msg *rsp)
@@ -200,15 +148,8 @@ static int mc_coalesce_stats(const struct proto_view *v, struct msg *req, struct
             if (req->frags[f]->peer != NULL) return mc_slice(rsp, req->frags[f]->peer);
         return -EINVAL;
     }
-    uint64_t up = nc_uptime_usec() / 1000000u;
     struct textbuf t = { 0 };
-    textbuf_addf(&t, "STAT pid %ld\r\nSTAT uptime %" PRIu64 "\r\nSTAT time %lld\r\nSTAT version %s\r\n"
-                       "STAT pointer_size %u\r\nSTAT curr_connections %ld\r\nSTAT servers %" PRIu32
-                       "\r\nSTAT servers_answered %" PRIu32 "\r\n",
-                   (long)getpid(), up, (long long)time(NULL), sum.version, (unsigned)(sizeof(void *) * 8),
-                   v->pool_clients, req->nfrags, sum.nservers);
-    for (size_t i = 0; i < MC_NSUMMED; i++)
-        if (sum.seen[i]) textbuf_addf(&t, "STAT %s %" PRIu64 "\r\n", mc_stats_summed[i], sum.v[i]);
+    mc_stats_render(&sum, v, req->nfrags, stats_line, &t);
     textbuf_adds(&t, "END\r\n");
     rsp->rsp_type = RSP_MC_END;
     return proto_text_put(&t, rsp);
@@ -216,5 +157,6 @@ static int mc_coalesce_stats(const struct proto_view *v, struct msg *req, struct
 
 int mc_coalesce_all(const struct proto_view *v, struct msg *req, struct msg *rsp)
 {
+    if (req->cmd == MC_CMD_BINARY) return mc_bin_coalesce_all(v, req, rsp);
     return req->cmd == MC_CMD_STATS ? mc_coalesce_stats(v, req, rsp) : mc_coalesce_flush(req, rsp);
 }

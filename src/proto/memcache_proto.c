@@ -3,19 +3,18 @@
  * parsers (memcache_req.c, memcache_rsp.c), fragments (memcache_frag.c), what the proxy answers
  * itself and the reply texts it writes:
  *   rejected request: "ERROR\r\n" (unknown command) or "CLIENT_ERROR <reason>\r\n", or nothing
- *                     when it ends in noreply; a binary-protocol request (MC_CMD_BINARY): a binary
- *                     reply header, status "unknown command", with the request's opcode and
- *                     opaque, and a short text, then the connection is closed;
+ *                     when it ends in noreply;
  *   quit: nothing, the connection is closed;
  *   mn (the meta no-op): "MN\r\n", written after the replies of the requests before it;
  *   failed request:   "SERVER_ERROR <strerror(err)>\r\n";
  *   unparseable stream: "CLIENT_ERROR <why>\r\n", then the connection is closed.
+ * A binary-protocol request (MC_CMD_BINARY) is answered by memcache_bin_local.c instead.
  * Server connections need no set-up; the health probe is "version".
  *
  * Threads: const ops; any worker.
  */
 #include "config.h"
-#include "proto/memcache.h"
+#include "proto/memcache_bin.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -29,30 +28,9 @@ static size_t clamp_len(int n, size_t size)
     return (size_t)n < size ? (size_t)n : size - 1;
 }
 
-/* The binary protocol's "unknown command" reply to the request header req->name (24 bytes). */
-static size_t mc_binary_reply(const struct msg *req, char *buf, size_t size)
-{
-    static const char text[] = "Unknown command: binary protocol not supported, use ASCII";
-    const size_t body = sizeof(text) - 1, n = MC_BIN_HDR_LEN + body;
-    if (req->name == NULL || req->name_len < MC_BIN_HDR_LEN || size < n) return 0;
-    uint8_t *out = (uint8_t *)buf;
-    memset(out, 0, MC_BIN_HDR_LEN);
-    out[0] = MC_BIN_RSP_MAGIC;
-    out[1] = req->name[1];                         /* opcode */
-    out[6] = (uint8_t)(MC_BIN_UNKNOWN_COMMAND >> 8); /* status, big-endian */
-    out[7] = (uint8_t)(MC_BIN_UNKNOWN_COMMAND & 0xff);
-    out[8] = (uint8_t)(body >> 24);                /* total body length */
-    out[9] = (uint8_t)(body >> 16);
-    out[10] = (uint8_t)(body >> 8);
-    out[11] = (uint8_t)body;
-    memcpy(out + 12, req->name + 12, 4);           /* opaque, as sent */
-    memcpy(out + MC_BIN_HDR_LEN, text, body);      /* key, extras: none; cas: 0 */
-    return n;
-}
-
 static size_t mc_reject_reply(const struct msg *req, char *buf, size_t size)
 {
-    if (req->cmd == MC_CMD_BINARY) return mc_binary_reply(req, buf, size);
+    if (req->cmd == MC_CMD_BINARY) return mc_bin_reject_reply(req, buf, size);
     if (req->reject == REJECT_CLIENT_ERROR) {
         const char *reason = req->reject_reason ? req->reject_reason : "bad command line format";
         return clamp_len(snprintf(buf, size, "CLIENT_ERROR %s\r\n", reason), size);
@@ -62,7 +40,8 @@ static size_t mc_reject_reply(const struct msg *req, char *buf, size_t size)
 
 static size_t mc_error_reply(const struct msg *req, int err, char *buf, size_t size)
 {
-    (void)req; /* text and meta requests alike: memcached sends its meta clients SERVER_ERROR too */
+    if (req != NULL && req->cmd == MC_CMD_BINARY) return mc_bin_error_reply(req, err, buf, size);
+    /* text and meta requests alike: memcached sends its meta clients SERVER_ERROR too */
     char text[128];
     /* GNU strerror_r (_GNU_SOURCE): returns the text, maybe not in text[] */
     const char *s = strerror_r(err, text, sizeof(text));
@@ -77,15 +56,15 @@ static size_t mc_protocol_error_reply(const char *why, char *buf, size_t size)
 static void mc_session_init(struct proto_session *s, const struct conf_pool *cp, const struct conf_pool *old)
 {
     (void)cp;
-    (void)old;
+    (void)old; /* on a reload the variant stays: the connection keeps its protocol */
     s->admitted = true; /* nothing to authenticate */
     s->authed = false;
 }
 
 static int mc_local(struct proto_session *s, const struct conf_pool *cp, const struct msg *req, struct msg *rsp)
 {
-    (void)s;
     (void)cp;
+    if (req->cmd == MC_CMD_BINARY) return mc_bin_local(s, req, rsp);
     if (req->reject != REJECT_NONE) {
         /* with noreply memcached sends nothing either; an unsupported command with noreply also
          * sets quit (memcache_req.c): the client must not believe it was carried out */
@@ -102,12 +81,14 @@ static int mc_local(struct proto_session *s, const struct conf_pool *cp, const s
     return PROTO_FORWARD;
 }
 
-/* Unknown verbs and binary-protocol requests are "other"; a served command badly formed is not a
- * refused command. */
+/* Unknown verbs and binary opcodes are "other"; a served command badly formed is not a refused
+ * command. */
 static int mc_refused_bucket(const struct msg *req)
 {
     if (req->reject == REJECT_NONE) return -1;
-    if (req->cmd == MC_CMD_UNKNOWN || req->cmd == MC_CMD_BINARY) return MC_NREFUSED;
+    if (req->cmd == MC_CMD_UNKNOWN) return MC_NREFUSED;
+    /* binary: an opcode not served (SASL, verbosity, ...), not a malformed request */
+    if (req->cmd == MC_CMD_BINARY) return req->reject_reason == MC_BIN_TXT_UNKNOWN && !req->quit ? MC_NREFUSED : -1;
     if (req->cmd >= MC_CMD_COUNT || !mc_cmds[req->cmd].unsupported) return -1;
     return req->cmd - MC_REFUSED_FIRST;
 }

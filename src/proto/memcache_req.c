@@ -25,9 +25,9 @@
  *   - a meta command (mg, ms, md, ma, me: slot 'M'): its tokens go to memcache_meta.c, which
  *     fills the key, and for ms says whether its data follows (forwarded unread, RQF_RAW) or the
  *     proxy answers the line (a reject); mn is CMD_F_LOCAL (memcache_proto.c answers it);
- *   - a binary-protocol request (first byte 0x80): PARSE_DONE after its 24-byte header, as
- *     MC_CMD_BINARY with REJECT_ERROR and quit set: the core answers memcache_proto's binary
- *     "unknown command" reply and closes the connection (logged here, once: the connection ends);
+ *   - a connection whose first byte is 0x80 speaks the binary protocol from then on
+ *     (parse_state.mode): its requests go to memcache_bin_req.c; on a text connection 0x80 is a
+ *     byte like any other (an unknown verb: ERROR, as memcached);
  *   - a stream that cannot be followed (bad <bytes> in a line of the right token count, or a
  *     missing one where there is no count rule (ms), data not followed by "\r\n", a line longer
  *     than MC_LINE_MAX bytes before its "\n" other than get/gets after at most MC_LEAD_MAX spaces,
@@ -42,6 +42,7 @@
  * Threads: the worker owning the connection (parse_state) and the msg.
  */
 #include "config.h"
+#include "proto/memcache_bin.h"
 #include "proto/memcache_token.h"
 
 #include <string.h>
@@ -355,27 +356,6 @@ static int on_token(struct parse_state *ps, struct msg *m, const uint8_t *tok, s
     return on_arg(ps, m, tok, len, off);
 }
 
-/*
- * A request starting with the binary protocol's magic byte: its 24-byte header is the request
- * (whatever body follows is never read: the connection is closed after the reply). Consumes
- * nothing until the whole header is there.
- */
-static int on_binary(struct msg *m, const uint8_t *buf, size_t len, size_t *pos)
-{
-    if (len < MC_BIN_HDR_LEN) return PARSE_AGAIN;
-    /* nothing of the msg was filled yet (a fresh one: no flags, keys, noreply) */
-    m->cmd = MC_CMD_BINARY;
-    m->name = buf;
-    m->name_len = MC_BIN_HDR_LEN;
-    m->reject = REJECT_ERROR;
-    m->quit = true;
-    *pos = MC_BIN_HDR_LEN;
-    log_notice("memcached binary protocol request (opcode 0x%02x) refused: only the ASCII protocol "
-               "is supported; answered \"unknown command\" and closing the connection",
-               (unsigned)buf[1]);
-    return PARSE_DONE;
-}
-
 /* Bytes the parser passes over: the rest of a too-long token (RQF_SKIP), or the data of an ms
  * (RQF_RAW: memcached reads exactly that many bytes, whatever they are, and judges them). */
 static int skip_step(struct parse_state *ps, struct msg *m, const uint8_t *buf, size_t len,
@@ -406,13 +386,7 @@ static int step_line(struct parse_state *ps, struct msg *m, const uint8_t *buf, 
                      size_t *pos)
 {
     bool limited = !(ps->d & RQF_LONG_OK);
-    size_t p = *pos;
     struct mc_tok t;
-
-    /* the request's first byte (nothing of it consumed yet) */
-    if (p == 0 && len > 0 && buf[0] == MC_BIN_REQ_MAGIC && ps->state == RQ_VERB && ps->c == 0 &&
-        m->len == 0) /* the magic first: a text request fails the test at once */
-        return on_binary(m, buf, len, pos);
 
     if (ps->d & (RQF_SKIP | RQF_RAW)) return skip_step(ps, m, buf, len, pos);
 
@@ -438,8 +412,25 @@ static int data_done(struct parse_state *ps, struct msg *m, const uint8_t *buf, 
     return finish(ps, m);
 }
 
+/* A connection's first bytes: its first byte picks the protocol for good (as memcached's
+ * "-B auto"). */
+static int first_request(struct parse_state *ps, struct msg *m, const uint8_t *buf, size_t len,
+                         size_t *consumed)
+{
+    if (ps->mode == 0) {
+        if (len == 0) {
+            *consumed = 0;
+            return PARSE_AGAIN;
+        }
+        ps->mode = buf[0] == MC_BIN_REQ_MAGIC ? MC_MODE_BIN_FIRST : MC_MODE_TEXT;
+    }
+    if (ps->mode == MC_MODE_TEXT) return mc_run(ps, m, buf, len, consumed, step_line, data_done);
+    return mc_bin_parse_req(ps, m, buf, len, consumed);
+}
+
 int mc_parse_req(struct parse_state *ps, struct msg *m, const uint8_t *buf, size_t len,
                  size_t *consumed)
 {
-    return mc_run(ps, m, buf, len, consumed, step_line, data_done);
+    if (nc_likely(ps->mode == MC_MODE_TEXT)) return mc_run(ps, m, buf, len, consumed, step_line, data_done);
+    return first_request(ps, m, buf, len, consumed);
 }

@@ -5,8 +5,9 @@
  * the data is consumed in pieces, each block is recorded as an element when ps->want_elems),
  * "STAT <name> <value>\r\n" lines then "END\r\n" (stats: RSP_MC_END, the lines as text),
  * STORED, NOT_STORED, EXISTS, NOT_FOUND, DELETED, TOUCHED, OK, a number (incr/decr), and the lines
- * with free text: VERSION, ERROR, CLIENT_ERROR, SERVER_ERROR. The reply of a meta command (its
- * parse_state.opts set) has a parser of its own (memcache_meta.c). Anything else, a status word with
+ * with free text: VERSION, ERROR, CLIENT_ERROR, SERVER_ERROR. The reply of a meta command or of a
+ * binary request (its parse_state.opts set) has a parser of its own (memcache_meta.c,
+ * memcache_bin_rsp.c). Anything else, a status word with
  * extra tokens, a line over MC_LINE_MAX bytes or a data block not followed by "\r\n" is a
  * PARSE_ERROR (the server connection is out of sync). No memcached reply is rsp_fatal: its
  * SERVER_ERRORs ("out of memory storing object", "object too large for cache", ...) are about one
@@ -19,6 +20,7 @@
  * Threads: the worker owning the connection (parse_state) and the msg.
  */
 #include "config.h"
+#include "proto/memcache_bin.h"
 #include "proto/memcache_token.h"
 
 #include <string.h>
@@ -179,7 +181,10 @@ static int data_done(struct parse_state *ps, struct msg *m, const uint8_t *buf, 
 int mc_parse_rsp(struct parse_state *ps, struct msg *m, const uint8_t *buf, size_t len,
                  size_t *consumed)
 {
-    /* the reply of a meta command (its request's rsp_opts): a parser of its own */
-    if (nc_unlikely(ps->opts != 0)) return mc_meta_parse_rsp(ps, m, buf, len, consumed);
+    /* the reply of a meta or binary request (its request's rsp_opts): a parser of its own */
+    if (nc_unlikely(ps->opts != 0)) {
+        if (ps->opts & MC_RSP_BIN) return mc_bin_parse_rsp(ps, m, buf, len, consumed);
+        return mc_meta_parse_rsp(ps, m, buf, len, consumed);
+    }
     return mc_run(ps, m, buf, len, consumed, step_line, data_done);
 }

@@ -22,6 +22,8 @@ FUZZ_PROTO_SRCS = src/common/log.c src/common/clock.c src/common/sock.c src/comm
 	src/msg/mbuf.c src/msg/msg.c \
 	src/proto/memcache_cmd.c src/proto/memcache_token.c src/proto/memcache_req.c \
 	src/proto/memcache_rsp.c src/proto/memcache_meta.c src/proto/memcache_frag.c src/proto/memcache_fanout.c \
+	src/proto/memcache_stats.c src/proto/memcache_bin_req.c src/proto/memcache_bin_rsp.c \
+	src/proto/memcache_bin_local.c src/proto/memcache_bin_fanout.c \
 	src/proto/memcache_proto.c src/proto/redis_cmd.c src/proto/redis_req.c src/proto/redis_rsp.c \
 	src/proto/redis_frag.c src/proto/redis_local.c src/proto/redis_cluster.c src/proto/redis_info.c src/proto/redis_fanout.c src/proto/redis_pubsub.c \
 	src/proto/redis_proto.c src/proto/redis_redirect.c \
@@ -46,7 +48,7 @@ FUZZ_HARNESS_SRCS = tests/fuzz/fuzz_feed.c tests/fuzz/fuzz_proto.c \
 FUZZ_HDRS = tests/fuzz/fuzz_check.h tests/fuzz/fuzz_feed.h tests/common/reader_scrub.h \
 	src/common/log.h src/common/util.h src/common/clock.h src/common/sock.h src/common/textbuf.h src/common/secret.h \
 	src/msg/mbuf.h src/msg/msg.h \
-	src/proto/proto.h src/proto/reader.h src/proto/memcache.h src/proto/redis.h src/proto/redis_cmd.h \
+	src/proto/proto.h src/proto/reader.h src/proto/memcache.h src/proto/memcache_bin.h src/proto/redis.h src/proto/redis_cmd.h \
 	src/conf/conf.h src/conf/conf_int.h src/hash/hash.h src/hash/hash_impl.h \
 	src/hash/md5.h src/hash/dist.h src/hash/dist_impl.h \
 	tests/fuzz/fuzz_manage.h tests/fuzz/fuzz_check_text.h tests/unit/json_check.h \
@@ -64,6 +66,8 @@ FUZZ_PROTO_LIB_OBJS = $(FUZZ_OBJ)/log.o $(FUZZ_OBJ)/clock.o $(FUZZ_OBJ)/sock.o $
 	$(FUZZ_OBJ)/secret.o $(FUZZ_OBJ)/mbuf.o $(FUZZ_OBJ)/msg.o \
 	$(FUZZ_OBJ)/memcache_cmd.o $(FUZZ_OBJ)/memcache_token.o $(FUZZ_OBJ)/memcache_req.o \
 	$(FUZZ_OBJ)/memcache_rsp.o $(FUZZ_OBJ)/memcache_meta.o $(FUZZ_OBJ)/memcache_frag.o $(FUZZ_OBJ)/memcache_fanout.o $(FUZZ_OBJ)/memcache_proto.o \
+	$(FUZZ_OBJ)/memcache_stats.o $(FUZZ_OBJ)/memcache_bin_req.o $(FUZZ_OBJ)/memcache_bin_rsp.o \
+	$(FUZZ_OBJ)/memcache_bin_local.o $(FUZZ_OBJ)/memcache_bin_fanout.o \
 	$(FUZZ_OBJ)/redis_cmd.o $(FUZZ_OBJ)/redis_req.o $(FUZZ_OBJ)/redis_rsp.o \
 	$(FUZZ_OBJ)/redis_frag.o $(FUZZ_OBJ)/redis_local.o $(FUZZ_OBJ)/redis_cluster.o $(FUZZ_OBJ)/redis_info.o $(FUZZ_OBJ)/redis_fanout.o \
 	$(FUZZ_OBJ)/redis_pubsub.o \
