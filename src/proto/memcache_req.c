@@ -414,7 +414,7 @@ static int data_done(struct parse_state *ps, struct msg *m, const uint8_t *buf, 
 
 /* A connection's first bytes: its first byte picks the protocol for good (as memcached's
  * "-B auto"). */
-static int first_request(struct parse_state *ps, struct msg *m, const uint8_t *buf, size_t len,
+__attribute__((noinline, cold)) static int first_request(struct parse_state *ps, struct msg *m, const uint8_t *buf, size_t len,
                          size_t *consumed)
 {
     if (ps->mode == 0) {
