@@ -77,6 +77,10 @@ def workloads(scale):
         w.append((f"mcmeta_get_16B_P{pipe}", "mc", "ncload", ["--proto", "mcmeta", "--op", "get", "-d", "16",
                                                               "-P", str(pipe)], n, 16,
                   f"ncload memcached meta mg <key> v of 16B values, 50 clients, pipeline {pipe}"))
+    for pipe, n in ((1, n1), (16, n16)):  # the binary protocol's GET, to compare with mc_get_16B
+        w.append((f"mcbin_get_16B_P{pipe}", "mc", "ncload", ["--proto", "mcbin", "--op", "get", "-d", "16",
+                                                             "-P", str(pipe)], n, 16,
+                  f"ncload memcached binary GET (opcode 0x00) of 16B values, 50 clients, pipeline {pipe}"))
     return w
 
 

@@ -11,10 +11,10 @@
 #   for callgrind_annotate or bench/cg_groups.py (instructions per request by group of code)
 #
 # Workloads: redis_get_p1, redis_set_p16, redis_get_p16 (not in the default set; redis-benchmark,
-# 1 client), mc_get_p1, mc_get_p16, mcmeta_get_p1, mcmeta_get_p16 (the last two not in the default
-# set: meta `mg <key> v`) (bench/ncload, 1 client; bench/instr_lib.sh). Needs valgrind,
-# redis-server, redis-benchmark, memcached and bench/ncload (`make -C bench`). Only 127.0.0.1;
-# every process it starts is stopped.
+# 1 client), mc_get_p1, mc_get_p16, mcmeta_get_p1, mcmeta_get_p16, mcbin_get_p1, mcbin_get_p16
+# (the last four not in the default set: meta `mg <key> v`, binary GET) (bench/ncload, 1 client;
+# bench/instr_lib.sh). Needs valgrind, redis-server, redis-benchmark, memcached and bench/ncload
+# (`make -C bench`). Only 127.0.0.1; every process it starts is stopped.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)

@@ -48,7 +48,8 @@ start_backends() {
 # run_load WORKLOAD N: N requests of one client on the proxy's listeners (pp, mcp), after the SET
 # of the key the GETs read. Workloads: redis_get_p1, redis_get_p16, redis_set_p16 (redis-benchmark),
 # mc_get_p1, mc_get_p16 (bench/ncload, 16-byte values), mcmeta_get_p1, mcmeta_get_p16 (the same
-# with memcached's meta `mg <key> v`).
+# with memcached's meta `mg <key> v`), mcbin_get_p1, mcbin_get_p16 (the same with the binary
+# protocol's GET).
 run_load() {
     local wl=$1 n=$2
     redis-benchmark -p "$pp" -n 1 -c 1 -t set -q >/dev/null 2>&1
@@ -61,6 +62,8 @@ run_load() {
         mc_get_p16) $PIN "$ROOT/bench/ncload" load --proto mc -p "$mcp" -c 1 -P 16 -n "$n" --op get -d 16 >/dev/null ;;
         mcmeta_get_p1) $PIN "$ROOT/bench/ncload" load --proto mcmeta -p "$mcp" -c 1 -P 1 -n "$n" --op get -d 16 >/dev/null ;;
         mcmeta_get_p16) $PIN "$ROOT/bench/ncload" load --proto mcmeta -p "$mcp" -c 1 -P 16 -n "$n" --op get -d 16 >/dev/null ;;
+        mcbin_get_p1) $PIN "$ROOT/bench/ncload" load --proto mcbin -p "$mcp" -c 1 -P 1 -n "$n" --op get -d 16 >/dev/null ;;
+        mcbin_get_p16) $PIN "$ROOT/bench/ncload" load --proto mcbin -p "$mcp" -c 1 -P 16 -n "$n" --op get -d 16 >/dev/null ;;
         *) echo "bench: unknown workload $wl" >&2; exit 2 ;;
     esac
 }

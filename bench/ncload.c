@@ -1,11 +1,13 @@
 /*
  * ncload.c - the benchmark's own load generator (bench/ only; not part of the proxy): its
  * options and modes. Speaks the memcached ASCII (text get/set, or with --proto mcmeta the meta
- * commands `mg <key> v` and `ms <key> <bytes>`) and redis protocols over epoll, on 127.0.0.1
- * only. The modes live in ncload_load.c, ncload_rate.c, ncload_idle.c and ncload_storm.c.
+ * commands `mg <key> v` and `ms <key> <bytes>`), memcached binary (--proto mcbin: GET and SET,
+ * one reply per request; status 1, key not found, is a miss like text's END, any other non-zero
+ * status an error) and redis protocols over epoll, on 127.0.0.1 only. The modes live in
+ * ncload_load.c, ncload_rate.c, ncload_idle.c and ncload_storm.c.
  *
- *   ncload load  --proto mc|mcmeta|redis -p PORT [-c conns] [-P pipeline] [-n requests] [-r keyspace]
- *                [-d value bytes] [--op get|set|mix] [--seq] [--seconds S] [--timeout s]
+ *   ncload load  --proto mc|mcmeta|mcbin|redis -p PORT [-c conns] [-P pipeline] [-n requests]
+ *                [-r keyspace] [-d value bytes] [--op get|set|mix] [--seq] [--seconds S] [--timeout s]
  *       The closed loop: every connection sends a batch of P requests, waits for the P replies,
  *       sends the next batch (as redis-benchmark does) until n requests have been answered.
  *       Prints one line:
@@ -55,16 +57,25 @@
 
 static void usage(void)
 {
-    fprintf(stderr, "usage: ncload load|rate|idle|storm --proto mc|mcmeta|redis -p PORT [-c N] [-P N] [-n N] [-r N] [-d N]\n"
-                    "              [--op get|set|mix] [--seq] [--pid PID] [--seconds S] [--rate R]\n"
+    fprintf(stderr, "usage: ncload load|rate|idle|storm --proto mc|mcmeta|mcbin|redis -p PORT [-c N] [-P N]\n"
+                    "              [-n N] [-r N] [-d N] [--op get|set|mix] [--seq] [--pid PID] [--seconds S] [--rate R]\n"
                     "              [--burst K] [--timeout S]\n");
     exit(2);
+}
+
+/* --proto's value: mc, mcmeta, mcbin, else redis. */
+static enum proto proto_named(const char *v)
+{
+    if (strcmp(v, "mc") == 0) return P_MC;
+    if (strcmp(v, "mcmeta") == 0) return P_MCMETA;
+    if (strcmp(v, "mcbin") == 0) return P_MCBIN;
+    return P_REDIS;
 }
 
 /* Sets the option a (whose value is v); false if a is no option. */
 static bool set_option(struct opts *o, const char *a, const char *v)
 {
-    if (strcmp(a, "--proto") == 0) o->proto = strcmp(v, "mc") == 0 ? P_MC : strcmp(v, "mcmeta") == 0 ? P_MCMETA : P_REDIS;
+    if (strcmp(a, "--proto") == 0) o->proto = proto_named(v);
     else if (strcmp(a, "-p") == 0) o->port = atoi(v);
     else if (strcmp(a, "-c") == 0) o->conns = atoi(v);
     else if (strcmp(a, "-P") == 0) o->pipeline = atoi(v);

@@ -14,7 +14,8 @@
 
 #define RBUF_SIZE (256 * 1024)
 
-enum proto { P_MC, P_REDIS, P_MCMETA }; /* memcached text, redis, memcached meta (mg/ms) */
+/* memcached text, redis, memcached meta (mg/ms), memcached binary (GET/SET) */
+enum proto { P_MC, P_REDIS, P_MCMETA, P_MCBIN };
 enum op { OP_GET, OP_SET, OP_MIX };
 
 struct opts {
@@ -58,8 +59,9 @@ double hist_pct_ms(const struct hist *h, double p); /* the p quantile (0..1), in
 double hist_avg_ms(const struct hist *h);
 double hist_max_ms(const struct hist *h);
 
-/* ncload_proto.c: requests and replies of the memcached ASCII and redis protocols. */
+/* ncload_proto.c: requests and replies of the memcached (text, meta, binary) and redis protocols. */
 size_t build_request(const struct opts *o, char *out, size_t cap, const char *value);
+size_t build_ping(const struct opts *o, char *out);
 long parse_reply(const struct opts *o, const char *p, const char *end, bool *err);
 char *value_bytes(uint32_t len);
 

@@ -81,8 +81,9 @@ static int storm_step(const struct opts *o, int ep, struct churn *c, uint32_t sl
         int err = 0;
         socklen_t len = sizeof(err);
         if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0 || err != 0) return -1;
-        const char *ping = o->proto != P_REDIS ? "version\r\n" : "*1\r\n$4\r\nPING\r\n";
-        if (write(c->fd, ping, strlen(ping)) != (ssize_t)strlen(ping)) return -1;
+        char ping[32];
+        size_t plen = build_ping(o, ping);
+        if (write(c->fd, ping, plen) != (ssize_t)plen) return -1;
         c->sent = true;
         struct epoll_event ev = { .events = EPOLLIN, .data.u32 = slot };
         return epoll_ctl(ep, EPOLL_CTL_MOD, c->fd, &ev) < 0 ? -1 : 0;
