@@ -46,13 +46,17 @@ start_backends() {
 }
 
 # run_load WORKLOAD N: N requests of one client on the proxy's listeners (pp, mcp), after the SET
-# of the key the GETs read. Workloads: redis_get_p1, redis_get_p16, redis_set_p16 (redis-benchmark),
+# of the keys the GETs read (redis: the one key redis-benchmark reads; memcached: ncload's 10,000,
+# so every memcached GET is a hit). Workloads: redis_get_p1, redis_get_p16, redis_set_p16 (redis-benchmark),
 # mc_get_p1, mc_get_p16 (bench/ncload, 16-byte values), mcmeta_get_p1, mcmeta_get_p16 (the same
 # with memcached's meta `mg <key> v`), mcbin_get_p1, mcbin_get_p16 (the same with the binary
 # protocol's GET).
 run_load() {
     local wl=$1 n=$2
     redis-benchmark -p "$pp" -n 1 -c 1 -t set -q >/dev/null 2>&1
+    case $wl in
+        mc*) "$ROOT/bench/ncload" load --proto mc -p "$mcp" -c 1 -P 32 --seq --op set -d 16 -n 10000 -r 10000 >/dev/null ;;
+    esac
     # shellcheck disable=SC2086
     case $wl in
         redis_get_p1) $PIN redis-benchmark -p "$pp" -n "$n" -c 1 -t get -P 1 -q >/dev/null 2>&1 ;;
