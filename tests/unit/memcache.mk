@@ -20,3 +20,11 @@ tests_unit_test_memcache_oom_SOURCES = tests/unit/test_memcache_oom.c tests/unit
 tests_unit_test_memcache_oom_CFLAGS = $(NC_UNIT_CFLAGS)
 tests_unit_test_memcache_oom_LDFLAGS = $(NC_UNIT_OOM_WRAP)
 tests_unit_test_memcache_oom_LDADD = $(NC_UNIT_LIBS)
+# the binary protocol, the client's side (memcache_bin_req.c, memcache_bin_local.c): opcodes'
+# shapes, refusals, limits, quiet tails, local answers
+check_PROGRAMS += tests/unit/test_memcache_bin
+TESTS += tests/unit/test_memcache_bin
+tests_unit_test_memcache_bin_SOURCES = tests/unit/test_memcache_bin.c tests/unit/bin_pkt.c tests/unit/bin_pkt.h \
+	tests/unit/proto_drv.c tests/unit/proto_drv.h
+tests_unit_test_memcache_bin_CFLAGS = $(NC_UNIT_CFLAGS)
+tests_unit_test_memcache_bin_LDADD = $(NC_UNIT_LIBS)
