@@ -28,3 +28,11 @@ tests_unit_test_memcache_bin_SOURCES = tests/unit/test_memcache_bin.c tests/unit
 	tests/unit/proto_drv.c tests/unit/proto_drv.h
 tests_unit_test_memcache_bin_CFLAGS = $(NC_UNIT_CFLAGS)
 tests_unit_test_memcache_bin_LDADD = $(NC_UNIT_LIBS)
+# the binary protocol, the server's side (memcache_bin_rsp.c, memcache_bin_fanout.c): replies,
+# terminated replies, stat and flush over every server
+check_PROGRAMS += tests/unit/test_memcache_bin_rsp
+TESTS += tests/unit/test_memcache_bin_rsp
+tests_unit_test_memcache_bin_rsp_SOURCES = tests/unit/test_memcache_bin_rsp.c tests/unit/bin_pkt.c tests/unit/bin_pkt.h \
+	tests/unit/proto_drv.c tests/unit/proto_drv.h
+tests_unit_test_memcache_bin_rsp_CFLAGS = $(NC_UNIT_CFLAGS)
+tests_unit_test_memcache_bin_rsp_LDADD = $(NC_UNIT_LIBS)
