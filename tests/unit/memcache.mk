@@ -16,7 +16,8 @@ tests_unit_test_memcache_meta_LDADD = $(NC_UNIT_LIBS)
 # (oom_alloc.c, shared with redis.mk's test_redis_oom)
 check_PROGRAMS += tests/unit/test_memcache_oom
 TESTS += tests/unit/test_memcache_oom
-tests_unit_test_memcache_oom_SOURCES = tests/unit/test_memcache_oom.c tests/unit/oom_alloc.c tests/unit/oom_alloc.h
+tests_unit_test_memcache_oom_SOURCES = tests/unit/test_memcache_oom.c tests/unit/oom_alloc.c tests/unit/oom_alloc.h \
+	tests/unit/bin_pkt.c tests/unit/bin_pkt.h
 tests_unit_test_memcache_oom_CFLAGS = $(NC_UNIT_CFLAGS)
 tests_unit_test_memcache_oom_LDFLAGS = $(NC_UNIT_OOM_WRAP)
 tests_unit_test_memcache_oom_LDADD = $(NC_UNIT_LIBS)
