@@ -4,8 +4,8 @@
 # target crashes (a failed check, a sanitizer report, a leak, a timeout); the crashing input is
 # kept and printed (base64), and its log is printed. scripts/test.sh runs it as its fuzz stage.
 #
-#   scripts/fuzz.sh [TARGET...]     targets: redis_req redis_rsp mc_req mc_rsp conf manage_line
-#                                   manage_http (default: all)
+#   scripts/fuzz.sh [TARGET...]     targets: redis_req redis_rsp mc_req mc_rsp mc_bin_req mc_bin_rsp
+#                                   conf manage_line manage_http (default: all)
 #
 #   FUZZ_TIME=60        seconds per target (libFuzzer -max_total_time)
 #   FUZZ_BUILD=<dir>    a configured build tree to run `make fuzz` in (default: build/, configured
@@ -19,7 +19,7 @@
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-ALL_TARGETS=(redis_req redis_rsp mc_req mc_rsp conf manage_line manage_http)
+ALL_TARGETS=(redis_req redis_rsp mc_req mc_rsp mc_bin_req mc_bin_rsp conf manage_line manage_http)
 TIME=${FUZZ_TIME:-60}
 BUILD=${FUZZ_BUILD:-$ROOT/build}
 NICE=${FUZZ_NICE:-19}

@@ -10,8 +10,10 @@
  *     NOOP's reply, which ends the message and is cut (msg.trim): memcached may have answered the
  *     quiet request with nothing. A client's own NOOP is answered by the proxy, never forwarded,
  *     so a NOOP reply on a server connection is the proxy's.
- * The message's rsp_type is RSP_MC_BIN, its integer the first packet's status. Another magic is a
- * PARSE_ERROR: the server connection is out of step (the core closes it and fails its requests).
+ * The message's rsp_type is RSP_MC_BIN, its integer the first packet's status. Another magic, or
+ * under MC_RSP_TERM a NOOP reply with a body (memcached's is a bare header, which is what the trim
+ * cuts), is a PARSE_ERROR: the server connection is out of step (the core closes it and fails its
+ * requests).
  *
  * State: state = RR_*, b = body bytes to come, c = the current packet's opcode and key length
  * (opcode << 16 | keylen), d = packets so far.
@@ -41,6 +43,11 @@ static int packet_done(struct parse_state *ps, struct msg *m)
 static int on_header(struct parse_state *ps, struct msg *m, const uint8_t *h)
 {
     if (h[0] != MC_BIN_RSP_MAGIC) return mc_fail(ps, "bad binary reply magic");
+    /* the reply to the proxy's NOOP is a bare header, all of it cut: one with a body would leave
+     * bytes of it to the client */
+    if ((ps->opts & MC_RSP_TERM) && h[MC_BIN_OFF_OPCODE] == MC_BIN_OP_NOOP &&
+        mc_bin_u32(h + MC_BIN_OFF_BODY) != 0)
+        return mc_fail(ps, "binary NOOP reply with a body");
     uint16_t status = mc_bin_u16(h + MC_BIN_OFF_STATUS);
     if (m->rsp_type != RSP_MC_BIN) { /* the message's first packet */
         m->rsp_type = RSP_MC_BIN;

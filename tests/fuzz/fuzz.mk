@@ -1,6 +1,6 @@
 # libFuzzer targets (tests/fuzz/, notes/fuzzing.md). `make fuzz` builds them with clang into
 # tests/fuzz/bin/ of the build tree, with -fsanitize=address,undefined: the sources under test
-# with libFuzzer's coverage instrumentation, the harness (fuzz_feed.c, fuzz_proto.c, the manage
+# with libFuzzer's coverage instrumentation, the harness (fuzz_feed.c, fuzz_proto.c, fuzz_bin.c, the manage
 # targets' fuzz_manage.c, fuzz_check_text.c and the unit tests' JSON checker) without it,
 # so its own branches are not fuzzing goals. Nothing is shared with the gcc build (the normal
 # `make` neither builds nor needs them). FUZZ_CC picks the compiler (`make fuzz FUZZ_CC=clang-14`).
@@ -14,7 +14,8 @@ FUZZ_CPPFLAGS = -I$(abs_top_srcdir)/src -I$(abs_top_builddir) -I$(abs_top_srcdir
 FUZZ_BIN = tests/fuzz/bin
 FUZZ_OBJ = $(FUZZ_BIN)/obj
 FUZZ_BINS = $(FUZZ_BIN)/fuzz_redis_req $(FUZZ_BIN)/fuzz_redis_rsp \
-	$(FUZZ_BIN)/fuzz_mc_req $(FUZZ_BIN)/fuzz_mc_rsp $(FUZZ_BIN)/fuzz_conf \
+	$(FUZZ_BIN)/fuzz_mc_req $(FUZZ_BIN)/fuzz_mc_rsp $(FUZZ_BIN)/fuzz_mc_bin_req $(FUZZ_BIN)/fuzz_mc_bin_rsp \
+	$(FUZZ_BIN)/fuzz_conf \
 	$(FUZZ_BIN)/fuzz_manage_line $(FUZZ_BIN)/fuzz_manage_http
 
 # the sources under test (file names are unique: the objects share one directory)
@@ -43,7 +44,7 @@ FUZZ_MANAGE_SRCS = src/manage/manage_input.c src/manage/manage_cmd.c src/manage/
 	src/topo/topo_sentinel.c src/topo/topo_sentinel_replicas.c src/topo/resp_link.c src/topo/resp_value.c \
 	src/topo/topo_cluster.c src/topo/topo_cluster_map.c \
 	src/common/ratelimit.c
-FUZZ_HARNESS_SRCS = tests/fuzz/fuzz_feed.c tests/fuzz/fuzz_proto.c \
+FUZZ_HARNESS_SRCS = tests/fuzz/fuzz_feed.c tests/fuzz/fuzz_proto.c tests/fuzz/fuzz_bin.c \
 	tests/fuzz/fuzz_manage.c tests/fuzz/fuzz_check_text.c tests/unit/json_check.c
 FUZZ_HDRS = tests/fuzz/fuzz_check.h tests/fuzz/fuzz_feed.h tests/common/reader_scrub.h \
 	src/common/log.h src/common/util.h src/common/clock.h src/common/sock.h src/common/textbuf.h src/common/secret.h \
@@ -75,7 +76,7 @@ FUZZ_PROTO_LIB_OBJS = $(FUZZ_OBJ)/log.o $(FUZZ_OBJ)/clock.o $(FUZZ_OBJ)/sock.o $
 # the key hashes (redis_cluster.c: CLUSTER KEYSLOT, node ids; the config: hash names)
 FUZZ_HASH_OBJS = $(FUZZ_OBJ)/hash.o $(FUZZ_OBJ)/md5.o $(FUZZ_OBJ)/crc.o $(FUZZ_OBJ)/fnv.o \
 	$(FUZZ_OBJ)/jenkins.o $(FUZZ_OBJ)/hsieh.o $(FUZZ_OBJ)/murmur.o
-FUZZ_PROTO_OBJS = $(FUZZ_PROTO_LIB_OBJS) $(FUZZ_OBJ)/fuzz_feed.o $(FUZZ_OBJ)/fuzz_proto.o
+FUZZ_PROTO_OBJS = $(FUZZ_PROTO_LIB_OBJS) $(FUZZ_OBJ)/fuzz_feed.o $(FUZZ_OBJ)/fuzz_proto.o $(FUZZ_OBJ)/fuzz_bin.o
 FUZZ_CONF_OBJS = $(FUZZ_OBJ)/log.o $(FUZZ_HASH_OBJS) $(FUZZ_CONF_HASH_OBJS)
 # the config and the distributions (the hashes come with the protocols' objects)
 FUZZ_CONF_HASH_OBJS = \
@@ -116,6 +117,10 @@ $(FUZZ_BIN)/fuzz_mc_req: tests/fuzz/fuzz_mc_req.c $(FUZZ_PROTO_DEPS)
 	$(AM_V_CCLD)$(FUZZ_LINK) $(srcdir)/tests/fuzz/fuzz_mc_req.c $(FUZZ_PROTO_OBJS)
 $(FUZZ_BIN)/fuzz_mc_rsp: tests/fuzz/fuzz_mc_rsp.c $(FUZZ_PROTO_DEPS)
 	$(AM_V_CCLD)$(FUZZ_LINK) $(srcdir)/tests/fuzz/fuzz_mc_rsp.c $(FUZZ_PROTO_OBJS)
+$(FUZZ_BIN)/fuzz_mc_bin_req: tests/fuzz/fuzz_mc_bin_req.c $(FUZZ_PROTO_DEPS)
+	$(AM_V_CCLD)$(FUZZ_LINK) $(srcdir)/tests/fuzz/fuzz_mc_bin_req.c $(FUZZ_PROTO_OBJS)
+$(FUZZ_BIN)/fuzz_mc_bin_rsp: tests/fuzz/fuzz_mc_bin_rsp.c $(FUZZ_PROTO_DEPS)
+	$(AM_V_CCLD)$(FUZZ_LINK) $(srcdir)/tests/fuzz/fuzz_mc_bin_rsp.c $(FUZZ_PROTO_OBJS)
 $(FUZZ_BIN)/fuzz_conf: tests/fuzz/fuzz_conf.c $(FUZZ_OBJ)/lib.stamp
 	$(AM_V_CCLD)$(FUZZ_LINK) $(YAML_CFLAGS) $(srcdir)/tests/fuzz/fuzz_conf.c \
 	  $(FUZZ_CONF_OBJS) $(YAML_LIBS) -lm
@@ -139,6 +144,7 @@ EXTRA_DIST += tests/common/reader_scrub.h \
 	tests/fuzz/fuzz.mk tests/fuzz/fuzz_check.h tests/fuzz/fuzz_feed.h \
 	tests/fuzz/fuzz_feed.c tests/fuzz/fuzz_proto.c tests/fuzz/fuzz_redis_req.c \
 	tests/fuzz/fuzz_redis_rsp.c tests/fuzz/fuzz_mc_req.c tests/fuzz/fuzz_mc_rsp.c \
+	tests/fuzz/fuzz_bin.c tests/fuzz/fuzz_mc_bin_req.c tests/fuzz/fuzz_mc_bin_rsp.c \
 	tests/fuzz/fuzz_conf.c tests/fuzz/seeds.py tests/fuzz/corpus tests/fuzz/dict \
 	tests/fuzz/fuzz_manage.h tests/fuzz/fuzz_manage.c tests/fuzz/fuzz_check_text.h \
 	tests/fuzz/fuzz_check_text.c tests/fuzz/fuzz_manage_line.c tests/fuzz/fuzz_manage_http.c

@@ -13,7 +13,7 @@
 
 #include "../common/reader_scrub.h"
 #include "fuzz_feed.h"
-#include "proto/memcache.h"
+#include "proto/memcache_bin.h"
 #include "proto/redis_cmd.h"
 
 uint64_t fz_rand(uint64_t *state)
@@ -44,13 +44,14 @@ void fz_params(struct fz_params *p, const uint8_t **data, size_t *size)
     p->mbuf_size = sizes[h[0] & 3];
     p->want_elems = (h[0] & 4) != 0;
     p->nservers = 1 + ((h[0] >> 3) & 3);
-    p->opts = (h[0] >> 5) & 3;
+    p->opts = (h[0] >> 5) & 7;
     memcpy(p->reads, h + 1, 3);
 }
 
 uint8_t fz_opts(const struct fz_params *p, const struct proto_ops *ops, bool rsp)
 {
-    static const uint8_t mc_rsp[4] = { 0, MC_RSP_META, MC_RSP_META | MC_RSP_TERM, MC_RSP_META | MC_RSP_TERM };
+    static const uint8_t mc_rsp[8] = { 0, MC_RSP_META, MC_RSP_META | MC_RSP_TERM, MC_RSP_META | MC_RSP_TERM,
+                                       MC_RSP_BIN, MC_RSP_BIN, MC_RSP_BIN | MC_RSP_TERM, MC_RSP_BIN | MC_RSP_TERM };
     if (ops == &redis_proto) return rsp ? 0 : p->opts & 1; /* client_cluster_mode */
     return rsp ? mc_rsp[p->opts] : 0;
 }
@@ -110,8 +111,7 @@ static uint64_t fz_stream_pos(const struct fz_feed *f)
     return f->fed - (f->rd.buf != NULL ? f->rd.buf->len - f->rd.pos : 0);
 }
 
-/* Where p[0..len) lies in m (as an offset), if it lies inside one of m's spans. */
-static bool fz_offset_in(const struct msg *m, const uint8_t *p, uint32_t len, uint64_t *off)
+bool fz_offset_in(const struct msg *m, const uint8_t *p, uint32_t len, uint64_t *off)
 {
     uint64_t pos = 0;
     for (uint32_t i = 0; i < m->nspans; i++) {
@@ -187,6 +187,10 @@ static bool fz_mn_line(const uint8_t *p, size_t n)
 static void fz_check_rsp(struct fz_feed *f, const struct msg *m, const uint8_t *b)
 {
     bool redis = f->ops == &redis_proto;
+    if (!redis && (f->opts & MC_RSP_BIN)) {
+        fz_check_bin_rsp(f, m, b);
+        return;
+    }
     FZ_CHECK(m->rsp_type != RSP_NONE);
     /* what is cut is exactly the last terminator's reply, asked for */
     FZ_CHECK(m->trim == 0 || (!redis && (f->opts & MC_RSP_TERM)));
@@ -246,25 +250,31 @@ static void fz_check_decoded_key(const struct fz_feed *f, const struct msg *m, c
     FZ_CHECK(mc_b64_decode(tok, n, out) == k->len && k->len > 0 && memcmp(out, k->ptr, k->len) == 0);
 }
 
+void fz_reparse_tail(const struct fz_feed *f, const struct msg *m, struct msg *out[2])
+{
+    static const uint8_t whole[3] = { 0, 0, 0 };
+    struct fz_buf b = { 0 };
+    fz_msg_bytes(m, &b);
+    enum fz_status st;
+    uint64_t left;
+    out[0] = out[1] = NULL;
+    size_t k = fz_parse_all(f->ops, false, false, &f->re, b.p, b.n, whole, out, 2, &st, &left);
+    FZ_CHECK(k == 2 && st == FZ_OK && left == 0);
+    FZ_CHECK(out[0]->cmd == m->cmd && out[0]->len == m->len && out[0]->tail_len == m->tail_len);
+    free(b.p);
+}
+
 /* A quiet request with its terminator (the tail) parses again, from a fresh state, as the request
  * then mn: the server frames them as the proxy did. */
 static void fz_check_tail(const struct fz_feed *f, const struct msg *m)
 {
-    static const uint8_t whole[3] = { 0, 0, 0 };
     FZ_CHECK(f->ops == &memcache_proto && m->tail_len == 4 && memcmp(m->tail, "mn\r\n", 4) == 0);
     FZ_CHECK(m->rsp_opts == (MC_RSP_META | MC_RSP_TERM));
-    struct fz_buf b = { 0 };
-    fz_msg_bytes(m, &b);
-    struct msg *out[2] = { NULL, NULL };
-    enum fz_status st;
-    uint64_t left;
-    size_t k = fz_parse_all(f->ops, false, false, &f->re, b.p, b.n, whole, out, 2, &st, &left);
-    FZ_CHECK(k == 2 && st == FZ_OK && left == 0);
-    FZ_CHECK(out[0]->cmd == m->cmd && out[0]->len == m->len && out[0]->tail_len == 4);
+    struct msg *out[2];
+    fz_reparse_tail(f, m, out);
     FZ_CHECK(out[1]->cmd == MC_CMD_MN && out[1]->len == 4);
     msg_put(f->re.pp, out[0]);
     msg_put(f->re.pp, out[1]);
-    free(b.p);
 }
 
 /* A request the proxy forwards (no reject). */
@@ -316,22 +326,14 @@ static void fz_check_req(const struct fz_feed *f, const struct msg *m)
     if (m->reject != REJECT_NONE) {
         /* only a memcached CLIENT_ERROR may be silent (noreply: memcached sends nothing). A
          * reject that closes the connection is a silent one (an unsupported command with
-         * noreply), a memcached binary-protocol request (a binary reply), or a redis request
-         * refused before its arguments (one line) */
+         * noreply) or a redis request refused before its arguments (one line); a binary-protocol
+         * request's are fz_check_bin_req's */
         FZ_CHECK(m->nkeys == 0);
         FZ_CHECK(!m->noreply || (!redis && m->reject == REJECT_CLIENT_ERROR));
         char buf[256];
         size_t n = f->ops->reject_reply(m, buf, sizeof(buf));
-        if (!redis && n > 0 && (uint8_t)buf[0] == 0x81) {
-            /* a 24-byte binary header whose body length is the rest */
-            FZ_CHECK(m->quit && !m->noreply && n > 24);
-            uint32_t body = (uint32_t)(uint8_t)buf[8] << 24 | (uint32_t)(uint8_t)buf[9] << 16 |
-                            (uint32_t)(uint8_t)buf[10] << 8 | (uint32_t)(uint8_t)buf[11];
-            FZ_CHECK(body == n - 24);
-        } else {
-            FZ_CHECK(!m->quit || m->noreply || redis);
-            FZ_CHECK(fz_one_line(buf, n, sizeof(buf)));
-        }
+        FZ_CHECK(!m->quit || m->noreply || redis);
+        FZ_CHECK(fz_one_line(buf, n, sizeof(buf)));
     } else {
         fz_check_forwarded(f, m);
     }
@@ -357,6 +359,7 @@ static void fz_check_msg(struct fz_feed *f, const struct msg *m)
     FZ_CHECK(memcmp(b, f->stream + f->cur_start, kept) == 0);
     FZ_CHECK(m->tail_len == 0 || memcmp(b + kept, m->tail, m->tail_len) == 0);
     if (f->rsp) fz_check_rsp(f, m, b);
+    else if (f->ops == &memcache_proto && m->cmd == MC_CMD_BINARY) fz_check_bin_req(f, m, b);
     else fz_check_req(f, m);
 }
 

@@ -12,8 +12,10 @@
  *   h[0] bits 0-1  mbuf chunk size: 512, 549, 1024, 4096 bytes (header included)
  *   h[0] bit 2     want_elems for reply parsing
  *   h[0] bits 3-4  servers for fragments - 1 (1..4)
- *   h[0] bits 5-6  the parser's options (fz_opts): redis requests, bit 5: client_cluster_mode;
- *                  memcached replies: 1 a meta command's, 2 or 3 a quiet one's (MC_RSP_TERM)
+ *   h[0] bits 5-7  the parser's options (fz_opts): redis requests, bit 5: client_cluster_mode;
+ *                  memcached replies: 1 a meta command's, 2 or 3 a quiet one's (MC_RSP_TERM);
+ *                  4 or 5 a binary request's (MC_RSP_BIN), 6 or 7 a quiet binary one's
+ *                  (MC_RSP_BIN | MC_RSP_TERM: every packet up to the NOOP's reply)
  *   h[1..3]        read sizes, used in turn (0: as much as the mbuf takes)
  * Shorter inputs are all header (defaults).
  *
@@ -90,7 +92,7 @@ struct fz_params {
     size_t mbuf_size;
     bool want_elems;
     uint32_t nservers;
-    uint8_t opts;              /* h[0] bits 5-6 (fz_opts) */
+    uint8_t opts;              /* h[0] bits 5-7 (fz_opts) */
     uint8_t reads[3];
 };
 
@@ -120,6 +122,18 @@ size_t fz_parse_all(const struct proto_ops *ops, bool rsp, bool want_elems,
                     const struct fz_pools *pools, const uint8_t *data, size_t n,
                     const uint8_t reads[3], struct msg **out, size_t max, enum fz_status *status,
                     uint64_t *left);
+
+/* Where p[0..len) lies in m (as an offset), if it lies inside one of m's spans. */
+bool fz_offset_in(const struct msg *m, const uint8_t *p, uint32_t len, uint64_t *off);
+
+/* A request with a tail (its bytes and the tail's) parsed again from a fresh state: exactly two
+ * msgs, the first the same command, length and tail as m; out[] is the caller's to put. */
+void fz_reparse_tail(const struct fz_feed *f, const struct msg *m, struct msg *out[2]);
+
+/* The checks of a memcached binary-protocol request (b: its bytes) and of a reply parsed with
+ * MC_RSP_BIN (fuzz_bin.c). */
+void fz_check_bin_req(const struct fz_feed *f, const struct msg *m, const uint8_t *b);
+void fz_check_bin_rsp(const struct fz_feed *f, const struct msg *m, const uint8_t *b);
 
 /* A msg's bytes, copied into buf (replacing what it held; a NUL follows them); returns buf->p. */
 uint8_t *fz_msg_bytes(const struct msg *m, struct fz_buf *buf);

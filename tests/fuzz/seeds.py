@@ -3,12 +3,14 @@
 hand-written inputs below; run it after editing them (`python3 tests/fuzz/seeds.py`).
 
 A protocol seed is a 4-byte header (fuzz_feed.h: mbuf size, want_elems, servers, read sizes)
-then the byte stream. The config seeds are the unit tests' good configs plus a few written here.
+then the byte stream. The memcached binary-protocol seeds go to both memcached targets of their
+side (mc_req and mc_bin_req, mc_rsp and mc_bin_rsp), where they mean the same. The config seeds are the unit tests' good configs plus a few written here.
 A manage_line seed is a 4-byte header (fuzz_manage_line.c: password set, read sizes) then what a
 manage client sends: every command the port knows, with and without arguments, good and bad,
 and HTTP requests; a manage_http seed is an HTTP request head as is.
 """
 import shutil
+import struct
 import sys
 from pathlib import Path
 
@@ -24,7 +26,7 @@ MBUF = {512: 0, 549: 1, 1024: 2, 4096: 3}
 
 
 def header(mbuf=512, want=False, servers=3, reads=(0, 0, 0), cluster=False, opts=0):
-    """opts: h[0] bits 5-6 (fuzz_feed.h fz_opts); cluster sets bit 5 (redis client_cluster_mode)"""
+    """opts: h[0] bits 5-7 (fuzz_feed.h fz_opts); cluster sets bit 5 (redis client_cluster_mode)"""
     h0 = MBUF[mbuf] | (4 if want else 0) | ((servers - 1) << 3) | (0x20 if cluster else 0) | (opts << 5)
     return bytes([h0, *reads])
 
@@ -197,6 +199,74 @@ MC_RSP = {
     "extra": b"STORED extra\r\n",
 }
 
+
+def bin_req(op, key=b"", extras=b"", value=b"", opaque=0, magic=0x80, keylen=None, body=None):
+    """A memcached binary request: a 24-byte header (keylen, body: the real ones unless given)."""
+    keylen = len(key) if keylen is None else keylen
+    body = len(extras) + len(key) + len(value) if body is None else body
+    return struct.pack(">BBHBBHIIQ", magic, op, keylen, len(extras), 0, 0, body, opaque, 0) + extras + key + value
+
+
+def bin_rsp(op, status=0, key=b"", extras=b"", value=b"", opaque=0, magic=0x81):
+    """A memcached binary reply packet."""
+    body = len(extras) + len(key) + len(value)
+    return struct.pack(">BBHBBHIIQ", magic, op, len(key), len(extras), 0, status, body, opaque, 7) + extras + key + value
+
+
+FLAGS_EXP = struct.pack(">II", 5, 300)
+ARITH = struct.pack(">QQI", 1, 10, 0)
+MC_BIN_REQ = {
+    "bin_get": bin_req(0x00, b"key", opaque=0xdeadbeef) + bin_req(0x0c, b"k2", opaque=2),
+    "bin_quiet": bin_req(0x09, b"a", opaque=1) + bin_req(0x0d, b"b", opaque=2) + bin_req(0x0a, opaque=3),
+    "bin_store": bin_req(0x01, b"k", FLAGS_EXP, b"hello") + bin_req(0x11, b"k", FLAGS_EXP, b"q") +
+                 bin_req(0x02, b"k", FLAGS_EXP) + bin_req(0x03, b"k", FLAGS_EXP, b"r") +
+                 bin_req(0x12, b"k", FLAGS_EXP, b"") + bin_req(0x13, b"k", FLAGS_EXP, b"x"),
+    "bin_concat": bin_req(0x0e, b"k", value=b"tail") + bin_req(0x0f, b"k", value=b"head") +
+                  bin_req(0x19, b"k", value=b"t") + bin_req(0x1a, b"k"),
+    "bin_delete_arith": bin_req(0x04, b"k") + bin_req(0x14, b"k") + bin_req(0x05, b"n", ARITH) +
+                        bin_req(0x06, b"n", ARITH) + bin_req(0x15, b"n", ARITH) + bin_req(0x16, b"n", ARITH),
+    "bin_touch": bin_req(0x1c, b"k", b"\0\0\0\x0a") + bin_req(0x1d, b"k", b"\0\0\0\x0a") +
+                 bin_req(0x1e, b"k", b"\0\0\0\x0a") + bin_req(0x23, b"k", b"\0\0\0\x0a") +
+                 bin_req(0x24, b"k", b"\0\0\0\x0a"),
+    "bin_keyless": bin_req(0x0b) + bin_req(0x10) + bin_req(0x10, b"items") + bin_req(0x08) +
+                   bin_req(0x08, extras=b"\0\0\0\x05") + bin_req(0x18) + bin_req(0x0a, opaque=9),
+    "bin_quit": bin_req(0x07, opaque=4) + bin_req(0x00, b"after"),
+    "bin_quitq": bin_req(0x17) + bin_req(0x00, b"after"),
+    "bin_unknown": bin_req(0x21, b"PLAIN", value=b"\0u\0p") + bin_req(0x1b, extras=b"\0\0\0\1") +
+                   bin_req(0x00, b"next"),
+    "bin_bad_shape": bin_req(0x00, b"k", b"\0\0\0\0") + bin_req(0x00, b"x"),
+    "bin_no_extras": bin_req(0x01, b"k", value=b"v"),
+    "bin_short_body": bin_req(0x00, b"key", body=2),
+    "bin_key_250": bin_req(0x00, b"k" * 250) + bin_req(0x01, b"k" * 250, FLAGS_EXP, b"v"),
+    "bin_key_251": bin_req(0x00, b"k" * 251),
+    "bin_too_large": bin_req(0x01, b"k", FLAGS_EXP, keylen=1, body=(1 << 30)),
+    "bin_big_value": bin_req(0x01, b"big", FLAGS_EXP, b"d" * 1500) + bin_req(0x00, b"big"),
+    "bin_bad_magic": bin_req(0x00, b"a") + bin_req(0x00, b"b", magic=0x81),
+    "bin_text_after": bin_req(0x00, b"a") + b"get a\r\n",
+}
+
+# binary replies (h[0] bits 5-7: 4 a binary request's, 6 a quiet one's, ended by the NOOP's)
+MC_BIN_RSP = {
+    "bin_hit": bin_rsp(0x00, extras=b"\0\0\0\5", value=b"hello", opaque=1) +
+               bin_rsp(0x0c, key=b"k", extras=b"\0\0\0\0", value=b"v"),
+    "bin_statuses": b"".join(bin_rsp(0x00, st, value=b"err") for st in
+                             (1, 2, 3, 4, 5, 6, 7, 8, 0x20, 0x21, 0x81, 0x82, 0x83, 0x84, 0x85, 0x86)),
+    "bin_stored": bin_rsp(0x01) + bin_rsp(0x04) + bin_rsp(0x05, value=struct.pack(">Q", 11)) +
+                  bin_rsp(0x0b, value=b"1.6.18") + bin_rsp(0x08),
+    "bin_stat": bin_rsp(0x10, key=b"pid", value=b"1") + bin_rsp(0x10, key=b"curr_items", value=b"7") +
+                bin_rsp(0x10, key=b"version", value=b"1.6.18") + bin_rsp(0x10) + bin_rsp(0x10, 0x81),
+    "bin_big": bin_rsp(0x00, extras=b"\0\0\0\0", value=b"v" * 2000),
+    "bin_bad_magic": bin_rsp(0x00) + bin_rsp(0x00, magic=0x80),
+}
+MC_BIN_RSP_QUIET = {
+    "bin_quiet": bin_rsp(0x0a) + bin_rsp(0x09, extras=b"\0\0\0\0", value=b"v") + bin_rsp(0x0a) +
+                 bin_rsp(0x11, 0x02, value=b"Data exists for key.") + bin_rsp(0x0a),
+    "bin_quiet_bad": bin_rsp(0x09, 1) + bin_rsp(0x0a, value=b"x") + bin_rsp(0x0a),
+}
+BIN_VARIANTS = [("", header(512, False, 3, (0, 0, 0), opts=4)), ("_split", header(549, True, 2, (1, 7, 50), opts=4)),
+                ("_big", header(4096, False, 4, (200, 0, 3), opts=5))]
+BIN_QUIET_VARIANTS = [("", header(512, False, 3, (0, 0, 0), opts=6)), ("_split", header(549, False, 2, (1, 7, 50), opts=7))]
+
 # meta commands' replies (h[0] bits 5-6: 1 a meta command's, 2 a quiet one's, ended by MN)
 MC_RSP_META = {
     "meta": b"VA 5 f0 t-1\r\nhello\r\nHD c5\r\nEN\r\nNF\r\nNS\r\nEX\r\nOK\r\n"
@@ -361,6 +431,10 @@ def main():
     write_proto("mc_rsp", MC_RSP)
     write_proto("mc_rsp", MC_RSP_META, META_VARIANTS)
     write_proto("mc_rsp", MC_RSP_QUIET, QUIET_VARIANTS)
+    for req, rsp in (("mc_req", "mc_rsp"), ("mc_bin_req", "mc_bin_rsp")):
+        write_proto(req, MC_BIN_REQ)
+        write_proto(rsp, MC_BIN_RSP, BIN_VARIANTS)
+        write_proto(rsp, MC_BIN_RSP_QUIET, BIN_QUIET_VARIANTS)
     conf = CORPUS / "conf"
     conf.mkdir(parents=True, exist_ok=True)
     for p in sorted((REPO / "tests/unit/data/conf/good").glob("*.yml")):

@@ -93,10 +93,17 @@ void oom_pools_deinit(struct oom_pools *c)
 
 struct msg *oom_parse(struct oom_pools *c, const struct proto_ops *ops, const char *s, size_t n, bool rsp)
 {
+    return oom_parse_opts(c, ops, s, n, rsp, 0);
+}
+
+struct msg *oom_parse_opts(struct oom_pools *c, const struct proto_ops *ops, const char *s, size_t n, bool rsp,
+                           uint8_t opts)
+{
     struct parse_state ps;
     memset(&ps, 0, sizeof(ps));
     ps.want_elems = rsp;
     parse_state_reset(&ps);
+    ps.opts = opts;
     struct mbuf *mb = mbuf_get(&c->mp);
     assert_non_null(mb);
     size_t consumed = 0;
@@ -116,6 +123,11 @@ struct msg *oom_parse(struct oom_pools *c, const struct proto_ops *ops, const ch
 
 int oom_parse_at(const struct proto_ops *ops, const char *text, bool rsp, long k, uint32_t *count)
 {
+    return oom_parse_bytes_at(ops, text, strlen(text), rsp, k, count);
+}
+
+int oom_parse_bytes_at(const struct proto_ops *ops, const char *text, size_t n, bool rsp, long k, uint32_t *count)
+{
     struct msg_pool pp;
     msg_pool_init(&pp, 0);
     struct parse_state ps;
@@ -124,7 +136,7 @@ int oom_parse_at(const struct proto_ops *ops, const char *text, bool rsp, long k
     parse_state_reset(&ps);
     struct msg *m = msg_get(&pp);
     assert_non_null(m);
-    size_t n = strlen(text), consumed = 0;
+    size_t consumed = 0;
     const uint8_t *buf = (const uint8_t *)text;
     oom_fail_after(k);
     int rc = rsp ? ops->parse_rsp(&ps, m, buf, n, &consumed) : ops->parse_req(&ps, m, buf, n, &consumed);

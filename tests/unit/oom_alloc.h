@@ -12,6 +12,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "msg/mbuf.h"
 #include "msg/msg.h"
@@ -41,11 +42,16 @@ void oom_pools_deinit(struct oom_pools *c);
 /* Parses the whole message s (rsp: a reply, its top-level elements recorded) into a new msg of
  * c's pools, with no failure; the msg holds its bytes. */
 struct msg *oom_parse(struct oom_pools *c, const struct proto_ops *ops, const char *s, size_t n, bool rsp);
+/* The same with the parse state's opts (a reply: its request's rsp_opts). */
+struct msg *oom_parse_opts(struct oom_pools *c, const struct proto_ops *ops, const char *s, size_t n, bool rsp,
+                           uint8_t opts);
 
 /* Parses the whole message text with allocations failing from the k-th on (rsp: a reply, its
  * top-level elements recorded). The parser must finish (PARSE_DONE, every byte consumed) or stop
  * with PARSE_ERROR "out of memory", leaving nothing allocated. Returns its rc, and in *count (unless
  * NULL) the keys (a request) or elements (a reply) it recorded. */
 int oom_parse_at(const struct proto_ops *ops, const char *text, bool rsp, long k, uint32_t *count);
+/* The same with text[0..n), which may hold NUL bytes (a binary protocol's). */
+int oom_parse_bytes_at(const struct proto_ops *ops, const char *text, size_t n, bool rsp, long k, uint32_t *count);
 
 #endif
