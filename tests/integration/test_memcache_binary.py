@@ -120,7 +120,7 @@ def test_quiet_pipeline_over_servers_ends_with_noop(mc_target):
     """setq on keys of every server, then getkq hits and misses in a mixed order, quiet errors
     among them, then noop: the hits and errors in request order (each with its opaque and its
     server's CAS), then the noop's reply; and again on the same connection."""
-    keys = [k for ks in mc_target.route_keys("qp", 3) for k in ks]
+    keys = [k for ks in mc_target.route_keys("qp", 20) for k in ks]
     with mc_target.raw() as r:
         exchange(r, b"".join(store(Op.SETQ, k, b"v%d" % i, flags=i, opaque=i)
                              for i, k in enumerate(keys)) + noop(1), response(Op.NOOP, opaque=1))

@@ -473,6 +473,25 @@ def test_binary_connection_is_served(mc_cluster):
                    mc_value(k, value, flags=3) + b"END\r\n")
 
 
+@pytest.mark.parametrize("binary", [
+    mcbin.noop(0xDEADBEEF),  # its opcode is "\\n": the line "\\x80\\n", then a line of the rest
+    mcbin.get(Op.GET, b"foo", 7),
+    mcbin.store(Op.SET, BINARY_SET_KEY, b"v\r\nset " + BINARY_SET_KEY.encode() + b" 0 0 1\r\nx\r\n",
+                opaque=9),
+], ids=["noop", "get", "set-with-text-in-its-value"])
+def test_binary_request_on_a_text_connection_is_text(mc_cluster, reference, binary):
+    """Only a connection's first byte chooses the binary protocol: after a text request, a binary
+    request's bytes are text lines, answered as memcached answers them (no verb it knows: ERROR;
+    a text request inside them runs), and the connection goes on."""
+    k = f"bin{uuid.uuid4().hex}"
+    request = mc_store("set", k, "v") + binary + b"\r\n" + f"get {k}\r\n".encode()
+    want = memcached_answers(reference, request)
+    assert want.startswith(b"STORED\r\nERROR\r\n") and want.endswith(b"END\r\n"), want
+    with mc_cluster.raw() as c:
+        c.send(request + b"version\r\n")
+        assert b"".join(replies_until_version(c)) == want
+
+
 def test_pylibmc_binary_client(mc_cluster):
     """pylibmc with binary=True (libmemcached's binary protocol) through the proxy: storage,
     a multi-get over the servers (its quiet gets and a noop), counters, cas, touch, delete and
