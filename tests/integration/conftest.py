@@ -10,6 +10,10 @@ Everything a fixture starts is stopped and reaped at the end of the test, pass o
 a daemon that double-forked away (this pytest process makes itself a child subreaper, so orphans
 come back to it). A failing test's report gets the proxy's log attached.
 
+`mc_pool` (3 memcacheds behind a proxy), `mc_direct` (a memcached alone) and `mc_target` (each
+of them in turn) serve the modules that run their memcached checks both directly and through the
+proxy.
+
 `module_redis_server`, `module_memcached_server`, `module_nutcrackers` (and `module_reaper`) are
 the same factories at module scope, for processes shared by the tests of one module: they are
 stopped when the module's last test ends, and the per-test clean-up leaves them alone.
@@ -473,6 +477,29 @@ def mc_cluster(request, module_memcached_server, module_write_conf, module_nutcr
     """The same with memcached; a module may set MEMCACHED_ARGS (extra memcached flags)."""
     yield from _cluster_fixture("memcache", request, module_memcached_server, module_write_conf,
                                 module_nutcrackers)
+
+
+@pytest.fixture(scope="module")
+def mc_pool(request, module_memcached_server, module_write_conf, module_nutcrackers):
+    """A nctest.cluster.Cluster of 3 memcacheds behind a proxy (-T 2), shared by the module."""
+    c = cluster.start_cluster("memcache", 3, 2, module_memcached_server, module_write_conf,
+                              module_nutcrackers, name=f"{request.module.__name__[5:]}-pool")
+    yield c
+    rc = c.stop()
+    assert rc == 0, f"the proxy of {c.proxy.conf_path.name} exited with status {rc}"
+
+
+@pytest.fixture(scope="module")
+def mc_direct(module_memcached_server):
+    """A memcached of the module's own, with no proxy (a nctest.cluster.Direct)."""
+    return cluster.Direct("memcache", module_memcached_server()[0])
+
+
+@pytest.fixture(params=["direct", "proxy"])
+def mc_target(request):
+    """For checks that run twice: `direct`, on mc_direct (which checks the checks themselves),
+    and `proxy`, through mc_pool, where an item belongs on the server the proxy routes its key to."""
+    return request.getfixturevalue("mc_direct" if request.param == "direct" else "mc_pool")
 
 
 def _running(proxy):

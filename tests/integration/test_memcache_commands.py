@@ -4,25 +4,26 @@ one END, the storage commands with and without noreply, cas, incr/decr, delete (
 `delete <key> 0`), touch, version, quit; memcached's token counts (a wrong one is ERROR and the
 next line is the next request, compared with a live memcached); CLIENT_ERROR for bad requests (the
 connection is closed only when the stream cannot be followed), nothing for those ending in noreply
-when memcached sends nothing; binary-protocol requests answered "unknown command" and closed (raw
-and with pylibmc); SERVER_ERROR when a server cannot be reached.
+when memcached sends nothing; a connection that starts with a binary request served in the binary
+protocol (raw and with pylibmc binary=True; test_memcache_binary.py has the rest); SERVER_ERROR
+when a server cannot be reached.
 
 The error texts are memcached's own: the expected line is what a live memcached outside the proxy
 (the `reference` fixture) answers to the same request. Only the proxy's own replies, where
 memcached has none to compare with (it would run the command or close the connection), are
 written out here; README.md and notes/memcache.md document them.
 """
-import struct
 import uuid
 
 import pylibmc
 import pytest
 
-from nctest import procs
+from nctest import mcbin, procs
 from nctest.cluster import start_cluster
 from nctest.codec import mc_store, mc_value
 from nctest.conn import RawConn
 from nctest.keys import spread_keys
+from nctest.mcbin import Op, Status
 
 
 def cas_of(conn, key):
@@ -449,64 +450,74 @@ def test_unfollowable_stream_gets_client_error_and_close(mc_cluster, reference, 
         assert c.is_closed()
 
 
-def binary_request(opcode, opaque, key=b"", extras=b"", value=b""):
-    """A memcached binary-protocol request: its 24-byte header and body."""
-    body = extras + key + value
-    return struct.pack(">BBHBBHIIQ", 0x80, opcode, len(key), len(extras), 0, 0, len(body),
-                       opaque, 0) + body
-
-
-def binary_unknown_command(opcode, opaque):
-    """The proxy's answer to a binary request: a reply header (magic 0x81, the request's opcode and
-    opaque, status 0x0081 "unknown command") and its text."""
-    text = b"Unknown command: binary protocol not supported, use ASCII"
-    return struct.pack(">BBHBBHIIQ", 0x81, opcode, 0, 0, 0, 0x0081, len(text), opaque, 0) + text
-
-
 BINARY_SET_KEY = "nc-binary-set-key"
 
 
-@pytest.mark.parametrize("requests", [
-    [binary_request(0x0a, 0xdeadbeef)],  # NOOP: its opcode is "\n", once answered a text ERROR
-    [binary_request(0x00, 7, key=b"foo")],  # GET
-    [binary_request(0x01, 9, key=BINARY_SET_KEY.encode(), extras=b"\0" * 8,  # SET
-                    value=b"v\r\nset " + BINARY_SET_KEY.encode() + b" 0 0 1\r\nx\r\n"),
-     binary_request(0x0a, 10)],
-])
-def test_binary_protocol_request_is_answered_and_closed(mc_cluster, requests):
-    """A binary-protocol request (first byte 0x80) used to wait for a newline that may never come:
-    it gets a binary "unknown command" reply at once and the connection is closed, whatever
-    follows it; logged once per connection."""
-    k = f"bin{uuid.uuid4().hex}"
-    with mc_cluster.raw() as c:  # the earlier requests are answered first
-        before = mc_cluster.proxy.log().count("binary protocol request")
-        c.send(mc_store("set", k, "v") + b"".join(requests))
-        opcode, opaque = requests[0][1], struct.unpack(">I", requests[0][12:16])[0]
-        c.expect(b"STORED\r\n" + binary_unknown_command(opcode, opaque))
-        assert c.is_closed()
+def test_binary_connection_is_served(mc_cluster):
+    """A connection whose first byte is 0x80 speaks the binary protocol (test_memcache_binary.py
+    has the rest): a noop (its opcode is "\\n", once answered a text ERROR) and a set whose value
+    holds text requests are answered in binary, and those text bytes are only a value."""
+    k = f"bin{uuid.uuid4().hex}".encode()
+    value = b"v\r\nset " + BINARY_SET_KEY.encode() + b" 0 0 1\r\nx\r\n"
     with mc_cluster.raw() as c:
-        c.send(binary_request(0x0a, 1))
-        c.expect(binary_unknown_command(0x0a, 1))
-        assert c.is_closed()
-    # both logged before their replies were written
-    assert mc_cluster.proxy.log().count("binary protocol request") == before + 2
-    with mc_cluster.raw() as c:  # nothing after the binary header was run as a command
-        c.exchange(f"get {k} {BINARY_SET_KEY}\r\n".encode(), mc_value(k, "v") + b"END\r\n")
+        c.send(mcbin.noop(0xDEADBEEF) + mcbin.get(Op.GET, k, 7) +
+               mcbin.store(Op.SET, k, value, flags=3, opaque=9) + mcbin.get(Op.GETK, k, 10) +
+               mcbin.noop(11))
+        got = mcbin.read(c, 5)
+    assert [(p.op, p.status, p.opaque) for p in got] == [
+        (Op.NOOP, 0, 0xDEADBEEF), (Op.GET, Status.NOT_FOUND, 7), (Op.SET, 0, 9), (Op.GETK, 0, 10),
+        (Op.NOOP, 0, 11)], got
+    assert (got[3].key, got[3].flags, got[3].value, got[3].cas) == (k, 3, value, got[2].cas)
+    with mc_cluster.raw() as c:  # nothing of the value was run as a command
+        c.exchange(b"get %s %s\r\n" % (k, BINARY_SET_KEY.encode()),
+                   mc_value(k, value, flags=3) + b"END\r\n")
 
 
-def test_pylibmc_binary_client_fails_fast(mc_cluster):
-    """pylibmc with binary=True gets libmemcached's error for an "unknown command" status at once,
-    not a time-out (its get reports a miss: libmemcached's way with a failed get); the same client
-    in ASCII mode works."""
+@pytest.mark.parametrize("binary", [
+    mcbin.noop(0xDEADBEEF),  # its opcode is "\\n": the line "\\x80\\n", then a line of the rest
+    mcbin.get(Op.GET, b"foo", 7),
+    mcbin.store(Op.SET, BINARY_SET_KEY, b"v\r\nset " + BINARY_SET_KEY.encode() + b" 0 0 1\r\nx\r\n",
+                opaque=9),
+], ids=["noop", "get", "set-with-text-in-its-value"])
+def test_binary_request_on_a_text_connection_is_text(mc_cluster, reference, binary):
+    """Only a connection's first byte chooses the binary protocol: after a text request, a binary
+    request's bytes are text lines, answered as memcached answers them (no verb it knows: ERROR;
+    a text request inside them runs), and the connection goes on."""
+    k = f"bin{uuid.uuid4().hex}"
+    request = mc_store("set", k, "v") + binary + b"\r\n" + f"get {k}\r\n".encode()
+    want = memcached_answers(reference, request)
+    assert want.startswith(b"STORED\r\nERROR\r\n") and want.endswith(b"END\r\n"), want
+    with mc_cluster.raw() as c:
+        c.send(request + b"version\r\n")
+        assert b"".join(replies_until_version(c)) == want
+
+
+def test_pylibmc_binary_client(mc_cluster):
+    """pylibmc with binary=True (libmemcached's binary protocol) through the proxy: storage,
+    a multi-get over the servers (its quiet gets and a noop), counters, cas, touch, delete and
+    stats; an ASCII client reads what it wrote."""
     server = str(mc_cluster.path) if mc_cluster.path else f"127.0.0.1:{mc_cluster.port}"
-    behaviors = {"connect_timeout": 5000, "_poll_timeout": 5000}
-    k = f"plm{uuid.uuid4().hex}"
-    for op in (lambda c: c.set(k, "v"), lambda c: c.delete(k), lambda c: c.incr(k)):
-        with pytest.raises(pylibmc.UnknownReadFailure):
-            op(pylibmc.Client([server], binary=True, behaviors=behaviors))
+    behaviors = {"connect_timeout": 5000, "_poll_timeout": 5000, "cas": True}
+    client = pylibmc.Client([server], binary=True, behaviors=behaviors)
+    p = f"plm{uuid.uuid4().hex[:8]}"
+    data = {f"{p}:{i}": f"value {i}" for i in range(20)}
+    assert client.set_multi(data) == []
+    assert client.get_multi([*data, p + ":nope"]) == data
+    assert client.set(p, 5) and client.incr(p, 3) == 8 and client.decr(p, 1) == 7
+    k0, k1 = f"{p}:0", f"{p}:1"
+    assert client.add(k0, "x") is False and client.replace(k0, "r") is True
+    assert client.append(k0, "!") and client.prepend(k0, "<") and client.get(k0) == "<r!"
+    value, cas = client.gets(k1)
+    assert value == "value 1" and client.cas(k1, "new", cas) is True
+    assert client.cas(k1, "newer", cas) is False
+    assert client.touch(k1, 100) is True
+    assert client.delete(k0) is True and client.get(k0) is None and client.delete(k0) is False
+    ((_, stats),) = client.get_stats()
+    assert int(stats["pid"]) == mc_cluster.pid()
     ascii_client = pylibmc.Client([server], binary=False, behaviors=behaviors)
-    assert ascii_client.set(k, "v")
-    assert ascii_client.get(k) == "v"
+    assert ascii_client.get_multi([k1, p]) == {k1: "new", p: 7}
+    client.disconnect_all()
+    ascii_client.disconnect_all()
 
 
 def test_get_of_more_keys_than_the_cap_is_refused(mc_cluster):

@@ -16,7 +16,7 @@ import uuid
 
 import pytest
 
-from nctest import cluster, mcmeta
+from nctest import cluster, manage, mcmeta
 from nctest.conn import RawConn
 from nctest.framing import cuts
 from nctest.keys import spread_keys
@@ -225,8 +225,4 @@ def test_streams_cut_with_a_bystander(setup, streams):
 
 def server_counters(c):
     """The pool's servers' failure counters (a framing slip is a server error)."""
-    from nctest import manage
-
-    doc = manage.status(c.proxy.manage_port)[c.name]
-    return {name: (s["server_err"], s["server_eof"], s["server_timedout"])
-            for name, s in doc.items() if isinstance(s, dict) and "server_err" in s}
+    return manage.server_failures(c.proxy.manage_port, c.name)

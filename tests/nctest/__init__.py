@@ -20,6 +20,8 @@ the benchmark (bench/bench.py). One module per concern:
   nodeclients  the pinned Node.js packages (tests/clients/node): node, once they are installed
   framing  the same byte streams sent to a redis-server and through the proxy, the replies
            compared; a bystander client that checks every reply is its own
+  mcbin    memcached's binary protocol: packets built and parsed, reads up to a noop, what
+           a memcached answers directly, a binary bystander
   tls      certificates made with the openssl CLI (CA, server, client, a wrong CA and key),
            ssl contexts and redis-server / memcached TLS flags
   sentinel Redis Sentinel deployments (shards of a master and replicas, 3 sentinels) and what

@@ -8,7 +8,7 @@ Threads: a Cluster belongs to the test's thread.
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import keys, procs, wait
+from . import keys, manage, procs, wait
 from .conn import RawConn, mc_client, redis_client
 from .procs import HOST
 
@@ -70,6 +70,13 @@ class Cluster:
         line = manage.command(self.proxy.manage_port, f"find_key {self.proxy.conf_path.stem} {key}")
         return self.ports.index(int(line.split()[0].split(":")[1]))
 
+    def route_keys(self, prefix, per_server):
+        """per_server fresh keys for each server, as the proxy routes them (not written): a list,
+        by server, of lists of keys."""
+        return keys.by_route(self.ports, per_server, prefix, lambda ks: [
+            self.ports.index(int(name.split(":")[1]))
+            for name in manage.find_keys(self.proxy.manage_port, self.name, ks).values()])
+
     def mc_size(self, i, key):
         """The size of key's value on memcached i, or None when it has no such key."""
         return keys.mc_value_size(self.ports[i], key)
@@ -116,6 +123,31 @@ class Cluster:
                 proc.kill()
         procs.stop_popens([self.proxy.proc, *self.procs])
         return rc
+
+
+@dataclass
+class Direct:
+    """One backend with no proxy in front, in a Cluster's place where a test runs its checks
+    straight against the backend (which validates the checks themselves) and through the proxy:
+    the same port, ports, raw(), route_keys() (every key is on it), server_of() and holder()."""
+    kind: str
+    port: int
+
+    @property
+    def ports(self):
+        return [self.port]
+
+    def raw(self, **kw):
+        return RawConn(self.port, **kw)
+
+    def route_keys(self, prefix, per_server):
+        return keys.by_route(self.ports, per_server, prefix, lambda ks: [0] * len(ks))
+
+    def server_of(self, key):
+        return 0
+
+    def holder(self, key):
+        return keys.holders(self.ports, self.kind == "redis", key)
 
 
 def start_cluster(kind, backends, threads, start_backend, write_conf, start_proxy, name,

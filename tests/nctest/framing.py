@@ -6,6 +6,7 @@ the two reply streams compared (tests/integration/test_framing_diff.py).
                                   whether redis answers it once, never, or we cannot tell
   Differs, Stream                 a named stream, and where the proxy answers otherwise
   cuts                            where to cut a stream in two, a bounded number of places
+  read_by_peer                    waits until the proxy has read what a client sent
   Differ                          runs a stream on both sides and says how the replies differ;
                                   sends one through the proxy and leaves at once
   Bystander                       a client of the proxy, in a thread, that checks every reply of
@@ -112,6 +113,23 @@ def cuts(data, cap):
     return sorted(({*picked, *spread} - {0, n}))[:cap]
 
 
+def read_by_peer(c, port):
+    """Waits until the peer on port (the proxy) has read every byte sent on c (none in flight,
+    none in its socket's receive queue), or has closed its side."""
+    mine = (c.local_port, port)
+    theirs = (port, c.local_port)
+
+    def done():
+        q = procfs.tcp_queues(*theirs)
+        if q is None or q[0] != "ESTABLISHED":
+            return True
+        m = procfs.tcp_queues(*mine)
+        return m is not None and m[2] == 0 and q[1] == 0
+
+    wait.wait_for(done, IO_TIMEOUT, f"port {port} to read what port {c.local_port} sent",
+                  interval=READ_POLL)
+
+
 def split_replies(data, reply_end=codec.resp_end):
     """The replies of a reply stream (RESP, or what reply_end(data, pos) reads), one bytes each (a
     trailing incomplete one last)."""
@@ -199,20 +217,7 @@ class Differ:
         return Outcome(b"".join(replies), ref.closed)
 
     def _read_by_proxy(self, c):
-        """Waits until the proxy has read every byte sent on c (none in flight, none in its
-        socket's receive queue), or has closed its side."""
-        mine = (c.local_port, self.proxy_port)
-        theirs = (self.proxy_port, c.local_port)
-
-        def done():
-            q = procfs.tcp_queues(*theirs)
-            if q is None or q[0] != "ESTABLISHED":
-                return True
-            m = procfs.tcp_queues(*mine)
-            return m is not None and m[2] == 0 and q[1] == 0
-
-        wait.wait_for(done, IO_TIMEOUT, f"the proxy to read what port {c.local_port} sent",
-                      interval=READ_POLL)
+        read_by_peer(c, self.proxy_port)
 
     def through(self, data, at=()):
         """What the proxy does with data written in pieces cut at the offsets `at` (each read by
@@ -286,13 +291,17 @@ class Bystander:
         self.check()
         return self
 
+    def _round(self, c, n):
+        """One round on the connection c (n: its number): fails on a reply not its own."""
+        value = uuid.uuid4().hex
+        c.exchange(codec.resp("SET", self.key, value) + codec.resp("GET", self.key),
+                   b"+OK\r\n" + codec.bulk(value))
+
     def _run(self):
         try:
             with RawConn(self.port) as c:
                 while not self._stop.is_set():
-                    value = uuid.uuid4().hex
-                    c.exchange(codec.resp("SET", self.key, value) + codec.resp("GET", self.key),
-                               b"+OK\r\n" + codec.bulk(value))
+                    self._round(c, self.rounds)
                     self.rounds += 1
         except BaseException as e:  # noqa: BLE001 - reported by check()
             self.error = f"after {self.rounds} rounds: {e!r}"

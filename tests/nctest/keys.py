@@ -5,6 +5,8 @@ redis and memcached.
 Threads: each call opens its own connections; any thread.
 """
 import hashlib
+import uuid
+from dataclasses import dataclass
 
 from .codec import Err
 from .conn import KvConn, RawConn
@@ -26,6 +28,18 @@ def big_value(size, seed=b"nutcrackers"):
 
 def digest(data):
     return hashlib.sha1(data).hexdigest()
+
+
+def by_route(ports, per_server, prefix, route):
+    """per_server keys of spread_keys(prefix + a fresh suffix) for each of ports, as route(keys) ->
+    [index of the server of each key] places them: a list, by server, of lists of keys."""
+    out = [[] for _ in ports]
+    candidates = spread_keys(f"{prefix}{uuid.uuid4().hex[:6]}", 60 * per_server * len(ports))
+    for k, where in zip(candidates, route(candidates)):
+        if len(out[where]) < per_server:
+            out[where].append(k)
+    assert all(len(ks) == per_server for ks in out), out
+    return out
 
 
 def backend_keys(port, redis, candidates, db=0):
@@ -72,6 +86,29 @@ def mc_value_size(port, key):
         return None
     assert reply.startswith(b"HD s"), reply
     return int(reply[4:-2])
+
+
+@dataclass(frozen=True)
+class McItem:
+    value: bytes
+    flags: int
+    cas: int
+    ttl: int     # seconds left, -1: none
+
+
+def mc_item(port, key):
+    """key's item on the memcached on port, as the meta command `mg <key> v f c t` shows it, or
+    None when it has no such key."""
+    with RawConn(port) as c:
+        c.send(b"mg %s v f c t\r\n" % (key.encode() if isinstance(key, str) else key))
+        line = c.line()
+        if line == b"EN\r\n":
+            return None
+        head = line.split()
+        assert head[0] == b"VA", line
+        value = c.recv_exact(int(head[1]) + 2)[:-2]
+    fields = {t[:1]: int(t[1:]) for t in head[2:]}
+    return McItem(value, fields[b"f"], fields[b"c"], fields[b"t"])
 
 
 def holders(ports, redis, key, db=0):

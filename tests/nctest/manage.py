@@ -119,3 +119,11 @@ def wait_pool_stat(port, pool, name, accept, timeout=10.0, what=None):
     doc = wait_status(port, lambda d: pool in d and accept(d[pool][name]), timeout,
                       what or f"{pool} {name}")
     return doc[pool][name]
+
+
+def server_failures(port, pool):
+    """{server name: (server_err, server_eof, server_timedout)} of a pool: a server connection the
+    proxy dropped (a framing slip is a server error) moves one of them."""
+    doc = status(port)[pool]
+    return {name: (s["server_err"], s["server_eof"], s["server_timedout"])
+            for name, s in doc.items() if isinstance(s, dict) and "server_err" in s}

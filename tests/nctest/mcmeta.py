@@ -11,7 +11,6 @@ import re
 import uuid
 
 from . import framing
-from .conn import RawConn
 from .framing import Bystander
 
 TERM = b"mn\r\n"
@@ -116,12 +115,3 @@ class McBystander(Bystander):
             got = c._until(reply_end, None)
             own = (b"VA %d k%s O%d\r\n%s\r\n" % (len(value), k, n, value), b"EN k%s O%d\r\n" % (k, n))
             assert got in own, f"{key}: {got[:200]!r}"
-
-    def _run(self):
-        try:
-            with RawConn(self.port) as c:
-                while not self._stop.is_set():
-                    self._round(c, self.rounds)
-                    self.rounds += 1
-        except BaseException as e:  # noqa: BLE001 - reported by check()
-            self.error = f"after {self.rounds} rounds: {e!r}"
