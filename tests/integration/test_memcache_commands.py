@@ -494,8 +494,8 @@ def test_binary_request_on_a_text_connection_is_text(mc_cluster, reference, bina
 
 def test_pylibmc_binary_client(mc_cluster):
     """pylibmc with binary=True (libmemcached's binary protocol) through the proxy: storage,
-    a multi-get over the servers (its quiet gets and a noop), counters, cas, touch, delete and
-    stats; an ASCII client reads what it wrote."""
+    a multi-get over the servers (its quiet gets and a noop), counters, cas, delete and stats;
+    an ASCII client reads what it wrote."""
     server = str(mc_cluster.path) if mc_cluster.path else f"127.0.0.1:{mc_cluster.port}"
     behaviors = {"connect_timeout": 5000, "_poll_timeout": 5000, "cas": True}
     client = pylibmc.Client([server], binary=True, behaviors=behaviors)
@@ -510,7 +510,8 @@ def test_pylibmc_binary_client(mc_cluster):
     value, cas = client.gets(k1)
     assert value == "value 1" and client.cas(k1, "new", cas) is True
     assert client.cas(k1, "newer", cas) is False
-    assert client.touch(k1, 100) is True
+    # (no touch: libmemcached 1.0.18's binary touch waits out its poll timeout against memcached
+    # itself, 5 s; the proxy's touch is tested with raw packets in test_memcache_binary.py)
     assert client.delete(k0) is True and client.get(k0) is None and client.delete(k0) is False
     ((_, stats),) = client.get_stats()
     assert int(stats["pid"]) == mc_cluster.pid()
