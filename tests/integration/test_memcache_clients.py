@@ -18,10 +18,9 @@ themselves. test_cross_protocol: keys one client wrote (raw bytes, flags 0) read
 
 Each runs twice: `direct`, against a memcached 1.6 of its own with no proxy (the harness itself,
 which passes today), and `proxy`, through a proxy at -T 2 over a pool of 3 memcacheds, where a key
-belongs on the server the proxy's manage port names (`find_keys`). The proxy serves the text
-protocol and the meta commands so far (PROXY_SERVES): through it, the tests of a binary client are
-strict xfails, whose failure today is the proxy's refusal (its "unknown command" reply, then the
-connection closed); once the proxy serves the binary protocol, add it to PROXY_SERVES.
+belongs on the server the proxy's manage port names (`find_keys`). The proxy serves all three
+protocols (PROXY_SERVES); a protocol left out of it would make its clients' tests through the
+proxy strict xfails.
 
 memjs runs with Node.js >= 20 (the `node` fixture), Dalli with the ruby that loads Dalli 3.0.6
 (`ruby_dalli`); without them their tests skip with deps.sh's line, as test.sh's summary says.
@@ -43,8 +42,8 @@ from nctest.wait import scale
 THREADED = True  # a -T 2 proxy shared by the module: the TSan stage runs these too (conftest.py)
 
 CLIENTS = mcclients.CLIENTS
-# the protocols the proxy serves today; issue 29 adds "meta", then "binary"
-PROXY_SERVES = {"text", "meta"}
+# the protocols the proxy serves (issue 29 added "meta", then "binary")
+PROXY_SERVES = {"text", "meta", "binary"}
 NOT_YET = {"meta": "meta commands: issue 29, not in the proxy yet",
            "binary": "binary protocol: issue 29, not in the proxy yet"}
 TARGETS = ("direct", "proxy")
