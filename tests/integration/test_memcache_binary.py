@@ -27,10 +27,9 @@ import pytest
 from nctest import cluster, manage, procs
 from nctest.conn import RawConn
 from nctest.keys import mc_item, spread_keys
-from nctest.mcbin import (NO_EXPIRY_CREATE, TERM_OPAQUE, BinBystander, Op, Status, concat, counter,
-                          delete, exchange, flags_extras, flush, get, noop, packet_end, parse,
-                          read, read_raw, request, response, split, store, touch,
-                          until_noop, until_noop_open, assert_same)
+from nctest.mcbin import (TERM_OPAQUE, BinBystander, Op, Status, concat, counter, delete, exchange,
+                          flags_extras, flush, get, noop, parse, read, read_raw, request, response,
+                          split, store, touch, until_noop_open, assert_same)
 
 THREADED = True  # the TSan stage runs these too (conftest.py)
 

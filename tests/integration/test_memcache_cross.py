@@ -4,11 +4,7 @@ second), on keys of every server. Each check runs twice: `direct`, against a mem
 with no proxy (the checks themselves), and `proxy`, through a proxy (-T 2) over 3 memcacheds, on
 one listener where each connection's first byte decides its protocol.
 """
-import uuid
-
-import pytest
-
-from nctest import cluster, mcmeta
+from nctest import mcmeta
 from nctest.codec import mc_value
 from nctest.keys import mc_item
 from nctest.mcbin import Op, Status, concat, counter, delete, exchange, flags_extras, get, noop
