@@ -224,6 +224,12 @@ int mc_parse_rsp(struct parse_state *ps, struct msg *m, const uint8_t *buf, size
                  size_t *consumed);
 int mc_fragment(struct msg *req, const uint32_t *server_of_key, uint32_t nwhere, struct msg_pool *pool);
 int mc_coalesce(const struct proto_view *v, struct msg *req, struct msg *rsp);
+/* A fragment of req for server (ctx: the maker's own), NULL when out of memory. */
+typedef struct msg *(*mc_frag_fn)(struct msg *req, uint32_t server, struct msg_pool *pool, const void *ctx);
+/* req's fragments for the servers where[0..n), one each, made by make (a CMD_F_FRAG_ALL request:
+ * no keys). Returns 0 or -ENOMEM (nothing left allocated). */
+int mc_fragments_to(struct msg *req, const uint32_t *where, uint32_t n, struct msg_pool *pool, mc_frag_fn make,
+                    const void *ctx);
 /* flush_all and stats, sent to every server (memcache_fanout.c). */
 int mc_fragment_all(struct msg *req, const uint32_t *where, uint32_t n, struct msg_pool *pool);
 int mc_coalesce_all(const struct proto_view *v, struct msg *req, struct msg *rsp);

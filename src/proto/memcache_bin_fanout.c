@@ -25,8 +25,9 @@
 
 /* The fragment of req for server: the client's header (its opcode replaced by a flush's when it
  * is one: a quiet flush would answer nothing), then the rest of its bytes. */
-static struct msg *bin_frag(struct msg *req, uint32_t server, struct msg_pool *pool)
+static struct msg *bin_frag(struct msg *req, uint32_t server, struct msg_pool *pool, const void *ctx)
 {
+    (void)ctx;
     struct msg *fr = proto_frag_new(req, server, pool);
     if (fr == NULL) return NULL;
     fr->rsp_opts = MC_RSP_BIN;
@@ -42,21 +43,7 @@ static struct msg *bin_frag(struct msg *req, uint32_t server, struct msg_pool *p
 
 int mc_bin_fragment_all(struct msg *req, const uint32_t *where, uint32_t n, struct msg_pool *pool)
 {
-    struct msg **frags = calloc(n ? n : 1, sizeof(*frags));
-    if (frags == NULL) return -ENOMEM;
-    for (uint32_t i = 0; i < n; i++) {
-        frags[i] = bin_frag(req, where[i], pool);
-        if (frags[i] == NULL) {
-            while (i > 0) msg_put(pool, frags[--i]);
-            free(frags);
-            return -ENOMEM;
-        }
-    }
-    req->frags = frags;
-    req->nfrags = n;
-    req->nfrags_done = 0;
-    req->key_frag = NULL;
-    return 0;
+    return mc_fragments_to(req, where, n, pool, bin_frag, NULL);
 }
 
 /* r's packets, the client's opcode in the first one's header. */

@@ -28,11 +28,17 @@
 /* A server's stats reply is taken up to this size (about 3 KB in practice). */
 #define MC_STATS_TEXT_MAX (1u << 20)
 
-static struct msg *mc_frag(struct msg *req, uint32_t server, struct msg_pool *pool, const char *text,
-                           size_t len)
+struct mc_line {
+    const char *text;
+    size_t len;
+};
+
+/* mc_frag_fn: a fragment of the line ctx (struct mc_line). */
+static struct msg *mc_frag(struct msg *req, uint32_t server, struct msg_pool *pool, const void *ctx)
 {
+    const struct mc_line *line = ctx;
     struct msg *fr = proto_frag_new(req, server, pool);
-    if (fr != NULL && msg_append_literal(fr, text, len) < 0) {
+    if (fr != NULL && msg_append_literal(fr, line->text, line->len) < 0) {
         msg_put(pool, fr);
         return NULL;
     }
@@ -66,16 +72,13 @@ static size_t mc_fanout_line(const struct msg *req, char *out, size_t size)
     return len + 2;
 }
 
-int mc_fragment_all(struct msg *req, const uint32_t *where, uint32_t n, struct msg_pool *pool)
+int mc_fragments_to(struct msg *req, const uint32_t *where, uint32_t n, struct msg_pool *pool, mc_frag_fn make,
+                    const void *ctx)
 {
-    if (req->cmd == MC_CMD_BINARY) return mc_bin_fragment_all(req, where, n, pool);
-    char text[MC_LINE_MAX + 4];
-    size_t len = req->cmd == MC_CMD_STATS ? (size_t)snprintf(text, sizeof(text), "stats\r\n")
-                                          : mc_fanout_line(req, text, sizeof(text));
     struct msg **frags = calloc(n ? n : 1, sizeof(*frags));
     if (frags == NULL) return -ENOMEM;
     for (uint32_t i = 0; i < n; i++) {
-        frags[i] = mc_frag(req, where[i], pool, text, len);
+        frags[i] = make(req, where[i], pool, ctx);
         if (frags[i] == NULL) {
             while (i > 0) msg_put(pool, frags[--i]);
             free(frags);
@@ -87,6 +90,16 @@ int mc_fragment_all(struct msg *req, const uint32_t *where, uint32_t n, struct m
     req->nfrags_done = 0;
     req->key_frag = NULL;
     return 0;
+}
+
+int mc_fragment_all(struct msg *req, const uint32_t *where, uint32_t n, struct msg_pool *pool)
+{
+    if (req->cmd == MC_CMD_BINARY) return mc_bin_fragment_all(req, where, n, pool);
+    char text[MC_LINE_MAX + 4];
+    size_t len = req->cmd == MC_CMD_STATS ? (size_t)snprintf(text, sizeof(text), "stats\r\n")
+                                          : mc_fanout_line(req, text, sizeof(text));
+    struct mc_line line = { text, len };
+    return mc_fragments_to(req, where, n, pool, mc_frag, &line);
 }
 
 static int mc_slice(struct msg *rsp, const struct msg *r)
