@@ -34,6 +34,20 @@ static struct msg *parse(struct oom_pools *c, const char *s, bool rsp)
 static const uint32_t servers[] = { 0, 1, 2, 0, 1, 2, 2, 1, 0 };
 static const char request[] = "get a b c d e f g h i\r\n";
 
+
+/* Puts a coalesced request, its fragments, their replies and its reply: nothing is left live. */
+static void put_coalesced(struct oom_pools *c, struct msg *req, struct msg *rsp)
+{
+    for (uint32_t j = 0; j < req->nfrags; j++) {
+        msg_put(&c->pp, req->frags[j]->peer);
+        msg_put(&c->pp, req->frags[j]);
+    }
+    msg_put(&c->pp, req);
+    msg_put(&c->pp, rsp);
+    assert_int_equal(c->pp.nlive, 0);
+    assert_int_equal(c->mp.nlive, 0);
+}
+
 /* fragment() of the request s[0..n) over where[0..nwhere) with the k-th allocation and those
  * after it failing, for every k: -ENOMEM with nothing left, or 3 fragments (after more than
  * min_k allocations). */
@@ -102,14 +116,7 @@ static void test_coalesce_oom(void **state)
         } else {
             assert_int_equal(rc, -ENOMEM);
         }
-        for (uint32_t j = 0; j < req->nfrags; j++) {
-            msg_put(&c.pp, req->frags[j]->peer);
-            msg_put(&c.pp, req->frags[j]);
-        }
-        msg_put(&c.pp, req);
-        msg_put(&c.pp, rsp);
-        assert_int_equal(c.pp.nlive, 0);
-        assert_int_equal(c.mp.nlive, 0);
+        put_coalesced(&c, req, rsp);
     }
     assert_true(k > 2);
     oom_pools_deinit(&c);
@@ -246,14 +253,7 @@ static void test_bin_coalesce_oom(void **state)
             } else {
                 assert_int_equal(rc, -ENOMEM);
             }
-            for (uint32_t j = 0; j < req->nfrags; j++) {
-                msg_put(&c.pp, req->frags[j]->peer);
-                msg_put(&c.pp, req->frags[j]);
-            }
-            msg_put(&c.pp, req);
-            msg_put(&c.pp, rsp);
-            assert_int_equal(c.pp.nlive, 0);
-            assert_int_equal(c.mp.nlive, 0);
+            put_coalesced(&c, req, rsp);
         }
         assert_true(k > 1);
         oom_pools_deinit(&c);
