@@ -16,7 +16,7 @@
  * requests).
  *
  * State: state = RR_*, b = body bytes to come, c = the current packet's opcode and key length
- * (opcode << 16 | keylen), d = packets so far.
+ * (opcode << 16 | keylen), d = 1 when that packet is an error (which ends a stat sequence).
  *
  * Threads: the worker owning the connection (parse_state) and the msg.
  */
@@ -54,7 +54,7 @@ static int on_header(struct parse_state *ps, struct msg *m, const uint8_t *h)
         m->integer = status;
     }
     ps->c = ((uint64_t)h[MC_BIN_OFF_OPCODE] << 16) | mc_bin_u16(h + MC_BIN_OFF_KEYLEN);
-    ps->d = status != MC_BIN_ST_OK; /* a stat sequence ends at an error */
+    ps->d = status != MC_BIN_ST_OK;
     ps->b = mc_bin_u32(h + MC_BIN_OFF_BODY);
     ps->state = RR_BODY;
     return MC_STEP_CONT;
