@@ -15,6 +15,7 @@ listener. Each client runs nctest.mcplan's plan on keys of its own (values of se
 serializer's flags, flags it sets itself; nctest.mcclients says what each client has and why),
 and what it saw is checked, then every key on the server it belongs on, read from the servers
 themselves. test_cross_protocol: keys one client wrote (raw bytes, flags 0) read by each other.
+test_every_client_at_once: the five through the proxy at the same time.
 
 Each runs twice: `direct`, against a memcached 1.6 of its own with no proxy (the harness itself,
 which passes today), and `proxy`, through a proxy at -T 2 over a pool of 3 memcacheds, where a key
@@ -28,6 +29,7 @@ memjs runs with Node.js >= 20 (the `node` fixture), Dalli with the ruby that loa
 import socket
 import struct
 import subprocess
+import threading
 import uuid
 
 import pytest
@@ -89,19 +91,28 @@ def timeout():
     return IO_TIMEOUT * scale()
 
 
-def run(request, name, plan):
-    """Runs plan (or a cross-protocol plan) with client `name`: what it reported. Skips without
-    its toolchain (or meta-memcache without Python >= 3.10)."""
+def runner(request, name):
+    """A function that runs a plan (or a cross-protocol plan) with client `name` and returns what
+    it reported (any thread may call it). Skips without its toolchain (or meta-memcache without
+    Python >= 3.10)."""
     if name in mcclients.EXTERNAL:
         exe = request.getfixturevalue("node" if name == "memjs" else "ruby_dalli")
         limit = mcclients.PROGRAM_TIMEOUT * scale()
-        try:
-            return mcclients.run_program(name, exe, plan, limit)
-        except subprocess.TimeoutExpired as e:
-            pytest.fail(f"{name} did not finish in {limit} s:\n{e.stdout}\n{e.stderr}")
+
+        def program(plan):
+            try:
+                return mcclients.run_program(name, exe, plan, limit)
+            except subprocess.TimeoutExpired as e:
+                raise AssertionError(f"{name} did not finish in {limit} s:\n{e.stdout}\n{e.stderr}") from e
+        return program
     if name == "meta-memcache" and (why := mcclients.meta_available()):
         pytest.skip(why)
-    return (mcclients.run_cross if "write" in plan else mcclients.run_plan)(name, plan)
+    return lambda plan: (mcclients.run_cross if "write" in plan else mcclients.run_plan)(name, plan)
+
+
+def run(request, name, plan):
+    """Runs plan with client `name` (runner)."""
+    return runner(request, name)(plan)
 
 
 @pytest.fixture(scope="module")
@@ -154,15 +165,43 @@ def test_protocol_first_bytes(request, name):
     for w in TARGETS for n in CLIENTS])
 def test_client_plan(request, pins, where, name):
     target = request.getfixturevalue(where)
-    protocol, features = CLIENTS[name]
     plan = mcplan.make_plan(target.port, f"{name}-{where}-{uuid.uuid4().hex[:8]}", timeout())
-    got = run(request, name, plan)
+    check_plan(run(request, name, plan), pins, name, plan, target)
+
+
+def check_plan(got, pins, name, plan, target):
+    """What client `name` reported of plan, and the servers behind target, are as they must be."""
+    protocol, features = CLIENTS[name]
     assert (got["client"], got["version"], got["protocol"]) == (name, pins[name], protocol)
     for field, want in mcplan.expected(plan, features).items():
         assert got.get(field) == want, f"{name}'s {field} (steps done: {got['steps']})"
     problems = mcplan.backend_problems(target.route(mcplan.keys_of(plan)), target.servers, plan,
                                        features)
     assert not problems, "\n".join(problems)
+
+
+def test_every_client_at_once(request, pins, proxy):
+    """The five clients (text, meta and binary) on the proxy's one port at the same time, each its
+    plan on keys of its own: each connection keeps its protocol, none sees another's replies."""
+    runs = {name: runner(request, name) for name in CLIENTS}
+    plans = {name: mcplan.make_plan(proxy.port, f"{name}-together-{uuid.uuid4().hex[:8]}", timeout())
+             for name in CLIENTS}
+    got, failed = {}, {}
+
+    def one(name):
+        try:
+            got[name] = runs[name](plans[name])
+        except Exception as e:  # noqa: BLE001 - reported below, per client
+            failed[name] = e
+    threads = [threading.Thread(target=one, args=(name,)) for name in CLIENTS]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(mcclients.PROGRAM_TIMEOUT * scale() + 30)
+    assert not [t for t in threads if t.is_alive()], "a client did not finish"
+    assert not failed, failed
+    for name in CLIENTS:
+        check_plan(got[name], pins, name, plans[name], proxy)
 
 
 def written_by(request, cache, where, target, writer):
