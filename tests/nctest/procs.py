@@ -254,7 +254,8 @@ def start_backend(kind, port, args=(), cwd=None, log=None, path=None, **popen):
 def listens(pid, port):
     """True when process pid itself has a listening TCP socket on port (False when it is gone)."""
     try:
-        return any(state == "LISTEN" and local == port for state, local, _, _ in procfs.tcp_of(pid))
+        return any(state == "LISTEN" and local == port
+                   for state, local, _, _ in procfs.tcp_of(pid, listeners=True))
     except OSError:
         return False
 
