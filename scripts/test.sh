@@ -4,7 +4,7 @@
 # (pytest, real redis-server and memcached on loopback); then the hardening stages: an ASan+UBSan
 # build (build-asan/) with the unit tests and the whole integration suite, a TSan build
 # (build-tsan/) with the unit tests and the whole integration suite (-T 4 where a test does not
-# choose), each suite in two pytest processes at once, and a short run
+# choose), each integration suite in two pytest processes at once, and a short run
 # of every libFuzzer target (scripts/fuzz.sh), and the Debian package: built from a copy of the
 # tree, installed, its binary run, purged. Any sanitizer report fails its stage. Exits non-zero on
 # any failure and prints a summary with each stage's time.
@@ -36,8 +36,8 @@
 #                     sanitizers' integration stages, the fuzz smoke and the Debian package run at
 #                     the same time: the tests mostly wait on sockets and timers, the fuzzers and
 #                     the package build run at the lowest priority)
-#   NC_SAN_SHARDS=N   pytest processes of each sanitizer integration stage, which share its test
-#                     files out among themselves (default 2; 1: one process runs them all)
+#   NC_SHARDS=N       pytest processes of each integration stage (plain, ASan, TSan), which share
+#                     its test files out among themselves (default 2; 1: one process runs them all)
 #   NC_FUZZ=0         skip the fuzz stage; NC_FUZZ_TIME=N: seconds per target (default 15);
 #                     NC_FUZZ_JOBS=N: targets run at once (default: the number of cores)
 #   NC_ASAN_PYTEST_ARGS, NC_TSAN_PYTEST_ARGS   extra pytest arguments of one sanitizer stage only,
@@ -163,14 +163,9 @@ pytest_run() {
         python3 -m pytest -q -p no:cacheprovider ${PYTEST_FILES:-tests/integration} "$@" ${PYTEST_ARGS:-}
 }
 
-# The Redis Sentinel tests spend most of their time waiting for the sentinels (down-after,
-# elections, conversions): they run as a stage of their own beside the main integration stage.
-SENTINEL_GLOB='tests/integration/test_sentinel*.py'
-integration_tests() { pytest_run "$BUILD/src/nutcrackers" --ignore-glob="$SENTINEL_GLOB"; }
-sentinel_tests() {
-    local files=(tests/integration/test_sentinel*.py)
-    PYTEST_FILES="${files[*]}" pytest_run "$BUILD/src/nutcrackers"
-}
+# the whole suite against the plain build, in two processes (pytest_shards: most of its time is in
+# waits, the Redis Sentinel tests' for the sentinels above all)
+integration_tests() { pytest_shards "$BUILD/integration-shard" "$BUILD/src/nutcrackers"; }
 # what the sanitizer stages leave out: the tests of the test fixtures themselves (the Sentinel and
 # Redis Cluster deployments and TLS servers reached directly), which run no proxy; and, to keep the
 # suite's time, the config checks of redis_cluster pools and the cluster-mode client programs (the
@@ -178,22 +173,23 @@ sentinel_tests() {
 # and the memcached client programs (their proxy paths run there in test_memcache_meta*.py)
 SAN_IGNORE="--ignore=tests/integration/test_sentinel_backends.py --ignore=tests/integration/test_tls_backends.py --ignore=tests/integration/test_rcluster_fixture.py --ignore=tests/integration/test_rcluster_pool_setup.py --ignore=tests/integration/test_cluster_clients.py --ignore=tests/integration/test_memcache_clients.py"
 
-# pytest_shards LOG BINARY ARGS...: pytest_run BINARY ARGS in $NC_SAN_SHARDS (2) processes at once,
+# pytest_shards LOG BINARY ARGS...: pytest_run BINARY ARGS in $NC_SHARDS (2) processes at once,
 # which share the test files out among themselves (tests/integration/file_queue.py: each file runs
 # whole in one of them, the first free one); each one's output into LOG.<n>, then all of it printed.
-# Fails when any of them fails. A sanitizer stage mostly waits on sockets and timers (one process
-# keeps about 0.4 of the 2 cores busy), so two at a time take about half its time.
+# Fails when any of them fails. An integration stage mostly waits on sockets and timers (one
+# process keeps about half a core busy, under a sanitizer 0.4), so two at a time take about half
+# its time.
 pytest_shards() {
     local log="$1" queue n pids=() rc=0 pid
     shift
     queue=$(mktemp -d)
-    for ((n = 1; n <= ${NC_SAN_SHARDS:-2}; n++)); do
+    for ((n = 1; n <= ${NC_SHARDS:-2}; n++)); do
         NC_TEST_QUEUE="$queue" pytest_run "$@" >"$log.$n" 2>&1 &
         pids+=("$!")
     done
     for pid in "${pids[@]}"; do wait "$pid" || rc=1; done
-    for ((n = 1; n <= ${NC_SAN_SHARDS:-2}; n++)); do
-        echo "---- pytest process $n of ${NC_SAN_SHARDS:-2} ----"
+    for ((n = 1; n <= ${NC_SHARDS:-2}; n++)); do
+        echo "---- pytest process $n of ${NC_SHARDS:-2} ----"
         cat "$log.$n"
     done
     rm -rf "$queue"
@@ -354,7 +350,7 @@ deb_done() { [ "$DEB_BG" = 0 ] || bg_done "Debian package" "$BUILD/deb.log"; }
 # mostly wait on sockets and timers (one pytest process keeps about 0.4 of the 2 cores busy), so
 # by default (NC_SAN_PARALLEL=1) the builds and unit tests run in the background at the lowest
 # priority while the main integration stage runs, and the two integration stages run at the same
-# time, each in NC_SAN_SHARDS (2) pytest processes (pytest_shards), beside the fuzz smoke and the
+# time, each in NC_SHARDS (2) pytest processes (pytest_shards), beside the fuzz smoke and the
 # Debian package (at nice 19): the whole run stays well inside the time budget.
 # Proxies of such runs once died silently (no log line, no sanitizer report): the workers blocked
 # SIGSEGV, so a fault killed the process before a sanitizer could report it. They no longer do
@@ -447,11 +443,7 @@ not_run_lines
 if step "build" build; then
     step "unit tests (make check)" unit_tests "$BUILD" || true
     sanitizer_prepare
-    bg_step "Sentinel integration tests" "$BUILD/sentinel-tests.log" sentinel_tests
-    sentinel_pid=$!
     step "integration tests (pytest)" integration_tests || true
-    wait "$sentinel_pid" || true
-    bg_done "Sentinel integration tests" "$BUILD/sentinel-tests.log"
     sanitizer_stages
     if [ "${NC_DISTCHECK:-0}" = 1 ]; then step "make distcheck" make -C "$BUILD" -j2 distcheck || true; fi
     # (with NC_SAN_PARALLEL=1 the package stage ran beside the sanitizer stages)

@@ -1,6 +1,7 @@
 """The test files as a queue that several pytest processes share, loaded by conftest.py
-(pytest_plugins): scripts/test.sh runs a sanitizer stage as two such processes at once, since one
-mostly waits on sockets and timers and leaves most of the 2 cores idle.
+(pytest_plugins): scripts/test.sh runs each integration stage (plain, ASan, TSan) as two such
+processes at once, since one mostly waits on sockets and timers and leaves most of the 2 cores
+idle.
 
 With $NC_TEST_QUEUE naming a directory (empty, and the same for every process of the run), each
 process collects all the tests as usual and then runs them file by file, taking a file only when
