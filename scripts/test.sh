@@ -4,7 +4,7 @@
 # (pytest, real redis-server and memcached on loopback); then the hardening stages: an ASan+UBSan
 # build (build-asan/) with the unit tests and the whole integration suite, a TSan build
 # (build-tsan/) with the unit tests and the whole integration suite (-T 4 where a test does not
-# choose), and a short run
+# choose), each integration suite in two pytest processes at once, and a short run
 # of every libFuzzer target (scripts/fuzz.sh), and the Debian package: built from a copy of the
 # tree, installed, its binary run, purged. Any sanitizer report fails its stage. Exits non-zero on
 # any failure and prints a summary with each stage's time.
@@ -30,11 +30,14 @@
 #   NC_DEB=0          skip the Debian package stage (it installs and purges the package
 #                     nutcrackers as root; skipped by itself where one is already installed)
 #   NC_SANITIZERS=0   skip the ASan and TSan stages (NC_ASAN=0 / NC_TSAN=0: one of them)
-#   NC_SAN_PARALLEL=0 run the sanitizer and fuzz stages one after the other, after the main
-#                     integration stage (by default the sanitizer builds and unit tests run at the
-#                     lowest priority beside the main integration stage, then the two sanitizers'
-#                     integration stages and the fuzz smoke run at the same time: they mostly wait
-#                     on sockets and timers, the fuzzers at the lowest priority)
+#   NC_SAN_PARALLEL=0 run the sanitizer, fuzz and package stages one after the other, after the
+#                     main integration stage (by default the sanitizer builds and unit tests run at
+#                     the lowest priority beside the main integration stage, then the two
+#                     sanitizers' integration stages, the fuzz smoke and the Debian package run at
+#                     the same time: the tests mostly wait on sockets and timers, the fuzzers and
+#                     the package build run at the lowest priority)
+#   NC_SHARDS=N       pytest processes of each integration stage (plain, ASan, TSan), which share
+#                     its test files out among themselves (default 2; 1: one process runs them all)
 #   NC_FUZZ=0         skip the fuzz stage; NC_FUZZ_TIME=N: seconds per target (default 15);
 #                     NC_FUZZ_JOBS=N: targets run at once (default: the number of cores)
 #   NC_ASAN_PYTEST_ARGS, NC_TSAN_PYTEST_ARGS   extra pytest arguments of one sanitizer stage only,
@@ -160,20 +163,38 @@ pytest_run() {
         python3 -m pytest -q -p no:cacheprovider ${PYTEST_FILES:-tests/integration} "$@" ${PYTEST_ARGS:-}
 }
 
-# The Redis Sentinel tests spend most of their time waiting for the sentinels (down-after,
-# elections, conversions): they run as a stage of their own beside the main integration stage.
-SENTINEL_GLOB='tests/integration/test_sentinel*.py'
-integration_tests() { pytest_run "$BUILD/src/nutcrackers" --ignore-glob="$SENTINEL_GLOB"; }
-sentinel_tests() {
-    local files=(tests/integration/test_sentinel*.py)
-    PYTEST_FILES="${files[*]}" pytest_run "$BUILD/src/nutcrackers"
-}
+# the whole suite against the plain build, in two processes (pytest_shards: most of its time is in
+# waits, the Redis Sentinel tests' for the sentinels above all)
+integration_tests() { pytest_shards "$BUILD/integration-shard" "$BUILD/src/nutcrackers"; }
 # what the sanitizer stages leave out: the tests of the test fixtures themselves (the Sentinel and
 # Redis Cluster deployments and TLS servers reached directly), which run no proxy; and, to keep the
 # suite's time, the config checks of redis_cluster pools and the cluster-mode client programs (the
 # proxy's side of both runs under the sanitizers in the unit tests: test_conf, test_redis_cluster),
 # and the memcached client programs (their proxy paths run there in test_memcache_meta*.py)
 SAN_IGNORE="--ignore=tests/integration/test_sentinel_backends.py --ignore=tests/integration/test_tls_backends.py --ignore=tests/integration/test_rcluster_fixture.py --ignore=tests/integration/test_rcluster_pool_setup.py --ignore=tests/integration/test_cluster_clients.py --ignore=tests/integration/test_memcache_clients.py"
+
+# pytest_shards LOG BINARY ARGS...: pytest_run BINARY ARGS in $NC_SHARDS (2) processes at once,
+# which share the test files out among themselves (tests/integration/file_queue.py: each file runs
+# whole in one of them, the first free one); each one's output into LOG.<n>, then all of it printed.
+# Fails when any of them fails. An integration stage mostly waits on sockets and timers (one
+# process keeps about half a core busy, under a sanitizer 0.4), so two at a time take about half
+# its time.
+pytest_shards() {
+    local log="$1" queue n pids=() rc=0 pid
+    shift
+    queue=$(mktemp -d)
+    for ((n = 1; n <= ${NC_SHARDS:-2}; n++)); do
+        NC_TEST_QUEUE="$queue" pytest_run "$@" >"$log.$n" 2>&1 &
+        pids+=("$!")
+    done
+    for pid in "${pids[@]}"; do wait "$pid" || rc=1; done
+    for ((n = 1; n <= ${NC_SHARDS:-2}; n++)); do
+        echo "---- pytest process $n of ${NC_SHARDS:-2} ----"
+        cat "$log.$n"
+    done
+    rm -rf "$queue"
+    return "$rc"
+}
 
 # san_reports DIR: fails (and prints them) if a sanitized process wrote a report into DIR
 san_reports() {
@@ -204,7 +225,8 @@ asan_integration() {
     rm -rf "$san" && mkdir -p "$san"
     ASAN_OPTIONS="detect_leaks=1:halt_on_error=1:exitcode=86:log_path=$san/asan" \
         UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:log_path=$san/ubsan" \
-        pytest_run "$ROOT/build-asan/src/nutcrackers" $SAN_IGNORE ${NC_ASAN_PYTEST_ARGS:-} || rc=$?
+        pytest_shards "$ROOT/build-asan/integration-shard" "$ROOT/build-asan/src/nutcrackers" \
+        $SAN_IGNORE ${NC_ASAN_PYTEST_ARGS:-} || rc=$?
     san_reports "$san" || rc=1
     return "$rc"
 }
@@ -222,8 +244,8 @@ tsan_integration() {
     # the whole suite; -T 4 for every proxy whose test does not choose -T (the command modules'
     # shared proxies choose theirs: the tests of one worker take about 40 s more in all)
     TSAN_OPTIONS="halt_on_error=1:exitcode=87:second_deadlock_stack=1:log_path=$san/tsan" \
-        NC_TEST_THREADS=4 pytest_run "$ROOT/build-tsan/src/nutcrackers" \
-        $SAN_IGNORE ${NC_TSAN_PYTEST_ARGS:-} || rc=$?
+        NC_TEST_THREADS=4 pytest_shards "$ROOT/build-tsan/integration-shard" \
+        "$ROOT/build-tsan/src/nutcrackers" $SAN_IGNORE ${NC_TSAN_PYTEST_ARGS:-} || rc=$?
     san_reports "$san" || rc=1
     return "$rc"
 }
@@ -231,10 +253,11 @@ fuzz_smoke() {
     FUZZ_BUILD="$BUILD" FUZZ_TIME="${NC_FUZZ_TIME:-15}" FUZZ_JOBS="${NC_FUZZ_JOBS:-$(nproc)}" \
         scripts/fuzz.sh
 }
-# the same at the lowest priority (its build too), beside the sanitizers' integration stages
-fuzz_smoke_low() {
+# low_priority command...: runs it at the lowest priority (what it starts too), e.g. the fuzz smoke
+# and the Debian package beside the sanitizers' integration stages
+low_priority() {
     renice -n 19 -p "$BASHPID" >/dev/null 2>&1 || true
-    fuzz_smoke
+    "$@"
 }
 
 # bg_step NAME LOG command...: a step run in the background, its output into LOG (bg_done
@@ -305,22 +328,30 @@ deb_package() {
     return "$rc"
 }
 
+# deb_stage [bg]: the Debian package stage; with bg in the background at the lowest priority
+# (DEB_BG=1 then: deb_done reports it once it finished)
+DEB_BG=0
 deb_stage() {
     if [ "${NC_DEB:-1}" = 0 ] || ! command -v dpkg-buildpackage >/dev/null 2>&1; then
         skip "Debian package"
     elif nc_deb_installed nutcrackers; then
         nc_log "a nutcrackers package is installed on this machine: the package stage leaves it alone"
         skip "Debian package"
+    elif [ "${1:-}" = bg ]; then
+        DEB_BG=1
+        bg_step "Debian package" "$BUILD/deb.log" low_priority deb_package
     else
         step "Debian package" deb_package || true
     fi
 }
+deb_done() { [ "$DEB_BG" = 0 ] || bg_done "Debian package" "$BUILD/deb.log"; }
 
 # The sanitizer stages: both builds and their unit tests, then the two integration stages. Those
-# mostly wait on sockets and timers (each keeps about a third of the 2 cores busy), so by default
-# (NC_SAN_PARALLEL=1) the builds and unit tests run in the background at the lowest priority while
-# the main integration stage runs, and the two integration stages run at the same time, beside
-# the fuzz smoke (its fuzzers at nice 19): the whole run stays well inside the time budget.
+# mostly wait on sockets and timers (one pytest process keeps about 0.4 of the 2 cores busy), so
+# by default (NC_SAN_PARALLEL=1) the builds and unit tests run in the background at the lowest
+# priority while the main integration stage runs, and the two integration stages run at the same
+# time, each in NC_SHARDS (2) pytest processes (pytest_shards), beside the fuzz smoke and the
+# Debian package (at nice 19): the whole run stays well inside the time budget.
 # Proxies of such runs once died silently (no log line, no sanitizer report): the workers blocked
 # SIGSEGV, so a fault killed the process before a sanitizer could report it. They no longer do
 # (notes/thread-signals.md): a recurrence fails its stage with a report naming the line
@@ -383,15 +414,17 @@ sanitizer_stages() {
     done
     if [ "${NC_FUZZ:-1}" != 0 ]; then
         mkdir -p "$BUILD/tests/fuzz"
-        bg_step "fuzz smoke (libFuzzer)" "$BUILD/tests/fuzz/smoke.log" fuzz_smoke_low
+        bg_step "fuzz smoke (libFuzzer)" "$BUILD/tests/fuzz/smoke.log" low_priority fuzz_smoke
     else
         skip "fuzz smoke (libFuzzer)"
     fi
+    deb_stage bg
     wait
     for k in asan tsan; do
         san_built "$k" && bg_done "$(san_name "$k") integration tests" "$ROOT/build-$k/integration.log"
     done
     [ "${NC_FUZZ:-1}" = 0 ] || bg_done "fuzz smoke (libFuzzer)" "$BUILD/tests/fuzz/smoke.log"
+    deb_done
 }
 
 if [ "${NC_SKIP_DEPS:-0}" = 1 ]; then skip "install dependencies"; else
@@ -410,14 +443,11 @@ not_run_lines
 if step "build" build; then
     step "unit tests (make check)" unit_tests "$BUILD" || true
     sanitizer_prepare
-    bg_step "Sentinel integration tests" "$BUILD/sentinel-tests.log" sentinel_tests
-    sentinel_pid=$!
     step "integration tests (pytest)" integration_tests || true
-    wait "$sentinel_pid" || true
-    bg_done "Sentinel integration tests" "$BUILD/sentinel-tests.log"
     sanitizer_stages
     if [ "${NC_DISTCHECK:-0}" = 1 ]; then step "make distcheck" make -C "$BUILD" -j2 distcheck || true; fi
-    deb_stage
+    # (with NC_SAN_PARALLEL=1 the package stage ran beside the sanitizer stages)
+    [ "${NC_SAN_PARALLEL:-1}" = 1 ] || deb_stage
 else
     skip "unit tests (make check)"
     skip "integration tests (pytest)"

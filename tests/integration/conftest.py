@@ -50,8 +50,9 @@ LONG_LOGS = ("nutcrackers", "sentinel")  # titles whose logs get LOG_TAIL (a sen
 
 # the TLS fixtures (tls_certs, tls_redis_server, tls_memcached_server): tls_fixtures.py; the
 # Sentinel deployments (sentinel_deployment, module_sentinel_deployment): sentinel_fixtures.py; the
-# Redis Cluster deployments (rcluster, module_rcluster, rcluster_proxy): rcluster_fixtures.py
-pytest_plugins = ["tls_fixtures", "sentinel_fixtures", "rcluster_fixtures"]
+# Redis Cluster deployments (rcluster, module_rcluster, rcluster_proxy): rcluster_fixtures.py; the
+# test files shared out among several processes ($NC_TEST_QUEUE): file_queue.py
+pytest_plugins = ["tls_fixtures", "sentinel_fixtures", "rcluster_fixtures", "file_queue"]
 
 
 def _terminate(signo, frame):

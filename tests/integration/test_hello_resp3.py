@@ -23,7 +23,7 @@ import redis
 from nctest import manage, pinned, redisops
 from nctest.cluster import matrix_id, start_cluster
 from nctest.codec import Verbatim, decode, resp
-from nctest.conn import RawConn, redis_client, redis_clients
+from nctest.conn import RawConn, no_retry, redis_client, redis_clients
 from nctest.keys import spread_keys
 from nctest.load import first_difference
 from nctest.procs import free_port
@@ -471,6 +471,7 @@ def test_auth_and_hello_with_a_password(redis_server, write_conf, nutcrackers):
     r = redis.Redis(host="127.0.0.1", port=cluster.port, password="sekret", socket_timeout=10)  # HELLO 3 AUTH
     assert r.set(a, "v") and r.get(a) == b"v" and r.delete(a) == 1
     r.close()
-    with pytest.raises(redis.AuthenticationError):
-        redis.Redis(host="127.0.0.1", port=cluster.port, password="bad", socket_timeout=10).ping()
+    with pytest.raises(redis.AuthenticationError):  # at once: not retried
+        redis.Redis(host="127.0.0.1", port=cluster.port, password="bad", socket_timeout=10,
+                    retry=no_retry()).ping()
     cluster.stop()

@@ -22,7 +22,7 @@ import pytest
 
 from nctest import manage, tls
 from nctest.codec import Err
-from nctest.conn import RawConn, mc_client, redis_client
+from nctest.conn import RawConn, mc_client, no_retry, redis_client
 from nctest.fake import FakeBackend, serve_on_release
 from nctest.keys import big_value, digest, owners, spread_keys
 from nctest.procs import HOST, free_port
@@ -144,13 +144,14 @@ def test_client_certificate_required(nutcrackers, write_conf, redis_server, tls_
     port, _ = redis_server()
     proxy, listen = start_proxy(nutcrackers, write_conf, [port],
                                 tls_keys=[tls.listener_keys(tls_certs, auth_clients="yes")])
+    # refusals: seen at once (redis-py's retries would only repeat them)
     with pytest.raises(redis.exceptions.ConnectionError):
-        tls_client(tls_certs, listen).ping()
+        tls_client(tls_certs, listen, retry=no_retry()).ping()
     other = tls.redis_ssl_kwargs(tls_certs)
     other.update(ssl_certfile=str(tls_certs.other_client_cert),
                  ssl_keyfile=str(tls_certs.other_client_key))
     with pytest.raises(redis.exceptions.ConnectionError):
-        redis_client(listen, **other).ping()
+        redis_client(listen, retry=no_retry(), **other).ping()
     ok = tls_client(tls_certs, listen, client_cert=True)
     assert ok.set("mtls:k", "yes") is True and ok.get("mtls:k") == b"yes"
     ok.close()

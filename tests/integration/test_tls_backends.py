@@ -13,7 +13,7 @@ import ssl
 import pytest
 
 from nctest import tls
-from nctest.conn import Closed, RawConn, mc_client, redis_client
+from nctest.conn import Closed, RawConn, mc_client, no_retry, redis_client
 
 
 def verify(ca, cert):
@@ -81,7 +81,7 @@ def test_tls_redis_server_rejects_a_certificate_from_the_other_ca(tls_redis_serv
     port, _ = tls_redis_server()
     kw = tls.redis_ssl_kwargs(tls_certs)
     kw["ssl_ca_certs"] = str(tls_certs.other_ca)
-    r = redis_client(port, **kw)
+    r = redis_client(port, retry=no_retry(), **kw)  # the refusal at once, not retried
     with pytest.raises(redis.exceptions.ConnectionError, match="(?i)certificate verify failed"):
         r.ping()
 
@@ -90,14 +90,15 @@ def test_tls_redis_server_with_client_auth(tls_redis_server, tls_certs):
     import redis
 
     port, _ = tls_redis_server(auth_clients="yes")
-    anonymous = redis_client(port, **tls.redis_ssl_kwargs(tls_certs))
+    # the refusals at once (redis-py's retries would only repeat them)
+    anonymous = redis_client(port, retry=no_retry(), **tls.redis_ssl_kwargs(tls_certs))
     with pytest.raises(redis.exceptions.ConnectionError):
         anonymous.ping()
     kw = tls.redis_ssl_kwargs(tls_certs)
     kw.update(ssl_certfile=str(tls_certs.other_client_cert),
               ssl_keyfile=str(tls_certs.other_client_key))
     with pytest.raises(redis.exceptions.ConnectionError):
-        redis_client(port, **kw).ping()
+        redis_client(port, retry=no_retry(), **kw).ping()
     ok = redis_client(port, **tls.redis_ssl_kwargs(tls_certs, client_cert=True))
     assert ok.ping() is True
     ok.close()

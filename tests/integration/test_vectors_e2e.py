@@ -3,13 +3,15 @@ through a running src/nutcrackers must land on exactly the backend the vectors n
 
 Two ways:
 - through the vectors' own black-box checker (`gen_vectors.py check`), which needs the fixed
-  loopback ports the vectors were measured on (unnamed ketama hashes "host:port"); the test skips,
-  naming the busy ports, when any of them is taken;
+  loopback ports the vectors were measured on (unnamed ketama hashes "host:port"); the test runs
+  of the machine take turns with them (a lock), and the test skips, naming the busy ports, when
+  something else holds any of them;
 - on free ports, every case as one pool of a single proxy. Each server gets the name that stands
   in for its address in the original: ketama hashes a named server's name instead of "host:port"
   ("host" on port 11211), and modula orders servers by name, "host:port:weight" when unnamed.
   So every case, the port-dependent ones included, runs wherever the test runs.
 """
+import contextlib
 import os
 import shlex
 import signal
@@ -21,6 +23,7 @@ import pytest
 from conftest import attach_log
 from nctest import procfs, procs, vectors
 from nctest.procs import HOST, STOP_TIMEOUT
+from nctest.wait import wait_for
 
 PORT_11211_CASE = "ketama_md5_port11211"
 SCRIPT_TIMEOUT = 120.0  # seconds for one gen_vectors.py run (about 4 s for all 46 cases)
@@ -101,16 +104,32 @@ def _run_gen_vectors_check(cases, tmp_path, request):
     assert "WARN" not in out, out  # the script's config for a case differs from the stored .yml
 
 
+@contextlib.contextmanager
+def _fixed_ports_held():
+    """gen_vectors.py's fixed ports for this test alone among the machine's test runs (the two
+    sanitizer stages run side by side): an exclusive lock, waited for (bounded) while another run
+    holds it, so that one waits rather than finds the ports busy."""
+    fd = procs.lock_fd("gen-vectors-fixed-ports")
+    assert fd is not None, f"cannot open a lock file in {procs.PORT_LOCK_DIR}"
+    try:
+        wait_for(lambda: procs.try_lock(fd), SCRIPT_TIMEOUT, "another run's gen_vectors.py check")
+        yield
+    finally:
+        os.close(fd)  # lets the lock go
+
+
 def test_vectors_through_gen_vectors_check(tmp_path, request):
     """Every case but the port-11211 one (ports 6401..6404, 22199, 22299)."""
     cases = [name for name in vectors.case_names() if name != PORT_11211_CASE]
     assert len(cases) == 45
-    _run_gen_vectors_check(cases, tmp_path, request)
+    with _fixed_ports_held():
+        _run_gen_vectors_check(cases, tmp_path, request)
 
 
 def test_vector_port11211_through_gen_vectors_check(tmp_path, request):
     """ketama leaves the port out of an unnamed server's name when it is 11211 (needs 11211)."""
-    _run_gen_vectors_check([PORT_11211_CASE], tmp_path, request)
+    with _fixed_ports_held():
+        _run_gen_vectors_check([PORT_11211_CASE], tmp_path, request)
 
 
 def _stand_in_server(dist, server, backend_port):

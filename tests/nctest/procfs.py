@@ -169,12 +169,22 @@ def _proc_net_tcp():
             yield line.split()
 
 
-def tcp_sockets():
-    """Every TCP socket of this network namespace: {inode: (state, local port, remote port,
-    send queue bytes, receive queue bytes)}. The receive queue of a socket is what its owner has
-    not read yet (for a listener: connections not accepted yet)."""
+def tcp_sockets(listeners=False):
+    """Every TCP socket of this network namespace but those in TIME_WAIT (closed, no owner), or
+    with listeners=True only the listening ones: {inode: (state, local port, remote port, send
+    queue bytes, receive queue bytes)}. The receive queue of a socket is what its owner has not
+    read yet (for a listener: connections not accepted yet). Asked of sock_diag, which leaves the
+    others out before it answers (the listeners alone it finds without a look at the
+    connections): a connection storm leaves thousands of TIME_WAIT sockets for a minute, which
+    made each look at /proc/net/tcp cost tens of ms of CPU in the waits that poll it (every proxy
+    start's among them). /proc/net/tcp where sock_diag is missing."""
+    table = _diag_tcp_sockets(LISTEN_STATE if listeners else DIAG_STATES)
+    if table is not None:
+        return table
     table = {}
     for f in _proc_net_tcp():
+        if f[3] == "06" or (listeners and f[3] != "0A"):
+            continue  # TIME_WAIT, or not listening
         tx, rx = (int(x, 16) for x in f[4].split(":"))
         table[f[9]] = (TCP_STATES.get(f[3], f[3]), int(f[1].rsplit(":", 1)[1], 16),
                        int(f[2].rsplit(":", 1)[1], 16), tx, rx)
@@ -195,10 +205,11 @@ def tcp_timer(inode):
     return None
 
 
-def fds(pid):
+def fds(pid, listeners=False):
     """The open descriptors of pid: [(fd, ("tcp", state, local port, remote port, inode))] for
-    TCP sockets, [(fd, ("other", link target))] for the rest (pipes, eventfds, epoll, files)."""
-    tcp = tcp_sockets()
+    TCP sockets, [(fd, ("other", link target))] for the rest (pipes, eventfds, epoll, files);
+    with listeners=True its listening TCP sockets are "tcp", its other ones "other"."""
+    tcp = tcp_sockets(listeners)
     out = []
     for fd in sorted(os.listdir(f"/proc/{pid}/fd"), key=int):
         try:
@@ -210,9 +221,10 @@ def fds(pid):
     return out
 
 
-def tcp_of(pid):
-    """The TCP sockets of pid: [(state, local port, remote port, inode)]."""
-    return [d[1:] for _, d in fds(pid) if d[0] == "tcp"]
+def tcp_of(pid, listeners=False):
+    """The TCP sockets of pid: [(state, local port, remote port, inode)] (listeners=True: the
+    listening ones)."""
+    return [d[1:] for _, d in fds(pid, listeners) if d[0] == "tcp"]
 
 
 def conns_to(pid, port):
@@ -235,12 +247,57 @@ SOCK_DIAG_BY_FAMILY = 20
 NLMSG_ERROR = 2
 INET_DIAG_NOCOOKIE = 0xFFFFFFFF
 
+NLM_F_DUMP = 0x301  # NLM_F_REQUEST | NLM_F_ROOT | NLM_F_MATCH
+NLMSG_DONE = 3
+DIAG_STATES = 0xFFE & ~(1 << 6)  # every TCP state (1..11) but TIME_WAIT (6)
+LISTEN_STATE = 1 << 10
+
+
+def _diag_tcp_sockets(states):
+    """tcp_sockets() of the states (a bit mask) from one sock_diag dump per address family; None
+    without sock_diag."""
+    table = {}
+    try:
+        with socket.socket(socket.AF_NETLINK, socket.SOCK_DGRAM, NETLINK_SOCK_DIAG) as nl:
+            for family in (socket.AF_INET, socket.AF_INET6):
+                req = (struct.pack("=BBBBI", family, socket.IPPROTO_TCP, 0, 0, states)
+                       + bytes(48))  # any socket id
+                nl.send(struct.pack("=IHHII", 16 + len(req), SOCK_DIAG_BY_FAMILY, NLM_F_DUMP, 1, 0)
+                        + req)
+                if not _diag_read(nl, table):
+                    return None
+    except OSError:
+        return None
+    return table
+
+
+def _diag_read(nl, table):
+    """Reads one dump's inet_diag_msg records into table (as tcp_sockets()); False on an error."""
+    while True:
+        data = nl.recv(65536)
+        if not data:
+            return False
+        at = 0
+        while at + 16 <= len(data):
+            length, kind = struct.unpack_from("=IH", data, at)
+            if kind == NLMSG_DONE:
+                return True
+            if kind == NLMSG_ERROR or length < 16:
+                return False
+            msg = at + 16  # family, state, timer, retrans, then the 48-byte socket id
+            state = TCP_STATES.get("%02X" % data[msg + 1], str(data[msg + 1]))
+            local, remote = struct.unpack_from(">HH", data, msg + 4)
+            rx, tx, _, inode = struct.unpack_from("=IIII", data, msg + 4 + 48 + 4)
+            # a listener's "send queue" is its backlog's size here, 0 in /proc/net/tcp
+            table[str(inode)] = (state, local, remote, 0 if state == "LISTEN" else tx, rx)
+            at += (length + 3) & ~3
+
 
 def tcp_queues(local_port, remote_port, host="127.0.0.1"):
     """(state, bytes the owner of the IPv4 socket host:local_port -> host:remote_port has not
     read, bytes it sent that its peer has not acknowledged), or None when there is no such
     socket. One netlink question about that one socket (sock_diag), some microseconds where
-    unread() reads the whole of /proc/net/tcp: for waits polled thousands of times. Without
+    unread() lists every socket: for waits polled thousands of times. Without
     sock_diag (a sandbox may lack it), unread()'s answer."""
     addr = socket.inet_aton(host) + bytes(12)
     req = (struct.pack("=BBBBI", socket.AF_INET, socket.IPPROTO_TCP, 0, 0, 0xFFFFFFFF)

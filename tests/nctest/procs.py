@@ -89,23 +89,39 @@ def _port_span():
     return None
 
 
+def lock_fd(name):
+    """A descriptor of the lock file PORT_LOCK_DIR/<name>, shared by the test runs of this machine
+    (every user's), for try_lock(); None when it cannot be opened (another user's file)."""
+    try:
+        if not PORT_LOCK_DIR.is_dir():
+            PORT_LOCK_DIR.mkdir(exist_ok=True)
+            os.chmod(PORT_LOCK_DIR, 0o1777)  # every user's runs share it (umask aside)
+        return os.open(PORT_LOCK_DIR / name, os.O_RDONLY | os.O_CREAT, 0o666)
+    except OSError:
+        return None
+
+
+def try_lock(fd):
+    """Takes the exclusive flock of a lock_fd() descriptor for this process (until the descriptor
+    is closed); False when another process holds it."""
+    import fcntl
+
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return False
+    return True
+
+
 def _reserve(port):
     """Reserves port among the test runs of this machine: an exclusive flock on
     PORT_LOCK_DIR/<port>, held by this process (released at its exit, or after PORT_LOCKS_HELD
     newer reservations, by when a server listens on the port or it was given up). False when
     another process holds it."""
-    import fcntl
-
-    try:
-        if not PORT_LOCK_DIR.is_dir():
-            PORT_LOCK_DIR.mkdir(exist_ok=True)
-            os.chmod(PORT_LOCK_DIR, 0o1777)  # every user's runs share it (umask aside)
-        fd = os.open(PORT_LOCK_DIR / str(port), os.O_RDONLY | os.O_CREAT, 0o666)
-    except OSError:
+    fd = lock_fd(str(port))
+    if fd is None:
         return False  # another user's file we cannot open: take another port
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
+    if not try_lock(fd):
         os.close(fd)
         return False
     _PORT_LOCKS.append(fd)
@@ -238,7 +254,8 @@ def start_backend(kind, port, args=(), cwd=None, log=None, path=None, **popen):
 def listens(pid, port):
     """True when process pid itself has a listening TCP socket on port (False when it is gone)."""
     try:
-        return any(state == "LISTEN" and local == port for state, local, _, _ in procfs.tcp_of(pid))
+        return any(state == "LISTEN" and local == port
+                   for state, local, _, _ in procfs.tcp_of(pid, listeners=True))
     except OSError:
         return False
 
