@@ -77,14 +77,15 @@ def test_keyed_opcodes_on_their_keys_server(mc_target):
                   (Op.GETKQ, 5, dict(key=kb, extras=fl, value=b"10")),
                   tail=response(Op.NOOP, opaque=6))
             check(counter(Op.INCR, kb, 5, opaque=7), (Op.INCR, 7, dict(value=num(15))))
-            check(counter(Op.DECR, kb, 20, opaque=8), (Op.DECR, 8, dict(value=num(0))))
-            # memcached pads a shorter decr result with spaces: "0 ", then "0 1", "20 1"
+            # (a decr to fewer digits would leave memcached's padding, "0 ", or not, as the item
+            # was changed in place or copied: a run-to-run difference of memcached's own)
+            check(counter(Op.DECR, kb, 5, opaque=8), (Op.DECR, 8, dict(value=num(10))))
             check(concat(Op.APPEND, kb, b"1", opaque=9), (Op.APPEND, 9, {}))
             check(concat(Op.PREPEND, kb, b"2", opaque=10), (Op.PREPEND, 10, {}))
             check(touch(Op.TOUCH, kb, 100, 11), (Op.TOUCH, 11, dict(extras=fl)))
             check(touch(Op.GAT, kb, 100, 12) + touch(Op.GATK, kb, 100, 13),
-                  (Op.GAT, 12, dict(extras=fl, value=b"20 1")),
-                  (Op.GATK, 13, dict(key=kb, extras=fl, value=b"20 1")))
+                  (Op.GAT, 12, dict(extras=fl, value=b"2101")),
+                  (Op.GATK, 13, dict(key=kb, extras=fl, value=b"2101")))
             check(store(Op.ADD, kb, b"x", opaque=14) + store(Op.REPLACE, kb, b"r", opaque=15),
                   (Op.ADD, 14, dict(status=Status.EXISTS, value=b"Data exists for key.")),
                   (Op.REPLACE, 15, {}))

@@ -102,7 +102,11 @@ def counters(k):
         u(counter(Op.INCRQ, k.A2, 5, 10, NO_EXPIRY_CREATE, opaque=2), k.a2),
         u(counter(Op.DECR, k.B, 1, 7, opaque=3), k.b),
         u(counter(Op.INCR, k.A, 5, 10, opaque=4), k.a),
-        u(counter(Op.INCR, k.A, 5, opaque=5), k.a), u(counter(Op.DECR, k.A, 20, opaque=6), k.a),
+        # no result with fewer digits than the value before it: memcached pads such a result
+        # with spaces when it changes the item in place and not when it copies it, which varies
+        # from run to run (the 2^64 wrap is taken on 20-digit values)
+        u(counter(Op.INCR, k.A, 5, opaque=5), k.a), u(counter(Op.DECR, k.A, 5, opaque=6), k.a),
+        u(store(Op.SET, k.A, b"10000000000000000005", opaque=37), k.a),
         u(counter(Op.INCR, k.A, (1 << 64) - 1, opaque=7), k.a),
         u(counter(Op.INCR, k.A, 1, opaque=8), k.a),
         u(counter(Op.INCRQ, k.A, 3, opaque=9), k.a), u(counter(Op.DECRQ, k.A, 1, opaque=10), k.a),
@@ -110,7 +114,7 @@ def counters(k):
         u(counter(Op.INCRQ, k.C, 1, opaque=13), k.c),
         u(counter(Op.DECR, k.C2, 1, 0, NO_EXPIRY_CREATE, opaque=14), k.c2),
         u(counter(Op.INCR, k.B2, 1, 5, 100, opaque=15), k.b2),
-        u(store(Op.SET, k.B2, b"18446744073709551615", opaque=16), k.b2),
+        u(store(Op.SET, k.B2, b"18446744073709551614", opaque=16), k.b2),
         u(counter(Op.INCR, k.B2, 1, opaque=17), k.b2),
         u(counter(Op.INCR, k.A, 1, cas=1, opaque=18), k.a),
         u(get(Op.GETK, k.A, 19), k.a), u(get(Op.GETK, k.B, 20), k.b), u(get(Op.GET, k.C, 21), k.c),
