@@ -454,6 +454,8 @@ def test_reload_keeps_subscribers(redis_server, write_conf, nutcrackers):
     sub.punsubscribe()
     for _ in range(21):
         sub.get_message(timeout=0.5)
+    # the proxy confirms an unsubscription at once and unsubscribes its server connection after
+    wait_for(lambda: numsub(cluster, chans[0]) == 1, WAIT, "sub's subscription gone from the server")
     assert r2.publish(chans[0], "one") == 1
     assert [m["data"] for m in messages(other, 2)] == [b"both", b"one"]
     sub.close()
