@@ -1,6 +1,7 @@
 /*
- * memcache.h - internals shared by the memcached ASCII protocol files (memcache_*.c): the command
- * table, the line tokenizer, number parsing, and the entry points gathered into memcache_proto.
+ * memcache.h - internals shared by the memcached protocol files (memcache_*.c): the text protocol's
+ * command table, the line tokenizer, number parsing, the meta commands' and the stats sums' entry
+ * points, and those gathered into memcache_proto (memcache_bin.h adds the binary protocol's).
  * Nothing outside src/proto/ includes this; the core uses only proto.h.
  *
  * Threads: pure functions and const tables; any thread (each parse_state belongs to one conn).

@@ -1,6 +1,6 @@
 /*
- * memcache_proto.c - memcache_proto, the memcached ASCII protocol's proto_ops (proto.h): the
- * parsers (memcache_req.c, memcache_rsp.c), fragments (memcache_frag.c), what the proxy answers
+ * memcache_proto.c - memcache_proto, the memcached protocol's proto_ops (proto.h; text, meta and
+ * binary): the parsers (memcache_req.c, memcache_rsp.c), fragments (memcache_frag.c), what the proxy answers
  * itself and the reply texts it writes:
  *   rejected request: "ERROR\r\n" (unknown command) or "CLIENT_ERROR <reason>\r\n", or nothing
  *                     when it ends in noreply;
@@ -88,7 +88,8 @@ static int mc_refused_bucket(const struct msg *req)
     if (req->reject == REJECT_NONE) return -1;
     if (req->cmd == MC_CMD_UNKNOWN) return MC_NREFUSED;
     /* binary: an opcode not served (SASL, verbosity, ...), not a malformed request */
-    if (req->cmd == MC_CMD_BINARY) return req->reject_reason == MC_BIN_TXT_UNKNOWN && !req->quit ? MC_NREFUSED : -1;
+    if (req->cmd == MC_CMD_BINARY)
+        return req->reject_reason == MC_BIN_TXT_UNKNOWN && !req->quit ? MC_NREFUSED : -1;
     if (req->cmd >= MC_CMD_COUNT || !mc_cmds[req->cmd].unsupported) return -1;
     return req->cmd - MC_REFUSED_FIRST;
 }

@@ -55,11 +55,7 @@ def test_reload_keeps_the_binary_connection(memcached_server, write_conf, nutcra
     with c.raw() as r:
         b.exchange(r, b.store(Op.SETQ, k, b"v1") + b.get(Op.GETK, k, opaque=1),
                    b.response(Op.GETK, key=k, extras=b.flags_extras(0), value=b"v1", opaque=1, cas=1))
-        text = c.proxy.conf_path.read_text().replace("timeout: 2000", "timeout: 3000")
-        assert "3000" in text
-        c.proxy.conf_path.write_text(text)
-        assert manage.command(c.proxy.manage_port, "reload").startswith("OK generation 2")
-        manage.wait_status(c.proxy.manage_port, lambda d: d.get("generation") == 2)
+        c.reload_conf("timeout: 2000", "timeout: 3000")
         b.exchange(r, b.get(Op.GETQ, k, opaque=2) + b.delete(Op.DELETEQ, k) + b.get(Op.GETQ, k) + b.noop(3),
                    b.response(Op.GETQ, extras=b.flags_extras(0), value=b"v1", opaque=2, cas=1) +
                    b.response(Op.NOOP, opaque=3))

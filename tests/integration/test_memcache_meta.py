@@ -161,11 +161,7 @@ def test_reload_between_requests(memcached_server, write_conf, nutcrackers):
     k = b"r" + uuid.uuid4().hex.encode()
     with c.raw() as r:
         r.exchange(b"ms %s 2 q\r\nv1\r\nmg %s v q\r\n" % (k, k), b"VA 2\r\nv1\r\n")
-        text = c.proxy.conf_path.read_text().replace("timeout: 2000", "timeout: 3000")
-        assert "3000" in text
-        c.proxy.conf_path.write_text(text)
-        assert manage.command(c.proxy.manage_port, "reload").startswith("OK generation 2")
-        manage.wait_status(c.proxy.manage_port, lambda d: d.get("generation") == 2)
+        c.reload_conf("timeout: 2000", "timeout: 3000")
         r.exchange(b"mg %s v q\r\nmd %s q\r\nmg %s v q\r\nmn\r\n" % (k, k, k), b"VA 2\r\nv1\r\nMN\r\n")
     assert c.stop() == 0
 

@@ -111,6 +111,15 @@ class Cluster:
     def alive(self):
         return self.proxy.proc.poll() is None
 
+    def reload_conf(self, old, new, generation=2):
+        """Replaces the text old by new in the proxy's config file, has it reloaded through the
+        manage port and waits until it runs that generation."""
+        text = self.proxy.conf_path.read_text()
+        assert old in text, f"{old!r} is not in the config"
+        self.proxy.conf_path.write_text(text.replace(old, new))
+        assert manage.command(self.proxy.manage_port, "reload").startswith(f"OK generation {generation}")
+        manage.wait_status(self.proxy.manage_port, lambda d: d.get("generation") == generation)
+
     def stop(self):
         """Stops the proxy (SIGTERM) and the backends; returns the proxy's exit status."""
         for c in self._direct.values():

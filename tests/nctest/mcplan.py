@@ -26,8 +26,7 @@ Threads: any; each backend read opens its own connection.
 """
 import hashlib
 
-from .conn import RawConn
-from .keys import spread_keys
+from .keys import mc_item, spread_keys
 from .procs import HOST
 
 SIZES = (0, 1, 5, 100, 1000, 5000, 16384, 102400)  # each as text and as binary bytes
@@ -121,16 +120,8 @@ def expected(plan, features):
 
 def held(port, key):
     """What the memcached on port holds under key: (value, flags, ttl: -1 for none), or None."""
-    with RawConn(port) as c:
-        c.send(b"mg %s v f t\r\n" % key.encode())
-        line = c.line()
-        if line == b"EN\r\n":
-            return None
-        words = line.split()
-        assert words[0] == b"VA", line
-        value = c.recv_exact(int(words[1]) + 2)[:-2]
-    tokens = {w[:1]: int(w[1:]) for w in words[2:]}
-    return value, tokens[b"f"], tokens[b"t"]
+    item = mc_item(port, key)
+    return None if item is None else (item.value, item.flags, item.ttl)
 
 
 def backend_problems(route, servers, plan, features):
