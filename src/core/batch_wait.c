@@ -26,21 +26,27 @@ void batch_wait_thread_init(const struct loop *l)
     (void)prctl(PR_SET_TIMERSLACK, BATCH_WAIT_SLACK_NSEC, 0, 0, 0); /* best effort */
 }
 
-/* A connection queued for flushing whose peer still works on what it was sent. */
-static bool batch_wait_wanted(const struct loop *l)
+/* Over the connections queued for flushing, the longest hold one of their peers is worth, in
+ * units of -W (conn_ops.peer_busy): 0 when no peer is busy. */
+static unsigned batch_wait_units(const struct loop *l)
 {
+    unsigned units = 0;
     const struct conn *c;
     TAILQ_FOREACH(c, &l->flushq, flush_link)
     {
-        if (c->ops->peer_busy != NULL && c->ops->peer_busy(c)) return true;
+        if (c->ops->peer_busy == NULL) continue;
+        unsigned u = c->ops->peer_busy(c);
+        if (u > units) {
+            units = u;
+            if (units >= BATCH_WAIT_PIPELINE_UNITS) break; /* the longest there is */
+        }
     }
-    return false;
+    return units;
 }
 
 /* The wait itself; waits that end late on average turn the waits off for a while. */
-static void batch_wait_sleep(struct loop *l, uint64_t start)
+static void batch_wait_sleep(struct loop *l, uint64_t start, uint64_t want)
 {
-    uint64_t want = l->batch_wait_usec;
     struct timespec ts = { .tv_sec = 0, .tv_nsec = (long)want * 1000L };
     (void)nanosleep(&ts, NULL); /* a signal that cuts it short only shortens the wait */
     uint64_t now = nc_usec_now();
@@ -60,10 +66,15 @@ static void batch_wait_sleep(struct loop *l, uint64_t start)
 
 void batch_wait_run(struct loop *l)
 {
-    if (l->batch_wait_usec == 0 || !batch_wait_wanted(l)) return;
+    if (l->batch_wait_usec == 0) return;
+    unsigned units = batch_wait_units(l);
+    if (units == 0) return;
     uint64_t start = nc_usec_now();
     if (start < l->batch_wait_off_until) return;
+    uint64_t want = (uint64_t)l->batch_wait_usec * units;
+    if (want > BATCH_WAIT_MAX_USEC) want = BATCH_WAIT_MAX_USEC;
     stats_ctr_add(&l->stats->batch_waits, 1);
-    batch_wait_sleep(l, start);
+    if (units > 1) stats_ctr_add(&l->stats->batch_waits_pipelined, 1);
+    batch_wait_sleep(l, start, want);
     (void)event_base_loop(l->base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
 }

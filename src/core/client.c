@@ -16,6 +16,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/sock.h"
+#include "core/batch_wait.h"
 #include "core/client_mem.h"
 #include "core/fair.h"
 #include "core/gen.h"
@@ -507,9 +508,9 @@ static void client_on_handshake(struct conn *c, int err)
 /* conn_ops.peer_busy: replies to later requests of c are still to come (a pipeline in part
  * answered), so the client has to wait for them anyway and a few µs more on the first ones cost
  * it nothing. */
-static bool client_peer_busy(const struct conn *c)
+static unsigned client_peer_busy(const struct conn *c)
 {
-    return client_waits(c);
+    return client_waits(c) ? BATCH_WAIT_PIPELINE_UNITS : 0;
 }
 
 const struct conn_ops client_conn_ops = {

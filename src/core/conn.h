@@ -73,8 +73,9 @@ struct conn_ops {
     void (*on_hangup)(struct conn *c);
     /* c's peer still works on what c sent it (a server), or still waits for more than c has to
      * write (a client whose pipeline is answered in part), so holding c's next write a few µs
-     * costs the peer nothing (the loop's batch wait, core/batch_wait.h). NULL: never. */
-    bool (*peer_busy)(const struct conn *c);
+     * costs the peer nothing (the loop's batch wait, core/batch_wait.h): how many -W that hold is
+     * worth (0: the peer is not busy; NULL: never). */
+    unsigned (*peer_busy)(const struct conn *c);
 };
 
 #define CONN_HUP_WANTED 1u         /* conn.hup: conn_watch_hangup is on */

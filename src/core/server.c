@@ -569,9 +569,9 @@ void server_on_readable(struct conn *c)
 }
 
 /* conn_ops.peer_busy: the server has requests of this connection to answer. */
-static bool server_peer_busy(const struct conn *c)
+static unsigned server_peer_busy(const struct conn *c)
 {
-    return c->nsent > 0;
+    return c->nsent > 0 ? 1u : 0u;
 }
 
 const struct conn_ops server_conn_ops = {

@@ -37,7 +37,9 @@ enum stats_type {
     ACTION(batch_waits, STATS_COUNTER,                                                       \
            "# loop passes that waited -W usec before writing to a busy server or client")    \
     ACTION(batch_wait_offs, STATS_COUNTER,                                                   \
-           "# times the waits ended so late that a worker stopped waiting for 200 ms")
+           "# times the waits ended so late that a worker stopped waiting for 200 ms")      \
+    ACTION(batch_waits_pipelined, STATS_COUNTER,                                             \
+           "# of those waits that held part of a pipeline's replies: 4x as long")
 
 /*
  * The refused commands per name are flat members of the pool's object, after its fields and only

@@ -3,11 +3,14 @@ earlier requests waits first (notes/batch-wait.md), and one that writes to an id
 does.
 
 One client that waits for each reply always finds its server idle: the batch_waits counter stays
-0. A client whose pipeline is answered in part (one server has answered, another still works)
-makes the worker wait before writing the first replies. Clients that pipeline at once make the worker wait (the counter moves, within a bounded number
-of rounds of load), and every reply is still the right one, in order, for the right client, at
-the longest wait (-W 1000) too; with -W 0 the counter never moves. The counters are in the stats
-JSON (summed and per worker) and in /metrics.
+0. Several such clients make the worker wait for a busy server, never for a pipeline
+(batch_waits_pipelined stays 0: their waits are -W long). A client whose pipeline is answered in
+part (one server has answered, another still works) makes the worker wait 4 times -W before
+writing the first replies (batch_waits_pipelined counts those waits). Clients that pipeline at
+once make the worker wait (the counter moves, within a bounded number of rounds of load), and
+every reply is still the right one, in order, for the right client, at the longest wait (-W 1000)
+too; with -W 0 the counters never move. The counters are in the stats JSON (summed and per
+worker) and in /metrics.
 """
 import threading
 
@@ -42,8 +45,8 @@ def key_per_server(proxy, server_ports):
     return [next(k for k, name in routed.items() if name == f"{HOST}:{sp}:1") for sp in server_ports]
 
 
-def waits(proxy):
-    return manage.status(proxy.manage_port)["batch_waits"]
+def waits(proxy, field="batch_waits"):
+    return manage.status(proxy.manage_port)[field]
 
 
 def pipelined_round(port, rnd):
@@ -82,6 +85,40 @@ def test_one_client_waiting_for_each_reply_never_waits(nutcrackers, write_conf, 
     assert waits(proxy) == 0
 
 
+LONE_CLIENTS = 8
+LONE_ROUNDS = 40  # rounds of the clients at once, at most, until the worker has waited
+
+
+def test_clients_waiting_for_each_reply_never_wait_for_a_pipeline(nutcrackers, write_conf, redis_server):
+    """Clients that each wait for their reply, at once on one server: a pass that writes to the
+    server while it still answers another client waits (-W), but no client ever has part of a
+    pipeline answered, so no wait is a pipeline's."""
+    proxy, port = start(nutcrackers, write_conf, redis_server, servers=1)
+    errors = []
+
+    def one(i, rnd):
+        try:
+            with RawConn(port) as c:
+                for k in range(50):
+                    name = f"lone:{rnd}:{i}:{k}"
+                    if c.call("SET", name, name) != "OK" or c.call("GET", name) != name.encode():
+                        errors.append(f"client {i}: wrong reply for {name}")
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(f"client {i}: {e!r}")
+
+    for rnd in range(LONE_ROUNDS):
+        threads = [threading.Thread(target=one, args=(i, rnd)) for i in range(LONE_CLIENTS)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=60)
+        assert errors == []
+        if waits(proxy) > 0:
+            break
+    assert waits(proxy) > 0, f"no pass waited in {LONE_ROUNDS} rounds of {LONE_CLIENTS} clients"
+    assert waits(proxy, "batch_waits_pipelined") == 0
+
+
 # a script that keeps its server busy for some milliseconds
 SLOW_SCRIPT = "local i = 0 while i < 1000000 do i = i + 1 end return i"
 MAX_PARTIAL_ROUNDS = 120  # a few seconds of scripts at most
@@ -111,6 +148,9 @@ def test_a_pipeline_answered_in_part_waits_before_its_first_replies(nutcrackers,
             if waited and waits(proxy) >= wanted:
                 break
     assert (waits(proxy) >= wanted) if waited else waits(proxy) == 0, (waits(proxy), rounds)
+    # every one of those waits held the GET's reply while the client waited for the script's
+    pipelined = waits(proxy, "batch_waits_pipelined")
+    assert (pipelined >= wanted) if waited else pipelined == 0, (pipelined, rounds)
 
 
 @pytest.mark.parametrize("flags", [(), ("-W", "1000")], ids=["default", "W1000"])
@@ -125,6 +165,8 @@ def test_pipelining_clients_make_it_wait_and_get_their_own_replies(nutcrackers, 
     assert doc["batch_waits"] > 0, f"no pass waited in {ROUNDS} rounds of {CLIENTS} pipelining clients"
     workers = manage.status(proxy.manage_port, "workers")["workers"]
     assert sum(w["batch_waits"] for w in workers) == doc["batch_waits"]
+    assert sum(w["batch_waits_pipelined"] for w in workers) == doc["batch_waits_pipelined"]
+    assert doc["batch_waits_pipelined"] <= doc["batch_waits"]
     assert doc["batch_wait_offs"] >= 0
     status, _, body = manage.http_get(proxy.manage_port, "/metrics")
     assert status == 200
@@ -137,4 +179,4 @@ def test_zero_never_waits(nutcrackers, write_conf, redis_server):
     for rnd in range(3):
         assert pipelined_round(port, rnd) == []
     doc = manage.status(proxy.manage_port)
-    assert doc["batch_waits"] == 0 and doc["batch_wait_offs"] == 0
+    assert doc["batch_waits"] == 0 and doc["batch_wait_offs"] == 0 and doc["batch_waits_pipelined"] == 0

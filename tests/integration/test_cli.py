@@ -47,7 +47,8 @@ SERVER_METRICS = ["server_eof", "server_err", "server_timedout", "server_connect
                   "server_tls_handshake_failures", "server_tls_resumptions"]
 HEADER_FIELDS = ["service", "source", "version", "uptime", "timestamp", "generation", "loaded_at",
                  "total_connections",
-                 "curr_connections", "client_memory", "batch_waits", "batch_wait_offs"]
+                 "curr_connections", "client_memory", "batch_waits", "batch_wait_offs",
+                 "batch_waits_pipelined"]
 
 
 @pytest.mark.parametrize("flag", ["-V", "--version"])
