@@ -15,6 +15,10 @@
 #define NC_MAX(a, b) ((a) > (b) ? (a) : (b))
 #define nc_likely(x) __builtin_expect(!!(x), 1)
 #define nc_unlikely(x) __builtin_expect(!!(x), 0)
+/* Objects written by different threads are kept this many bytes apart: two cache lines, since
+ * x86 CPUs fetch lines in adjacent pairs (the spatial prefetcher) (notes/many-cores.md). */
+#define NC_SHARING_SPAN 128
+#define NC_ROUND_UP(n, a) (((n) + (a) - 1) / (a) * (a))
 
 /* Asserts are for invariants only, never for network or config input. */
 #ifdef NC_ASSERT_ABORT

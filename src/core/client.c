@@ -1,7 +1,7 @@
 /*
  * client.c - client connections (see client.h).
  *
- * Threads: the loop owning the client (client_next_id: any worker, atomically).
+ * Threads: the loop owning the client (client_ids: any worker, atomically).
  */
 #include "config.h"
 #include "core/client.h"
@@ -16,6 +16,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/sock.h"
+#include "common/util.h"
 #include "core/batch_wait.h"
 #include "core/client_mem.h"
 #include "core/fair.h"
@@ -57,7 +58,10 @@
 /* The ids clients are known by to their protocol (redis CLIENT ID, HELLO): unique in the process,
  * whatever worker serves them (a conn's own id is its loop's). The only object here that threads
  * share: one relaxed increment per accepted client. */
-static _Atomic uint64_t client_next_id;
+/* written per client by every worker: on lines of its own */
+static struct {
+    _Alignas(NC_SHARING_SPAN) _Atomic uint64_t next;
+} client_ids;
 
 static void client_on_handshake(struct conn *c, int err);
 
@@ -96,7 +100,7 @@ int client_accept(struct loop *l, struct pool_rt *pool, int fd)
         atomic_fetch_sub(pool_nclients(pool->shared), 1);
         return rc;
     }
-    c->sess.id = atomic_fetch_add_explicit(&client_next_id, 1, memory_order_relaxed) + 1;
+    c->sess.id = atomic_fetch_add_explicit(&client_ids.next, 1, memory_order_relaxed) + 1;
     c->sess.fd = fd;
     c->t_active = c->sess.t_start = nc_usec_now();
     fair_init(c);

@@ -15,6 +15,7 @@
 
 #include "common/clock.h"
 #include "common/log.h"
+#include "common/util.h"
 #include "core/route.h"
 #include "net/transport.h"
 #include "topo/topology.h"
@@ -98,7 +99,8 @@ static int runtime_pool_init(struct runtime *rt, struct conf *conf, size_t i, co
         p->clients = same->clients;
         atomic_fetch_add(&p->clients->refs, 1);
     } else {
-        p->clients = calloc(1, sizeof(*p->clients));
+        /* written per client by the master and the workers: on lines of its own */
+        p->clients = aligned_alloc(NC_SHARING_SPAN, NC_ROUND_UP(sizeof(*p->clients), NC_SHARING_SPAN));
         if (p->clients == NULL) return -1;
         atomic_init(&p->clients->refs, 1);
         atomic_init(&p->clients->n, 0);

@@ -11,13 +11,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define STATS_CACHE_LINE 64
+#include "common/util.h"
+
+/* one worker's blocks never share a line (or an adjacent pair) with another's */
+#define STATS_BLOCK_ALIGN NC_SHARING_SPAN
 
 static void *stats_zalloc(size_t size)
 {
-    size = (size + STATS_CACHE_LINE - 1) / STATS_CACHE_LINE * STATS_CACHE_LINE;
-    void *p = aligned_alloc(STATS_CACHE_LINE, size ? size : STATS_CACHE_LINE);
-    if (p != NULL) memset(p, 0, size ? size : STATS_CACHE_LINE);
+    size = (size + STATS_BLOCK_ALIGN - 1) / STATS_BLOCK_ALIGN * STATS_BLOCK_ALIGN;
+    void *p = aligned_alloc(STATS_BLOCK_ALIGN, size ? size : STATS_BLOCK_ALIGN);
+    if (p != NULL) memset(p, 0, size ? size : STATS_BLOCK_ALIGN);
     return p;
 }
 

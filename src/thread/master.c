@@ -27,6 +27,7 @@
 #include "app/notify.h"
 #include "common/mem_trim.h"
 #include "common/log.h"
+#include "common/util.h"
 #include "core/probe.h"
 #include "core/runtime.h"
 #include "core/runtime_stats.h"
@@ -40,8 +41,9 @@ static int master_start_workers(struct master *m)
 {
     uint32_t n = (uint32_t)m->opts->threads;
     mem_trim_init(); /* before the workers, which trim concurrently (mem_trim.h) */
-    m->workers = calloc(n, sizeof(*m->workers));
+    m->workers = aligned_alloc(NC_SHARING_SPAN, n * sizeof(*m->workers)); /* a multiple of it */
     if (m->workers == NULL) return -ENOMEM;
+    memset(m->workers, 0, n * sizeof(*m->workers));
     m->mem = (struct client_mem){ .cap = (uint64_t)m->opts->max_memory, .nworkers = n, .blocks = m->blocks };
     for (uint32_t i = 0; i < n; i++) {
         m->nworkers++;

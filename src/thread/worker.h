@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/util.h"
 #include "core/loop.h"
 #include "thread/inbox.h"
 
@@ -22,8 +23,10 @@ struct event;
 struct runtime;
 struct stats_worker;
 
+/* Each on its own NC_SHARING_SPAN (the array's elements are padded to it): the master's writes to
+ * one worker's inbox never share a line with the next worker's loop. */
 struct worker {
-    struct loop loop;             /* what its connections need (core) */
+    _Alignas(NC_SHARING_SPAN) struct loop loop; /* what its connections need (core) */
     pthread_t tid;
     struct event_base *base;
     struct event *inbox_ev;
