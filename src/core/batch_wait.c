@@ -27,7 +27,7 @@ void batch_wait_thread_init(const struct loop *l)
 }
 
 /* Over the connections queued for flushing, the longest hold one of their peers is worth, in
- * units of -W (conn_ops.peer_busy): 0 when no peer is busy. */
+ * waits of -W (conn_ops.peer_busy): 0 when no peer is busy. */
 static unsigned batch_wait_units(const struct loop *l)
 {
     unsigned units = 0;
@@ -45,8 +45,9 @@ static unsigned batch_wait_units(const struct loop *l)
 }
 
 /* The wait itself; waits that end late on average turn the waits off for a while. */
-static void batch_wait_sleep(struct loop *l, uint64_t start, uint64_t want)
+static void batch_wait_sleep(struct loop *l, uint64_t start)
 {
+    uint64_t want = l->batch_wait_usec;
     struct timespec ts = { .tv_sec = 0, .tv_nsec = (long)want * 1000L };
     (void)nanosleep(&ts, NULL); /* a signal that cuts it short only shortens the wait */
     uint64_t now = nc_usec_now();
@@ -71,10 +72,17 @@ void batch_wait_run(struct loop *l)
     if (units == 0) return;
     uint64_t start = nc_usec_now();
     if (start < l->batch_wait_off_until) return;
-    uint64_t want = (uint64_t)l->batch_wait_usec * units;
-    if (want > BATCH_WAIT_MAX_USEC) want = BATCH_WAIT_MAX_USEC;
+    /* the waits of a pipeline answered in part: each -W, at most BATCH_WAIT_MAX_USEC together */
+    unsigned most = BATCH_WAIT_MAX_USEC / l->batch_wait_usec;
+    if (units > most) units = most > 0 ? most : 1;
     stats_ctr_add(&l->stats->batch_waits, 1);
     if (units > 1) stats_ctr_add(&l->stats->batch_waits_pipelined, 1);
-    batch_wait_sleep(l, start, want);
-    (void)event_base_loop(l->base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
+    for (unsigned done = 1;; done++) {
+        batch_wait_sleep(l, start);
+        (void)event_base_loop(l->base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
+        /* again only while a client's pipeline is still answered in part */
+        if (done >= units || l->batch_wait_off_until > start || batch_wait_units(l) < BATCH_WAIT_PIPELINE_UNITS)
+            return;
+        start = nc_usec_now();
+    }
 }

@@ -18,9 +18,10 @@ struct loop;
 
 #define BATCH_WAIT_DEFAULT_USEC 50u
 #define BATCH_WAIT_MAX_USEC 1000u
-/* A pass that holds the first replies of a client's pipeline waits this many -W (at most
- * BATCH_WAIT_MAX_USEC): the client waits for its last reply anyway, and the servers' replies to
- * the rest of a pipeline come in more pieces than a lone request's. */
+/* A pass that holds the first replies of a client's pipeline waits -W up to this many times (at
+ * most BATCH_WAIT_MAX_USEC together), each time again only while a client's pipeline is still
+ * answered in part: the client waits for its last reply anyway, and the servers' replies to the
+ * rest of a pipeline come in more pieces than a lone request's. */
 #define BATCH_WAIT_PIPELINE_UNITS 4u
 /* The waits' lateness (how much later than asked they end) is averaged over about the last
  * 2^BATCH_WAIT_LATE_SHIFT waits; past BATCH_WAIT_LATE_FACTOR times the wait asked for (and at

@@ -39,7 +39,7 @@ enum stats_type {
     ACTION(batch_wait_offs, STATS_COUNTER,                                                   \
            "# times the waits ended so late that a worker stopped waiting for 200 ms")      \
     ACTION(batch_waits_pipelined, STATS_COUNTER,                                             \
-           "# of those waits that held part of a pipeline's replies: 4x as long")
+           "# of those that held part of a pipeline's replies: up to 4 times -W")
 
 /*
  * The refused commands per name are flat members of the pool's object, after its fields and only
