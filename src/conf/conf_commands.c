@@ -70,7 +70,9 @@ static bool conf_command_pos(const char *what, const char *s, int64_t lo, int *o
     int64_t v;
     int rc = conf_parse_int(s, strlen(s), 10, lo, CONF_COMMAND_POS_MAX, &v);
     if (rc == -EINVAL) snprintf(err, errlen, "%s '%s' is not an integer", what, s);
-    else if (rc != 0) snprintf(err, errlen, "%s %s is out of range (%lld to %d)", what, s, (long long)lo, CONF_COMMAND_POS_MAX);
+    else if (rc != 0) /* (0 is read, to be refused with its own reason: the range starts at 1) */
+        snprintf(err, errlen, "%s %s is out of range (%lld to %d)", what, s, (long long)(lo == 0 ? 1 : lo),
+                 CONF_COMMAND_POS_MAX);
     if (rc != 0) return false;
     *out = (int)v;
     return true;
