@@ -5,7 +5,9 @@ exists only there), a declared multi-key command runs when its keys are on one s
 the proxy's cross-server error otherwise, a declared built-in name is routed by its declared
 key position, an undeclared unknown command is still refused as before, a declared name redis
 does not know comes back with redis's own error, too few arguments get the arity error; `-t`
-names the file, line and key of each malformed entry; a reload adds and removes declarations.
+names the file, line and key of each malformed entry; a reload adds and removes declarations;
+with Sentinel replicas and read_from: replica, a readonly declared command reaches the replicas and
+a write one never does.
 
 The commands used are redis 7.0 core commands the table lacks today (SUBSTR, RENAME) or has
 (APPEND): a later built-in entry for SUBSTR or RENAME makes these declarations overrides, which
@@ -16,9 +18,9 @@ import uuid
 
 import pytest
 
-from nctest import cluster, procs
+from nctest import cluster, manage, procs, wait
 from nctest.codec import bulk, integer, resp
-from nctest.conn import RawConn
+from nctest.conn import RawConn, redis_client
 
 THREADED = True  # the TSan stage runs these too (conftest.py)
 
@@ -163,6 +165,7 @@ def test_reload_adds_and_removes_declarations(redis_server, write_conf, nutcrack
     key = f"decl-reload:{uuid.uuid4().hex[:8]}"
     client = c.client()
     client.set(key, "value")
+    (owner,) = c.holder(key)
     with c.raw() as conn:
         conn.exchange(resp("SUBSTR", key, 0, 1), bulk("va"))
         conn.exchange(resp("RENAME", key, key + ":2"), UNSUPPORTED % b"rename")
@@ -170,5 +173,44 @@ def test_reload_adds_and_removes_declarations(redis_server, write_conf, nutcrack
         # the same connection follows the new generation once it has nothing queued
         conn.exchange(resp("SUBSTR", key, 0, 1), UNSUPPORTED % b"substr")
         conn.exchange(resp("RENAME", key, key + ":2"), b"+OK\r\n")
-    assert client.get(key + ":2") == b"value"
+    # routed by its first key (as declared): the new name is on the old one's server
+    assert c.holder(key + ":2") == [owner] and c.holder(key) == []
+    assert c.direct(owner).get(key + ":2") == b"value"
     assert c.stop() == 0
+
+
+def test_readonly_declared_reads_from_replicas_and_write_never(nutcrackers, write_conf, sentinel_deployment):
+    """read_from: replica, one shard (a master, two replicas, 3 sentinels): SUBSTR declared
+    readonly goes to the replicas; GETRANGE, a read built-in declared write, and RENAME (written
+    without a mode: write) go to the master only (a replica would refuse RENAME: READONLY)."""
+    d = sentinel_deployment(shards=1, replicas=2)
+    listen = procs.free_port()
+    pool = d.pool_conf(f"127.0.0.1:{listen}", read_from="replica", timeout=5000,
+                       commands=["SUBSTR 1 1 1 readonly", "GETRANGE 1 1 1 write", "RENAME 1 2 1"])
+    proxy = nutcrackers(write_conf({"rf": pool}), "-T", "2", wait_manage=True)
+    master = d.master_addr("shard0")
+    replicas = sorted(d.up_replicas("shard0"))
+    wait.wait_for(lambda: len(_replica_slots(proxy)) == 2, 20, "the proxy's replica slots filled")
+    c = redis_client(listen)
+    c.set("{k}a", "value")
+    wait.wait_for(lambda: all(d.server_client(r).get("{k}a") == b"value" for r in replicas), 10, "replicated")
+    for a in [master] + replicas:
+        d.reset_stats(a)
+    reads = 20
+    for _ in range(reads):
+        assert c.execute_command("SUBSTR", "{k}a", 0, 1) == b"va"
+        assert c.getrange("{k}a", 0, 1) == b"va"
+    assert c.execute_command("RENAME", "{k}a", "{k}b") is True
+    stats = {a: d.commandstats(a) for a in [master] + replicas}
+    assert stats[master].get("substr", 0) == 0 and sum(stats[r].get("substr", 0) for r in replicas) == reads, stats
+    assert stats[master].get("getrange", 0) == reads and stats[master].get("rename", 0) == 1, stats
+    for r in replicas:  # (a replica counts the RENAME its master sent it, not one of a client)
+        assert stats[r].get("getrange", 0) == 0, stats
+    c.close()
+
+
+def _replica_slots(proxy):
+    status, _, body = manage.http_get(proxy.manage_port, "/metrics")
+    assert status == 200
+    return [line for line in body.decode().splitlines()
+            if line.startswith("nutcrackers_server_info{") and 'role="replica"' in line and 'addr=""' not in line]
