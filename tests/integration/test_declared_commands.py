@@ -92,6 +92,12 @@ def test_undeclared_unknown_command_is_still_refused(pool, placed):
         c.exchange(resp("JSON.GET", key), UNSUPPORTED % b"json.get")
         c.exchange(resp("RENAMENX", key, key + "x"), UNSUPPORTED % b"renamenx")
         c.exchange(resp("GET", key), bulk(key))  # the connection goes on
+    # counted under their names as before; the declared ones (SUBSTR, RENAME) are never refused
+    doc = manage.wait_status(pool.proxy.manage_port,
+                             lambda d: d["declared"].get("refused_cmd_renamenx", 0) >= 1, what="renamenx refused")
+    stats = doc["declared"]
+    assert stats.get("refused_cmd_lastsave", 0) >= 1 and stats.get("refused_cmd_other", 0) >= 1, stats
+    assert "refused_cmd_substr" not in stats and "refused_cmd_rename" not in stats, stats
 
 
 def test_declared_unknown_name_gets_the_servers_own_error(pool, placed):
@@ -160,18 +166,29 @@ def test_test_conf_duplicates_and_memcached_pools(tmp_path):
 
 
 def test_reload_adds_and_removes_declarations(redis_server, write_conf, nutcrackers):
-    c = cluster.start_cluster("redis", 3, 2, redis_server, write_conf, nutcrackers, name="reloaded",
+    """One worker (-T 1), so a second client shows when the worker serves the new generation. A
+    request half sent at the reload is parsed whole with the declarations it began with; the
+    client's next request, with the new ones."""
+    c = cluster.start_cluster("redis", 3, 1, redis_server, write_conf, nutcrackers, name="reloaded",
                               commands=["SUBSTR 1 1 1 readonly"])
     key = f"decl-reload:{uuid.uuid4().hex[:8]}"
     client = c.client()
     client.set(key, "value")
     (owner,) = c.holder(key)
-    with c.raw() as conn:
-        conn.exchange(resp("SUBSTR", key, 0, 1), bulk("va"))
+    substr = resp("SUBSTR", key, 0, 1)
+    with c.raw() as conn, c.raw() as other:
+        conn.exchange(substr, bulk("va"))
         conn.exchange(resp("RENAME", key, key + ":2"), UNSUPPORTED % b"rename")
+        conn.send(substr[:20])  # its name and the start of its key
         c.reload_conf("SUBSTR 1 1 1 readonly", "RENAME 1 1 1")
-        # the same connection follows the new generation once it has nothing queued
-        conn.exchange(resp("SUBSTR", key, 0, 1), UNSUPPORTED % b"substr")
+
+        def refused():
+            other.send(substr)
+            return other.reply() == UNSUPPORTED % b"substr"
+
+        wait.wait_for(refused, 10, "SUBSTR refused on the worker's new generation")
+        conn.exchange(substr[20:], bulk("va"))
+        conn.exchange(substr, UNSUPPORTED % b"substr")
         conn.exchange(resp("RENAME", key, key + ":2"), b"+OK\r\n")
     # routed by its first key (as declared): the new name is on the old one's server
     assert c.holder(key + ":2") == [owner] and c.holder(key) == []
