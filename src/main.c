@@ -22,6 +22,7 @@
 #include "common/ratelimit.h"
 #include "conf/conf.h"
 #include "net/transport.h"
+#include "proto/proto.h"
 #include "stats/stats_desc.h"
 #include "thread/master.h"
 #include "nc_commit.h" /* NC_GIT_COMMIT, when built from a git checkout (Makefile.am) */
@@ -67,7 +68,8 @@ static void main_print_connections(FILE *f, const struct conf *conf, int threads
 static int main_test_conf(struct nc_options *opts)
 {
     struct conf *conf = conf_load(opts->conf_file, NULL, NULL);
-    if (conf != NULL && transport_conf_check(conf, NULL, NULL) > 0) { /* TLS: files that parse, ... */
+    if (conf != NULL && (transport_conf_check(conf, NULL, NULL) + proto_conf_check(conf, NULL, NULL)) > 0) {
+        /* TLS: files that parse, ...; redis: declared commands the proxy may route */
         conf_unref(conf);
         conf = NULL;
     }
@@ -149,7 +151,8 @@ static int main_run(struct nc_options *opts)
     if (options_resolve_threads(opts, why, sizeof(why)) > 0) log_warn("%s", why);
     else log_notice("%s", why);
     conf = conf_load(opts->conf_file, main_conf_error, opts);
-    if (conf != NULL && transport_conf_check(conf, main_conf_error, opts) > 0) {
+    if (conf != NULL &&
+        (transport_conf_check(conf, main_conf_error, opts) + proto_conf_check(conf, main_conf_error, opts)) > 0) {
         conf_unref(conf);
         conf = NULL;
     }

@@ -62,16 +62,32 @@ void conf_warn(struct conf_report *r, int line, const char *pool, const char *ke
     conf_report_line(r, line, 0, pool, key, "warning: ", msg);
 }
 
+/* A problem of p's key at line (<= 0: the key's line), in the loader's format. */
+static void conf_pool_vreport(const struct conf_pool *p, const char *key, int line, conf_error_fn on_error,
+                              void *ctx, const char *fmt, va_list ap)
+{
+    char msg[CONF_LINE_MAX / 2];
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    struct conf_report r = { .file = p->file != NULL ? p->file : "(string)", .fn = on_error, .ctx = ctx };
+    conf_report(&r, line > 0 ? line : conf_pool_key_line(p, key), 0, p->name, key, "%s", msg);
+}
+
 void conf_pool_report(const struct conf_pool *p, const char *key, conf_error_fn on_error, void *ctx,
                       const char *fmt, ...)
 {
-    char msg[CONF_LINE_MAX / 2];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
+    conf_pool_vreport(p, key, 0, on_error, ctx, fmt, ap);
     va_end(ap);
-    struct conf_report r = { .file = p->file != NULL ? p->file : "(string)", .fn = on_error, .ctx = ctx };
-    conf_report(&r, conf_pool_key_line(p, key), 0, p->name, key, "%s", msg);
+}
+
+void conf_pool_report_at(const struct conf_pool *p, const char *key, int line, conf_error_fn on_error, void *ctx,
+                         const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    conf_pool_vreport(p, key, line, on_error, ctx, fmt, ap);
+    va_end(ap);
 }
 
 static void conf_free(struct conf *c)

@@ -46,6 +46,18 @@ enum conf_tls_auth { CONF_TLS_AUTH_NO, CONF_TLS_AUTH_YES, CONF_TLS_AUTH_OPTIONAL
  * take them (notes/sentinel.md) */
 #define CONF_REPLICA_SLOTS 3
 
+/* A command declared in a redis pool's `commands:` (notes/declared-commands.md): its name is at
+ * most this long (the longest module command names clients send, TDIGEST.TRIMMED_MEAN, have 20) */
+#define CONF_COMMAND_NAME_MAX 23
+struct conf_command {
+    char name[CONF_COMMAND_NAME_MAX + 1]; /* lowercase */
+    int first;            /* arg index of the first key (>= 1) */
+    int last;             /* of the last (>= first; < 0: counted from the end, -1 = the last arg) */
+    int step;             /* distance between keys (>= 1) */
+    bool readonly;        /* may be read from a replica (read_from); else a write */
+    int line;             /* line of its entry */
+};
+
 /* The masters a redis_cluster pool can follow: its node places (notes/cluster.md) */
 #define CONF_CLUSTER_MASTERS 128
 
@@ -135,6 +147,9 @@ struct conf_pool {
      * NODES, ... as the one node of a cluster that owns every slot, at cluster_announce */
     bool client_cluster_mode;
     struct conf_addr cluster_announce; /* host NULL: not set (the listen address is announced) */
+    /* redis commands declared with their key positions (notes/declared-commands.md) */
+    struct conf_command *commands; /* NULL: none */
+    size_t ncommands;
     const char *file;             /* the file it was loaded from (its conf's path) */
     int *key_lines;               /* line where each key of the table was set (0: not set) */
 };
@@ -172,6 +187,10 @@ int conf_pool_key_line(const struct conf_pool *p, const char *key);
  * stderr). */
 void conf_pool_report(const struct conf_pool *p, const char *key, conf_error_fn on_error, void *ctx,
                       const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
+/* The same for a problem found at line (an item of a sequence key: one `commands:` entry). */
+void conf_pool_report_at(const struct conf_pool *p, const char *key, int line, conf_error_fn on_error, void *ctx,
+                         const char *fmt, ...) __attribute__((format(printf, 6, 7)));
 
 /* Lookups on an immutable conf; NULL when absent. */
 const struct conf_pool *conf_pool_find(const struct conf *c, const char *name);

@@ -127,6 +127,14 @@ int conf_cluster_announce_parse(const char *key, const struct conf_node *v, stru
  * their number. */
 unsigned conf_cluster_clients_check(const struct conf_pool *p, struct conf_report *r);
 
+/* ---- declared redis commands (conf_commands.c) ---- */
+/* The `commands` sequence of "NAME FIRST LAST STEP [readonly|write]" into p->commands, reporting
+ * each bad entry. */
+int conf_commands_parse(const char *key, const struct conf_node *v, struct conf_pool *p,
+                        struct conf_report *r);
+/* What `commands` must agree on with the other keys (a redis pool): reports, returns the number. */
+unsigned conf_commands_check(const struct conf_pool *p, struct conf_report *r);
+
 /* ---- addresses (conf_addr.c) ---- */
 
 /*

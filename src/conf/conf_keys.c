@@ -105,6 +105,8 @@ static int conf_key_read_from(const struct conf_key *k, const struct conf_node *
                               struct conf_pool *p, struct conf_report *r);
 static int conf_key_cluster_announce(const struct conf_key *k, const struct conf_node *v,
                                      struct conf_pool *p, struct conf_report *r);
+static int conf_key_commands(const struct conf_key *k, const struct conf_node *v, struct conf_pool *p,
+                             struct conf_report *r);
 
 static const char *conf_hash_name(int value)
 {
@@ -120,7 +122,7 @@ static const struct conf_enum conf_hash_names = { hash_type_from_name, conf_hash
 static const struct conf_enum conf_dist_names = { dist_type_from_name, conf_dist_name, DIST_COUNT };
 
 /* The pool keys, in twemproxy's order (tcpkeepidle/cnt/intvl, client_idle_timeout, dedicated_connections,
- * redis_flush, the TLS, the Sentinel and the cluster-mode clients' keys are ours). */
+ * redis_flush, the TLS, the Sentinel and the cluster-mode clients' keys and commands are ours). */
 static const struct conf_key conf_keys[] = {
     { .name = "listen", .parse = conf_key_listen, .required = true },
     { .name = "hash", .parse = conf_key_enum, .field = CONF_FIELD_HASH,
@@ -178,6 +180,7 @@ static const struct conf_key conf_keys[] = {
     CONF_KEY_BOOL("redis_cluster", redis_cluster),
     CONF_KEY_BOOL("client_cluster_mode", client_cluster_mode),
     { .name = "cluster_announce", .parse = conf_key_cluster_announce },
+    { .name = "commands", .parse = conf_key_commands },
 };
 
 static const struct {
@@ -441,6 +444,12 @@ static int conf_key_cluster_announce(const struct conf_key *k, const struct conf
     return conf_cluster_announce_parse(k->name, v, p, r);
 }
 
+static int conf_key_commands(const struct conf_key *k, const struct conf_node *v, struct conf_pool *p,
+                             struct conf_report *r)
+{
+    return conf_commands_parse(k->name, v, p, r);
+}
+
 static const struct conf_key *conf_key_find(const char *name)
 {
     for (size_t i = 0; i < NC_ARRAY_LEN(conf_keys); i++) {
@@ -495,6 +504,7 @@ unsigned conf_pool_parse(struct conf_pool *p, const struct conf_node *map, struc
     conf_sentinel_check(p, r);
     conf_cluster_check(p, r);
     conf_cluster_clients_check(p, r);
+    conf_commands_check(p, r);
     if (r->nerrors == before) conf_cluster_warn(p, r);
     if (r->nerrors == before) conf_cluster_places(p, r);
     if (r->nerrors == before) conf_sentinel_replica_slots(p, r);
@@ -524,6 +534,9 @@ void conf_pool_deinit(struct conf_pool *p)
     conf_sentinel_deinit(p);
     conf_cluster_deinit(p);
     conf_addr_deinit(&p->cluster_announce);
+    free(p->commands);
+    p->commands = NULL;
+    p->ncommands = 0;
     free(p->key_lines);
     p->key_lines = NULL;
     conf_addr_deinit(&p->listen);

@@ -104,6 +104,7 @@ int client_accept(struct loop *l, struct pool_rt *pool, int fd)
     c->sess.fd = fd;
     c->t_active = c->sess.t_start = nc_usec_now();
     fair_init(c);
+    c->rd.ps.table = pool->parse_table;
     pool->proto->session_init(&c->sess, pool->cp, NULL);
     TAILQ_INSERT_TAIL(&l->clients, c, link);
     l->nclients++;
@@ -160,8 +161,10 @@ int client_follow_reload(struct conn *c)
     struct pool_rt *old = c->pool;
     struct pool_rt *np = gen_pool_find(l->gen, old->cp->name);
     if (np == NULL || np->proto != old->proto) return -1;
-    /* a feature's state (a transaction, subscriptions) stays on the servers it started on */
-    if (c->feat_on != 0) return 0;
+    /* a feature's state (a transaction, subscriptions) stays on the servers it started on; a
+     * request being parsed, on the pool's command table its parse began with (it follows when
+     * that request is dispatched) */
+    if (c->feat_on != 0 || c->rd.msg != NULL) return 0;
     atomic_fetch_sub(pool_nclients(old->shared), 1);
     atomic_fetch_add(pool_nclients(np->shared), 1);
     /* the same name: the same counter block, unless the pool is new in the registry */
@@ -169,6 +172,7 @@ int client_follow_reload(struct conn *c)
     STATS_POOL_ADD(np->st, client_connections, 1);
     np->proto->session_init(&c->sess, np->cp, old->cp);
     c->pool = np;
+    c->rd.ps.table = np->parse_table;
     np->gen->nclients++;
     if (--old->gen->nclients == 0) loop_reap_later(l);
     return 0;

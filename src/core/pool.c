@@ -26,6 +26,7 @@ int pool_rt_init(struct pool_rt *p, struct gen *g, struct pool_shared *shared)
     p->cp = shared->cp;
     p->proto = shared->proto;
     p->parse_opts = p->proto->parse_opts != NULL ? p->proto->parse_opts(p->cp) : 0;
+    p->parse_table = shared->parse_table;
     p->st = shared->wstats[g->loop->id];
     p->route = pool_route_get(shared);
     p->route_version = p->route->version;

@@ -46,6 +46,7 @@ struct pool_rt {
     uint32_t nshards;             /* servers[0..nshards) own the keys (the servers written); the
                                    * rest are replica slots (conf_server.replica_slot) */
     uint8_t parse_opts;           /* its clients' requests are parsed with (proto_ops.parse_opts) */
+    const void *parse_table;      /* and with this command table (pool_shared.parse_table) */
     struct route *route;          /* the routing table this loop uses (a reference) */
     uint64_t route_version;
     uint32_t fair_est;            /* the reply size its clients get, averaged: a new client's

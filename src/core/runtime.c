@@ -76,6 +76,7 @@ static int runtime_pool_init(struct runtime *rt, struct conf *conf, size_t i, co
     p->cp = &conf->pools[i];
     p->recheck_fd = -1;
     p->proto = proto_for_pool(p->cp);
+    if (p->proto->parse_table_new != NULL && p->proto->parse_table_new(p->cp, &p->parse_table) < 0) return -1;
     unsigned threads = (unsigned)nworkers + 1; /* and the master's prober */
     p->client_tp = transport_ctx_for_pool(p->cp, TRANSPORT_CLIENTS, threads);
     p->server_tp = transport_ctx_for_pool(p->cp, TRANSPORT_SERVERS, threads);
@@ -163,6 +164,7 @@ void runtime_put(struct runtime *rt)
     for (size_t i = 0; rt->pools != NULL && i < rt->npools; i++) {
         struct pool_shared *p = &rt->pools[i];
         if (p->cp == NULL) continue;
+        if (p->parse_table != NULL) p->proto->parse_table_free(p->parse_table);
         route_put(p->route);
         topo_set_put(p->set);
         if (p->recheck_fd >= 0) close(p->recheck_fd);

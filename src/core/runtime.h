@@ -60,6 +60,9 @@ struct pool_shared {
     uint32_t idx;
     const struct conf_pool *cp;
     const struct proto_ops *proto;
+    const void *parse_table;         /* its clients' requests are parsed with (parse_state.table,
+                                      * proto_ops.parse_table_new): built with the generation,
+                                      * read-only; NULL: the protocol's own */
     struct pool_clients *clients;    /* client connections of this pool name, all workers and
                                       * generations (a reference) */
     struct server_health *health;    /* cp->nservers */

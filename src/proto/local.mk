@@ -20,10 +20,11 @@ src_libnutcrackers_la_SOURCES += \
 	src/proto/memcache_bin_local.c \
 	src/proto/memcache_bin_fanout.c \
 	src/proto/memcache_proto.c
-# redis: command table, request and response parsers, fragments, local answers, the ops struct
+# redis: command table (and a pool's with its declared commands), request and response parsers, fragments, local answers, the ops struct
 src_libnutcrackers_la_SOURCES += \
 	src/proto/redis.h \
 	src/proto/redis_cmd.c src/proto/redis_cmd.h \
+	src/proto/redis_declared.c src/proto/redis_declared.h \
 	src/proto/redis_req.c \
 	src/proto/redis_rsp.c \
 	src/proto/redis_frag.c \

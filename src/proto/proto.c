@@ -1,5 +1,6 @@
 /*
- * proto.c - which protocol a pool speaks (its `redis:` key), the parser state both share, a new
+ * proto.c - which protocol a pool speaks (its `redis:` key) and the checks of its config only the
+ * protocol knows (proto_conf_check), the parser state both share, a new
  * fragment, the step that turns a reply text (common/textbuf.h) into a reply, and the filter of
  * a list of clients (CLIENT LIST).
  *
@@ -17,6 +18,16 @@
 const struct proto_ops *proto_for_pool(const struct conf_pool *cp)
 {
     return cp->redis ? &redis_proto : &memcache_proto;
+}
+
+unsigned proto_conf_check(const struct conf *c, void (*on_error)(void *, const char *), void *ctx)
+{
+    unsigned n = 0;
+    for (size_t i = 0; i < c->npools; i++) {
+        const struct proto_ops *ops = proto_for_pool(&c->pools[i]);
+        if (ops->conf_check != NULL) n += ops->conf_check(&c->pools[i], on_error, ctx);
+    }
+    return n;
 }
 
 struct msg *proto_frag_new(struct msg *req, uint32_t server, struct msg_pool *pool)

@@ -53,6 +53,7 @@
 #include "common/textbuf.h"
 #include "msg/msg.h"
 
+struct conf;
 struct conf_pool;
 struct textbuf;
 
@@ -262,6 +263,14 @@ struct parse_state {
                              * binary, from its first byte); 0 until it chooses. Not cleared by
                              * parse_state_reset: it outlives the messages */
     const char *error;      /* PARSE_ERROR: static text naming the problem */
+    const void *table;      /* requests: the command table of the connection's pool
+                             * (proto_ops.parse_table_new; redis: the built-in table with the pool's
+                             * declared commands), set by the core when a client starts and when it
+                             * follows a reload, always between two messages; NULL: the protocol's
+                             * own. Not cleared by parse_state_reset */
+    const void *entry;      /* the parser's own: what it found of the message being parsed (redis:
+                             * its command's entry in the table), set before it is read. Not
+                             * cleared by parse_state_reset */
 };
 
 /* Before each message: clears the state, keeping want_elems, opts, mode and the stack's memory
@@ -288,6 +297,16 @@ struct proto_ops {
      * its config changes in what a request is (redis: client_cluster_mode serves the commands of
      * cluster-mode clients, refused as unknown elsewhere). */
     uint8_t (*parse_opts)(const struct conf_pool *cp);
+    /* The command table parse_req is given for the clients of pool cp (parse_state.table), built
+     * once per config generation and only read afterwards, by every worker: *table NULL when the
+     * protocol's own will do (redis: a pool that declares no command). Returns 0 or -ENOMEM.
+     * parse_table_free frees it (NULL: nothing). NULL ops: no such table. */
+    int (*parse_table_new)(const struct conf_pool *cp, const void **table);
+    void (*parse_table_free)(const void *table);
+    /* What a pool's config must agree on that only the protocol knows (redis: no declared command
+     * is one the proxy handles itself): reports each problem through on_error in the loader's
+     * format and returns their number. NULL: nothing to check. */
+    unsigned (*conf_check)(const struct conf_pool *cp, void (*on_error)(void *, const char *), void *ctx);
 
     /*
      * Builds the sub-requests of a multi-key request req (a CMD_F_FRAG_MASK command with nkeys >= 2,
@@ -409,5 +428,8 @@ extern const struct proto_ops memcache_proto;
 
 /* The protocol of pool cp. */
 const struct proto_ops *proto_for_pool(const struct conf_pool *cp);
+/* proto_ops.conf_check of every pool of c (with conf_load and transport_conf_check: -t, start and
+ * reload): the number of problems reported through on_error (NULL: stderr). */
+unsigned proto_conf_check(const struct conf *c, void (*on_error)(void *, const char *), void *ctx);
 
 #endif

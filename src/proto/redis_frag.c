@@ -158,7 +158,9 @@ int redis_frag_header(struct msg *frag, const char *name, uint64_t nargs)
 int redis_fragment(struct msg *req, const uint32_t *server_of_key, uint32_t n, struct msg_pool *pool)
 {
     if (req->cmd_flags & (CMD_F_FRAG_ALL | CMD_F_FRAG_ONE)) {
-        if (redis_cmds[req->cmd].fan == REDIS_FAN_INFO) return redis_fragment_all(req, server_of_key, n, pool);
+        /* (a FRAG_ONE command may be a pool's declared one: msg->cmd past redis_cmds[]) */
+        if (!(req->cmd_flags & CMD_F_FRAG_ONE) && redis_cmds[req->cmd].fan == REDIS_FAN_INFO)
+            return redis_fragment_all(req, server_of_key, n, pool);
         return redis_fragment_fan(req, server_of_key, n, pool);
     }
     NC_ASSERT(req->nkeys >= 2 && n == req->nkeys && req->cmd < redis_ncmds && (req->cmd_flags & CMD_F_FRAG_MASK));
@@ -285,7 +287,8 @@ static int coalesce_mset(struct msg *req, struct msg *rsp)
 int redis_coalesce(const struct proto_view *v, struct msg *req, struct msg *rsp)
 {
     if (req->cmd_flags & (CMD_F_FRAG_ALL | CMD_F_FRAG_ONE)) {
-        if (redis_cmds[req->cmd].fan == REDIS_FAN_INFO) return redis_coalesce_all(v, req, rsp);
+        if (!(req->cmd_flags & CMD_F_FRAG_ONE) && redis_cmds[req->cmd].fan == REDIS_FAN_INFO)
+            return redis_coalesce_all(v, req, rsp);
         return redis_coalesce_fan(v, req, rsp);
     }
     const struct msg *err = NULL;

@@ -15,6 +15,7 @@
 
 #include "proto/redis.h"
 #include "proto/redis_cmd.h"
+#include "proto/redis_declared.h"
 
 long redis_line(const uint8_t *buf, size_t len, size_t max)
 {
@@ -171,6 +172,9 @@ const struct proto_ops redis_proto = {
     .parse_req = redis_parse_req,
     .parse_rsp = redis_parse_rsp,
     .parse_opts = redis_parse_opts,
+    .parse_table_new = redis_declared_new,
+    .parse_table_free = redis_declared_free,
+    .conf_check = redis_declared_check,
     .fragment = redis_fragment,
     .coalesce = redis_coalesce,
     .reject_reply = redis_reject_reply,

@@ -9,13 +9,15 @@
  * line must fit in one mbuf (-m); a larger one makes the core give up on the stream (proto.h).
  *
  * What it records: m->nargs, m->name/name_len (at most REDIS_NAME_PREFIX bytes), m->cmd (an index
- * in redis_cmds[], REDIS_CMD_NONE when unknown), m->cmd_flags, m->quit, and one msg_key per key
+ * in redis_cmds[], or in the pool's table, ps->table, where it declares commands: redis_declared.h;
+ * REDIS_CMD_NONE when unknown), m->cmd_flags, m->quit, and one msg_key per key
  * whose [start, end) is the key's argument group: "$3\r\nkey\r\n", and for MSET the value after it
  * too. For an inline command a group is the key token (MSET: from the key to the end of its value).
  *
  * Requests that parse but are not forwarded are PARSE_DONE with msg->reject set (cmd_flags 0, no
  * keys, quit false), once all their bytes are consumed:
- *   REJECT_UNSUPPORTED  the name is not in the command table (unknown or unsupported by twemproxy),
+ *   REJECT_UNSUPPORTED  the name is not in the command table (unknown or unsupported by twemproxy)
+ *                       nor declared by the pool (its `commands:`),
  *                       or it is a command of cluster-mode clients (CLUSTER, READONLY, READWRITE)
  *                       and the pool has no client_cluster_mode (parse_state.opts);
  *   REJECT_ARITY        wrong number of arguments; MSET with a key lacking its value; a numkeys
@@ -61,7 +63,8 @@
  * counts (0 until known), XREAD: of the last key after STREAMS; off = RQ_START: empty-request
  * bytes so far, then the offset of the current argument's "$" in the msg; elem_start = XREAD:
  * option arguments to skip before the next option (RQ_OPT_STOP: no keys to find; RQ_OPT_BLOCK_MS:
- * the next argument is BLOCK's milliseconds).
+ * the next argument is BLOCK's milliseconds); entry = the command's entry (set by rq_on_name, read
+ * only for a request it did not reject); table = the pool's command table (NULL: redis_cmds[]).
  *
  * Threads: no state of its own; a worker calls it on its connections' parse_state.
  */
@@ -72,6 +75,7 @@
 
 #include "proto/redis.h"
 #include "proto/redis_cmd.h"
+#include "proto/redis_declared.h"
 
 enum rq_state {
     RQ_START = 0,    /* first byte of a request (or of an ignored empty one) */
@@ -106,23 +110,29 @@ static void rq_reject(struct msg *m, uint8_t why)
 }
 
 /* The name is known: look it up, check the arity (ps->a is the number of arguments). The
- * commands of cluster-mode clients are unknown to a pool without client_cluster_mode. */
-static void rq_on_name(const struct parse_state *ps, struct msg *m, const uint8_t *p, size_t len)
+ * commands of cluster-mode clients are unknown to a pool without client_cluster_mode. A pool that
+ * declares commands (ps->table, redis_declared.h) has its own entries for the built-in names it
+ * declares, and the names the built-in table lacks are looked up there. ps->entry: the entry. */
+static void rq_on_name(struct parse_state *ps, struct msg *m, const uint8_t *p, size_t len)
 {
     m->name = p;
     m->name_len = (uint32_t)(len > REDIS_NAME_PREFIX ? REDIS_NAME_PREFIX : len);
+    const struct redis_cmd *table = ps->table;
     int i = redis_cmd_lookup(p, len);
     if (i < 0 || (redis_cmds[i].local >= REDIS_LOCAL_CLUSTER_FIRST && !(ps->opts & REDIS_OPT_CLUSTER))) {
-        m->cmd = REDIS_CMD_NONE;
-        rq_reject(m, REJECT_UNSUPPORTED);
-        return;
+        if (table == NULL || (i = redis_declared_lookup(table, p, len)) < 0) {
+            m->cmd = REDIS_CMD_NONE;
+            rq_reject(m, REJECT_UNSUPPORTED);
+            return;
+        }
     }
-    const struct redis_cmd *c = &redis_cmds[i];
+    const struct redis_cmd *c = table != NULL ? &table[i] : &redis_cmds[i];
+    ps->entry = c;
     m->cmd = (uint16_t)i;
     uint64_t n = ps->a;
     bool ok = c->arity > 0 ? n == (uint64_t)c->arity : n >= (uint64_t)(-c->arity);
-    /* keys to the end, several args per key (MSET): no key without its value */
-    if (ok && c->key_step > 1 && c->last_key < 0)
+    /* keys to the last argument, several args per key (MSET): no key without its value */
+    if (ok && c->key_step > 1 && c->last_key == -1)
         ok = (n - (uint64_t)c->first_key) % (uint64_t)c->key_step == 0;
     if (!ok) {
         rq_reject(m, REJECT_ARITY);
@@ -137,7 +147,7 @@ static enum rq_kind rq_kind(const struct parse_state *ps, const struct msg *m, u
 {
     if (idx == 0) return ARG_NAME;
     if (m->reject != REJECT_NONE) return ARG_VALUE;
-    const struct redis_cmd *c = &redis_cmds[m->cmd];
+    const struct redis_cmd *c = ps->entry;
     if (c->first_key > 0 && idx >= (uint64_t)c->first_key) {
         uint64_t last = c->last_key >= 0 ? (uint64_t)c->last_key : ps->a - (uint64_t)(-c->last_key);
         if (idx <= last && (idx - (uint64_t)c->first_key) % (uint64_t)c->key_step == 0)
@@ -160,7 +170,7 @@ static enum rq_kind rq_kind(const struct parse_state *ps, const struct msg *m, u
 
 static void rq_on_numkeys(struct parse_state *ps, struct msg *m, const uint8_t *p, size_t len)
 {
-    const struct redis_cmd *c = &redis_cmds[m->cmd];
+    const struct redis_cmd *c = ps->entry;
     uint64_t room = ps->a - 1 - (uint64_t)c->numkeys_pos; /* args after numkeys; arity: >= 0 */
     int64_t n;
     if (len > REDIS_MAX_NUMKEYS_LEN || !redis_parse_int(p, len, &n) || n < 1 || (uint64_t)n > room) {
@@ -239,7 +249,7 @@ static int rq_check_cap(struct parse_state *ps, struct msg *m, int next)
         m->quit = true;
         return PARSE_DONE;
     }
-    const struct redis_cmd *c = &redis_cmds[m->cmd];
+    const struct redis_cmd *c = ps->entry;
     uint64_t keys = rq_fixed_keys(ps, c);
     if (c->numkeys_pos > 0 && ps->d > (uint64_t)c->numkeys_pos) keys += ps->d - (uint64_t)c->numkeys_pos;
     if (keys > MSG_KEYS_MAX) return rq_error(ps, msg_add_key_error(-E2BIG));
@@ -247,10 +257,10 @@ static int rq_check_cap(struct parse_state *ps, struct msg *m, int next)
 }
 
 /* A value argument ending at offset end is done: it extends its key's group (MSET). */
-static void rq_on_value(const struct msg *m, uint64_t idx, uint64_t end)
+static void rq_on_value(const struct parse_state *ps, const struct msg *m, uint64_t idx, uint64_t end)
 {
     if (m->reject != REJECT_NONE || m->nkeys == 0) return;
-    const struct redis_cmd *c = &redis_cmds[m->cmd];
+    const struct redis_cmd *c = ps->entry;
     if (c->key_step > 1 && idx > (uint64_t)c->first_key) m->keys[m->nkeys - 1].end = end;
 }
 
@@ -373,7 +383,7 @@ static int rq_inline(struct parse_state *ps, struct msg *m, const uint8_t *buf, 
             redis_parse_timeout(buf + s, i - s, 1000u, &m->block_ms);
             break;
         case ARG_VALUE:
-            rq_on_value(m, ps->b, base + i);
+            rq_on_value(ps, m, ps->b, base + i);
             break;
         }
         ps->b++;
@@ -469,7 +479,7 @@ static int rq_arg_hdr(struct parse_state *ps, struct msg *m, const uint8_t *buf,
 /* Argument b ended at offset end (after its CRLF). */
 static int rq_arg_done(struct parse_state *ps, struct msg *m, bool value, uint64_t end)
 {
-    if (value) rq_on_value(m, ps->b, end);
+    if (value) rq_on_value(ps, m, ps->b, end);
     ps->b++;
     if (ps->b < ps->a) {
         ps->state = RQ_ARG_HDR;

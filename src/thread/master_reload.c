@@ -69,7 +69,8 @@ int master_reload(struct master *m, char *answer, size_t cap)
     stats_thread_reload_password(m->stats); /* the -K file too, whatever becomes of the config */
     struct conf *conf = conf_load(path, master_reload_error, &errs);
     struct runtime *rt = NULL;
-    if (conf != NULL && transport_conf_check(conf, master_reload_error, &errs) > 0) { /* TLS files */
+    if (conf != NULL && (transport_conf_check(conf, master_reload_error, &errs) +
+                         proto_conf_check(conf, master_reload_error, &errs)) > 0) { /* TLS files, commands */
         conf_unref(conf);
         conf = NULL;
     }

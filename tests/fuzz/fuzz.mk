@@ -25,12 +25,12 @@ FUZZ_PROTO_SRCS = src/common/log.c src/common/clock.c src/common/sock.c src/comm
 	src/proto/memcache_rsp.c src/proto/memcache_meta.c src/proto/memcache_frag.c src/proto/memcache_fanout.c \
 	src/proto/memcache_stats.c src/proto/memcache_bin_req.c src/proto/memcache_bin_rsp.c \
 	src/proto/memcache_bin_local.c src/proto/memcache_bin_fanout.c \
-	src/proto/memcache_proto.c src/proto/redis_cmd.c src/proto/redis_req.c src/proto/redis_rsp.c \
+	src/proto/memcache_proto.c src/proto/redis_cmd.c src/proto/redis_declared.c src/proto/redis_req.c src/proto/redis_rsp.c \
 	src/proto/redis_frag.c src/proto/redis_local.c src/proto/redis_cluster.c src/proto/redis_info.c src/proto/redis_fanout.c src/proto/redis_pubsub.c \
 	src/proto/redis_proto.c src/proto/redis_redirect.c \
 	src/proto/proto.c src/proto/reader.c
 FUZZ_CONF_SRCS = src/conf/conf.c src/conf/conf_yaml.c src/conf/conf_keys.c src/conf/conf_tls.c src/conf/conf_sentinel.c \
-	src/conf/conf_cluster.c src/conf/conf_cluster_clients.c src/conf/conf_addr.c \
+	src/conf/conf_cluster.c src/conf/conf_cluster_clients.c src/conf/conf_commands.c src/conf/conf_addr.c \
 	src/hash/hash.c src/hash/md5.c src/hash/crc.c src/hash/fnv.c src/hash/jenkins.c \
 	src/hash/hsieh.c src/hash/murmur.c src/hash/dist.c src/hash/ketama.c \
 	src/hash/modula.c src/hash/random.c
@@ -49,7 +49,7 @@ FUZZ_HARNESS_SRCS = tests/fuzz/fuzz_feed.c tests/fuzz/fuzz_proto.c tests/fuzz/fu
 FUZZ_HDRS = tests/fuzz/fuzz_check.h tests/fuzz/fuzz_feed.h tests/common/reader_scrub.h \
 	src/common/log.h src/common/util.h src/common/clock.h src/common/sock.h src/common/textbuf.h src/common/secret.h \
 	src/msg/mbuf.h src/msg/msg.h \
-	src/proto/proto.h src/proto/reader.h src/proto/memcache.h src/proto/memcache_bin.h src/proto/redis.h src/proto/redis_cmd.h \
+	src/proto/proto.h src/proto/reader.h src/proto/memcache.h src/proto/memcache_bin.h src/proto/redis.h src/proto/redis_cmd.h src/proto/redis_declared.h \
 	src/conf/conf.h src/conf/conf_int.h src/hash/hash.h src/hash/hash_impl.h \
 	src/hash/md5.h src/hash/dist.h src/hash/dist_impl.h \
 	tests/fuzz/fuzz_manage.h tests/fuzz/fuzz_check_text.h tests/unit/json_check.h \
@@ -69,19 +69,22 @@ FUZZ_PROTO_LIB_OBJS = $(FUZZ_OBJ)/log.o $(FUZZ_OBJ)/clock.o $(FUZZ_OBJ)/sock.o $
 	$(FUZZ_OBJ)/memcache_rsp.o $(FUZZ_OBJ)/memcache_meta.o $(FUZZ_OBJ)/memcache_frag.o $(FUZZ_OBJ)/memcache_fanout.o $(FUZZ_OBJ)/memcache_proto.o \
 	$(FUZZ_OBJ)/memcache_stats.o $(FUZZ_OBJ)/memcache_bin_req.o $(FUZZ_OBJ)/memcache_bin_rsp.o \
 	$(FUZZ_OBJ)/memcache_bin_local.o $(FUZZ_OBJ)/memcache_bin_fanout.o \
-	$(FUZZ_OBJ)/redis_cmd.o $(FUZZ_OBJ)/redis_req.o $(FUZZ_OBJ)/redis_rsp.o \
+	$(FUZZ_OBJ)/redis_cmd.o $(FUZZ_OBJ)/redis_declared.o $(FUZZ_OBJ)/redis_req.o $(FUZZ_OBJ)/redis_rsp.o \
 	$(FUZZ_OBJ)/redis_frag.o $(FUZZ_OBJ)/redis_local.o $(FUZZ_OBJ)/redis_cluster.o $(FUZZ_OBJ)/redis_info.o $(FUZZ_OBJ)/redis_fanout.o \
 	$(FUZZ_OBJ)/redis_pubsub.o \
 	$(FUZZ_OBJ)/redis_proto.o $(FUZZ_OBJ)/redis_redirect.o $(FUZZ_OBJ)/proto.o $(FUZZ_OBJ)/reader.o $(FUZZ_HASH_OBJS)
 # the key hashes (redis_cluster.c: CLUSTER KEYSLOT, node ids; the config: hash names)
 FUZZ_HASH_OBJS = $(FUZZ_OBJ)/hash.o $(FUZZ_OBJ)/md5.o $(FUZZ_OBJ)/crc.o $(FUZZ_OBJ)/fnv.o \
 	$(FUZZ_OBJ)/jenkins.o $(FUZZ_OBJ)/hsieh.o $(FUZZ_OBJ)/murmur.o
-FUZZ_PROTO_OBJS = $(FUZZ_PROTO_LIB_OBJS) $(FUZZ_OBJ)/fuzz_feed.o $(FUZZ_OBJ)/fuzz_proto.o $(FUZZ_OBJ)/fuzz_bin.o
+# (the config's objects too: a redis pool's declared commands are checked against it, proto_ops.conf_check)
+FUZZ_PROTO_OBJS = $(FUZZ_PROTO_LIB_OBJS) $(FUZZ_CONF_HASH_OBJS) $(FUZZ_OBJ)/fuzz_feed.o $(FUZZ_OBJ)/fuzz_proto.o \
+	$(FUZZ_OBJ)/fuzz_bin.o
 FUZZ_CONF_OBJS = $(FUZZ_OBJ)/log.o $(FUZZ_HASH_OBJS) $(FUZZ_CONF_HASH_OBJS)
 # the config and the distributions (the hashes come with the protocols' objects)
 FUZZ_CONF_HASH_OBJS = \
 	$(FUZZ_OBJ)/conf.o $(FUZZ_OBJ)/conf_yaml.o $(FUZZ_OBJ)/conf_keys.o $(FUZZ_OBJ)/conf_tls.o $(FUZZ_OBJ)/conf_sentinel.o \
-	$(FUZZ_OBJ)/conf_cluster.o $(FUZZ_OBJ)/conf_cluster_clients.o $(FUZZ_OBJ)/conf_addr.o $(FUZZ_OBJ)/dist.o \
+	$(FUZZ_OBJ)/conf_cluster.o $(FUZZ_OBJ)/conf_cluster_clients.o $(FUZZ_OBJ)/conf_commands.o $(FUZZ_OBJ)/conf_addr.o \
+	$(FUZZ_OBJ)/dist.o \
 	$(FUZZ_OBJ)/ketama.o $(FUZZ_OBJ)/modula.o $(FUZZ_OBJ)/random.o
 FUZZ_MANAGE_OBJS = $(FUZZ_PROTO_LIB_OBJS) $(FUZZ_CONF_HASH_OBJS) \
 	$(FUZZ_OBJ)/manage_input.o $(FUZZ_OBJ)/manage_cmd.o $(FUZZ_OBJ)/manage_http.o \
@@ -110,17 +113,17 @@ FUZZ_LINK = $(FUZZ_CC) $(FUZZ_CPPFLAGS) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@
 FUZZ_PROTO_DEPS = $(FUZZ_OBJ)/lib.stamp $(FUZZ_OBJ)/harness.stamp
 
 $(FUZZ_BIN)/fuzz_redis_req: tests/fuzz/fuzz_redis_req.c $(FUZZ_PROTO_DEPS)
-	$(AM_V_CCLD)$(FUZZ_LINK) $(srcdir)/tests/fuzz/fuzz_redis_req.c $(FUZZ_PROTO_OBJS)
+	$(AM_V_CCLD)$(FUZZ_LINK) $(srcdir)/tests/fuzz/fuzz_redis_req.c $(FUZZ_PROTO_OBJS) $(YAML_LIBS) -lm
 $(FUZZ_BIN)/fuzz_redis_rsp: tests/fuzz/fuzz_redis_rsp.c $(FUZZ_PROTO_DEPS)
-	$(AM_V_CCLD)$(FUZZ_LINK) $(srcdir)/tests/fuzz/fuzz_redis_rsp.c $(FUZZ_PROTO_OBJS)
+	$(AM_V_CCLD)$(FUZZ_LINK) $(srcdir)/tests/fuzz/fuzz_redis_rsp.c $(FUZZ_PROTO_OBJS) $(YAML_LIBS) -lm
 $(FUZZ_BIN)/fuzz_mc_req: tests/fuzz/fuzz_mc_req.c $(FUZZ_PROTO_DEPS)
-	$(AM_V_CCLD)$(FUZZ_LINK) $(srcdir)/tests/fuzz/fuzz_mc_req.c $(FUZZ_PROTO_OBJS)
+	$(AM_V_CCLD)$(FUZZ_LINK) $(srcdir)/tests/fuzz/fuzz_mc_req.c $(FUZZ_PROTO_OBJS) $(YAML_LIBS) -lm
 $(FUZZ_BIN)/fuzz_mc_rsp: tests/fuzz/fuzz_mc_rsp.c $(FUZZ_PROTO_DEPS)
-	$(AM_V_CCLD)$(FUZZ_LINK) $(srcdir)/tests/fuzz/fuzz_mc_rsp.c $(FUZZ_PROTO_OBJS)
+	$(AM_V_CCLD)$(FUZZ_LINK) $(srcdir)/tests/fuzz/fuzz_mc_rsp.c $(FUZZ_PROTO_OBJS) $(YAML_LIBS) -lm
 $(FUZZ_BIN)/fuzz_mc_bin_req: tests/fuzz/fuzz_mc_bin_req.c $(FUZZ_PROTO_DEPS)
-	$(AM_V_CCLD)$(FUZZ_LINK) $(srcdir)/tests/fuzz/fuzz_mc_bin_req.c $(FUZZ_PROTO_OBJS)
+	$(AM_V_CCLD)$(FUZZ_LINK) $(srcdir)/tests/fuzz/fuzz_mc_bin_req.c $(FUZZ_PROTO_OBJS) $(YAML_LIBS) -lm
 $(FUZZ_BIN)/fuzz_mc_bin_rsp: tests/fuzz/fuzz_mc_bin_rsp.c $(FUZZ_PROTO_DEPS)
-	$(AM_V_CCLD)$(FUZZ_LINK) $(srcdir)/tests/fuzz/fuzz_mc_bin_rsp.c $(FUZZ_PROTO_OBJS)
+	$(AM_V_CCLD)$(FUZZ_LINK) $(srcdir)/tests/fuzz/fuzz_mc_bin_rsp.c $(FUZZ_PROTO_OBJS) $(YAML_LIBS) -lm
 $(FUZZ_BIN)/fuzz_conf: tests/fuzz/fuzz_conf.c $(FUZZ_OBJ)/lib.stamp
 	$(AM_V_CCLD)$(FUZZ_LINK) $(YAML_CFLAGS) $(srcdir)/tests/fuzz/fuzz_conf.c \
 	  $(FUZZ_CONF_OBJS) $(YAML_LIBS) -lm

@@ -75,6 +75,7 @@ static void drv_begin(void *ctx, struct parse_state *ps)
     assert_true(ps->want_elems == want_elems);
     ps->want_elems = d->want_elems;
     ps->opts = d->opts;
+    ps->table = d->table;
 }
 
 /* reader_sink.parse: the protocol's parser, its contract checked. After PARSE_AGAIN it took all it
@@ -276,15 +277,17 @@ char *drv_run_text(const struct drv_run *r)
     return s;
 }
 
-char *drv_transcript(const struct proto_ops *ops, bool rsp, bool want_elems, uint8_t opts,
-                            size_t mbuf, const char *in, size_t n, const size_t *cuts, size_t ncuts,
-                            drv_summary_fn fn)
+/* drv_transcript with parse_state.table set to table before each msg. */
+static char *transcript_with(const struct proto_ops *ops, bool rsp, bool want_elems, uint8_t opts, const void *table,
+                             size_t mbuf, const char *in, size_t n, const size_t *cuts, size_t ncuts,
+                             drv_summary_fn fn)
 {
     struct tenv e;
     struct drv d;
     struct drv_run r;
     drv_open(&d, &e, mbuf, ops, rsp, want_elems);
     d.opts = opts;
+    d.table = table;
     drv_feed_cuts(&d, in, n, cuts, ncuts);
     drv_collect(&r, &d, fn);
     char *t = drv_run_text(&r);
@@ -292,31 +295,51 @@ char *drv_transcript(const struct proto_ops *ops, bool rsp, bool want_elems, uin
     return t;
 }
 
-void drv_check_stream(const struct proto_ops *ops, bool rsp, bool want_elems, uint8_t opts,
-                      const char *in, size_t n, const char *expect, drv_summary_fn fn)
+char *drv_transcript(const struct proto_ops *ops, bool rsp, bool want_elems, uint8_t opts,
+                            size_t mbuf, const char *in, size_t n, const size_t *cuts, size_t ncuts,
+                            drv_summary_fn fn)
+{
+    return transcript_with(ops, rsp, want_elems, opts, NULL, mbuf, in, n, cuts, ncuts, fn);
+}
+
+/* drv_check_stream with parse_state.table set to table before each msg. */
+static void check_stream_with(const struct proto_ops *ops, bool rsp, bool want_elems, uint8_t opts,
+                              const void *table, const char *in, size_t n, const char *expect, drv_summary_fn fn)
 {
     static const size_t chunk_sizes[] = { 512, 16384 };
     size_t *cuts = malloc((n + 1) * sizeof(*cuts));
     assert_non_null(cuts);
     for (size_t c = 0; c < sizeof(chunk_sizes) / sizeof(chunk_sizes[0]); c++) {
         size_t chunk = chunk_sizes[c];
-        char *t = drv_transcript(ops, rsp, want_elems, opts, chunk, in, n, NULL, 0, fn);
+        char *t = transcript_with(ops, rsp, want_elems, opts, table, chunk, in, n, NULL, 0, fn);
         if (strcmp(t, expect) != 0) print_error("input:\n%.*s\n", (int)n, in);
         assert_string_equal(t, expect);
         free(t);
         for (size_t k = 1; k < n; k++) {
-            t = drv_transcript(ops, rsp, want_elems, opts, chunk, in, n, &k, 1, fn);
+            t = transcript_with(ops, rsp, want_elems, opts, table, chunk, in, n, &k, 1, fn);
             if (strcmp(t, expect) != 0) print_error("split at %zu (chunk %zu)\n", k, chunk);
             assert_string_equal(t, expect);
             free(t);
         }
         for (size_t k = 1; k < n; k++) cuts[k - 1] = k;
-        t = drv_transcript(ops, rsp, want_elems, opts, chunk, in, n, cuts, n ? n - 1 : 0, fn);
+        t = transcript_with(ops, rsp, want_elems, opts, table, chunk, in, n, cuts, n ? n - 1 : 0, fn);
         if (strcmp(t, expect) != 0) print_error("one byte at a time (chunk %zu)\n", chunk);
         assert_string_equal(t, expect);
         free(t);
     }
     free(cuts);
+}
+
+void drv_check_stream(const struct proto_ops *ops, bool rsp, bool want_elems, uint8_t opts,
+                      const char *in, size_t n, const char *expect, drv_summary_fn fn)
+{
+    check_stream_with(ops, rsp, want_elems, opts, NULL, in, n, expect, fn);
+}
+
+void drv_check_stream_table(const struct proto_ops *ops, const void *table, const char *in, size_t n,
+                            const char *expect, drv_summary_fn fn)
+{
+    check_stream_with(ops, false, false, 0, table, in, n, expect, fn);
 }
 
 void drv_run_free(struct drv_run *r)

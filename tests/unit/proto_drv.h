@@ -44,6 +44,7 @@ struct drv {
     bool rsp;                 /* parse responses */
     bool want_elems;          /* set in the parse state before each msg (a test may change it) */
     uint8_t opts;             /* parse_state.opts before each request (0: a pool's defaults) */
+    const void *table;        /* parse_state.table before each msg (NULL: the protocol's own) */
     struct reader rd;         /* the read buffer, the msg being parsed, the parse state */
     struct msg **out;         /* completed msgs, in order (a test may take one: set it NULL) */
     size_t nout, out_cap;
@@ -105,6 +106,9 @@ char *drv_transcript(const struct proto_ops *ops, bool rsp, bool want_elems, uin
  * parse state's opts before each msg. */
 void drv_check_stream(const struct proto_ops *ops, bool rsp, bool want_elems, uint8_t opts,
                       const char *in, size_t n, const char *expect, drv_summary_fn fn);
+/* drv_check_stream of requests parsed with a pool's command table (parse_state.table). */
+void drv_check_stream_table(const struct proto_ops *ops, const void *table, const char *in, size_t n,
+                            const char *expect, drv_summary_fn fn);
 void drv_run_free(struct drv_run *r);
 /* Asserts that b found what a found; frees b. */
 void drv_run_same(const struct drv_run *a, struct drv_run *b);

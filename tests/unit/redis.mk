@@ -39,3 +39,11 @@ TESTS += tests/unit/test_redis_redirect
 tests_unit_test_redis_redirect_SOURCES = tests/unit/test_redis_redirect.c tests/unit/proto_drv.c tests/unit/proto_drv.h
 tests_unit_test_redis_redirect_CFLAGS = $(NC_UNIT_CFLAGS)
 tests_unit_test_redis_redirect_LDADD = $(NC_UNIT_LIBS)
+
+# a pool's declared commands (`commands:`, test_redis_declared): the built-ins that cannot be
+# declared, the entries and the pool's table, the parser routing declared keys at every split
+check_PROGRAMS += tests/unit/test_redis_declared
+TESTS += tests/unit/test_redis_declared
+tests_unit_test_redis_declared_SOURCES = tests/unit/test_redis_declared.c tests/unit/proto_drv.c tests/unit/proto_drv.h
+tests_unit_test_redis_declared_CFLAGS = $(NC_UNIT_CFLAGS)
+tests_unit_test_redis_declared_LDADD = $(NC_UNIT_LIBS)

@@ -298,6 +298,33 @@ static void test_good_unix_listen(void **state)
     conf_unref(c);
 }
 
+/* commands: every entry form (any case, blanks, the default mode, the limits), kept lowercase
+ * with its line; an empty list. */
+static void test_good_commands(void **state)
+{
+    (void)state;
+    static const struct conf_command want[] = {
+        { "json.get", 1, 1, 1, true, 5 }, { "json.set", 1, 1, 1, false, 6 }, { "ts.madd", 1, -3, 3, false, 7 },
+        { "x.neg", 2, -2, 1, true, 8 }, { "a_b-c|d.e", 63, -63, 63, false, 9 }, { "get", 1, 1, 1, false, 10 },
+    };
+    struct conf *c = load_good("good/commands.yml");
+    const struct conf_pool *p = pool(c, "declared");
+    assert_int_equal(p->ncommands, sizeof(want) / sizeof(want[0]));
+    for (size_t i = 0; i < p->ncommands; i++) {
+        const struct conf_command *got = &p->commands[i];
+        assert_string_equal(got->name, want[i].name);
+        assert_int_equal(got->first, want[i].first);
+        assert_int_equal(got->last, want[i].last);
+        assert_int_equal(got->step, want[i].step);
+        assert_int_equal(got->readonly, want[i].readonly);
+        assert_int_equal(got->line, want[i].line);
+    }
+    assert_int_equal(conf_pool_key_line(p, "commands"), 4);
+    p = pool(c, "empty");
+    assert_int_equal(p->ncommands, 0);
+    conf_unref(c);
+}
+
 /* client_cluster_mode and cluster_announce: an announced name, the listen address (no
  * cluster_announce), IPv6, a unix-socket listen with an announced address, and false. */
 static void test_good_cluster_clients(void **state)
@@ -751,6 +778,27 @@ static const struct bad_case bad_cases[] = {
         "hhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhh"
         "hhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhh"
         ":22159': a host name longer than 253 characters" } },
+    { "commands.yml",
+      {
+        "6: pool 'forms': key 'commands': 'FOO 1 1': expected \"NAME FIRST LAST STEP [readonly|write]\"",
+        "7: pool 'forms': key 'commands': 'FOO 1 1 1 write extra': expected \"NAME FIRST LAST STEP [readonly|write]\"",
+        "8: pool 'forms': key 'commands': 'FOO 0 1 1': FIRST 0: a command with no key cannot be routed (FIRST is 1 "
+        "or more)",
+        "9: pool 'forms': key 'commands': 'FOO 1 1 0': STEP 0: the distance between keys is 1 or more",
+        "10: pool 'forms': key 'commands': 'FOO one 1 1': FIRST 'one' is not an integer",
+        "11: pool 'forms': key 'commands': 'FOO 1 -x 1': LAST '-x' is not an integer",
+        "12: pool 'forms': key 'commands': 'FOO 1 1 1 sometimes': unknown mode 'sometimes' (readonly or write)",
+        "13: pool 'forms': key 'commands': 'FOO 64 64 1': FIRST 64 is out of range (1 to 63)",
+        "14: pool 'forms': key 'commands': 'FOO 3 2 1': LAST 2 is before FIRST 3 (a negative LAST counts from the end)",
+        "15: pool 'forms': key 'commands': 'FOO$ 1 1 1': a command name is letters, digits, '.', '_', '-' and '|'",
+        "16: pool 'forms': key 'commands': 'ABCDEFGHIJKLMNOPQRSTUVWX 1 1 1': too long for a command name",
+        "17: pool 'forms': key 'commands': 'json.get 1 1 1': command 'json.get' declared twice (first at line 5)",
+        "18: pool 'forms': key 'commands': expected a command \"NAME FIRST LAST STEP [readonly|write]\", got a "
+        "sequence",
+        "23: pool 'memcached': key 'commands': declared commands are redis commands: this pool is a memcached pool "
+        "(set redis: true)",
+        "29: pool 'scalar': key 'commands': expected a sequence of \"NAME FIRST LAST STEP [readonly|write]\", got a "
+        "scalar" } },
     { "many_errors.yml",
       { "4: pool 'alpha': key 'hash': unknown hash 'sha1' (valid: " HASH_NAMES ")",
         "5: pool 'alpha': key 'timeout': expected an integer, got 'soon'",
@@ -809,7 +857,7 @@ static void test_bad_file(void **state)
 static const char *const good_files[] = {
     "minimal.yml", "all_keys.yml", "crlf.yml", "unix_listen.yml", "named_servers.yml",
     "port_11211.yml", "bools.yml", "flow_quoted.yml", "ipv6.yml", "document_markers.yml",
-    "redis_auth.yml", "hash_names.yml", "limits.yml", "cluster_clients.yml",
+    "redis_auth.yml", "hash_names.yml", "limits.yml", "cluster_clients.yml", "commands.yml",
 };
 
 /* Every file in data/conf/good and data/conf/bad is covered by a test above, and vice versa. */
@@ -1218,6 +1266,7 @@ int main(void)
         cmocka_unit_test(test_good_crlf),
         cmocka_unit_test(test_good_unix_listen),
         cmocka_unit_test(test_good_cluster_clients),
+        cmocka_unit_test(test_good_commands),
         cmocka_unit_test(test_good_named_servers),
         cmocka_unit_test(test_good_port_11211),
         cmocka_unit_test(test_good_bools),
