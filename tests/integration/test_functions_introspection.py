@@ -86,6 +86,13 @@ def test_function_load_reaches_every_server_and_fcall_runs_where_its_keys_live(p
     assert r.execute_command("EVAL_RO", "return redis.call('GET', KEYS[1])", 1, key) == b"v1"
     sha = r.script_load("return redis.call('GET', KEYS[1])")
     assert r.execute_command("EVALSHA_RO", sha, 1, key) == b"v1"
+    # keys of one function on several servers: it would not see them all, refused
+    for args in ((f"{lib}_set", 2, keys[0], keys[1], "x"), (f"{lib}_get", 2, keys[1], keys[2])):
+        name = "fcall" if args[0].endswith("_set") else "fcall_ro"
+        with pytest.raises(redis.ResponseError) as e:
+            r.execute_command(name.upper(), *args)
+        assert str(e.value) == f"the keys of '{name}' are on more than one server (hash tags keep them on one)"
+    assert pool.direct(0).get(keys[0]) == b"v0"
 
 
 def test_fcall_with_no_key_is_refused_as_eval_with_no_key(pool, r):

@@ -143,7 +143,7 @@ static void test_table_flags(void **state)
     size_t nfrag = 0;
     for (size_t i = 0; i < redis_ncmds; i++)
         if (redis_cmds[i].flags & CMD_F_FRAG_MASK) nfrag++;
-    assert_int_equal(nfrag, 17);
+    assert_int_equal(nfrag, 21);
     assert_int_equal(flags_of("xread") & CMD_F_FRAG_MASK, CMD_F_FRAG_ONE);
     assert_int_equal(flags_of("msetnx"), CMD_F_WRITE | CMD_F_FRAG_ONE);
     assert_int_equal(flags_of("xreadgroup") & CMD_F_FRAG_MASK, CMD_F_FRAG_ONE);

@@ -4,7 +4,7 @@
  * src/proto/redis_cmd.c): each row's arity, keys and flags; local()'s decisions for FUNCTION,
  * CONFIG, ROLE and MEMORY; the fragments of FUNCTION and CONFIG (every server, or the first) and
  * their merged replies, a server's error included; keys on two servers for the one-server
- * commands (LCS, RENAME, ...).
+ * commands (LCS, RENAME, FCALL, ...).
  *
  * Threads: the test's only.
  */
@@ -45,11 +45,11 @@ static const struct row rows[] = {
     { "bitop", -4, 2, -1, 1, 0, W | CMD_F_FRAG_ONE, 0, 0 },
     { "config", -2, 1, 1, 1, 0, CMD_F_LOCAL | CMD_F_FRAG_ALL, REDIS_LOCAL_CONFIG, REDIS_FAN_FIRST },
     { "dump", 2, 1, 1, 1, 0, 0, 0, 0 },
-    { "eval_ro", -3, 0, 0, 0, 2, 0, 0, 0 },
-    { "evalsha_ro", -3, 0, 0, 0, 2, 0, 0, 0 },
+    { "eval_ro", -3, 0, 0, 0, 2, CMD_F_FRAG_ONE, 0, 0 },
+    { "evalsha_ro", -3, 0, 0, 0, 2, CMD_F_FRAG_ONE, 0, 0 },
     { "expiretime", 2, 1, 1, 1, 0, 0, 0, 0 },
-    { "fcall", -3, 0, 0, 0, 2, W, 0, 0 },
-    { "fcall_ro", -3, 0, 0, 0, 2, 0, 0, 0 },
+    { "fcall", -3, 0, 0, 0, 2, W | CMD_F_FRAG_ONE, 0, 0 },
+    { "fcall_ro", -3, 0, 0, 0, 2, CMD_F_FRAG_ONE, 0, 0 },
     { "function", -2, 1, 1, 1, 0, W | CMD_F_LOCAL | CMD_F_FRAG_ALL, REDIS_LOCAL_FUNCTION, REDIS_FAN_FUNCTION },
     { "georadius_ro", -6, 1, 1, 1, 0, 0, 0, 0 },
     { "georadiusbymember_ro", -5, 1, 1, 1, 0, 0, 0, 0 },
@@ -371,6 +371,8 @@ static void test_one_server_keys(void **state)
         { "LCS a b", "lcs" }, { "RENAME a b", "rename" }, { "RENAMENX a b", "renamenx" },
         { "BITOP AND d a b", "bitop" }, { "LMPOP 2 a b LEFT", "lmpop" }, { "ZMPOP 2 a b MIN", "zmpop" },
         { "SINTERCARD 2 a b", "sintercard" }, { "ZINTERCARD 2 a b LIMIT 1", "zintercard" },
+        { "FCALL f 2 a b x", "fcall" }, { "FCALL_RO f 3 a b c", "fcall_ro" },
+        { "EVAL_RO s 2 a b", "eval_ro" }, { "EVALSHA_RO s 2 a b", "evalsha_ro" },
     };
     static const uint32_t two[] = { 0, 1, 1 };
     for (size_t i = 0; i < NC_ARRAY_LEN(cases); i++) {
