@@ -325,8 +325,9 @@ __attribute__((constructor)) static void cmd_index_build(void)
     }
 }
 
-/* redis's commands (7.0's, and the hash field expiry ones of 7.4 and 8) that are not in the table:
- * sorted, lowercase. A refused request is counted under its name when it is one of these. */
+/* redis 7.0's commands that are not in the table (a server's own business: ACL, replication,
+ * persistence, debugging, its logs), and those of cluster-mode clients: sorted, lowercase. A
+ * refused request is counted under its name when it is one of these. */
 const char *const redis_refused_names[REDIS_NREFUSED] = {
     "acl", "asking", "bgrewriteaof", "bgsave", "cluster", "debug", "failover", "lastsave", "latency",
     "migrate", "module", "monitor", "pfdebug", "pfselftest", "psync", "readonly", "readwrite",

@@ -183,6 +183,11 @@ def test_role_is_a_master_without_replicas(pool):
         c.send(resp("HELLO", "3"))
         assert c.reply().startswith(b"%")
         c.exchange(resp("ROLE"), ROLE)
+        # the proxy's own commands inside MULTI: refused there (documented), as HELLO is
+        c.exchange(resp("MULTI"), b"+OK\r\n")
+        for args in (("ROLE",), ("CONFIG", "GET", "save"), ("FUNCTION", "LIST")):
+            c.exchange(resp(*args), b"-ERR Command not allowed inside a transaction\r\n")
+        c.exchange(resp("DISCARD"), b"+OK\r\n")
 
 
 def test_keyed_introspection_is_the_owners_answer(pool, r, prefix):
