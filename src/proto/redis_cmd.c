@@ -91,7 +91,8 @@ const struct redis_cmd redis_cmds[] = {
     NUMK("eval", -3, 2, W),
     NUMK("eval_ro", -3, 2, CMD_F_FRAG_ONE),
     NUMK("evalsha", -3, 2, W),
-    NUMK("evalsha_ro", -3, 2, CMD_F_FRAG_ONE),
+    /* W: not a write, but kept off the replicas, where SCRIPT LOAD (to the masters) put no script */
+    NUMK("evalsha_ro", -3, 2, W | CMD_F_FRAG_ONE),
     NOKEY("exec", 1, CMD_F_EXEC),
     KEYALL("exists", -2, CMD_F_FRAG_SUM),
     KEY1("expire", -3, W),

@@ -46,7 +46,7 @@ static const struct row rows[] = {
     { "config", -2, 1, 1, 1, 0, CMD_F_LOCAL | CMD_F_FRAG_ALL, REDIS_LOCAL_CONFIG, REDIS_FAN_FIRST },
     { "dump", 2, 1, 1, 1, 0, 0, 0, 0 },
     { "eval_ro", -3, 0, 0, 0, 2, CMD_F_FRAG_ONE, 0, 0 },
-    { "evalsha_ro", -3, 0, 0, 0, 2, CMD_F_FRAG_ONE, 0, 0 },
+    { "evalsha_ro", -3, 0, 0, 0, 2, W | CMD_F_FRAG_ONE, 0, 0 }, /* the master: its script is there */
     { "expiretime", 2, 1, 1, 1, 0, 0, 0, 0 },
     { "fcall", -3, 0, 0, 0, 2, W | CMD_F_FRAG_ONE, 0, 0 },
     { "fcall_ro", -3, 0, 0, 0, 2, CMD_F_FRAG_ONE, 0, 0 },
