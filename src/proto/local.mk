@@ -33,5 +33,6 @@ src_libnutcrackers_la_SOURCES += \
 	src/proto/redis_redirect.c \
 	src/proto/redis_info.c \
 	src/proto/redis_fanout.c \
+	src/proto/redis_admin.c \
 	src/proto/redis_pubsub.c \
 	src/proto/redis_proto.c

@@ -133,6 +133,14 @@ int redis_fan_local(const struct conf_pool *cp, const struct msg *req, struct ms
 int redis_fragment_fan(struct msg *req, const uint32_t *where, uint32_t n, struct msg_pool *pool);
 int redis_coalesce_fan(const struct proto_view *v, struct msg *req, struct msg *rsp);
 
+/* FUNCTION, CONFIG, ROLE and MEMORY (redis_admin.c). */
+/* local()'s part: ROLE's answer, a refused or unknown subcommand's error, else PROTO_FORWARD. */
+int redis_admin_local(const struct msg *req, struct msg *rsp);
+/* Whether a FUNCTION or CONFIG request goes to the first live server only (LIST, DUMP, GET, ...). */
+bool redis_admin_first_only(const struct msg *req);
+/* coalesce() of FUNCTION and CONFIG, once no fragment's reply is an error. */
+int redis_coalesce_admin(struct msg *req, struct msg *rsp);
+
 /* The RESP pieces of a reply text (struct textbuf, proto.h). */
 /* "$<n>\r\n<data>\r\n" */
 void resp_add_bulk(struct textbuf *t, const void *data, size_t n);

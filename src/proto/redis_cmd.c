@@ -14,7 +14,11 @@
  * the commands sent to every server (KEYS, DBSIZE, RANDOMKEY, SCAN, SCRIPT, PUBSUB, FLUSHDB,
  * FLUSHALL: notes/fan-out.md); the commands of cluster-mode clients (CLUSTER, READONLY, READWRITE,
  * answered by the proxy in a pool with client_cluster_mode, unknown elsewhere:
- * notes/cluster-clients.md).
+ * notes/cluster-clients.md); redis 7's functions (FUNCTION to every server or the first, FCALL and
+ * FCALL_RO by their keys), the introspection tools ask for (CONFIG GET from the first server, ROLE
+ * answered by the proxy, OBJECT and MEMORY USAGE by key) and the rest of redis 7's commands that a
+ * key routes (EXPIRETIME, LCS, LMPOP, RENAME, BITOP, ..., the hash field expiry commands of 7.4 and
+ * 8): notes/functions-and-introspection.md.
  * Beside it, the names of redis's commands that are not in it, or only in a pool with
  * client_cluster_mode: what a refused request is counted under (notes/refused-commands.md).
  *
@@ -50,12 +54,19 @@
 #define LOCALALL(n, ar, fl, which, fan) { n, ar, 1, -1, 1, 0, CMD_F_LOCAL | CMD_F_FRAG_ALL | (fl), which, fan, 0 }
 /* Pub/Sub subscriptions (feature/pubsub.c): every argument a channel or pattern */
 #define PUBSUB(n, ar, fl) { n, ar, 1, -1, 1, 0, CMD_F_PUBSUB | (fl), 0, 0, 0 }
+/* checked by the proxy (local()), then sent to every server or to the first as fan says: only the
+ * subcommand is a "key", for local() to read (a library's code, a payload: any size) */
+#define SUBCMD(n, ar, fl, which, fan) { n, ar, 1, 1, 1, 0, CMD_F_LOCAL | CMD_F_FRAG_ALL | (fl), which, fan, 0 }
+/* keys from arg first to last (< 0: from the end), all on one server (else the proxy's error) */
+#define ONESRV(n, ar, first, last, fl) { n, ar, first, last, 1, 0, CMD_F_FRAG_ONE | (fl), 0, 0, 0 }
 
 const struct redis_cmd redis_cmds[] = {
     KEY1("append", 3, W),
     KEYALL("auth", -2, CMD_F_AUTH), /* "keys": the arguments, for the proxy to check */
     KEY1("bitcount", -2, 0),
     KEY1("bitfield", -2, W),
+    KEY1("bitfield_ro", -2, 0),
+    ONESRV("bitop", -4, 2, -1, W),  /* BITOP op dest key...: every key on one server */
     KEY1("bitpos", -3, 0),
     BLOCKING("blmove", 6, 1, 2, 5),
     BLOCKNUMK("blmpop", -5),
@@ -68,6 +79,7 @@ const struct redis_cmd redis_cmds[] = {
     LOCAL("client", -2, 0, REDIS_LOCAL_CLIENT),
     LOCAL("cluster", -2, 0, REDIS_LOCAL_CLUSTER), /* a pool with client_cluster_mode only */
     NOKEY("command", -1, CMD_F_ANY_SERVER),
+    SUBCMD("config", -2, 0, REDIS_LOCAL_CONFIG, REDIS_FAN_FIRST),
     KEY12("copy", -3, W),
     ALL("dbsize", 1, 0, REDIS_FAN_SUM),
     KEY1("decr", 2, W),
@@ -77,19 +89,30 @@ const struct redis_cmd redis_cmds[] = {
     KEY1("dump", 2, 0),
     LOCAL("echo", 2, CMD_F_TXN_SERVER, REDIS_LOCAL_ECHO),
     NUMK("eval", -3, 2, W),
+    NUMK("eval_ro", -3, 2, CMD_F_FRAG_ONE),
     NUMK("evalsha", -3, 2, W),
+    /* W: not a write, but kept off the replicas, where SCRIPT LOAD (to the masters) put no script */
+    NUMK("evalsha_ro", -3, 2, W | CMD_F_FRAG_ONE),
     NOKEY("exec", 1, CMD_F_EXEC),
     KEYALL("exists", -2, CMD_F_FRAG_SUM),
     KEY1("expire", -3, W),
     KEY1("expireat", -3, W),
+    KEY1("expiretime", 2, 0),
+    /* a function's keys on one server: run anywhere else it would not see them (EVAL and EVALSHA
+     * keep twemproxy's way: the first key's server) */
+    NUMK("fcall", -3, 2, W | CMD_F_FRAG_ONE),
+    NUMK("fcall_ro", -3, 2, CMD_F_FRAG_ONE),
     LOCALALL("flushall", -1, W, REDIS_LOCAL_FLUSH, REDIS_FAN_OK),
     LOCALALL("flushdb", -1, W, REDIS_LOCAL_FLUSH, REDIS_FAN_OK),
+    SUBCMD("function", -2, W, REDIS_LOCAL_FUNCTION, REDIS_FAN_FUNCTION),
     KEY1("geoadd", -5, W),
     KEY1("geodist", -4, 0),
     KEY1("geohash", -2, 0),
     KEY1("geopos", -2, 0),
     KEY1("georadius", -6, W),
+    KEY1("georadius_ro", -6, 0),
     KEY1("georadiusbymember", -5, W),
+    KEY1("georadiusbymember_ro", -5, 0),
     KEY1("geosearch", -7, 0),
     KEY12("geosearchstore", -8, W),
     KEY1("get", 2, 0),
@@ -101,29 +124,45 @@ const struct redis_cmd redis_cmds[] = {
     KEY1("hdel", -3, W),
     LOCALALL("hello", -1, CMD_F_FRAG_PARTIAL | CMD_F_SWITCH, REDIS_LOCAL_HELLO, REDIS_FAN_INFO),
     KEY1("hexists", 3, 0),
+    /* the hash field expiry commands of redis 7.4 and 8: forwarded, an older server answers its
+     * unknown-command error */
+    KEY1("hexpire", -6, W),
+    KEY1("hexpireat", -6, W),
+    KEY1("hexpiretime", -5, 0),
     KEY1("hget", 3, 0),
     KEY1("hgetall", 2, 0),
+    KEY1("hgetdel", -5, W),
+    KEY1("hgetex", -5, W),
     KEY1("hincrby", 4, W),
     KEY1("hincrbyfloat", 4, W),
     KEY1("hkeys", 2, 0),
     KEY1("hlen", 2, 0),
     KEY1("hmget", -3, 0),
     KEY1("hmset", -4, W),
+    KEY1("hpersist", -5, W),
+    KEY1("hpexpire", -6, W),
+    KEY1("hpexpireat", -6, W),
+    KEY1("hpexpiretime", -5, 0),
+    KEY1("hpttl", -5, 0),
     KEY1("hrandfield", -2, 0),
     KEY1("hscan", -3, 0),
     KEY1("hset", -4, W),
+    KEY1("hsetex", -6, W),
     KEY1("hsetnx", 4, W),
     KEY1("hstrlen", 3, 0),
+    KEY1("httl", -5, 0),
     KEY1("hvals", 2, 0),
     KEY1("incr", 2, W),
     KEY1("incrby", 3, W),
     KEY1("incrbyfloat", 3, W),
     LOCALALL("info", -1, CMD_F_FRAG_PARTIAL, REDIS_LOCAL_INFO, REDIS_FAN_INFO),
     ALL("keys", 2, 0, REDIS_FAN_KEYS),
+    ONESRV("lcs", -3, 1, 2, 0),
     KEY1("lindex", 3, 0),
     KEY1("linsert", 5, W),
     KEY1("llen", 2, 0),
     KEY12("lmove", 5, W),
+    NUMK("lmpop", -4, 1, W | CMD_F_FRAG_ONE),
     NOKEY("lolwut", -1, CMD_F_ANY_SERVER),
     KEY1("lpop", -2, W),
     KEY1("lpos", -3, 0),
@@ -133,15 +172,19 @@ const struct redis_cmd redis_cmds[] = {
     KEY1("lrem", 4, W),
     KEY1("lset", 4, W),
     KEY1("ltrim", 4, W),
+    /* MEMORY USAGE key [SAMPLES n]: routed by its key at arg 2; without a key, local() refuses it */
+    { "memory", -2, 2, 2, 1, 0, CMD_F_LOCAL, REDIS_LOCAL_MEMORY, 0, 0 },
     KEYALL("mget", -2, CMD_F_FRAG_MGET),
     KEY1("move", 3, W),
     { "mset", -3, 1, -1, 2, 0, W | CMD_F_FRAG_MSET, 0, 0, 0 },
     /* all or nothing: its keys on one server (one slot of a Redis Cluster, which says CROSSSLOT) */
     { "msetnx", -3, 1, -1, 2, 0, W | CMD_F_FRAG_ONE, 0, 0, 0 },
     NOKEY("multi", 1, CMD_F_MULTI),
+    KEY2("object", -2, 0),       /* OBJECT ENCODING|FREQ|IDLETIME|REFCOUNT key; HELP: any server */
     KEY1("persist", 2, W),
     KEY1("pexpire", -3, W),
     KEY1("pexpireat", -3, W),
+    KEY1("pexpiretime", 2, 0),
     KEY1("pfadd", -2, W),
     KEYALL("pfcount", -2, 0),
     KEYALL("pfmerge", -2, W),
@@ -156,8 +199,11 @@ const struct redis_cmd redis_cmds[] = {
     ALL("randomkey", 1, CMD_F_FRAG_PARTIAL, REDIS_FAN_RANDOMKEY),
     LOCAL("readonly", 1, 0, REDIS_LOCAL_READONLY),   /* a pool with client_cluster_mode only */
     LOCAL("readwrite", 1, 0, REDIS_LOCAL_READONLY),  /* a pool with client_cluster_mode only */
+    ONESRV("rename", 3, 1, 2, W),
+    ONESRV("renamenx", 3, 1, 2, W),
     LOCAL("reset", 1, CMD_F_SWITCH | CMD_F_RESET, REDIS_LOCAL_RESET),
     KEY1("restore", -4, W),
+    LOCAL("role", 1, 0, REDIS_LOCAL_ROLE),
     KEY1("rpop", -2, W),
     KEY12("rpoplpush", 3, W),
     KEY1("rpush", -3, W),
@@ -175,12 +221,14 @@ const struct redis_cmd redis_cmds[] = {
     KEY1("setnx", 3, W),
     KEY1("setrange", 4, W),
     KEYALL("sinter", -2, 0),
+    NUMK("sintercard", -3, 1, CMD_F_FRAG_ONE),
     KEYALL("sinterstore", -3, W),
     KEY1("sismember", 3, 0),
     KEY1("smembers", 2, 0),
     KEY1("smismember", -3, 0),
     KEY12("smove", 4, W),
     KEY1("sort", -2, W),
+    KEY1("sort_ro", -2, 0),
     KEY1("spop", -2, W),
     KEY1("spublish", 3, W),
     KEY1("srandmember", -2, 0),
@@ -189,6 +237,7 @@ const struct redis_cmd redis_cmds[] = {
     PUBSUB("ssubscribe", -2, CMD_F_PS_SHARD),
     KEY1("strlen", 2, 0),
     PUBSUB("subscribe", -2, 0),
+    KEY1("substr", 4, 0),
     KEYALL("sunion", -2, 0),
     KEYALL("sunionstore", -3, W),
     PUBSUB("sunsubscribe", -1, CMD_F_PS_SHARD | CMD_F_PS_UNSUB),
@@ -222,8 +271,10 @@ const struct redis_cmd redis_cmds[] = {
     DESTNUMK("zdiffstore", -4, W),
     KEY1("zincrby", 4, W),
     NUMK("zinter", -3, 1, 0),
+    NUMK("zintercard", -3, 1, CMD_F_FRAG_ONE),
     DESTNUMK("zinterstore", -4, W),
     KEY1("zlexcount", 4, 0),
+    NUMK("zmpop", -4, 1, W | CMD_F_FRAG_ONE),
     KEY1("zmscore", -3, 0),
     KEY1("zpopmax", -2, W),
     KEY1("zpopmin", -2, W),
@@ -275,18 +326,14 @@ __attribute__((constructor)) static void cmd_index_build(void)
     }
 }
 
-/* redis's commands (7.0's, and the hash field expiry ones of 7.4 and 8) that are not in the table:
- * sorted, lowercase. A refused request is counted under its name when it is one of these. */
+/* redis 7.0's commands that are not in the table (a server's own business: ACL, replication,
+ * persistence, debugging, its logs), and those of cluster-mode clients: sorted, lowercase. A
+ * refused request is counted under its name when it is one of these. */
 const char *const redis_refused_names[REDIS_NREFUSED] = {
-    "acl", "asking", "bgrewriteaof", "bgsave", "bitfield_ro", "bitop", "cluster", "config", "debug",
-    "eval_ro", "evalsha_ro", "expiretime", "failover", "fcall", "fcall_ro", "function",
-    "georadius_ro", "georadiusbymember_ro", "hexpire", "hexpireat", "hexpiretime", "hgetdel",
-    "hgetex", "hpersist", "hpexpire", "hpexpireat", "hpexpiretime", "hpttl", "hsetex", "httl",
-    "lastsave", "latency", "lcs", "lmpop", "memory", "migrate", "module", "monitor",
-    "object", "pexpiretime", "pfdebug", "pfselftest", "psync",
-    "readonly", "readwrite", "rename", "renamenx", "replconf", "replicaof",
-    "restore-asking", "role", "save", "shutdown", "sintercard", "slaveof", "slowlog", "sort_ro",
-    "substr", "swapdb", "sync", "wait", "waitaof", "zintercard", "zmpop",
+    "acl", "asking", "bgrewriteaof", "bgsave", "cluster", "debug", "failover", "lastsave", "latency",
+    "migrate", "module", "monitor", "pfdebug", "pfselftest", "psync", "readonly", "readwrite",
+    "replconf", "replicaof", "restore-asking", "save", "shutdown", "slaveof", "slowlog", "swapdb",
+    "sync", "wait", "waitaof",
 };
 /* (a unit test checks that the table is sorted and that no entry is left empty) */
 

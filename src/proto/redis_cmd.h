@@ -31,6 +31,11 @@ enum redis_local_cmd {
     REDIS_LOCAL_SCRIPT,   /* LOAD, EXISTS, FLUSH go to every server; the rest is refused */
     REDIS_LOCAL_FLUSH,    /* FLUSHDB, FLUSHALL: to every server when the pool's redis_flush allows */
     REDIS_LOCAL_PUBSUB,   /* PUBSUB: every server's; its arguments read by the merge */
+    REDIS_LOCAL_FUNCTION, /* FUNCTION: LOAD, DELETE, FLUSH, RESTORE to every server; LIST, DUMP,
+                           * STATS, HELP to the first; KILL refused (redis_admin.c) */
+    REDIS_LOCAL_CONFIG,   /* CONFIG GET, HELP: the first server's; SET, REWRITE, RESETSTAT refused */
+    REDIS_LOCAL_ROLE,     /* ROLE: a master without replicas */
+    REDIS_LOCAL_MEMORY,   /* MEMORY USAGE key: routed by its key; MEMORY without a key refused */
     /* the commands of cluster-mode clients (redis_cluster.c), last: a pool without
      * client_cluster_mode refuses them as unknown (redis_req.c) */
     REDIS_LOCAL_CLUSTER,  /* CLUSTER SLOTS, SHARDS, NODES, INFO, MYID, KEYSLOT, HELP */
@@ -50,6 +55,9 @@ enum redis_fan {
     REDIS_FAN_SCAN,       /* SCAN: one server, the one its cursor names (notes/fan-out.md) */
     REDIS_FAN_PUBSUB,     /* PUBSUB CHANNELS, SHARDCHANNELS (joined), NUMSUB, SHARDNUMSUB (summed
                            * per channel), NUMPAT (the largest) */
+    REDIS_FAN_FUNCTION,   /* FUNCTION LOAD (the library's name), DELETE, FLUSH, RESTORE (+OK when
+                           * every server said it); LIST, DUMP, STATS, HELP: the first server's */
+    REDIS_FAN_FIRST,      /* CONFIG GET, HELP: the first live server's reply, as it came */
 };
 
 /* numkeys_pos of XREAD and XREADGROUP: the keys are the first half of the arguments after the
@@ -79,7 +87,7 @@ int redis_cmd_lookup(const uint8_t *name, size_t len);
 
 /* redis's own commands the proxy does not serve (sorted, lowercase): the names refused requests
  * are counted under (proto_ops.refused_names). */
-#define REDIS_NREFUSED 64
+#define REDIS_NREFUSED 28
 extern const char *const redis_refused_names[REDIS_NREFUSED];
 /* The index of name[0..len) (any case) in redis_refused_names, or -1. */
 int redis_refused_lookup(const uint8_t *name, size_t len);

@@ -18,6 +18,7 @@
  *   server its name hashes to, so no name comes twice through the proxy); NUMSUB and SHARDNUMSUB:
  *   each channel's counts summed (the other servers say 0); NUMPAT: the largest count (a pattern
  *   subscribed through the proxy is on every server); HELP: the first server's.
+ * - FUNCTION and CONFIG (redis_admin.c decides): to every server, or to the first live one only.
  * - local()'s part: SCAN's cursor check (redis' "-ERR invalid cursor"), SCRIPT's subcommands,
  *   FLUSHDB/FLUSHALL refused unless the pool's redis_flush allows them.
  *
@@ -136,7 +137,8 @@ int redis_fragment_fan(struct msg *req, const uint32_t *where, uint32_t n, struc
     } else if (redis_cmds[req->cmd].fan == REDIS_FAN_SCAN) {
         made = fan_fragment_scan(req, where, n, pool, frags);
     } else {
-        for (uint32_t i = 0; i < n; i++, made++) {
+        uint32_t to = redis_admin_first_only(req) && n > 0 ? 1 : n; /* CONFIG GET, FUNCTION LIST, ... */
+        for (uint32_t i = 0; i < to; i++, made++) {
             struct msg *fr = proto_frag_new(req, where[i], pool);
             if (fr == NULL || msg_append_slice(fr, req, 0, req->len) < 0) {
                 if (fr != NULL) msg_put(pool, fr);
@@ -406,6 +408,8 @@ int redis_coalesce_fan(const struct proto_view *v, struct msg *req, struct msg *
     case REDIS_FAN_OK: return fan_coalesce_ok(req, rsp);
     case REDIS_FAN_SCAN: return fan_coalesce_scan(v, req, rsp);
     case REDIS_FAN_PUBSUB: return fan_coalesce_pubsub(req, rsp);
+    case REDIS_FAN_FUNCTION:
+    case REDIS_FAN_FIRST: return redis_coalesce_admin(req, rsp);
     default: return -EINVAL;
     }
 }

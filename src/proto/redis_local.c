@@ -12,6 +12,7 @@
  *     session, a subcommand redis does not have (MAINT_NOTIFICATIONS) gets redis's error; SELECT
  *     of the pool's redis_db is +OK; RESET gives the session back its start;
  *   - CLUSTER, READONLY and READWRITE of cluster-mode clients (redis_cluster.c);
+ *   - FUNCTION's and CONFIG's subcommands, ROLE, MEMORY without a key (redis_admin.c);
  *   - CLIENT LIST and CLIENT INFO: their arguments are checked here (redis_list_filter), and the
  *     core renders the asker's line (INFO) or gathers the lines of the pool's clients from every
  *     worker (LIST; feature/clientlist.c, notes/client-list.md), each by redis_client_line;
@@ -435,6 +436,10 @@ int redis_local(struct proto_session *s, const struct conf_pool *cp, const struc
     case REDIS_LOCAL_SCAN:
     case REDIS_LOCAL_SCRIPT:
     case REDIS_LOCAL_FLUSH: return redis_fan_local(cp, req, rsp);
+    case REDIS_LOCAL_FUNCTION:
+    case REDIS_LOCAL_CONFIG:
+    case REDIS_LOCAL_ROLE:
+    case REDIS_LOCAL_MEMORY: return redis_admin_local(req, rsp);
     case REDIS_LOCAL_CLUSTER:
     case REDIS_LOCAL_READONLY: return redis_cluster_local(s, cp, req, rsp);
     default: return PROTO_FORWARD; /* INFO: every server's (redis_coalesce_all); the rest: routed */

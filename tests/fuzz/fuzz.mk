@@ -26,7 +26,7 @@ FUZZ_PROTO_SRCS = src/common/log.c src/common/clock.c src/common/sock.c src/comm
 	src/proto/memcache_stats.c src/proto/memcache_bin_req.c src/proto/memcache_bin_rsp.c \
 	src/proto/memcache_bin_local.c src/proto/memcache_bin_fanout.c \
 	src/proto/memcache_proto.c src/proto/redis_cmd.c src/proto/redis_declared.c src/proto/redis_req.c src/proto/redis_rsp.c \
-	src/proto/redis_frag.c src/proto/redis_local.c src/proto/redis_cluster.c src/proto/redis_info.c src/proto/redis_fanout.c src/proto/redis_pubsub.c \
+	src/proto/redis_frag.c src/proto/redis_local.c src/proto/redis_cluster.c src/proto/redis_info.c src/proto/redis_fanout.c src/proto/redis_admin.c src/proto/redis_pubsub.c \
 	src/proto/redis_proto.c src/proto/redis_redirect.c \
 	src/proto/proto.c src/proto/reader.c
 FUZZ_CONF_SRCS = src/conf/conf.c src/conf/conf_yaml.c src/conf/conf_keys.c src/conf/conf_tls.c src/conf/conf_sentinel.c \
@@ -71,7 +71,7 @@ FUZZ_PROTO_LIB_OBJS = $(FUZZ_OBJ)/log.o $(FUZZ_OBJ)/clock.o $(FUZZ_OBJ)/sock.o $
 	$(FUZZ_OBJ)/memcache_bin_local.o $(FUZZ_OBJ)/memcache_bin_fanout.o \
 	$(FUZZ_OBJ)/redis_cmd.o $(FUZZ_OBJ)/redis_declared.o $(FUZZ_OBJ)/redis_req.o $(FUZZ_OBJ)/redis_rsp.o \
 	$(FUZZ_OBJ)/redis_frag.o $(FUZZ_OBJ)/redis_local.o $(FUZZ_OBJ)/redis_cluster.o $(FUZZ_OBJ)/redis_info.o $(FUZZ_OBJ)/redis_fanout.o \
-	$(FUZZ_OBJ)/redis_pubsub.o \
+	$(FUZZ_OBJ)/redis_admin.o $(FUZZ_OBJ)/redis_pubsub.o \
 	$(FUZZ_OBJ)/redis_proto.o $(FUZZ_OBJ)/redis_redirect.o $(FUZZ_OBJ)/proto.o $(FUZZ_OBJ)/reader.o $(FUZZ_HASH_OBJS)
 # the key hashes (redis_cluster.c: CLUSTER KEYSLOT, node ids; the config: hash names)
 FUZZ_HASH_OBJS = $(FUZZ_OBJ)/hash.o $(FUZZ_OBJ)/md5.o $(FUZZ_OBJ)/crc.o $(FUZZ_OBJ)/fnv.o \

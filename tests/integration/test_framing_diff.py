@@ -48,13 +48,13 @@ def unsupported(shown):
 
 # The allow-list: {command name (as the stream names it, lowercase): the proxy's reply in place of
 # redis's}. README ("refused_commands": unknown commands, and redis's commands the proxy does not
-# serve: MONITOR, OBJECT, ...; the names are redis_refused_names in src/proto/redis_cmd.c) and
+# serve: MONITOR, DEBUG, ...; the names are redis_refused_names in src/proto/redis_cmd.c) and
 # notes/redis-proto.md (EVAL with no key: a numkeys of 0 is a wrong arity, there is no key to route
 # by; an unknown name is shown lowercased, its control bytes as spaces).
 REFUSALS = {
-    b"object": unsupported(b"object"),
-    b"lcs": unsupported(b"lcs"),
-    b"substr": unsupported(b"substr"),
+    b"debug": unsupported(b"debug"),
+    b"latency": unsupported(b"latency"),
+    b"slowlog": unsupported(b"slowlog"),
     b"wait": unsupported(b"wait"),
     b"nosuch": unsupported(b"nosuch"),
     b"pi\x00g": unsupported(b"pi g"),
@@ -114,6 +114,10 @@ VALID = [
     Stream("local-and-keyless", (PING, cmd("PING", "hi"), cmd("ECHO", "e\r\n"), cmd("SELECT", 0),
                                  cmd("CLIENT", "SETNAME", "fdn"), cmd("CLIENT", "GETNAME"),
                                  cmd("COMMAND", "COUNT"), cmd("PUBLISH", "fd:ch", "m"))),
+    Stream("introspection-by-key", (SET, cmd("OBJECT", "ENCODING", "fd:s"), cmd("OBJECT", "HELP"),
+                                    cmd("SUBSTR", "fd:s", 0, 0), cmd("EXPIRETIME", "fd:s"),
+                                    cmd("LCS", "fd:s", "fd:s"), cmd("EVAL_RO", "return 1", 1, "fd:s"),
+                                    cmd("SORT_RO", "fd:l"), GET)),
     Stream("fan-out", (SET, cmd("SCRIPT", "LOAD", "return 1"), cmd("KEYS", "fd:s"),
                        cmd("SCAN", 0, "MATCH", "fd:s", "COUNT", 1000), GET)),
     Stream("transaction", (cmd("MULTI"), cmd("SET", "fd:t", 1), cmd("INCR", "fd:t"), cmd("EXEC"),
@@ -122,15 +126,15 @@ VALID = [
     Stream("wrong-arity", (cmd("GET"), cmd("SET", "fd:s"), cmd("MSET", "fd:a", 1, "fd:b"),
                            cmd("MGET"), cmd("HSET", "fd:h", "f"), cmd("XINFO"), cmd("CLIENT"),
                            cmd("PING", "a", "b"), GET)),
-    Stream("refused", (SET, cmd("OBJECT", "ENCODING", "fd:s", refused=True), GET,
-                       cmd("LCS", "fd:s", "fd:a", refused=True),
-                       cmd("SUBSTR", "fd:s", 0, 1, refused=True),
+    Stream("refused", (SET, cmd("DEBUG", "OBJECT", "fd:s", refused=True), GET,
+                       cmd("LATENCY", "LATEST", refused=True),
+                       cmd("SLOWLOG", "GET", 1, refused=True),
                        cmd("WAIT", 0, 0, refused=True), cmd("NOSUCH", "a", "b", refused=True),
                        cmd("EVAL", "return 1", 0, refused=True), cmd(b"PI\x00G", refused=True),
                        cmd(LONG_NAME, "a", refused=True), GET)),
     # read in pieces, and not sent on
     Stream("refused-with-a-big-argument",
-           (SET, cmd("OBJECT", "ENCODING", b"x\r\n" * 15000, refused=True), GET)),
+           (SET, cmd("DEBUG", "OBJECT", b"x\r\n" * 15000, refused=True), GET)),
     Stream("empty-requests", (empty(b"*0\r\n"), PING, empty(b"*-1\r\n\r\n   \r\n\t\r\n\n"), GET,
                               empty(b"*-9223372036854775808\r\n*-5\r\n"), SET, empty(b"\r\n"),
                               GET), drip=True),

@@ -74,8 +74,8 @@ def redis_script(prefix, seed):
             req.append(resp("PING", value))
             rep.append(bulk(value))
         elif op == 10:
-            req.append(resp("CONFIG", "GET", "*"))
-            rep.append(b"-ERR unsupported command 'config'\r\n")
+            req.append(resp("SLOWLOG", "GET"))
+            rep.append(b"-ERR unsupported command 'slowlog'\r\n")
         else:
             req.append(f"GET {k}\r\n".encode())  # inline
             rep.append(bulk(model.get(k)))

@@ -118,6 +118,37 @@ def test_replica_reads_on_the_replicas_writes_on_the_master(nutcrackers, write_c
         assert d.commandstats(r).get("eval", 0) == 0
 
 
+def test_replica_read_only_functions_and_scripts_on_the_replicas(nutcrackers, write_conf, deployment):
+    """FCALL_RO and EVAL_RO are reads: on the replicas; FUNCTION LOAD, FCALL and EVALSHA_RO (SCRIPT
+    LOAD, which redis does not replicate, put its script on the master) on the master
+    (notes/functions-and-introspection.md)."""
+    d = deployment
+    proxy, port = start(nutcrackers, write_conf, d, "replica")
+    master, replicas = servers(d)
+    lib = ("#!lua name=rf\n"
+           "redis.register_function{function_name='rf_get', callback=function(keys, args) "
+           "return redis.call('GET', keys[1]) end, flags={'no-writes'}}\n"
+           "redis.register_function('rf_set', function(keys, args) return redis.call('SET', keys[1], args[1]) end)\n")
+    with redis_client(port) as c:
+        assert c.function_load(lib) == b"rf"
+        assert c.fcall("rf_set", 1, "k", "v") == b"OK"
+        wait_for(lambda: all(d.server_client(r).get("k") == b"v" for r in replicas), 10, "replicated")
+        reset(d, [master] + replicas)
+        for _ in range(READS):
+            assert c.fcall_ro("rf_get", 1, "k") == b"v"
+        assert c.execute_command("EVAL_RO", "return redis.call('GET', KEYS[1])", 1, "k") == b"v"
+        sha = c.script_load("return redis.call('GET', KEYS[1])")
+        assert c.execute_command("EVALSHA_RO", sha, 1, "k") == b"v"
+        assert c.fcall("rf_set", 1, "k", "w") == b"OK"
+    calls = where(d, [master] + replicas, "fcall_ro")
+    assert calls[master] == 0 and sum(calls[r] for r in replicas) == READS, calls
+    assert d.commandstats(master).get("eval_ro", 0) == 0
+    assert sum(where(d, replicas, "eval_ro").values()) == 1
+    assert d.commandstats(master).get("evalsha_ro") == 1
+    assert sum(where(d, replicas, "evalsha_ro").values()) == 0
+    assert d.commandstats(master).get("fcall") == 1
+
+
 def test_replica_pubsub_on_the_master(nutcrackers, write_conf, deployment):
     d = deployment
     proxy, port = start(nutcrackers, write_conf, d, "replica")

@@ -33,6 +33,16 @@ tests_unit_test_redis_oom_CFLAGS = $(NC_UNIT_CFLAGS)
 tests_unit_test_redis_oom_LDFLAGS = $(NC_UNIT_OOM_WRAP)
 tests_unit_test_redis_oom_LDADD = $(NC_UNIT_LIBS)
 
+# redis 7's functions and introspection (test_redis_admin): the rows of FUNCTION, FCALL, CONFIG,
+# ROLE, OBJECT, MEMORY, LCS, RENAME, ...; local()'s decisions; FUNCTION's and CONFIG's fragments
+# (every server, or the first) and merged replies
+check_PROGRAMS += tests/unit/test_redis_admin
+TESTS += tests/unit/test_redis_admin
+tests_unit_test_redis_admin_SOURCES = tests/unit/test_redis_admin.c tests/unit/local_client.c tests/unit/local_client.h \
+  tests/unit/proto_drv.c tests/unit/proto_drv.h
+tests_unit_test_redis_admin_CFLAGS = $(NC_UNIT_CFLAGS)
+tests_unit_test_redis_admin_LDADD = $(NC_UNIT_LIBS)
+
 # Redis Cluster's redirections in the reply parser and their targets (test_redis_redirect)
 check_PROGRAMS += tests/unit/test_redis_redirect
 TESTS += tests/unit/test_redis_redirect
