@@ -39,8 +39,9 @@ uint64_t stats_hotkeys_hash(const uint8_t *key, size_t len)
 
 struct stats_hotkeys *stats_hotkeys_create(uint32_t every, uint32_t seed)
 {
-    struct stats_hotkeys *h = calloc(1, sizeof(*h));
+    struct stats_hotkeys *h = aligned_alloc(64, sizeof(*h)); /* a multiple of 64: it holds _Alignas(64) */
     if (h == NULL) return NULL;
+    memset(h, 0, sizeof(*h));
     h->every = every != 0 ? every : 1;
     h->rng = seed != 0 ? seed : 0x2545f491u;
     h->ring[0].every = h->every;

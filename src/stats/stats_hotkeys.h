@@ -45,9 +45,10 @@ struct hotkeys_entry {
     uint8_t key[HOTKEYS_KEY_MAX];     /* its first min(len, HOTKEYS_KEY_MAX) bytes */
 };
 
-/* A list of keys over a span of time: an epoch's candidates, or a published window. */
+/* A list of keys over a span of time: an epoch's candidates, or a published window (on cache lines
+ * of its own: the buffers change hands between the threads). */
 struct hotkeys_list {
-    uint64_t start_usec, end_usec;    /* monotonic (nc_usec_now) */
+    _Alignas(64) uint64_t start_usec, end_usec; /* monotonic (nc_usec_now) */
     uint64_t total;                   /* keys sampled in it */
     uint32_t every;                   /* the sampling interval they were taken with */
     uint32_t n;
@@ -66,9 +67,9 @@ struct stats_hotkeys {
     struct hotkeys_list ring[HOTKEYS_EPOCHS + 1]; /* the current epoch (cur) and the last ones */
     uint32_t cur, nclosed;
     struct hotkeys_list *back;        /* the buffer it fills next */
-    /* shared: the buffer last published (its address | 1 while the reader has not taken it) */
-    _Atomic uintptr_t middle;
-    /* the stats thread's */
+    /* shared: the buffer last published (its address | 1 while the reader has not taken it), and
+     * the stats thread's buffer, on a line that the worker writes once per epoch */
+    _Alignas(64) _Atomic uintptr_t middle;
     struct hotkeys_list *front;
     struct hotkeys_list bufs[3];
 };
