@@ -92,7 +92,7 @@ static const struct opt_desc opt_table[] = {
       .help = "set slowlog threshold in usec" },
     { .short_name = 'N', .long_name = "manage-trust", OPT_FIELD(manage_trust),
       .def_str = "127.0.0.0/8,::1", .usage = "trusted nets",
-      .help = "networks trusted with reload and slowlog get/reset" },
+      .help = "networks trusted with reload, slowlog get/reset and hotkeys" },
     { .short_name = 'K', .long_name = "manage-auth-file", OPT_FIELD(manage_auth_file),
       .none = "off", .usage = "auth file",
       .help = "read the manage port's auth password from this file" },

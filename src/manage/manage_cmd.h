@@ -13,9 +13,9 @@
  *   auth <password>         lets this connection run the restricted commands (manage_auth.h)
  *   help | quit
  *
- * Restricted (they change state or show key names): slowlog get, slowlog reset, hotkeys, reload. They run
- * only for a session that is trusted or authenticated; others get "ERR: '<cmd>' is refused: ..."
- * naming why and what to do.
+ * Restricted (they change state or show key names): slowlog get, slowlog reset, hotkeys, reload.
+ * They run only for a session that is trusted or authenticated; others get "ERR: '<cmd>' is
+ * refused: ..." naming why and what to do.
  *
  * Commands are matched case-insensitively; arguments are separated by spaces or tabs. Every
  * reply line ends with CRLF; errors are one line starting with "ERR:".

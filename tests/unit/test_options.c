@@ -548,7 +548,7 @@ static void test_help_exact(void **state)
         "  -T, --thread_num=N       : set number of worker threads "
         "(default: the CPUs it may run on, min: 1, max: 1024)\n"
         "  -S, --slowlog=N          : set slowlog threshold in usec (default: 10000 usec)\n"
-        "  -N, --manage-trust=S     : networks trusted with reload and slowlog get/reset "
+        "  -N, --manage-trust=S     : networks trusted with reload, slowlog get/reset and hotkeys "
         "(default: 127.0.0.0/8,::1)\n"
         "  -K, --manage-auth-file=S : read the manage port's auth password from this file (default: off)\n"
         "  -L, --log-interval=N     : log one line per interval per refused command name or failing server "
