@@ -21,6 +21,7 @@
 #include "common/util.h"
 #include "core/batch_wait.h"
 #include "msg/mbuf.h"
+#include "stats/stats_hotkeys.h"
 
 /* The C type of an option's field in struct nc_options; it decides the option's kind: a bool is a
  * flag (no value), a string takes any non-empty text, the others take a number in a range. */
@@ -91,7 +92,7 @@ static const struct opt_desc opt_table[] = {
       .help = "set slowlog threshold in usec" },
     { .short_name = 'N', .long_name = "manage-trust", OPT_FIELD(manage_trust),
       .def_str = "127.0.0.0/8,::1", .usage = "trusted nets",
-      .help = "networks trusted with reload and slowlog get/reset" },
+      .help = "networks trusted with reload, slowlog get/reset and hotkeys" },
     { .short_name = 'K', .long_name = "manage-auth-file", OPT_FIELD(manage_auth_file),
       .none = "off", .usage = "auth file",
       .help = "read the manage port's auth password from this file" },
@@ -110,6 +111,10 @@ static const struct opt_desc opt_table[] = {
       .min = 0, .max = BATCH_WAIT_MAX_USEC, .help_range = true, .unit = "usec", .usage = "batch wait",
       .help = "set how long a worker waits for more before it writes to a busy server or to a client "
               "awaiting more replies, in usec (0: never)" },
+    { .short_name = 'H', .long_name = "hotkeys-sample", OPT_FIELD(hotkeys_every), .def = HOTKEYS_EVERY_DEFAULT,
+      .min = 0, .max = HOTKEYS_EVERY_MAX, .help_range = true, .usage = "hot keys sample",
+      .help = "set the hot keys' sampling: one keyed request in N per pool, for the manage port's hotkeys "
+              "(0: off)" },
 };
 
 /* The usage line's group of flags, in twemproxy's order ("-?" is help too); the test checks that

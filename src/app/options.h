@@ -38,6 +38,8 @@ struct nc_options {
                               * the proxy hold (core/client_mem.h); 0: no cap */
     int64_t batch_wait_usec; /* -W / --batch-wait, usec: how long a worker waits for more work
                               * before writing to a busy peer (core/batch_wait.h); 0: never */
+    int64_t hotkeys_every;   /* -H / --hotkeys-sample: one keyed request in this many is sampled
+                              * per pool for the hot keys (stats/stats_hotkeys.h); 0: none */
 };
 
 /* Fills the defaults. */

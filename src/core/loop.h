@@ -85,6 +85,8 @@ struct loop {
     uint64_t mem_far;             /* while over: the sum past which the loop closes at once */
     struct nc_ratelimit mem_log;  /* its lines about clients closed for the cap */
     uint32_t batch_wait_usec;     /* -W: the batch wait (core/batch_wait.h), 0: none */
+    uint32_t hotkeys_every;       /* -H: one keyed request in this many is sampled per pool for the
+                                   * hot keys (stats/stats_hotkeys.h), 0: none */
     uint64_t batch_wait_off_until; /* usec: no batch wait before (the waits ended late) */
     int64_t batch_wait_late_avg;  /* usec: how late the recent waits ended, averaged */
     struct msg_tqh parked;        /* writes refused by a demoted master (core/park.h) */

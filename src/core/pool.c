@@ -31,6 +31,7 @@ int pool_rt_init(struct pool_rt *p, struct gen *g, struct pool_shared *shared)
     p->route = pool_route_get(shared);
     p->route_version = p->route->version;
     p->fair_est = FAIR_EST_START;
+    p->hot_countdown = 1; /* the first keyed request: its sample sets the pace (loop.hotkeys_every) */
     p->nservers = (uint32_t)p->cp->nservers;
     p->nshards = p->cp->nshards != 0 ? (uint32_t)p->cp->nshards : p->nservers;
     p->servers = calloc(p->nservers ? p->nservers : 1, sizeof(*p->servers));

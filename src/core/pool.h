@@ -51,6 +51,8 @@ struct pool_rt {
     uint64_t route_version;
     uint32_t fair_est;            /* the reply size its clients get, averaged: a new client's
                                    * first guess (core/fair.h) */
+    uint32_t hot_countdown;       /* keyed requests until the next one whose keys are sampled for
+                                   * the hot keys (request.c, stats/stats_hotkeys.h) */
 };
 
 /* Sets up p for shared (one generation's pool); its servers get their backends from

@@ -275,6 +275,24 @@ void request_forward(struct loop *l, struct conn *c, struct msg *req)
     request_route(l, c, req);
 }
 
+/* The hot keys' sample: req's keys (its first HOTKEYS_REQ_KEYS) are counted for its pool, and the
+ * countdown to the next sample starts again. Out of the plain path's way: one request in
+ * loop.hotkeys_every gets here. */
+__attribute__((noinline, cold)) static void request_sample_keys(struct loop *l, struct pool_rt *p,
+                                                                const struct msg *req)
+{
+    struct stats_hotkeys *h = NULL;
+    uint32_t seed = (l->id + 1) * 2654435761u + p->shared->idx; /* the gaps differ per worker and pool */
+    if (l->hotkeys_every != 0) h = stats_pool_hotkeys(p->st, l->hotkeys_every, seed);
+    if (h == NULL) { /* off (or out of memory: not tried again for a while) */
+        p->hot_countdown = UINT32_MAX;
+        return;
+    }
+    uint32_t n = req->nkeys < HOTKEYS_REQ_KEYS ? req->nkeys : HOTKEYS_REQ_KEYS;
+    for (uint32_t i = 0; i < n; i++) stats_hotkeys_add(h, req->keys[i].ptr, req->keys[i].len, l->read_usec);
+    p->hot_countdown = stats_hotkeys_gap(h);
+}
+
 void request_route(struct loop *l, struct conn *c, struct msg *req)
 {
     struct pool_rt *p = c->pool;
@@ -288,6 +306,7 @@ void request_route(struct loop *l, struct conn *c, struct msg *req)
         request_forward_one(l, c, req, pool_rt_any_master(p, l->rr++));
         return;
     }
+    if (__builtin_expect(--p->hot_countdown == 0, 0)) request_sample_keys(l, p, req);
     uint32_t first = pool_rt_route(p, req->keys[0].ptr, req->keys[0].len);
     if (!(req->cmd_flags & CMD_F_FRAG_MASK) || req->nkeys < 2 || first == DIST_NONE) {
         request_forward_one(l, c, req, first);

@@ -1,8 +1,8 @@
 /*
  * manage_auth.h - who may run the manage port's restricted commands (those that change state or
- * show key names: reload, slowlog get, slowlog reset). A client may when it is trusted (a unix
- * socket client, or a TCP client whose address is in the trusted networks, --manage-trust,
- * loopback by default) or when it sent `auth <password>` with the manage password
+ * show key names: reload, slowlog get, slowlog reset, hotkeys). A client may when it is trusted
+ * (a unix socket client, or a TCP client whose address is in the trusted networks,
+ * --manage-trust, loopback by default) or when it sent `auth <password>` with the manage password
  * (--manage-auth-file). Everything else the port serves stays open, as in twemproxy.
  *
  *   - the trusted networks: a comma-separated list of IPv4 or IPv6 networks ("127.0.0.0/8,::1";

@@ -15,6 +15,7 @@
 #include "common/log.h"
 #include "core/route.h"
 #include "core/runtime.h"
+#include "manage/hotkeys_json.h"
 #include "manage/stats_json.h"
 #include "manage/stats_prom.h"
 
@@ -182,6 +183,19 @@ static enum manage_rc manage_find_keys(struct manage_ctx *ctx, const struct mana
     return MANAGE_OK;
 }
 
+/* Whether a is a count: decimal digits, > 0 (*v then). */
+static bool manage_count(const struct manage_arg *a, unsigned long long *v)
+{
+    char num[24];
+    char *end;
+    if (a->len == 0 || a->len >= sizeof(num)) return false;
+    memcpy(num, a->p, a->len);
+    num[a->len] = '\0';
+    errno = 0;
+    *v = strtoull(num, &end, 10);
+    return *end == '\0' && errno == 0 && *v != 0 && num[0] != '-';
+}
+
 /* "slowlog get [n]": n > 0, at most every entry the rings can hold */
 static enum manage_rc manage_slowlog_get(struct manage_ctx *ctx, const struct manage_arg *args, size_t nargs,
                                          struct textbuf *out)
@@ -189,14 +203,8 @@ static enum manage_rc manage_slowlog_get(struct manage_ctx *ctx, const struct ma
     size_t cap = ctx->nlogs * STATS_SLOWLOG_CAP;
     size_t want = MANAGE_SLOWLOG_GET_DEFAULT;
     if (nargs == 1) {
-        char num[24];
-        char *end;
-        if (args[0].len == 0 || args[0].len >= sizeof(num)) return manage_error(out, "usage: slowlog get [n]");
-        memcpy(num, args[0].p, args[0].len);
-        num[args[0].len] = '\0';
-        errno = 0;
-        unsigned long long v = strtoull(num, &end, 10);
-        if (*end != '\0' || errno != 0 || v == 0 || num[0] == '-') return manage_error(out, "usage: slowlog get [n]");
+        unsigned long long v;
+        if (!manage_count(&args[0], &v)) return manage_error(out, "usage: slowlog get [n]");
         want = v < cap ? (size_t)v : cap;
     }
     if (want > cap) want = cap;
@@ -225,6 +233,27 @@ static enum manage_rc manage_slowlog_get(struct manage_ctx *ctx, const struct ma
     }
     free(e);
     textbuf_adds(out, "END\r\n");
+    return MANAGE_OK;
+}
+
+/* "hotkeys [pool [n]]": every pool's (or one pool's) hottest keys, n (default 10) at most */
+static enum manage_rc manage_hotkeys(struct manage_ctx *ctx, const struct manage_arg *args, size_t nargs,
+                                     struct textbuf *out)
+{
+    const struct pool_shared *only = NULL;
+    size_t want = HOTKEYS_SHOW_DEFAULT;
+    if (nargs >= 1 && (only = manage_find_pool(ctx, &args[0])) == NULL) {
+        textbuf_adds(out, "ERR: pool doesn't exist!\r\n");
+        return MANAGE_ERROR;
+    }
+    if (nargs == 2) {
+        unsigned long long v;
+        if (!manage_count(&args[1], &v)) return manage_error(out, "usage: hotkeys [<pool> [n]]");
+        want = v < HOTKEYS_TOP ? (size_t)v : HOTKEYS_TOP;
+    }
+    if (hotkeys_json_render(out, ctx->src->rt, only, want, ctx->src->hotkeys_every, nc_usec_now()) < 0)
+        return manage_error(out, "out of memory");
+    textbuf_adds(out, "\r\n");
     return MANAGE_OK;
 }
 
@@ -319,6 +348,8 @@ static const struct manage_cmd manage_cmds[] = {
       "the n (default 10) newest slow requests, newest first, then END", true },
     { "slowlog", "len", 0, 0, manage_slowlog_len, "slowlog len", "how many slow requests are held", false },
     { "slowlog", "reset", 0, 0, manage_slowlog_reset, "slowlog reset", "forget them", true },
+    { "hotkeys", NULL, 0, 2, manage_hotkeys, "hotkeys [<pool> [n]]",
+      "the n (default 10) hottest keys of every pool or of one, requests/s over 3 s (JSON)", true },
     { "reload", NULL, 0, 0, manage_reload, "reload",
       "re-read the config file and apply it: OK generation N, or ERR: why", true },
     { "auth", NULL, 1, 1, manage_auth_cmd, "auth <password>",

@@ -8,13 +8,14 @@
  *   find_keys <pool> <k...> one such line per key
  *   slowlog get [n]         the n (default 10) newest slow requests of all workers, newest first
  *   slowlog len | reset     how many are held | forget them
+ *   hotkeys [<pool> [n]]    the hottest keys of every pool (or of one), n each (hotkeys_json.h)
  *   reload                  re-read the config file: "OK generation N" or "ERR: reload failed ..."
  *   auth <password>         lets this connection run the restricted commands (manage_auth.h)
  *   help | quit
  *
- * Restricted (they change state or show key names): slowlog get, slowlog reset, reload. They run
- * only for a session that is trusted or authenticated; others get "ERR: '<cmd>' is refused: ..."
- * naming why and what to do.
+ * Restricted (they change state or show key names): slowlog get, slowlog reset, hotkeys, reload.
+ * They run only for a session that is trusted or authenticated; others get "ERR: '<cmd>' is
+ * refused: ..." naming why and what to do.
  *
  * Commands are matched case-insensitively; arguments are separated by spaces or tabs. Every
  * reply line ends with CRLF; errors are one line starting with "ERR:".

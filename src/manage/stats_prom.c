@@ -10,7 +10,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/clock.h"
 #include "core/runtime.h"
+#include "manage/hotkeys_json.h"
 #include "topo/topology.h"
 
 enum stats_prom_level { PROM_HEADER, PROM_POOL, PROM_SERVER };
@@ -268,6 +270,22 @@ static void stats_prom_refused(struct textbuf *b, const struct stats_snapshot *s
     }
 }
 
+/* nutcrackers_pool_hottest_key_share{pool}: the hottest key's share of the pool's sampled requests
+ * over the hot keys' window (manage/hotkeys_json.h), never the key itself */
+static void stats_prom_hot_share(struct textbuf *b, const struct stats_snapshot *s)
+{
+    const struct runtime *rt = s->src->rt;
+    uint64_t now = nc_usec_now();
+    stats_prom_family(b, "nutcrackers_pool_hottest_key_share",
+                      "share of the pool's sampled requests that went to its hottest key over the last "
+                      "seconds, 0..1 (0: none sampled; the key is named by the manage port's hotkeys)", NULL, "gauge");
+    for (size_t p = 0; p < s->npools; p++) {
+        textbuf_adds(b, "nutcrackers_pool_hottest_key_share");
+        stats_prom_labels(b, rt->pools[p].cp, NULL, NULL, NULL);
+        textbuf_addf(b, " %.4f\n", hotkeys_top_share(&rt->pools[p], rt->nworkers, now));
+    }
+}
+
 void stats_prom_render(struct textbuf *b, const struct stats_snapshot *s)
 {
     const struct runtime *rt = s->src->rt;
@@ -283,6 +301,7 @@ void stats_prom_render(struct textbuf *b, const struct stats_snapshot *s)
             stats_prom_value(b, d->type, s->pools[p].f[i]);
         }
     }
+    stats_prom_hot_share(b, s);
     stats_prom_refused(b, s);
     stats_prom_topology(b, s);
     for (size_t i = 0; i < STATS_SERVER_NFIELD; i++) {

@@ -29,6 +29,7 @@ struct stats_source {
     struct stats_worker *const *blocks;  /* one per worker, index = worker id */
     size_t nblocks;
     uint64_t start_wall_usec;            /* when the proxy started (for uptime) */
+    uint32_t hotkeys_every;              /* -H: the hot keys' sampling (0: off) */
     char host[256];                      /* "source": this machine's host name */
 };
 

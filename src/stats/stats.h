@@ -7,7 +7,8 @@
  * counters and gauges; timestamps take the latest.
  *
  * Latency histograms (stats_hist.h) are recorded the same way: single writer, relaxed atomics.
- * Each block also holds its worker's slowlog ring (stats_slowlog.h).
+ * Each block also holds its worker's slowlog ring (stats_slowlog.h), and each pool block its
+ * worker's hot key sampler for the pool (stats_hotkeys.h).
  *
  * Blocks are found by name: each worker has a registry (a list of pool blocks, each with a list of
  * server blocks) that only grows. stats_bind() (core/runtime_stats.h) looks up or adds the blocks
@@ -24,11 +25,13 @@
 #ifndef NC_STATS_H
 #define NC_STATS_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "stats/stats_desc.h"
 #include "stats/stats_hist.h"
+#include "stats/stats_hotkeys.h"
 #include "stats/stats_slowlog.h"
 
 struct stats_server_block {
@@ -54,6 +57,9 @@ struct stats_pool_block {
     struct stats_pool_block *next;     /* registry: the worker's next pool block */
     char *name;                        /* registry: the pool's name */
     struct stats_server_block *servers; /* registry: every server name seen in this pool */
+    /* its worker's hot key sampler (stats_hotkeys.h), made by the worker at its first sample and
+     * stored with release; NULL: none yet */
+    _Atomic(struct stats_hotkeys *) hot;
 };
 
 struct stats_worker {
@@ -76,6 +82,15 @@ void stats_worker_destroy(struct stats_worker *s);
 /* Master (registry): the block of pool `name` in w's registry, added (zeroed) if that name was not
  * seen yet; NULL when out of memory. */
 struct stats_pool_block *stats_pool_lookup(struct stats_worker *w, const char *name);
+/* Worker: pb's hot key sampler, made at the first call (sampling one request in every); NULL
+ * when out of memory. */
+struct stats_hotkeys *stats_pool_hotkeys(struct stats_pool_block *pb, uint32_t every, uint32_t seed);
+/* Stats thread: pb's sampler, NULL when its worker has not sampled it yet. */
+static inline struct stats_hotkeys *stats_pool_hotkeys_get(struct stats_pool_block *pb)
+{
+    return atomic_load_explicit(&pb->hot, memory_order_acquire);
+}
+
 /* Master (registry): the block of server `name` in pool block pb, added likewise; NULL: no memory. */
 struct stats_server_block *stats_server_lookup(struct stats_pool_block *pb, const char *name);
 

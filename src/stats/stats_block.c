@@ -48,6 +48,7 @@ void stats_worker_destroy(struct stats_worker *s)
             free(sb);
             sb = snext;
         }
+        stats_hotkeys_destroy(atomic_load_explicit(&pb->hot, memory_order_relaxed));
         free(pb->name);
         free(pb);
         pb = pnext;
@@ -75,6 +76,15 @@ struct stats_pool_block *stats_pool_lookup(struct stats_worker *w, const char *n
     while (*at != NULL && strcmp((*at)->name, name) != 0) at = &(*at)->next;
     if (*at == NULL) *at = stats_named_block(sizeof(**at), offsetof(struct stats_pool_block, name), name);
     return *at;
+}
+
+struct stats_hotkeys *stats_pool_hotkeys(struct stats_pool_block *pb, uint32_t every, uint32_t seed)
+{
+    struct stats_hotkeys *h = atomic_load_explicit(&pb->hot, memory_order_relaxed); /* its own store */
+    if (h != NULL) return h;
+    h = stats_hotkeys_create(every, seed);
+    if (h != NULL) atomic_store_explicit(&pb->hot, h, memory_order_release);
+    return h;
 }
 
 struct stats_server_block *stats_server_lookup(struct stats_pool_block *pb, const char *name)

@@ -51,6 +51,7 @@ static int master_start_workers(struct master *m)
         if (rc == 0) rc = client_mem_loop_init(&m->workers[i].loop, &m->mem);
         if (rc < 0) return rc;
         m->workers[i].loop.batch_wait_usec = (uint32_t)m->opts->batch_wait_usec;
+        m->workers[i].loop.hotkeys_every = (uint32_t)m->opts->hotkeys_every;
         stats_slowlog_configure(&m->blocks[i]->slowlog, i, (uint64_t)m->opts->slowlog_usec);
     }
     worker_peers(m->workers, n);

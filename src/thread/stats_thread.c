@@ -221,6 +221,7 @@ struct stats_thread *stats_thread_start(const struct nc_options *opts, struct ru
     st->src.blocks = st->blocks;
     st->src.nblocks = nworkers;
     st->src.start_wall_usec = nc_usec_wall();
+    st->src.hotkeys_every = (uint32_t)opts->hotkeys_every;
     if (gethostname(st->src.host, sizeof(st->src.host) - 1) < 0) strcpy(st->src.host, "unknown");
     int rc = stats_thread_auth(st, opts);
     if (rc < 0) goto fail;

@@ -37,9 +37,10 @@ FUZZ_CONF_SRCS = src/conf/conf.c src/conf/conf_yaml.c src/conf/conf_keys.c src/c
 # the manage port and what it needs to run: the runtime, the counters, the slowlogs
 FUZZ_MANAGE_SRCS = src/manage/manage_input.c src/manage/manage_cmd.c src/manage/manage_http.c \
 	src/manage/manage_auth.c src/manage/manage_health.c src/manage/stats_json.c \
-	src/manage/stats_prom.c src/manage/stats_snapshot.c src/manage/text_escape.c \
+	src/manage/stats_prom.c src/manage/stats_snapshot.c src/manage/text_escape.c src/manage/hotkeys_json.c \
 	src/core/runtime.c src/core/route.c src/core/runtime_stats.c \
 	src/stats/stats_block.c src/stats/stats_desc.c src/stats/stats_hist.c src/stats/stats_slowlog.c \
+	src/stats/stats_hotkeys.c \
 	src/topo/topo_set.c src/topo/topo_static.c src/net/transport_ctx.c src/net/transport_plain.c src/net/transport_tls.c src/net/tls_ctx.c src/net/tls_sessions.c \
 	src/topo/topo_sentinel.c src/topo/topo_sentinel_replicas.c src/topo/resp_link.c src/topo/resp_value.c \
 	src/topo/topo_cluster.c src/topo/topo_cluster_map.c \
@@ -56,8 +57,9 @@ FUZZ_HDRS = tests/fuzz/fuzz_check.h tests/fuzz/fuzz_feed.h tests/common/reader_s
 	src/manage/manage_input.h src/manage/manage_cmd.h src/manage/manage_http.h \
 	src/manage/manage_auth.h src/manage/manage_health.h src/manage/manage_conn.h \
 	src/manage/stats_json.h src/manage/stats_prom.h src/manage/stats_snapshot.h \
-	src/manage/text_escape.h src/core/runtime.h src/core/route.h src/core/runtime_stats.h \
+	src/manage/text_escape.h src/manage/hotkeys_json.h src/core/runtime.h src/core/route.h src/core/runtime_stats.h \
 	src/stats/stats.h src/stats/stats_desc.h src/stats/stats_hist.h src/stats/stats_slowlog.h \
+	src/stats/stats_hotkeys.h \
 	src/topo/topology.h src/net/transport.h src/net/transport_tls.h src/net/tls_ctx.h src/net/tls_sessions.h src/common/ratelimit.h \
 	src/topo/topo_sentinel.h src/topo/topo_sentinel_int.h src/topo/resp_link.h src/topo/resp_value.h \
 	src/topo/topo_cluster.h src/topo/topo_cluster_int.h
@@ -89,10 +91,10 @@ FUZZ_CONF_HASH_OBJS = \
 FUZZ_MANAGE_OBJS = $(FUZZ_PROTO_LIB_OBJS) $(FUZZ_CONF_HASH_OBJS) \
 	$(FUZZ_OBJ)/manage_input.o $(FUZZ_OBJ)/manage_cmd.o $(FUZZ_OBJ)/manage_http.o \
 	$(FUZZ_OBJ)/manage_auth.o $(FUZZ_OBJ)/manage_health.o $(FUZZ_OBJ)/stats_json.o \
-	$(FUZZ_OBJ)/stats_prom.o $(FUZZ_OBJ)/stats_snapshot.o $(FUZZ_OBJ)/text_escape.o \
+	$(FUZZ_OBJ)/stats_prom.o $(FUZZ_OBJ)/stats_snapshot.o $(FUZZ_OBJ)/text_escape.o $(FUZZ_OBJ)/hotkeys_json.o \
 	$(FUZZ_OBJ)/runtime.o $(FUZZ_OBJ)/route.o $(FUZZ_OBJ)/runtime_stats.o \
 	$(FUZZ_OBJ)/stats_block.o $(FUZZ_OBJ)/stats_desc.o $(FUZZ_OBJ)/stats_hist.o \
-	$(FUZZ_OBJ)/stats_slowlog.o $(FUZZ_OBJ)/topo_set.o $(FUZZ_OBJ)/topo_static.o \
+	$(FUZZ_OBJ)/stats_slowlog.o $(FUZZ_OBJ)/stats_hotkeys.o $(FUZZ_OBJ)/topo_set.o $(FUZZ_OBJ)/topo_static.o \
 	$(FUZZ_OBJ)/transport_ctx.o $(FUZZ_OBJ)/transport_plain.o \
 	$(FUZZ_OBJ)/transport_tls.o $(FUZZ_OBJ)/tls_ctx.o $(FUZZ_OBJ)/tls_sessions.o $(FUZZ_OBJ)/ratelimit.o \
 	$(FUZZ_OBJ)/topo_sentinel.o $(FUZZ_OBJ)/topo_sentinel_replicas.o $(FUZZ_OBJ)/resp_link.o $(FUZZ_OBJ)/resp_value.o \

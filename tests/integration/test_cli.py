@@ -34,6 +34,7 @@ FLAGS = [
     ("-G", "--stop-grace=N", "(default: 5000 msec)"),
     ("-M", "--max-memory=N", "(default: 0 bytes: no cap)"),
     ("-W", "--batch-wait=N", "(default: 50 usec"),
+    ("-H", "--hotkeys-sample=N", "(default: 16, min: 0, max: 1048576)"),
 ]
 
 POOL_METRICS = ["client_eof", "client_err", "client_connections", "server_ejects",

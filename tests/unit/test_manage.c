@@ -26,50 +26,12 @@
 #include "manage/manage_auth.h"
 #include "manage/manage_cmd.h"
 #include "manage/manage_http.h"
-#include "stats_fixture.h"
-
-struct mfix {
-    struct sfix f;
-    struct manage_ctx ctx;
-    struct manage_session sess;   /* trusted unless a test says otherwise */
-    struct textbuf out;
-};
-
-static int setup(void **state)
-{
-    struct mfix *m = calloc(1, sizeof(*m));
-    sfix_init(&m->f, sfix_yaml, 3);
-    assert_int_equal(manage_ctx_init(&m->ctx, &m->f.src), 0);
-    textbuf_init(&m->out, 1 << 20);
-    m->sess.trusted = true;
-    *state = m;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    struct mfix *m = *state;
-    textbuf_deinit(&m->out);
-    manage_ctx_deinit(&m->ctx);
-    sfix_deinit(&m->f);
-    free(m);
-    return 0;
-}
-
-/* runs a line; returns the reply as a C string (free it) */
-static char *run(struct mfix *m, const char *line, enum manage_rc expect)
-{
-    textbuf_reset(&m->out);
-    enum manage_rc rc = manage_exec(&m->ctx, &m->sess, line, strlen(line), &m->out);
-    char *s = sfix_cstr(&m->out);
-    if (rc != expect) fail_msg("'%s': rc %d, reply '%s'", line, (int)rc, s);
-    return s;
-}
+#include "manage_fixture.h"
 
 /* runs a line and checks its reply: equal to want (when want is not NULL) */
 static void expect(struct mfix *m, const char *line, enum manage_rc rc, const char *want)
 {
-    char *r = run(m, line, rc);
+    char *r = mfix_run(m, line, rc);
     if (want != NULL) assert_string_equal(r, want);
     free(r);
 }
@@ -77,7 +39,7 @@ static void expect(struct mfix *m, const char *line, enum manage_rc rc, const ch
 static void test_help(void **state)
 {
     struct mfix *m = *state;
-    char *s = run(m, "help", MANAGE_OK);
+    char *s = mfix_run(m, "help", MANAGE_OK);
     assert_true(strncmp(s, "*****\r\n", 7) == 0);
     assert_non_null(strstr(s, "\r\n*****\r\n"));
     for (const char *w = "status\0status workers\0status latency\0GET /latency\0find_key\0find_keys\0"
@@ -85,7 +47,7 @@ static void test_help(void **state)
          *w; w += strlen(w) + 1)
         assert_non_null(strstr(s, w));
     free(s);
-    s = run(m, "HELP", MANAGE_OK); /* commands are case-insensitive */
+    s = mfix_run(m, "HELP", MANAGE_OK); /* commands are case-insensitive */
     assert_true(strncmp(s, "*****", 5) == 0);
     free(s);
 }
@@ -94,7 +56,7 @@ static void test_status_is_fresh_json(void **state)
 {
     struct mfix *m = *state;
     STATS_SERVER_ADD(sfix_sb(&m->f, 2, "alpha", 0), requests, 5); /* after the cached snapshot */
-    char *s = run(m, "status", MANAGE_OK);
+    char *s = mfix_run(m, "status", MANAGE_OK);
     size_t len = strlen(s);
     assert_true(len > 2 && strcmp(s + len - 2, "\r\n") == 0);
     struct jv *v = jv_parse(s, len);
@@ -121,7 +83,7 @@ static void test_status_workers(void **state)
 {
     struct mfix *m = *state;
     for (size_t i = 0; i < 3; i++) STATS_SERVER_ADD(sfix_sb(&m->f, i, "alpha", 2), responses, (int64_t)(i + 1));
-    char *s = run(m, "status   workers", MANAGE_OK);
+    char *s = mfix_run(m, "status   workers", MANAGE_OK);
     struct jv *v = jv_parse(s, strlen(s));
     assert_non_null(v);
     const struct jv *ws = jv_get(v, "workers");
@@ -139,7 +101,7 @@ static void test_status_latency(void **state)
 {
     struct mfix *m = *state;
     stats_hist_record(&sfix_sb(&m->f, 1, "alpha", 1)->server_latency, 700); /* fresh, not cached */
-    char *s = run(m, "STATUS latency", MANAGE_OK);
+    char *s = mfix_run(m, "STATUS latency", MANAGE_OK);
     size_t len = strlen(s);
     assert_true(len > 2 && strcmp(s + len - 2, "\r\n") == 0);
     struct jv *v = jv_parse(s, len);
@@ -166,14 +128,14 @@ static void test_find_key(void **state)
         uint32_t s = pool_route(p, (const uint8_t *)key, strlen(key));
         snprintf(line, sizeof(line), "find_key alpha %s", key);
         snprintf(want, sizeof(want), "%s %s\r\n", p->cp->servers[s].pname, p->cp->servers[s].stats_name);
-        char *r = run(m, line, MANAGE_OK);
+        char *r = mfix_run(m, line, MANAGE_OK);
         assert_string_equal(r, want);
         free(r);
     }
-    char *r = run(m, "find_key alpha foo", MANAGE_OK);
+    char *r = mfix_run(m, "find_key alpha foo", MANAGE_OK);
     assert_true(strncmp(r, "127.0.0.1:63", 12) == 0); /* host:port:weight name */
     free(r);
-    r = run(m, "find_keys alpha a b c", MANAGE_OK);
+    r = mfix_run(m, "find_keys alpha a b c", MANAGE_OK);
     int lines = 0;
     for (char *q = r; (q = strstr(q, "\r\n")) != NULL; q += 2) lines++;
     assert_int_equal(lines, 3);
@@ -190,12 +152,12 @@ static void test_errors(void **state)
     expect(m, "flushall", MANAGE_ERROR, "ERR: unknown command, try 'help'\r\n");
     /* the garbage is not echoed */
     expect(m, "\x01\xff garbage \x7f", MANAGE_ERROR, "ERR: unknown command, try 'help'\r\n");
-    char *r = run(m, "status nope", MANAGE_ERROR);
+    char *r = mfix_run(m, "status nope", MANAGE_ERROR);
     assert_non_null(strstr(r, "'status'"));
     assert_non_null(strstr(r, "'status workers'"));
     assert_non_null(strstr(r, "'status latency'"));
     free(r);
-    r = run(m, "slowlog", MANAGE_ERROR);
+    r = mfix_run(m, "slowlog", MANAGE_ERROR);
     assert_non_null(strstr(r, "'slowlog get [n]'"));
     free(r);
     expect(m, "   ", MANAGE_OK, "");
@@ -231,11 +193,11 @@ static void test_slowlog(void **state)
         "3) id=1 worker=0 time=1700000000.000000 duration_us=250000 pool=\"alpha\" server=\"s2\" "
         "command=\"get\" key=\"user:1\" key_len=6\r\n"
         "END\r\n");
-    char *r = run(m, "slowlog get 1", MANAGE_OK);
+    char *r = mfix_run(m, "slowlog get 1", MANAGE_OK);
     assert_non_null(strstr(r, "1) id=1 worker=2 "));
     assert_null(strstr(r, "2) "));
     free(r);
-    r = run(m, "SLOWLOG GET 100000", MANAGE_OK);
+    r = mfix_run(m, "SLOWLOG GET 100000", MANAGE_OK);
     assert_non_null(strstr(r, "3) "));
     free(r);
     expect(m, "slowlog get 0", MANAGE_ERROR, "ERR: usage: slowlog get [n]\r\n");
@@ -368,12 +330,8 @@ static void test_restricted(void **state)
 {
     struct mfix *m = *state;
     struct manage_auth auth;
-    memset(&auth, 0, sizeof(auth));
-    char err[256];
-    assert_int_equal(manage_auth_set_trust(&auth, "none", err, sizeof(err)), 0);
-    m->ctx.auth = &auth;
-    m->sess.trusted = false;
-    char *r = run(m, "slowlog get", MANAGE_ERROR);
+    mfix_untrusted(m, &auth);
+    char *r = mfix_run(m, "slowlog get", MANAGE_ERROR);
     assert_string_equal(r, "ERR: 'slowlog get' is refused: it needs a trusted client (a unix socket, or an "
                            "address in --manage-trust: none), and no manage password is set "
                            "(--manage-auth-file)\r\n");
@@ -381,13 +339,13 @@ static void test_restricted(void **state)
     expect(m, "auth secret", MANAGE_ERROR, "ERR: no manage password is set (--manage-auth-file)\r\n");
     memcpy(auth.pw.text, "secret", 7);
     auth.pw.len = 6;
-    r = run(m, "reload", MANAGE_ERROR);
+    r = mfix_run(m, "reload", MANAGE_ERROR);
     assert_non_null(strstr(r, "ERR: 'reload' is refused: "));
     assert_non_null(strstr(r, " or 'auth <password>' first\r\n"));
     free(r);
     expect(m, "slowlog reset", MANAGE_ERROR, NULL);
     expect(m, "slowlog len", MANAGE_OK, "0\r\n");
-    r = run(m, "status", MANAGE_OK);
+    r = mfix_run(m, "status", MANAGE_OK);
     free(r);
     expect(m, "auth secre", MANAGE_ERROR, "ERR: invalid password\r\n");
     expect(m, "auth secrets", MANAGE_ERROR, "ERR: invalid password\r\n");
@@ -398,7 +356,7 @@ static void test_restricted(void **state)
     expect(m, "slowlog reset", MANAGE_OK, "OK\r\n");
     expect(m, "auth wrong", MANAGE_ERROR, "ERR: invalid password\r\n"); /* a wrong one undoes it */
     expect(m, "slowlog get", MANAGE_ERROR, NULL);
-    r = run(m, "help", MANAGE_OK);
+    r = mfix_run(m, "help", MANAGE_OK);
     assert_non_null(strstr(r, "auth <password>"));
     assert_non_null(strstr(r, "* the n (default 10)"));
     assert_non_null(strstr(r, "--manage-trust"));
@@ -513,19 +471,19 @@ static void test_password_file(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_help, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_status_is_fresh_json, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_status_workers, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_status_latency, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_find_key, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_errors, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_slowlog, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_restricted, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_help, mfix_setup, mfix_teardown),
+        cmocka_unit_test_setup_teardown(test_status_is_fresh_json, mfix_setup, mfix_teardown),
+        cmocka_unit_test_setup_teardown(test_status_workers, mfix_setup, mfix_teardown),
+        cmocka_unit_test_setup_teardown(test_status_latency, mfix_setup, mfix_teardown),
+        cmocka_unit_test_setup_teardown(test_find_key, mfix_setup, mfix_teardown),
+        cmocka_unit_test_setup_teardown(test_errors, mfix_setup, mfix_teardown),
+        cmocka_unit_test_setup_teardown(test_slowlog, mfix_setup, mfix_teardown),
+        cmocka_unit_test_setup_teardown(test_restricted, mfix_setup, mfix_teardown),
         cmocka_unit_test(test_trusted_networks),
         cmocka_unit_test(test_password_file),
         cmocka_unit_test(test_http_request_line),
-        cmocka_unit_test_setup_teardown(test_http_responses, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_http_healthz, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_http_responses, mfix_setup, mfix_teardown),
+        cmocka_unit_test_setup_teardown(test_http_healthz, mfix_setup, mfix_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

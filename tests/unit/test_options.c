@@ -528,7 +528,7 @@ static void test_help_exact(void **state)
         "                   [-i stats interval] [-p pid file] [-m mbuf size]\n"
         "                   [-T thread num] [-S slowlog threshold] [-N trusted nets]\n"
         "                   [-K auth file] [-L log interval] [-G stop grace]\n"
-        "                   [-M max memory] [-W batch wait]\n"
+        "                   [-M max memory] [-W batch wait] [-H hot keys sample]\n"
         "\n"
         "Options:\n"
         "  -h, --help               : this help\n"
@@ -548,7 +548,7 @@ static void test_help_exact(void **state)
         "  -T, --thread_num=N       : set number of worker threads "
         "(default: the CPUs it may run on, min: 1, max: 1024)\n"
         "  -S, --slowlog=N          : set slowlog threshold in usec (default: 10000 usec)\n"
-        "  -N, --manage-trust=S     : networks trusted with reload and slowlog get/reset "
+        "  -N, --manage-trust=S     : networks trusted with reload, slowlog get/reset and hotkeys "
         "(default: 127.0.0.0/8,::1)\n"
         "  -K, --manage-auth-file=S : read the manage port's auth password from this file (default: off)\n"
         "  -L, --log-interval=N     : log one line per interval per refused command name or failing server "
@@ -559,7 +559,9 @@ static void test_help_exact(void **state)
         "bytes (k, m, g: KiB, MiB, GiB) (default: 0 bytes: no cap)\n"
         "  -W, --batch-wait=N       : set how long a worker waits for more before it writes to a busy "
         "server or to a client awaiting more replies, in usec (0: never) (default: 50 usec, min: 0, max: "
-        "1000)\n";
+        "1000)\n"
+        "  -H, --hotkeys-sample=N   : set the hot keys' sampling: one keyed request in N per pool, for the "
+        "manage port's hotkeys (0: off) (default: 16, min: 0, max: 1048576)\n";
     char *buf = help_text();
     assert_string_equal(buf, want);
     free(buf);
