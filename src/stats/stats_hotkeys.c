@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/util.h"
+
 #define HOTKEYS_FRESH ((uintptr_t)1)
 
 _Static_assert((HOTKEYS_CMS_WIDTH & (HOTKEYS_CMS_WIDTH - 1)) == 0, "the sketch's width is a power of two");
@@ -39,9 +41,11 @@ uint64_t stats_hotkeys_hash(const uint8_t *key, size_t len)
 
 struct stats_hotkeys *stats_hotkeys_create(uint32_t every, uint32_t seed)
 {
-    struct stats_hotkeys *h = aligned_alloc(64, sizeof(*h)); /* a multiple of 64: it holds _Alignas(64) */
+    /* its worker writes it, the stats thread reads its published lists: lines of its own */
+    size_t size = NC_ROUND_UP(sizeof(struct stats_hotkeys), NC_SHARING_SPAN);
+    struct stats_hotkeys *h = aligned_alloc(NC_SHARING_SPAN, size);
     if (h == NULL) return NULL;
-    memset(h, 0, sizeof(*h));
+    memset(h, 0, size);
     h->every = every != 0 ? every : 1;
     h->rng = seed != 0 ? seed : 0x2545f491u;
     h->ring[0].every = h->every;
