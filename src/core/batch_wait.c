@@ -38,7 +38,7 @@ static unsigned batch_wait_units(const struct loop *l)
         unsigned u = c->ops->peer_busy(c);
         if (u > units) {
             units = u;
-            if (units >= BATCH_WAIT_PIPELINE_UNITS) break; /* the longest there is */
+            if (units >= BATCH_WAIT_MOST_WAITS) break; /* the most there is */
         }
     }
     return units;
@@ -72,17 +72,16 @@ void batch_wait_run(struct loop *l)
     if (units == 0) return;
     uint64_t start = nc_usec_now();
     if (start < l->batch_wait_off_until) return;
-    /* the waits of a pipeline answered in part: each -W, at most BATCH_WAIT_MAX_USEC together */
+    /* each wait -W, at most BATCH_WAIT_MAX_USEC together */
     unsigned most = BATCH_WAIT_MAX_USEC / l->batch_wait_usec;
     if (units > most) units = most > 0 ? most : 1;
     stats_ctr_add(&l->stats->batch_waits, 1);
-    if (units > 1) stats_ctr_add(&l->stats->batch_waits_pipelined, 1);
     for (unsigned done = 1;; done++) {
         batch_wait_sleep(l, start);
         (void)event_base_loop(l->base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
-        /* again only while a client's pipeline is still answered in part */
-        if (done >= units || l->batch_wait_off_until > start || batch_wait_units(l) < BATCH_WAIT_PIPELINE_UNITS)
-            return;
+        /* again only while what the pass holds is still worth more waits than were made */
+        if (done >= units || l->batch_wait_off_until > start || batch_wait_units(l) <= done) return;
+        if (done == 1) stats_ctr_add(&l->stats->batch_waits_longer, 1);
         start = nc_usec_now();
     }
 }

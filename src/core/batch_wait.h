@@ -18,11 +18,14 @@ struct loop;
 
 #define BATCH_WAIT_DEFAULT_USEC 50u
 #define BATCH_WAIT_MAX_USEC 1000u
-/* A pass that holds the first replies of a client's pipeline waits -W up to this many times (at
- * most BATCH_WAIT_MAX_USEC together), each time again only while a client's pipeline is still
- * answered in part: the client waits for its last reply anyway, and the servers' replies to the
- * rest of a pipeline come in more pieces than a lone request's. */
-#define BATCH_WAIT_PIPELINE_UNITS 4u
+/* A pass waits -W up to this many times (at most BATCH_WAIT_MAX_USEC together) while what it
+ * holds is still worth it (conn_ops.peer_busy: how many waits a peer is worth): the first replies
+ * of a client's pipeline answered in part are worth them all (the client waits for its last reply
+ * anyway, and the rest of a pipeline comes in pieces from several servers); a server one wait,
+ * and one more per BATCH_WAIT_DEEP_REQS requests of the connection it still has to answer (busy
+ * for a while yet, it reads the held requests in a larger batch). */
+#define BATCH_WAIT_MOST_WAITS 4u
+#define BATCH_WAIT_DEEP_REQS 16u
 /* The waits' lateness (how much later than asked they end) is averaged over about the last
  * 2^BATCH_WAIT_LATE_SHIFT waits; past BATCH_WAIT_LATE_FACTOR times the wait asked for (and at
  * least BATCH_WAIT_LATE_MIN_USEC) the waits are off for BATCH_WAIT_OFF_USEC. An average, not one
@@ -38,7 +41,8 @@ void batch_wait_thread_init(const struct loop *l);
 
 /* Between a blocking pass's callbacks and its flush (loop_pass): waits and runs one more pass when
  * l->batch_wait_usec is set, the waits are not off (l->batch_wait_off_until) and a connection
- * queued for flushing has a busy peer (conn_ops.peer_busy). */
+ * queued for flushing has a busy peer (conn_ops.peer_busy); again, up to BATCH_WAIT_MOST_WAITS
+ * times, while a peer is still worth more waits than were made. */
 void batch_wait_run(struct loop *l);
 
 #endif

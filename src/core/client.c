@@ -518,7 +518,7 @@ static void client_on_handshake(struct conn *c, int err)
  * it nothing. */
 static unsigned client_peer_busy(const struct conn *c)
 {
-    return client_waits(c) ? BATCH_WAIT_PIPELINE_UNITS : 0;
+    return client_waits(c) ? BATCH_WAIT_MOST_WAITS : 0;
 }
 
 const struct conn_ops client_conn_ops = {

@@ -17,6 +17,7 @@
 #include "common/log.h"
 #include "common/sock.h"
 #include "core/backend.h"
+#include "core/batch_wait.h"
 #include "core/loop.h"
 #include "core/park.h"
 #include "core/redirect.h"
@@ -568,10 +569,13 @@ void server_on_readable(struct conn *c)
     else if (c->nsent == 0 && c->tev && !c->connecting && c->t_wblocked == 0) evtimer_del(c->tev);
 }
 
-/* conn_ops.peer_busy: the server has requests of this connection to answer. */
+/* conn_ops.peer_busy: the server has requests of this connection to answer: one wait, and one
+ * more per BATCH_WAIT_DEEP_REQS of them (busy for a while yet: batch_wait.h). */
 static unsigned server_peer_busy(const struct conn *c)
 {
-    return c->nsent > 0 ? 1u : 0u;
+    if (c->nsent == 0) return 0;
+    unsigned waits = 1u + c->nsent / BATCH_WAIT_DEEP_REQS;
+    return waits < BATCH_WAIT_MOST_WAITS ? waits : BATCH_WAIT_MOST_WAITS;
 }
 
 const struct conn_ops server_conn_ops = {

@@ -166,8 +166,8 @@ static void stats_prom_header(struct textbuf *b, const struct stats_snapshot *s)
                       s->batch_waits);
     stats_prom_single(b, "nutcrackers_batch_wait_offs_total", h[STATS_HEADER_batch_wait_offs].desc, "counter",
                       s->batch_wait_offs);
-    stats_prom_single(b, "nutcrackers_batch_waits_pipelined_total", h[STATS_HEADER_batch_waits_pipelined].desc,
-                      "counter", s->batch_waits_pipelined);
+    stats_prom_single(b, "nutcrackers_batch_waits_longer_total", h[STATS_HEADER_batch_waits_longer].desc,
+                      "counter", s->batch_waits_longer);
 }
 
 static void stats_prom_hist(struct textbuf *b, const char *name, const struct conf_pool *cp,

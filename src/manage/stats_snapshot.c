@@ -86,7 +86,7 @@ static void stats_snapshot_add_block(struct stats_snapshot *s, size_t i)
     s->client_memory += stats_snapshot_signed(stats_ctr_get(&b->client_memory));
     s->batch_waits += stats_ctr_get(&b->batch_waits);
     s->batch_wait_offs += stats_ctr_get(&b->batch_wait_offs);
-    s->batch_waits_pipelined += stats_ctr_get(&b->batch_waits_pipelined);
+    s->batch_waits_longer += stats_ctr_get(&b->batch_waits_longer);
     if (i >= rt->nworkers) return;
     for (size_t p = 0; p < s->npools && p < rt->npools; p++) {
         struct stats_pool_snap *ps = &s->pools[p];
@@ -125,7 +125,7 @@ void stats_snapshot_take(struct stats_snapshot *s, long worker)
     s->total_connections = 0;
     s->curr_connections = 0;
     s->client_memory = 0;
-    s->batch_waits = s->batch_wait_offs = s->batch_waits_pipelined = 0;
+    s->batch_waits = s->batch_wait_offs = s->batch_waits_longer = 0;
     for (size_t p = 0; p < s->npools; p++) {
         struct stats_pool_snap *ps = &s->pools[p];
         memset(ps->f, 0, sizeof(ps->f));

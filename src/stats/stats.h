@@ -71,7 +71,7 @@ struct stats_worker {
     /* the batch wait (core/batch_wait.h), written per pass: off line 0, which -M reads */
     _Alignas(64) stats_ctr batch_waits;
     stats_ctr batch_wait_offs;
-    stats_ctr batch_waits_pipelined;
+    stats_ctr batch_waits_longer;
     _Alignas(64) struct stats_slowlog slowlog; /* this worker's slow requests (own cache lines) */
 };
 

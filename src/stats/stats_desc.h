@@ -38,8 +38,8 @@ enum stats_type {
            "# loop passes that waited -W usec before writing to a busy server or client")    \
     ACTION(batch_wait_offs, STATS_COUNTER,                                                   \
            "# times the waits ended so late that a worker stopped waiting for 200 ms")      \
-    ACTION(batch_waits_pipelined, STATS_COUNTER,                                             \
-           "# of those that held part of a pipeline's replies: up to 4 times -W")
+    ACTION(batch_waits_longer, STATS_COUNTER,                                                \
+           "# of those that waited again (a pipeline in part, a deep server queue): <= 4 x -W")
 
 /*
  * The refused commands per name are flat members of the pool's object, after its fields and only
