@@ -170,11 +170,10 @@ int redis_fragment(struct msg *req, const uint32_t *server_of_key, uint32_t n, s
     struct msg **frags = NULL;
     uint32_t stack_count[FRAG_STACK_FRAGS];
     uint32_t *count = NULL;
-    int rc = -ENOMEM;
 
     uint32_t *key_frag = malloc((size_t)nkeys * sizeof(*key_frag));
     if (key_frag == NULL) return -ENOMEM;
-    rc = frag_map(server_of_key, nkeys, key_frag, &nfrags);
+    int rc = frag_map(server_of_key, nkeys, key_frag, &nfrags);
     if (rc < 0) goto fail;
     rc = -ENOMEM;
     frags = calloc(nfrags, sizeof(*frags));
