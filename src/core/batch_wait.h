@@ -21,11 +21,9 @@ struct loop;
 /* A pass waits -W up to this many times (at most BATCH_WAIT_MAX_USEC together) while what it
  * holds is still worth it (conn_ops.peer_busy: how many waits a peer is worth): the first replies
  * of a client's pipeline answered in part are worth them all (the client waits for its last reply
- * anyway, and the rest of a pipeline comes in pieces from several servers); a server one wait,
- * and one more per BATCH_WAIT_DEEP_REQS requests of the connection it still has to answer (busy
- * for a while yet, it reads the held requests in a larger batch). */
+ * anyway, and the rest of a pipeline comes in pieces from several servers); a busy server one
+ * (notes/batch-wait.md: more for a server with a deep queue put latency on every client). */
 #define BATCH_WAIT_MOST_WAITS 4u
-#define BATCH_WAIT_DEEP_REQS 16u
 /* The waits' lateness (how much later than asked they end) is averaged over about the last
  * 2^BATCH_WAIT_LATE_SHIFT waits; past BATCH_WAIT_LATE_FACTOR times the wait asked for (and at
  * least BATCH_WAIT_LATE_MIN_USEC) the waits are off for BATCH_WAIT_OFF_USEC. An average, not one

@@ -569,13 +569,10 @@ void server_on_readable(struct conn *c)
     else if (c->nsent == 0 && c->tev && !c->connecting && c->t_wblocked == 0) evtimer_del(c->tev);
 }
 
-/* conn_ops.peer_busy: the server has requests of this connection to answer: one wait, and one
- * more per BATCH_WAIT_DEEP_REQS of them (busy for a while yet: batch_wait.h). */
+/* conn_ops.peer_busy: the server has requests of this connection to answer: one wait. */
 static unsigned server_peer_busy(const struct conn *c)
 {
-    if (c->nsent == 0) return 0;
-    unsigned waits = 1u + c->nsent / BATCH_WAIT_DEEP_REQS;
-    return waits < BATCH_WAIT_MOST_WAITS ? waits : BATCH_WAIT_MOST_WAITS;
+    return c->nsent > 0 ? 1u : 0u;
 }
 
 const struct conn_ops server_conn_ops = {
