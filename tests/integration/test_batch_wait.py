@@ -4,7 +4,7 @@ does.
 
 One client that waits for each reply always finds its server idle: the batch_waits counter stays
 0. Several such clients make the worker wait for a busy server, never longer (no pipeline in
-part, fewer than 16 requests on the server connection: batch_waits_longer stays 0). A client
+part: batch_waits_longer stays 0). A client
 whose pipeline is answered in part (one server has answered, another still works) makes the
 worker wait again, up to 4 times -W, before writing the first replies (batch_waits_longer counts
 those passes). Clients that pipeline at
