@@ -17,7 +17,6 @@
 #include "common/log.h"
 #include "common/sock.h"
 #include "core/backend.h"
-#include "core/batch_wait.h"
 #include "core/loop.h"
 #include "core/park.h"
 #include "core/redirect.h"

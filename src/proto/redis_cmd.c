@@ -347,9 +347,7 @@ static inline int cmd_name_cmp(const char *a, const char *b)
     return (int)(unsigned char)*a - (int)(unsigned char)*b;
 }
 
-/* name[0..len) lowercased into low (REDIS_CMD_NAME_MAX bytes); false when it cannot be a refused
- * name (empty, too long, a NUL in it: "get\0x" must not match "get"). */
-static bool cmd_name_lower(const uint8_t *name, size_t len, char *low)
+bool redis_cmd_name_lower(const uint8_t *name, size_t len, char *low)
 {
     if (len == 0 || len >= REDIS_CMD_NAME_MAX) return false;
     for (size_t i = 0; i < len; i++) {
@@ -378,7 +376,7 @@ static int cmd_name_search(const char *low, const char *const *names, size_t n)
 int redis_refused_lookup(const uint8_t *name, size_t len)
 {
     char low[REDIS_CMD_NAME_MAX];
-    if (!cmd_name_lower(name, len, low)) return -1;
+    if (!redis_cmd_name_lower(name, len, low)) return -1;
     return cmd_name_search(low, redis_refused_names, REDIS_NREFUSED);
 }
 

@@ -85,6 +85,10 @@ extern const size_t redis_ncmds;
 /* The index of the command named name[0..len) (any case), or -1 when there is none. */
 int redis_cmd_lookup(const uint8_t *name, size_t len);
 
+/* name[0..len) lowercased and NUL-terminated into low (REDIS_CMD_NAME_MAX bytes); false when it
+ * cannot be a command's name (empty, too long, a NUL in it: "get\0x" must not match "get"). */
+bool redis_cmd_name_lower(const uint8_t *name, size_t len, char *low);
+
 /* redis's own commands the proxy does not serve (sorted, lowercase): the names refused requests
  * are counted under (proto_ops.refused_names). */
 #define REDIS_NREFUSED 28

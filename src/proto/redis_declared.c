@@ -132,14 +132,9 @@ void redis_declared_free(const void *table)
 
 int redis_declared_lookup(const struct redis_cmd *table, const uint8_t *name, size_t len)
 {
-    char low[CONF_COMMAND_NAME_MAX + 1];
-    if (len == 0 || len > CONF_COMMAND_NAME_MAX) return -1;
-    for (size_t i = 0; i < len; i++) {
-        uint8_t c = name[i];
-        if (c == '\0') return -1; /* "json.get\0x" is no "json.get" */
-        low[i] = (char)(c >= 'A' && c <= 'Z' ? c + ('a' - 'A') : c);
-    }
-    low[len] = '\0';
+    _Static_assert(CONF_COMMAND_NAME_MAX < REDIS_CMD_NAME_MAX, "a declared name fits the lowercase buffer");
+    char low[REDIS_CMD_NAME_MAX];
+    if (!redis_cmd_name_lower(name, len, low)) return -1; /* "json.get\0x" is no "json.get" */
     const struct redis_declared *d = declared_of(table);
     const struct redis_cmd *decl = d->cmds + redis_ncmds;
     size_t lo = 0, hi = d->ndeclared;
