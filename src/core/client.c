@@ -19,6 +19,7 @@
 #include "common/util.h"
 #include "core/batch_wait.h"
 #include "core/client_mem.h"
+#include "core/client_hold.h"
 #include "core/fair.h"
 #include "core/gen.h"
 #include "core/loop.h"
@@ -482,7 +483,7 @@ static bool client_on_writable(struct conn *c)
 
 static void client_flush_queued(struct conn *c)
 {
-    client_flush(c);
+    if (!client_holds(c)) client_flush(c);
 }
 
 static void client_msg_begin(void *ctx, struct parse_state *ps)

@@ -18,6 +18,7 @@
 
 #include "common/clock.h"
 #include "common/log.h"
+#include "core/flush_hold.h"
 #include "core/loop.h"
 
 #define CONN_READS_PER_EVENT 16 /* fairness between connections of one worker */
@@ -81,6 +82,7 @@ void conn_destroy(struct conn *c)
 {
     if (c->flush_queued) TAILQ_REMOVE(&c->loop->flushq, c, flush_link);
     c->flush_queued = false;
+    flush_hold_forget(c);
     conn_detach(c);
     if (c->tev) event_free(c->tev);
     parse_state_free(&c->rd.ps);

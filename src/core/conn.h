@@ -89,6 +89,7 @@ struct conn_ops {
 struct conn {
     TAILQ_ENTRY(conn) link;        /* clients: the loop's list of clients */
     TAILQ_ENTRY(conn) flush_link;  /* the loop's flush queue (while flush_queued) */
+    TAILQ_ENTRY(conn) hold_link;   /* the loop's hold queue (while hold_queued, core/flush_hold.h) */
     const struct conn_ops *ops;    /* its role */
     struct loop *loop;
     struct pool_rt *pool;
@@ -125,6 +126,7 @@ struct conn {
                                     * progress (0: none waiting); the timeout covers it too */
         const struct mbuf *held_mb; /* client: the read buffer last charged to held_bytes */
     };
+    uint64_t t_hold_until;         /* usec: the end of its flush's hold (flush_hold_until), 0: none */
     uint64_t t_active;             /* usec when its socket last gave bytes (client: or took replies) */
     uint64_t held_bytes;           /* client: memory its queued requests and subscriptions hold (client.c) */
     uint64_t held_max;             /* client: the largest request's held since reqs was last empty */
@@ -152,6 +154,7 @@ struct conn {
         uint32_t held_partial;     /* client: bytes of the request it is still sending (client_mem.h) */
     };
     bool flush_queued;
+    bool hold_queued;
     bool wev_on;                   /* EV_WRITE wanted */
     bool reading;                  /* EV_READ wanted */
     bool connecting;               /* server: non-blocking connect in progress */

@@ -5,6 +5,7 @@ src_libnutcrackers_la_SOURCES += \
 	src/core/route.c src/core/route.h \
 	src/core/loop.c src/core/loop.h \
 	src/core/batch_wait.c src/core/batch_wait.h \
+	src/core/flush_hold.c src/core/flush_hold.h \
 	src/core/pool.c src/core/pool.h \
 	src/core/park.c src/core/park.h \
 	src/core/redirect.c src/core/redirect.h \
@@ -12,6 +13,7 @@ src_libnutcrackers_la_SOURCES += \
 	src/core/conn.c src/core/conn.h \
 	src/core/client.c src/core/client.h \
 	src/core/client_mem.c src/core/client_mem.h \
+	src/core/client_hold.c src/core/client_hold.h \
 	src/core/server.c src/core/server.h \
 	src/core/dedicated.c src/core/dedicated.h \
 	src/core/backend.c src/core/backend.h \

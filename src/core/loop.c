@@ -22,6 +22,7 @@
 #include "core/client.h"
 #include "core/batch_wait.h"
 #include "core/client_mem.h"
+#include "core/flush_hold.h"
 #include "core/park.h"
 #include "core/redirect.h"
 #include "core/runtime.h"
@@ -220,6 +221,7 @@ int loop_init(struct loop *l, uint32_t id, struct event_base *base, struct runti
     TAILQ_INIT(&l->backends);
     mbuf_pool_init(&l->mbufs, mbuf_size, LOOP_MBUF_FREE_MAX);
     msg_pool_init(&l->msgs, LOOP_MSG_FREE_MAX);
+    if (flush_hold_init(l) < 0) return -ENOMEM;
     l->gen = gen_create(l, rt);
     if (l->gen == NULL) return -ENOMEM;
     l->reap_ev = event_new(base, -1, 0, loop_on_reap, l);
@@ -277,6 +279,7 @@ void loop_deinit(struct loop *l)
     redirect_release_all(l);
     while ((c = TAILQ_FIRST(&l->clients)) != NULL) client_close(c);
     feature_loop_deinit(l); /* after the clients: what they waited for is orphaned */
+    flush_hold_deinit(l);
     struct gen *g;
     l->gen = NULL;
     while ((g = TAILQ_FIRST(&l->gens)) != NULL) gen_destroy(g);

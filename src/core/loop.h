@@ -57,6 +57,8 @@ struct loop {
     uint64_t idle_every_usec;     /* its period */
     struct event *reap_ev;        /* activated when an old generation may have become idle */
     struct conn_tqh flushq;       /* conns with output to write (conn_flush_later) */
+    struct conn_tqh holdq;        /* conns whose flush is put off (core/flush_hold.h) */
+    struct event *hold_ev;        /* the end of the first hold */
     struct mbuf_pool mbufs;
     struct msg_pool msgs;
     struct gen *gen;              /* the current generation: new clients join it */

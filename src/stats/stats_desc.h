@@ -39,7 +39,9 @@ enum stats_type {
     ACTION(batch_wait_offs, STATS_COUNTER,                                                   \
            "# times the waits ended so late that a worker stopped waiting for 200 ms")      \
     ACTION(batch_waits_longer, STATS_COUNTER,                                                \
-           "# of those that waited again for a pipeline answered in part: <= 4 x -W")
+           "# of those that waited again for a pipeline answered in part: <= 4 x -W")     \
+    ACTION(reply_holds, STATS_COUNTER,                                                       \
+           "# times a client's first replies waited for the rest of its pipeline: <= 4 x -W")
 
 /*
  * The refused commands per name are flat members of the pool's object, after its fields and only

@@ -49,7 +49,7 @@ SERVER_METRICS = ["server_eof", "server_err", "server_timedout", "server_connect
 HEADER_FIELDS = ["service", "source", "version", "uptime", "timestamp", "generation", "loaded_at",
                  "total_connections",
                  "curr_connections", "client_memory", "batch_waits", "batch_wait_offs",
-                 "batch_waits_longer"]
+                 "batch_waits_longer", "reply_holds"]
 
 
 @pytest.mark.parametrize("flag", ["-V", "--version"])
