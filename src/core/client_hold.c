@@ -26,6 +26,12 @@ static bool client_in_part(const struct conn *c)
     return false;
 }
 
+static void client_hold_end(struct conn *c)
+{
+    flush_hold_forget(c);
+    c->t_hold_until = 0;
+}
+
 /* Whether the replies c has ready wait for the rest of its pipeline (core/flush_hold.h): while it
  * is answered in part, from the first flush that held them for CLIENT_HOLD_WAITS times -W (at
  * most CLIENT_HOLD_MAX_USEC). Never with -W 0, in a feature's state, closing, held back by its
@@ -35,8 +41,7 @@ bool client_holds(struct conn *c)
     const struct loop *l = c->loop;
     if (l->batch_wait_usec == 0 || c->feat_on != 0 || c->closing || c->kill || c->fair_nheld > 0 ||
         c->mem_paused || c->held_bytes > CLIENT_HOLD_BYTES_MAX || !client_in_part(c)) {
-        flush_hold_forget(c);
-        c->t_hold_until = 0;
+        if (c->t_hold_until != 0) client_hold_end(c);
         return false;
     }
     uint64_t now = nc_usec_now();
@@ -50,8 +55,7 @@ bool client_holds(struct conn *c)
         flush_hold_until(c, c->t_hold_until); /* queued still, unless the clocks disagreed */
         return true;
     }
-    flush_hold_forget(c);
-    c->t_hold_until = 0;
+    client_hold_end(c);
     return false;
 }
 
