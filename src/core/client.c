@@ -483,7 +483,10 @@ static bool client_on_writable(struct conn *c)
 
 static void client_flush_queued(struct conn *c)
 {
-    if (!client_holds(c)) client_flush(c);
+    /* the usual case without a call: no hold on, and no reply ready with a later one to come */
+    const struct msg *head = TAILQ_FIRST(&c->reqs);
+    bool single = head == NULL || !head->done || TAILQ_NEXT(head, client_link) == NULL;
+    if ((single && c->t_hold_until == 0) || !client_holds(c)) client_flush(c);
 }
 
 static void client_msg_begin(void *ctx, struct parse_state *ps)
