@@ -24,6 +24,12 @@ tests_unit_test_txn_LDADD = $(NC_UNIT_LIBS)
 tests_unit_test_pubsub_SOURCES = tests/unit/test_pubsub.c $(NC_CORE_HARNESS)
 tests_unit_test_pubsub_CFLAGS = $(NC_UNIT_CFLAGS)
 tests_unit_test_pubsub_LDADD = $(NC_UNIT_LIBS)
+# the hold of a pipeline's first replies (test_client_hold), through the same harness
+check_PROGRAMS += tests/unit/test_client_hold
+TESTS += tests/unit/test_client_hold
+tests_unit_test_client_hold_SOURCES = tests/unit/test_client_hold.c $(NC_CORE_HARNESS)
+tests_unit_test_client_hold_CFLAGS = $(NC_UNIT_CFLAGS)
+tests_unit_test_client_hold_LDADD = $(NC_UNIT_LIBS)
 # the core's machinery for transports with a handshake, bytes held back and reads or writes that
 # wait for the other direction (test_transport), through a transport of the tests' own
 check_PROGRAMS += tests/unit/test_transport

@@ -254,6 +254,16 @@ const struct stats_pool_block *ch_pool_stats(struct harness *h)
     return h->rt->pools[0].wstats[0];
 }
 
+const struct stats_worker *ch_worker_stats(struct harness *h)
+{
+    return h->stats;
+}
+
+void ch_batch_wait(struct harness *h, unsigned usec)
+{
+    h->loop.batch_wait_usec = usec;
+}
+
 /* --- routing, requests -------------------------------------------------------------------------- */
 
 size_t ch_route(struct harness *h, const char *key)

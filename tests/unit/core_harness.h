@@ -49,6 +49,10 @@ int ch_teardown(void **state);
 
 /* The pool's counter block of the loop (stats/stats.h: client_err, server_err ...). */
 const struct stats_pool_block *ch_pool_stats(struct harness *h);
+/* The loop's own counter block (stats/stats.h: batch_waits, reply_holds ...). */
+const struct stats_worker *ch_worker_stats(struct harness *h);
+/* Sets the loop's -W (core/batch_wait.h; a worker's is set before its loop runs; 0 here). */
+void ch_batch_wait(struct harness *h, unsigned usec);
 
 /* The index of the server key maps to (the pool's routing). */
 size_t ch_route(struct harness *h, const char *key);
