@@ -15,7 +15,6 @@ are spread over all three) and a redis-server of its own for redis's texts.
   new one are listed together.
 """
 import pytest
-import redis
 
 from nctest.cluster import start_cluster
 from nctest.codec import resp

@@ -18,7 +18,7 @@ from nctest import procfs, procs
 from nctest.cluster import matrix_id, start_cluster
 from nctest.codec import resp
 from nctest.conf import write_conf as replace_conf
-from nctest.conn import Closed, RawConn, redis_client, redis_client_fields
+from nctest.conn import Closed, RawConn, redis_client_fields
 from nctest.keys import spread_keys
 from nctest.manage import command as manage_command
 from nctest.manage import status as manage_status

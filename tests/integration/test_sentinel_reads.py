@@ -13,7 +13,6 @@ went). One shard of a master and two replicas, 3 sentinels.
 The stats list the replica slots: shard0/replica1..3, two of them at the replicas' addresses,
 role replica.
 """
-import threading
 
 import pytest
 import redis
