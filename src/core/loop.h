@@ -58,7 +58,7 @@ struct loop {
     struct event *reap_ev;        /* activated when an old generation may have become idle */
     struct conn_tqh flushq;       /* conns with output to write (conn_flush_later) */
     struct conn_tqh holdq;        /* conns whose flush is put off (core/flush_hold.h) */
-    struct event *hold_ev;        /* the end of the first hold */
+    struct event *hold_ev;        /* fires when the hold queue's first hold ends */
     struct mbuf_pool mbufs;
     struct msg_pool msgs;
     struct gen *gen;              /* the current generation: new clients join it */

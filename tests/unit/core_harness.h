@@ -101,6 +101,10 @@ size_t ch_srv_unread(struct harness *h, size_t s, size_t k);
 /* Whether the proxy has closed connection k of server s (as far as the harness has read). */
 bool ch_srv_closed(struct harness *h, size_t s, size_t k);
 
+typedef bool (*ch_pred)(struct harness *h, void *arg);
+/* Steps the loop until pred holds; fails the test after CH_WAIT_MS. */
+void ch_wait(struct harness *h, ch_pred pred, void *arg, const char *what);
+
 /* Runs the loop until nothing moves: every byte written by anyone read by its peer, every
  * connection accepted, no event active, for several rounds in a row. */
 void ch_settle(struct harness *h);

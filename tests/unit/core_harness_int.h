@@ -66,9 +66,6 @@ void ch_peer_write(struct harness *h, struct ch_peer *p, const char *bytes);
 /* What every connection holds (for a failure's message). */
 void ch_dump(const struct harness *h);
 
-typedef bool (*ch_pred)(struct harness *h, void *arg);
-/* Steps the loop until pred holds; fails the test after CH_WAIT_MS. */
-void ch_wait(struct harness *h, ch_pred pred, void *arg, const char *what);
 /* Waits for n bytes of p, checks them against bytes (when not NULL), consumes them. */
 void ch_peer_expect(struct harness *h, struct ch_peer *p, const char *bytes, size_t n);
 /* Waits until the proxy has closed p. */
