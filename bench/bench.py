@@ -42,7 +42,7 @@ from nctest.procfs import cpu_ticks, io_calls, rss_kb, set_affinity  # noqa: E40
 from nctest.procs import free_port, stop_popen as stop  # noqa: E402
 import peers  # noqa: E402
 from peers import VARIANTS, serves  # noqa: E402
-from report import fmt, med, ratio, summary_table, workload_table  # noqa: E402 (fmt, med: storm.py's too)
+from report import fmt, med, paired_table, ratio, summary_table, workload_table  # noqa: E402 (fmt, med: storm.py's too)
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 NREDIS = 4
@@ -471,6 +471,7 @@ def main():
             print(text, flush=True)
         if allmed:
             print(summary_table(allmed), flush=True)
+            print(paired_table({name: rec["runs"] for name, rec in allres["workloads"].items()}), flush=True)
         if do_idle:
             text, allres["idle"] = run_idle(b, variants, args)
             print(text, flush=True)

@@ -1,10 +1,14 @@
 """bench/report.py - bench/bench.py's tables: per workload the medians of every variant and the
 ratios of pairs of variants, and at the end the summary, one row per workload and pair (nc1/tw,
-nc1/px, ...). Numbers only go through here to be formatted; nothing is measured.
+nc1/px, ...), and the same pairs round by round (paired_table). Numbers only go through here to be
+formatted; nothing is measured. `python3 bench/report.py RESULTS.json` prints the round-by-round
+table of a run saved with bench.py --json.
 
 Used from the benchmark's one thread.
 """
+import json
 import statistics
+import sys
 
 # the ratios printed per workload (when both variants ran)
 RATIOS = [("nc1", "tw"), ("nc1", "px"), ("nc1f", "twf"), ("nc1f", "pxf"), ("nc2f", "nc1f"), ("nc2f", "twf"),
@@ -85,3 +89,38 @@ def summary_table(allmed):
                 cells = [fmt(ratio(m[a][c], m[b][c])) for c in SUMMARY_COLUMNS]
                 lines.append(f"| {name} | {a}/{b} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
+
+
+# the columns of the round-by-round table
+PAIRED_COLUMNS = ["proxy_us", "rps", "backend_us", "load_us"]
+
+
+def paired_cell(a_runs, b_runs, col):
+    """The median and range of a/b over the rounds, each round's a against that round's b (the
+    runs alternate, so a pair ran a few seconds apart, under the same load of the host)."""
+    rs = [ratio(a[col], b[col]) for a, b in zip(a_runs, b_runs)]
+    rs = [r for r in rs if r == r]
+    if not rs:
+        return "-"
+    return f"{fmt(statistics.median(rs))} ({fmt(min(rs))}-{fmt(max(rs))})"
+
+
+def paired_table(allruns):
+    """Per workload and summary pair: the median of the rounds' own ratios and their range.
+    allruns: {workload: {variant: [run, ...]}}. On a host whose speed drifts between rounds (a
+    shared virtual machine), this moves less than the ratio of the medians."""
+    lines = ["### Round by round (median of each round's ratio, and the range)", "",
+             "| workload | ratio | " + " | ".join(TITLES[c] for c in PAIRED_COLUMNS) + " |",
+             "|---|---" + "|---" * len(PAIRED_COLUMNS) + "|"]
+    for name, runs in allruns.items():
+        for a, b in SUMMARY:
+            if runs.get(a) and runs.get(b):
+                cells = [paired_cell(runs[a], runs[b], c) for c in PAIRED_COLUMNS]
+                lines.append(f"| {name} | {a}/{b} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    with open(sys.argv[1]) as f:
+        saved = json.load(f)
+    print(paired_table({name: rec["runs"] for name, rec in saved["workloads"].items()}))
