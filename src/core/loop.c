@@ -40,7 +40,12 @@
 #define LOOP_MSG_FREE_MAX 0
 #else
 #define LOOP_MBUF_FREE_MAX 256  /* free chunks kept per loop; more go back to the allocator */
-#define LOOP_MSG_FREE_MAX 4096
+/* Free msgs kept per loop. A pipelined multi-key load has 10 msgs per MGET in flight (the request,
+ * 4 fragments, their replies, the client's reply: 8,000 at 50 clients x 16 MGETs), and a pass that
+ * flushes the clients' held pipelines gives back thousands at once; past this the rest went to
+ * free() and came back by calloc() and realloc() within the millisecond (notes/msg-reuse.md). A
+ * pooled msg is ~0.3-1 KB with its arrays and own chunk; those unused for a second are trimmed. */
+#define LOOP_MSG_FREE_MAX 16384
 #endif
 #define LOOP_TRIM_SEC 1  /* how often free chunks unused since the last time are released */
 #define LOOP_IDLE_MIN_USEC 50000u   /* idle clients are looked for at most this often */

@@ -23,6 +23,8 @@ static void msg_free(struct msg *m)
     free(m->spans);
     free(m->keys);
     free(m->elems);
+    free(m->frags_kept);
+    free(m->key_frag_kept);
     if (m->own != NULL) mbuf_unref(m->own);
     free(m);
 }
@@ -73,11 +75,11 @@ void msg_put(struct msg_pool *pool, struct msg *m)
     for (uint32_t i = 0; i < m->nspans; i++) mbuf_unref(m->spans[i].mb);
     m->nspans = 0;
     if (m->frags != NULL) { /* (a multi-key request's: the plain path makes no call here) */
-        free(m->frags);
+        if (m->frags != m->frags_kept) free(m->frags);
         m->frags = NULL;
     }
     if (m->key_frag != NULL) {
-        free(m->key_frag);
+        if (m->key_frag != m->key_frag_kept) free(m->key_frag);
         m->key_frag = NULL;
     }
     pool->nlive--;
@@ -90,7 +92,8 @@ void msg_put(struct msg_pool *pool, struct msg *m)
         }
     }
     /* big arrays are not kept: memory returns to its baseline after a burst */
-    if (pool->nfree >= pool->max_free || m->spans_cap > 64 || m->keys_cap > 64 || m->elems_cap > 64) {
+    if (pool->nfree >= pool->max_free || m->spans_cap > 64 || m->keys_cap > 64 || m->elems_cap > 64 ||
+        m->frags_kept_cap > 64 || m->key_frag_kept_cap > 64) {
         msg_free(m);
         return;
     }
@@ -112,6 +115,19 @@ static int grow(void **arr, uint32_t *cap, uint32_t need, size_t elem_size)
     *arr = p;
     *cap = ncap;
     return 0;
+}
+
+struct msg **msg_frags_array(struct msg *m, uint32_t n)
+{
+    if (grow((void **)&m->frags_kept, &m->frags_kept_cap, n ? n : 1, sizeof(struct msg *)) < 0) return NULL;
+    memset(m->frags_kept, 0, (size_t)n * sizeof(struct msg *));
+    return m->frags_kept;
+}
+
+uint32_t *msg_key_frag_array(struct msg *m, uint32_t n)
+{
+    if (grow((void **)&m->key_frag_kept, &m->key_frag_kept_cap, n ? n : 1, sizeof(uint32_t)) < 0) return NULL;
+    return m->key_frag_kept;
 }
 
 int msg_append_grow(struct msg *m, struct mbuf *mb, uint32_t off, uint32_t len)
@@ -154,6 +170,15 @@ int msg_append_own(struct msg *m, const void *data, size_t n)
     if (n == 0) return 0;
     uint8_t *p = msg_own(m, n);
     if (p == NULL) return -ENOMEM;
+    memcpy(p, data, n);
+    return msg_append(m, m->own, (uint32_t)(p - m->own->data), (uint32_t)n);
+}
+
+int msg_append_copy(struct msg *m, const void *data, size_t n)
+{
+    if (n == 0) return 0;
+    uint8_t *p = msg_own(m, n);
+    if (p == NULL) return msg_append_literal(m, data, n); /* no room left (or no chunk) */
     memcpy(p, data, n);
     return msg_append(m, m->own, (uint32_t)(p - m->own->data), (uint32_t)n);
 }

@@ -156,7 +156,9 @@ struct msg {
     struct msg_key *keys;
     struct msg_elem *elems;
     struct mbuf *own;
-    uint32_t spans_cap, keys_cap, elems_cap;
+    struct msg **frags_kept;       /* a multi-key request's fragments array (msg_frags_array) */
+    uint32_t *key_frag_kept;       /* and its key -> fragment array (msg_key_frag_array) */
+    uint32_t spans_cap, keys_cap, elems_cap, frags_kept_cap, key_frag_kept_cap;
 };
 
 TAILQ_HEAD(msg_tqh, msg);
@@ -181,7 +183,8 @@ uint32_t msg_pool_trim_idle(struct msg_pool *pool, uint32_t keep);
 /* A zeroed msg with a fresh id, or NULL when out of memory. */
 struct msg *msg_get(struct msg_pool *pool);
 /* Drops every span (unref'ing mbufs), the fragments array and the msg itself. Does not put the
- * fragments or the peer: the caller does that. */
+ * fragments or the peer: the caller does that. A msg with arrays past 64 entries is freed, not
+ * kept (memory returns to its baseline after a burst). */
 void msg_put(struct msg_pool *pool, struct msg *m);
 
 /* msg_append's new span when the array is full: grows it. */
@@ -216,6 +219,15 @@ int msg_append_literal(struct msg *m, const void *data, size_t len);
 uint8_t *msg_own(struct msg *m, size_t n);
 /* Appends a copy of data[0..n) from m's own chunk. Returns 0 or -ENOMEM (no room left too). */
 int msg_append_own(struct msg *m, const void *data, size_t n);
+/* Appends a copy of data[0..n): from m's own chunk while it has room, else as a literal (short
+ * protocol text on a hot path: a fragment's header, a rebuilt reply's). Returns 0 or -ENOMEM. */
+int msg_append_copy(struct msg *m, const void *data, size_t n);
+/* A multi-key request's arrays for m->frags (n entries, zeroed) and m->key_frag (n entries), from
+ * arrays kept with m across reuses: no malloc per request once the pool is warm. msg_put leaves
+ * them with the msg (it frees a frags or key_frag array only when it is not one of these).
+ * NULL when out of memory. */
+struct msg **msg_frags_array(struct msg *m, uint32_t n);
+uint32_t *msg_key_frag_array(struct msg *m, uint32_t n);
 /* Cuts the last n bytes (all when n >= len), dropping the spans left empty. */
 void msg_trim_tail(struct msg *m, uint64_t n);
 /* Applies the parser's edits to a complete msg: cuts trim bytes, then appends the tail. Returns 0

@@ -152,7 +152,7 @@ int redis_frag_header(struct msg *frag, const char *name, uint64_t nargs)
     n += len;
     memcpy(hdr + n, "\r\n", 2);
     n += 2;
-    return msg_append_literal(frag, hdr, n);
+    return msg_append_copy(frag, hdr, n);
 }
 
 int redis_fragment(struct msg *req, const uint32_t *server_of_key, uint32_t n, struct msg_pool *pool)
@@ -171,12 +171,13 @@ int redis_fragment(struct msg *req, const uint32_t *server_of_key, uint32_t n, s
     uint32_t stack_count[FRAG_STACK_FRAGS];
     uint32_t *count = NULL;
 
-    uint32_t *key_frag = malloc((size_t)nkeys * sizeof(*key_frag));
+    /* (both arrays are kept with req across reuses: msg_put does not free them) */
+    uint32_t *key_frag = msg_key_frag_array(req, nkeys);
     if (key_frag == NULL) return -ENOMEM;
     int rc = frag_map(server_of_key, nkeys, key_frag, &nfrags);
-    if (rc < 0) goto fail;
+    if (rc < 0) return rc;
     rc = -ENOMEM;
-    frags = calloc(nfrags, sizeof(*frags));
+    frags = msg_frags_array(req, nfrags);
     count = nfrags <= FRAG_STACK_FRAGS ? stack_count : malloc(nfrags * sizeof(*count));
     if (frags == NULL || count == NULL) goto fail;
     memset(count, 0, nfrags * sizeof(*count));
@@ -210,16 +211,14 @@ int redis_fragment(struct msg *req, const uint32_t *server_of_key, uint32_t n, s
 fail:
     for (uint32_t f = 0; frags != NULL && f < nfrags; f++)
         if (frags[f] != NULL) msg_put(pool, frags[f]);
-    free(frags);
     if (count != stack_count) free(count);
-    free(key_frag);
     return rc;
 }
 
 static int coalesce_literal(struct msg *rsp, uint8_t type, const char *text, size_t n)
 {
     rsp->rsp_type = type;
-    return msg_append_literal(rsp, text, n);
+    return msg_append_copy(rsp, text, n);
 }
 
 static int coalesce_mget(struct msg *req, struct msg *rsp)

@@ -1,7 +1,8 @@
 /*
  * test_msg.c - unit tests of mbuf and msg: spans, merging, slices across mbufs, literals, keys
- * and their cap, a msg's own chunk (reused, or replaced while a slice of it lives on), trimming
- * a msg's end and the parser's edits (msg_finish).
+ * and their cap, a msg's own chunk (reused, or replaced while a slice of it lives on), short copies
+ * (msg_append_copy: the own chunk, then a literal), a split's arrays kept across reuses
+ * (msg_frags_array, msg_key_frag_array), trimming a msg's end and the parser's edits (msg_finish).
  * Threads: the test's only.
  */
 #include "config.h"
@@ -10,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
 
@@ -198,6 +200,66 @@ static void test_own_capacity(void **state)
     msg_pool_deinit(&pp);
 }
 
+/* msg_append_copy writes into the own chunk while it has room, then falls back to a literal
+ * chunk: the bytes are the same either way. */
+static void test_append_copy_own_then_literal(void **state)
+{
+    (void)state;
+    struct pools p;
+    pools_open(&p);
+    struct msg *m = msg_get(&p.pp);
+    assert_int_equal(msg_append_copy(m, "*2\r\n", 4), 0);
+    struct mbuf *own = m->own;
+    assert_non_null(own);
+    assert_int_equal(m->nspans, 1);
+    assert_non_null(msg_own(m, MSG_OWN_CAP - 4)); /* the chunk is full now */
+    assert_int_equal(msg_append_copy(m, "$3\r\nfoo\r\n", 9), 0);
+    assert_int_equal(m->nspans, 2);
+    assert_ptr_not_equal(m->spans[1].mb, own); /* a literal */
+    assert_int_equal(msg_append_copy(m, "", 0), 0);
+    char out[64];
+    assert_string_equal(text_of(m, out, sizeof(out)), "*2\r\n$3\r\nfoo\r\n");
+    msg_put(&p.pp, m);
+    pools_close(&p);
+}
+
+/* A split's arrays stay with the msg: the next use gets the same memory (frags zeroed) with no
+ * allocation, msg_put leaves them alone, an array of another origin is freed by msg_put, and a
+ * msg whose arrays grew past 64 entries is freed rather than pooled. */
+static void test_frag_arrays_kept(void **state)
+{
+    (void)state;
+    struct pools p;
+    pools_open(&p);
+    struct msg *m = msg_get(&p.pp), *f = msg_get(&p.pp);
+    struct msg **frags = msg_frags_array(m, 3);
+    uint32_t *key_frag = msg_key_frag_array(m, 10);
+    assert_non_null(frags);
+    assert_non_null(key_frag);
+    frags[1] = f;
+    key_frag[9] = 2;
+    m->frags = frags;
+    m->key_frag = key_frag;
+    m->nfrags = 3;
+    msg_put(&p.pp, m);
+    assert_null(m->frags);
+    struct msg *again = msg_get(&p.pp);
+    assert_ptr_equal(again, m);
+    assert_ptr_equal(msg_frags_array(again, 2), frags);
+    assert_null(frags[0]);
+    assert_null(frags[1]); /* zeroed for its new use */
+    assert_ptr_equal(msg_key_frag_array(again, 10), key_frag);
+    again->frags = calloc(1, sizeof(struct msg *)); /* another origin's array: msg_put frees it */
+    msg_put(&p.pp, again);
+    struct msg *big = msg_get(&p.pp);
+    assert_non_null(msg_frags_array(big, 65));
+    uint32_t nfree = p.pp.nfree;
+    msg_put(&p.pp, big);
+    assert_int_equal(p.pp.nfree, nfree); /* freed, not kept (ASan: no leak) */
+    msg_put(&p.pp, f);
+    pools_close(&p);
+}
+
 /* msg_trim_tail cuts across spans, unreferencing the ones it empties, down to nothing. */
 static void test_trim_tail(void **state)
 {
@@ -278,6 +340,8 @@ int main(void)
         cmocka_unit_test(test_own_reused),
         cmocka_unit_test(test_own_replaced_while_a_slice_lives),
         cmocka_unit_test(test_own_capacity),
+        cmocka_unit_test(test_append_copy_own_then_literal),
+        cmocka_unit_test(test_frag_arrays_kept),
         cmocka_unit_test(test_trim_tail),
         cmocka_unit_test(test_finish),
     };
