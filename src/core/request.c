@@ -30,7 +30,7 @@ static int request_reply_text(struct loop *l, struct msg *req, const char *text,
 {
     struct msg *rsp = msg_get(&l->msgs);
     if (rsp == NULL) return -ENOMEM;
-    if (msg_append_literal(rsp, text, len) < 0) {
+    if (msg_append_copy(rsp, text, len) < 0) {
         msg_put(&l->msgs, rsp);
         return -ENOMEM;
     }

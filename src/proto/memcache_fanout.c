@@ -116,7 +116,7 @@ static int mc_coalesce_flush(struct msg *req, struct msg *rsp)
         if (r->rsp_type != RSP_MC_OK) return mc_slice(rsp, r);
     }
     rsp->rsp_type = RSP_MC_OK;
-    return msg_append_literal(rsp, "OK\r\n", 4);
+    return msg_append_copy(rsp, "OK\r\n", 4);
 }
 
 /* Adds one server's "STAT name value" lines. */

@@ -71,7 +71,7 @@ static int mc_local(struct proto_session *s, const struct conf_pool *cp, const s
         if (!req->noreply) {
             char buf[512];
             size_t n = mc_reject_reply(req, buf, sizeof(buf));
-            if (msg_append_literal(rsp, buf, n) < 0) return -ENOMEM;
+            if (msg_append_copy(rsp, buf, n) < 0) return -ENOMEM;
         }
         return req->quit ? PROTO_ANSWERED_CLOSE : PROTO_ANSWERED;
     }

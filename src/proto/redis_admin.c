@@ -123,5 +123,5 @@ int redis_coalesce_admin(struct msg *req, struct msg *rsp)
     for (uint32_t f = 0; f < req->nfrags; f++) /* DELETE, FLUSH, RESTORE */
         if (!redis_reply_is_ok(req->frags[f]->peer)) return -EINVAL;
     rsp->rsp_type = RSP_STATUS;
-    return msg_append_literal(rsp, "+OK\r\n", 5);
+    return msg_append_copy(rsp, "+OK\r\n", 5);
 }

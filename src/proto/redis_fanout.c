@@ -69,7 +69,7 @@ static int fan_refuse(struct msg *rsp, const char *pre, const uint8_t *word, siz
 
 static int fan_answer(struct msg *rsp, const char *text)
 {
-    return msg_append_literal(rsp, text, strlen(text)) < 0 ? -ENOMEM : PROTO_ANSWERED;
+    return msg_append_copy(rsp, text, strlen(text)) < 0 ? -ENOMEM : PROTO_ANSWERED;
 }
 
 int redis_fan_local(const struct conf_pool *cp, const struct msg *req, struct msg *rsp)
@@ -175,7 +175,7 @@ static int fan_slice(struct msg *rsp, const struct msg *r)
 static int fan_text(struct msg *rsp, uint8_t type, const char *text)
 {
     rsp->rsp_type = type;
-    return msg_append_literal(rsp, text, strlen(text));
+    return msg_append_copy(rsp, text, strlen(text));
 }
 
 /* The integer of a reply element ":<n>\r\n" (RESP3 servers send the same). */

@@ -115,14 +115,14 @@ bool redis_key_is(const struct msg_key *k, const char *word)
 
 int redis_answer(struct msg *rsp, const char *text, int verdict)
 {
-    return msg_append_literal(rsp, text, strlen(text)) < 0 ? -ENOMEM : verdict;
+    return msg_append_copy(rsp, text, strlen(text)) < 0 ? -ENOMEM : verdict;
 }
 
 int redis_answer_named(struct msg *rsp, const char *pre, const struct msg_key *k, const char *post, bool lower)
 {
     char buf[REDIS_LOCAL_REPLY_MAX];
     size_t n = redis_reply_line(buf, sizeof(buf), pre, k->ptr, k->len, post, lower);
-    return msg_append_literal(rsp, buf, n) < 0 ? -ENOMEM : PROTO_ANSWERED;
+    return msg_append_copy(rsp, buf, n) < 0 ? -ENOMEM : PROTO_ANSWERED;
 }
 
 int redis_answer_text(struct textbuf *t, struct msg *rsp)
@@ -166,8 +166,8 @@ static int redis_bulk_reply(const struct msg_key *k, struct msg *rsp)
 {
     char head[32];
     int n = snprintf(head, sizeof(head), "$%u\r\n", k->len);
-    if (msg_append_literal(rsp, head, (size_t)n) < 0 || msg_append_literal(rsp, k->ptr, k->len) < 0 ||
-        msg_append_literal(rsp, "\r\n", 2) < 0)
+    if (msg_append_copy(rsp, head, (size_t)n) < 0 || msg_append_copy(rsp, k->ptr, k->len) < 0 ||
+        msg_append_copy(rsp, "\r\n", 2) < 0)
         return -ENOMEM;
     return PROTO_ANSWERED;
 }
@@ -417,7 +417,7 @@ int redis_local(struct proto_session *s, const struct conf_pool *cp, const struc
     if (req->reject != REJECT_NONE) {
         char buf[REDIS_LOCAL_REPLY_MAX];
         size_t n = redis_reject_reply(req, buf, sizeof(buf));
-        if (msg_append_literal(rsp, buf, n) < 0) return -ENOMEM;
+        if (msg_append_copy(rsp, buf, n) < 0) return -ENOMEM;
         return req->quit ? PROTO_ANSWERED_CLOSE : PROTO_ANSWERED;
     }
     if (req->quit) return redis_answer(rsp, "+OK\r\n", PROTO_ANSWERED_CLOSE);
