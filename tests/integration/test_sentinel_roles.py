@@ -396,8 +396,15 @@ def test_transaction_on_a_demoted_master_is_never_sent_again(d, nutcrackers, wri
         assert isinstance(reply, Err) and reply.startswith("EXECABORT"), reply
         proxy.wait_log(f"server {SHARD}: master moved from {addr_str(old)} to {addr_str(new)}",
                        timeout=FOLLOW_TIMEOUT, start=mark)
-        # this client's worker runs a pass with the new table (a parked write would go now)
-        assert c.call("GET", a) == b"0"
+        # this client's worker runs a pass with the new table (a parked write would go now). The
+        # log line is the source's; a worker that reads the GET in the pass that also takes the
+        # new table has queued it on the old master's connection, which that pass closes: the GET
+        # fails once with the documented "Remote address changed" (notes/topology.md), never
+        # written anywhere; asked again, it reads the new master.
+        got = c.call("GET", a)
+        if isinstance(got, Err) and "Remote address changed" in got:
+            got = c.call("GET", a)
+        assert got == b"0"
         assert [c.call("MULTI"), c.call("INCR", b), c.call("EXEC")] == ["OK", "QUEUED", [1]]
     assert stored(d, new, a, b) == [b"0", b"1"]  # only the later transaction ran
 
