@@ -176,11 +176,8 @@ int msg_append_own(struct msg *m, const void *data, size_t n)
 
 int msg_append_copy(struct msg *m, const void *data, size_t n)
 {
-    if (n == 0) return 0;
-    uint8_t *p = msg_own(m, n);
-    if (p == NULL) return msg_append_literal(m, data, n); /* no room left (or no chunk) */
-    memcpy(p, data, n);
-    return msg_append(m, m->own, (uint32_t)(p - m->own->data), (uint32_t)n);
+    int rc = msg_append_own(m, data, n);
+    return rc == -ENOMEM ? msg_append_literal(m, data, n) : rc; /* no room left (or no chunk) */
 }
 
 void msg_trim_tail(struct msg *m, uint64_t n)

@@ -12,7 +12,8 @@
  * bytes cut from a reply's end (the reply to a terminator the proxy added), then tail, bytes
  * appended to a request (that terminator). Bytes the proxy writes for one msg (a decoded key, a
  * tail, a short reply) go to its own chunk (msg_own: up to MSG_OWN_CAP bytes, allocated once and
- * kept with a pooled msg, so none of this allocates per request).
+ * kept with a pooled msg, so none of this allocates per request); so do a multi-key request's
+ * fragment arrays (msg_frags_array, msg_key_frag_array; notes/msg-reuse.md).
  *
  * Threads: a msg belongs to the worker that created it, like its mbufs.
  */

@@ -3,8 +3,10 @@
  * EXISTS (step 1) and MSET (step 2, key and value) split into one sub-request per server, and the
  * client's reply rebuilt from the sub-requests' replies (twemproxy-behaviour.md 1.8).
  *
- * A fragment is a header literal "*<nargs>\r\n$<len>\r\n<name>\r\n" (the table's lowercase name)
- * followed by the key groups the parser recorded, sliced out of the client's request (no copy).
+ * A fragment is a header "*<nargs>\r\n$<len>\r\n<name>\r\n" (the table's lowercase name; written in
+ * the fragment's own chunk, msg_append_copy) followed by the key groups the parser recorded,
+ * sliced out of the client's request (no copy). The split's arrays are the request's kept ones
+ * (msg_frags_array, msg_key_frag_array): no malloc per request once the pool is warm.
  * Inline requests have no "$len" framing to slice, so their groups are rebuilt as small literals.
  *
  * Coalesce: MGET -> "*<nkeys>\r\n" and each key's element, sliced from the reply of the fragment
