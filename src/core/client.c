@@ -128,8 +128,7 @@ void client_close(struct conn *c)
     if (c->feat_on != 0) feature_close(c); /* before the queue: what a feature holds back was
                                              * never sent; what waits for it is freed with it */
     while ((req = TAILQ_FIRST(&c->reqs)) != NULL) {
-        TAILQ_REMOVE(&c->reqs, req, client_link);
-        c->nreqs--;
+        client_req_unlink(c, req);
         if (req->done || req->fair_wait) { /* (a held one was never sent) */
             request_free(l, req);
         } else {
@@ -195,15 +194,21 @@ void client_on_reload(struct conn *c)
     /* else it follows once its queue is empty (client_write, request_dispatch) */
 }
 
+/* The answered requests on c's queue, counted by a walk: what nreqs_done must be (asserted). */
+static inline uint32_t client_count_done(const struct conn *c)
+{
+    uint32_t n = 0;
+    const struct msg *req;
+    TAILQ_FOREACH(req, &c->reqs, client_link) n += req->done;
+    return n;
+}
+
 /* Whether c waits for a server: a request of its own in flight (not the one it is still sending),
  * or a feature's wait (a subscriber's messages). */
 static bool client_waits(const struct conn *c)
 {
-    const struct msg *req;
-    TAILQ_FOREACH(req, &c->reqs, client_link)
-    {
-        if (!req->done) return true;
-    }
+    NC_ASSERT(client_count_done(c) == c->nreqs_done);
+    if (c->nreqs_done != c->nreqs) return true;
     return c->feat_on != 0 && feature_waits(c);
 }
 
@@ -372,8 +377,7 @@ static int client_write(struct conn *c)
             uint64_t len = req->peer ? req->peer->len : 0;
             if (off < len) break;
             off -= len;
-            TAILQ_REMOVE(&c->reqs, req, client_link);
-            c->nreqs--;
+            client_req_unlink(c, req);
             if (req->t_start != 0) request_record_latency(l, req, ps, now);
             client_mem_add(c, -(int64_t)req->held);
             request_free(l, req);

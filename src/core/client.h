@@ -13,6 +13,7 @@
 #include <stdbool.h>
 
 #include "core/conn.h"
+#include "msg/msg.h"
 
 struct loop;
 struct pool_rt;
@@ -36,6 +37,20 @@ void client_hold_for(struct conn *c, struct msg *req, int64_t delta);
 /* req (of client c) has its reply: account for its bytes and schedule a write when it is the
  * head of the queue. A client over its limit is dropped (closed from the loop's flush queue). */
 void client_reply_ready(struct conn *c, struct msg *req);
+
+/* req, on c's queue (reqs), is answered: done, and counted in c->nreqs_done. */
+static inline void client_req_mark_done(struct conn *c, struct msg *req)
+{
+    req->done = true;
+    c->nreqs_done++;
+}
+/* Takes req off c's queue, with its counts (nreqs, nreqs_done). */
+static inline void client_req_unlink(struct conn *c, struct msg *req)
+{
+    TAILQ_REMOVE(&c->reqs, req, client_link);
+    c->nreqs--;
+    if (req->done) c->nreqs_done--;
+}
 
 /* Drops c (err): it stops reading and is closed from the loop's flush queue, outside whatever
  * callback it is in. */

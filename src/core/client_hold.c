@@ -19,11 +19,7 @@
 static bool client_in_part(const struct conn *c)
 {
     const struct msg *req = TAILQ_FIRST(&c->reqs);
-    if (req == NULL || !req->done) return false;
-    while ((req = TAILQ_NEXT(req, client_link)) != NULL) {
-        if (!req->done) return true;
-    }
-    return false;
+    return req != NULL && req->done && c->nreqs_done != c->nreqs;
 }
 
 static void client_hold_end(struct conn *c)

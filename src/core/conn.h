@@ -165,6 +165,8 @@ struct conn {
     bool eof;                      /* the peer closed its side */
     uint8_t variant;               /* server conns: the protocol variant it was set up for, the
                                     * one of the clients whose requests it carries (proto.h) */
+    uint32_t nreqs_done;           /* client: of its nreqs, those answered (msg.done), so that
+                                    * whether it waits for a server needs no walk (client.h) */
 };
 
 /* Creates a conn of role ops with no socket yet (conn_attach gives it one). */

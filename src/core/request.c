@@ -51,11 +51,12 @@ static void request_reply_error(struct loop *l, struct msg *req, int err)
 /* The request is answered: write it out when its turn comes, or drop it if the client left. */
 static void request_done(struct loop *l, struct msg *req)
 {
-    req->done = true;
     if (req->owner == NULL) {
+        req->done = true;
         request_free(l, req);
         return;
     }
+    client_req_mark_done(req->owner, req);
     client_reply_ready(req->owner, req);
     if (req->fair_cost != 0) fair_done(req->owner, req); /* held ones may go now */
 }

@@ -16,6 +16,7 @@
 
 #include "common/clock.h"
 #include "common/log.h"
+#include "core/client.h"
 #include "core/loop.h"
 #include "core/pool.h"
 #include "feature/pubsub.h"
@@ -70,7 +71,7 @@ void ps_op_finish(struct loop *l, struct ps_op *op, bool client_gone, bool rollb
     struct msg *req = op->req;
     if (!client_gone && rollback && op->err != 0) ps_op_rollback(op);
     if (client_gone) {
-        req->done = true; /* freed with its client */
+        client_req_mark_done(req->owner, req); /* freed with its client */
     } else if (op->err != 0 && op->err_text.len > 0 && !op->err_text.failed) {
         request_answer(req->owner, req, op->err_text.data, op->err_text.len);
     } else if (op->err != 0 || op->reply.failed) {

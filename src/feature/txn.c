@@ -464,8 +464,7 @@ static void txn_drop_held(struct conn *c)
     for (req = TAILQ_FIRST(&c->reqs); req != NULL && t->nwait > 0; req = next) {
         next = TAILQ_NEXT(req, client_link);
         if (!req->txn_wait) continue;
-        TAILQ_REMOVE(&c->reqs, req, client_link);
-        c->nreqs--;
+        client_req_unlink(c, req);
         client_hold(c, -(int64_t)req->held);
         t->nwait--;
         request_free(c->loop, req);
@@ -533,8 +532,7 @@ static void txn_abandon_block(struct conn *c, struct txn *t)
         t->bconn = NULL;
         return;
     }
-    TAILQ_REMOVE(&c->reqs, req, client_link);
-    c->nreqs--;
+    client_req_unlink(c, req);
     client_hold(c, -(int64_t)req->held);
     req->owner = NULL;
     server_conn_close(t->bconn, ECONNABORTED); /* t->bconn (and t->dconn if it is) lost */
