@@ -66,6 +66,10 @@ def workloads(scale):
                       None, f"redis-benchmark SET {tag} values, 50 clients, pipeline {pipe}"))
             w.append((f"redis_get_{tag}_P{pipe}", "redis", "rb", ["-t", "get", "-P", str(pipe)], n, size,
                       f"redis-benchmark GET of {tag} values, 50 clients, pipeline {pipe}"))
+    # answered by the proxy itself: a client read and a client write per request, no server (the
+    # client half of a GET at pipeline 1: its floor, notes/performance.md "Pipeline 1: the halves")
+    w.append(("redis_ping_P1", "redis", "rb", ["-t", "ping_mbulk", "-P", "1"], n1, None,
+              "redis-benchmark PING, answered by the proxy, 50 clients, pipeline 1"))
     w.append(("redis_mget10_P16", "redis", "rb", ["-P", "16"] + mget, nmget, 16,
               "redis-benchmark MGET of 10 random keys (16B values, 4 servers), 50 clients, pipeline 16"))
     for op in ("get", "set"):
