@@ -53,11 +53,22 @@ void msg_pool_deinit(struct msg_pool *pool)
     pool->nfree = 0;
 }
 
+/* The next msg_get clears the first offsetof(struct msg, spans) bytes of the next free msg (and
+ * reads its link): asked for now, they are in cache by then (a pool's free msgs are cold at
+ * pipeline 16 over 50 clients: thousands of them, freed a pass earlier). */
+static inline void msg_prefetch_next(const struct msg *next)
+{
+    if (next == NULL) return;
+    const char *p = (const char *)next;
+    for (size_t off = 0; off < offsetof(struct msg, spans); off += 64) __builtin_prefetch(p + off, 1);
+}
+
 struct msg *msg_get(struct msg_pool *pool)
 {
     struct msg *m = pool->free;
     if (m != NULL) {
         pool->free = m->peer;
+        msg_prefetch_next(pool->free);
         if (--pool->nfree < pool->low_free) pool->low_free = pool->nfree;
         /* keep the arrays (capacity) of a recycled msg, reset everything before them */
         memset(m, 0, offsetof(struct msg, spans));
