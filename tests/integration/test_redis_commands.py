@@ -292,6 +292,9 @@ def test_keys_land_on_the_backends(redis_cluster):
     for key in keys:
         holders = redis_cluster.holder(key)
         assert len(holders) == 1, (key, holders)
+        # where the proxy's manage port says the key goes (find_key): a worker that routed
+        # otherwise would show here, key by key
+        assert holders[0] == redis_cluster.server_of(key), (key, holders)
         used.add(holders[0])
         assert redis_cluster.direct(holders[0]).get(key) == key.encode()
         assert client.get(key) == key.encode()
