@@ -2,7 +2,8 @@
 """bench/bench.py - nutcrackers against twemproxy (nutcracker 0.5.0) and predixy on the same config and load.
 
 Starts its own backends (4 redis-servers, 4 memcacheds) on free 127.0.0.1 ports, then per workload
-runs the variants in alternation (A B C D A B C D ..., --rounds times), each on a fresh proxy
+runs the variants in alternation (A B C D B C D A ..., --rounds times, each round starting one
+later), each on a fresh proxy
 process, and prints per workload the medians of: requests/s, proxy CPU us per request (utime +
 stime of the whole proxy process, all threads, from /proc/PID/stat), backend CPU us per request
 (all backends of the pool, same way), load generator CPU us per request, p50/p99 latency, the
@@ -416,7 +417,9 @@ def run_workload(b, w, variants, rounds):
     failures = []
     la0 = os.getloadavg()[0]
     for rnd in range(rounds):
-        for v in served:
+        # each round starts one variant later, so that no variant always runs first (or right
+        # after the same other one): a place in the round's order that costs is shared out
+        for v in served[rnd % len(served):] + served[:rnd % len(served)]:
             r = run_peer_once_more(b, v, w, failures)
             res[v].append(r)
             log(f"{name} round {rnd + 1} {v}: {r['rps']:.0f} req/s, proxy {r['proxy_us']:.2f} us/req, "

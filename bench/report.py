@@ -7,6 +7,7 @@ table of a run saved with bench.py --json.
 Used from the benchmark's one thread.
 """
 import json
+import math
 import statistics
 import sys
 
@@ -95,21 +96,41 @@ def summary_table(allmed):
 PAIRED_COLUMNS = ["proxy_us", "rps", "backend_us", "load_us"]
 
 
+def median_ci(vals, level=0.90):
+    """A confidence interval of the median that assumes nothing of the distribution: the order
+    statistics x(k) and x(n+1-k) with the largest k for which a Binomial(n, 1/2) falls below k
+    with probability at most (1 - level) / 2. None when there are too few values (n < 5 at 90%)."""
+    xs = sorted(vals)
+    n = len(xs)
+    tail, k, below = (1 - level) / 2, 0, 0.0
+    while k < n // 2:
+        below += math.comb(n, k) / 2 ** n  # P(B <= k)
+        if below > tail:
+            break
+        k += 1
+    return (xs[k - 1], xs[n - k]) if k > 0 else None
+
+
 def paired_cell(a_runs, b_runs, col):
-    """The median and range of a/b over the rounds, each round's a against that round's b (the
-    runs alternate, so a pair ran a few seconds apart, under the same load of the host)."""
+    """The median of a/b over the rounds, each round's a against that round's b (the runs
+    alternate, so a pair ran a few seconds apart, under the same load of the host), its 90%
+    confidence interval in brackets (median_ci) and the range in parentheses."""
     rs = [ratio(a[col], b[col]) for a, b in zip(a_runs, b_runs)]
     rs = [r for r in rs if r == r]
     if not rs:
         return "-"
-    return f"{fmt(statistics.median(rs))} ({fmt(min(rs))}-{fmt(max(rs))})"
+    ci = median_ci(rs)
+    ci_text = f" [{fmt(ci[0])}-{fmt(ci[1])}]" if ci else ""
+    return f"{fmt(statistics.median(rs))}{ci_text} ({fmt(min(rs))}-{fmt(max(rs))})"
 
 
 def paired_table(allruns):
     """Per workload and summary pair: the median of the rounds' own ratios and their range.
     allruns: {workload: {variant: [run, ...]}}. On a host whose speed drifts between rounds (a
-    shared virtual machine), this moves less than the ratio of the medians."""
-    lines = ["### Round by round (median of each round's ratio, and the range)", "",
+    shared virtual machine), this moves less than the ratio of the medians; a goal is met with
+    confidence when the whole interval is on its side."""
+    lines = ["### Round by round (median of each round's ratio, [its 90% confidence interval], "
+             "(the range))", "",
              "| workload | ratio | " + " | ".join(TITLES[c] for c in PAIRED_COLUMNS) + " |",
              "|---|---" + "|---" * len(PAIRED_COLUMNS) + "|"]
     for name, runs in allruns.items():
