@@ -3,13 +3,12 @@
 
 Starts its own backends (4 redis-servers, 4 memcacheds) on free 127.0.0.1 ports, then per workload
 runs the variants in alternation (A B C D B C D A ..., --rounds times, each round starting one
-later), each on a fresh proxy
-process, and prints per workload the medians of: requests/s, proxy CPU us per request (utime +
-stime of the whole proxy process, all threads, from /proc/PID/stat), backend CPU us per request
-(all backends of the pool, same way), load generator CPU us per request, p50/p99 latency, the
-batch a backend gets (requests per read and per write system call of all the pool's backends, from
-/proc/PID/io), and the ratios nutcrackers / twemproxy and nutcrackers / predixy; at the end a
-summary of the ratios. Then the idle-connections test (RSS per client connection).
+later), each on a fresh proxy process, and prints per workload the medians of: requests/s, proxy CPU
+us per request (utime + stime of the whole proxy process, all threads, from /proc/PID/stat), backend
+CPU us per request (all backends of the pool, same way), load generator CPU us per request, p50/p99
+latency, the batch a backend gets (requests per read and per write system call of all the pool's
+backends, from /proc/PID/io), and the ratios nutcrackers / twemproxy and nutcrackers / predixy; at
+the end a summary of the ratios. Then the idle-connections test (RSS per client connection).
 
 Variants: tw = twemproxy, nc1 = nutcrackers -T 1, both pinned: the proxy alone on CPU 1, the
 load generator and every backend sharing CPU 0 (the machine has 2); twf, nc1f, nc2f (nutcrackers
