@@ -16,7 +16,7 @@
 
 struct loop;
 
-#define BATCH_WAIT_DEFAULT_USEC 100u
+#define BATCH_WAIT_DEFAULT_USEC 50u
 #define BATCH_WAIT_MAX_USEC 1000u
 /* A pass waits -W up to this many times (at most BATCH_WAIT_MAX_USEC together) while what it
  * holds is still worth it (conn_ops.peer_busy: how many waits a peer is worth): the first replies

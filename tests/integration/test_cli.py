@@ -33,7 +33,7 @@ FLAGS = [
     ("-L", "--log-interval=N", "(default: 10000 msec)"),
     ("-G", "--stop-grace=N", "(default: 5000 msec)"),
     ("-M", "--max-memory=N", "(default: 0 bytes: no cap)"),
-    ("-W", "--batch-wait=N", "(default: 100 usec"),
+    ("-W", "--batch-wait=N", "(default: 50 usec"),
     ("-H", "--hotkeys-sample=N", "(default: 16, min: 0, max: 1048576)"),
 ]
 
