@@ -36,6 +36,7 @@
 #include "thread/master_int.h"
 #include "thread/stats_thread.h"
 #include "thread/worker.h"
+#include "topo/resp_link.h"
 
 static int master_start_workers(struct master *m)
 {
@@ -163,6 +164,7 @@ out:
     master_unlisten(&m);
     prober_destroy(m.prober);
     if (m.rt != NULL) runtime_sources_stop(m.rt);
+    (void)resp_link_reap_pending(m.base); /* links the sources gave up just before the stop */
     stats_thread_stop(m.stats);
     master_stop_workers(&m);
     runtime_put(m.rt);

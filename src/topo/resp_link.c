@@ -258,3 +258,33 @@ void resp_link_free_later(struct resp_link *k)
     evtimer_del(k->timer);
     event_active(k->reap, EV_TIMEOUT, 1);
 }
+
+#define RESP_LINK_REAP_BATCH 64
+
+struct resp_link_reap_list {
+    struct resp_link *k[RESP_LINK_REAP_BATCH];
+    size_t n;
+};
+
+/* event_base_foreach_event: collects links whose reap is pending (the base must not change
+ * during the walk); stops when the list is full. */
+static int resp_link_collect_reap(const struct event_base *base, const struct event *ev, void *arg)
+{
+    (void)base;
+    struct resp_link_reap_list *l = arg;
+    if (event_get_callback(ev) != resp_link_on_reap) return 0;
+    l->k[l->n++] = event_get_callback_arg(ev);
+    return l->n == RESP_LINK_REAP_BATCH ? 1 : 0;
+}
+
+size_t resp_link_reap_pending(struct event_base *base)
+{
+    size_t freed = 0;
+    for (;;) { /* bounded: each round frees what it found, and nothing makes more */
+        struct resp_link_reap_list l = { .n = 0 };
+        (void)event_base_foreach_event(base, resp_link_collect_reap, &l);
+        for (size_t i = 0; i < l.n; i++) resp_link_free(l.k[i]);
+        freed += l.n;
+        if (l.n < RESP_LINK_REAP_BATCH) return freed;
+    }
+}

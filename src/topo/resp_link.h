@@ -41,5 +41,9 @@ int resp_link_send(struct resp_link *k, int argc, const char *const *argv, resp_
 void resp_link_free(struct resp_link *k);
 /* The same, after the current callback returns. */
 void resp_link_free_later(struct resp_link *k);
+/* Frees the links of base given up with resp_link_free_later whose free has not run yet (the
+ * loop stopped first): for the base's owner before event_base_free, which runs no callback.
+ * Returns how many. */
+size_t resp_link_reap_pending(struct event_base *base);
 
 #endif

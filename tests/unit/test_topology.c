@@ -5,7 +5,8 @@
  * health stays) and the table points at the new address; a set of another size is refused; a
  * pool with sentinels gets the Sentinel source, a worker's recheck eventfd, and keeps across a
  * reload where its servers were moved to (a server moved to a new address starts with a clean
- * failure record).
+ * failure record); links given up (resp_link_free_later) whose free had not run when the loop
+ * stopped are freed by resp_link_reap_pending (the ASan stage would report them leaked).
  *
  * Threads: the test's only.
  */
@@ -18,10 +19,14 @@
 #include <string.h>
 #include <unistd.h>
 #include <cmocka.h>
+#include <event2/event.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 
 #include "conf/conf.h"
 #include "core/route.h"
 #include "core/runtime.h"
+#include "topo/resp_link.h"
 #include "topo/topology.h"
 
 #define NKEYS 2000
@@ -201,6 +206,43 @@ static void test_set_of_another_size_is_refused(void **state)
     runtime_put(rt);
 }
 
+/* A port of 127.0.0.1 nothing listens on (bound, never listening: a connect is refused). */
+static uint16_t refused_port(int *fd)
+{
+    struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+    socklen_t len = sizeof(a);
+    *fd = socket(AF_INET, SOCK_STREAM, 0);
+    assert_true(*fd >= 0);
+    assert_int_equal(bind(*fd, (struct sockaddr *)&a, sizeof(a)), 0);
+    assert_int_equal(getsockname(*fd, (struct sockaddr *)&a, &len), 0);
+    return ntohs(a.sin_port);
+}
+
+/* Three links given up before the loop runs again: freed by resp_link_reap_pending, once (a
+ * second call finds none); a link still open is not touched. */
+static void test_links_given_up_are_freed_at_the_stop(void **state)
+{
+    (void)state;
+    static const struct resp_link_cbs cbs = { 0 };
+    struct event_base *base = event_base_new();
+    assert_non_null(base);
+    int fd;
+    uint16_t port = refused_port(&fd);
+    char why[128];
+    struct resp_link *kept = resp_link_open(base, "127.0.0.1", port, 1000, &cbs, NULL, why, sizeof(why));
+    assert_non_null(kept);
+    for (int i = 0; i < 3; i++) {
+        struct resp_link *k = resp_link_open(base, "127.0.0.1", port, 1000, &cbs, NULL, why, sizeof(why));
+        assert_non_null(k);
+        resp_link_free_later(k);
+    }
+    assert_int_equal(resp_link_reap_pending(base), 3);
+    assert_int_equal(resp_link_reap_pending(base), 0);
+    resp_link_free(kept);
+    event_base_free(base);
+    close(fd);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -208,6 +250,7 @@ int main(void)
         cmocka_unit_test(test_moved_server_keeps_its_identity),
         cmocka_unit_test(test_set_of_another_size_is_refused),
         cmocka_unit_test(test_sentinel_pool_moves_and_keeps_its_moves_on_reload),
+        cmocka_unit_test(test_links_given_up_are_freed_at_the_stop),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
