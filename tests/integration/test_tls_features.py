@@ -170,6 +170,10 @@ def test_unchanged_reload_keeps_tls_clients(both_sides, tls_certs):
     loader.start()
     try:
         wait_for(lambda: progress(0), 30, "the loader's first exchanges")
+        # the pusher's worker has its connection to the queue's server before the count: the
+        # loader's keys may all be on the other server, and a new one would be a handshake more
+        pusher = tls_client(tls_certs, listen)
+        assert pusher.exists("{same}:queue") == 0
         ex, fut = block_then(tls_certs, ports, waiter, "{same}:queue", timeout=30)
         with ex:
             handshakes = server_handshakes(proxy)
@@ -180,7 +184,7 @@ def test_unchanged_reload_keeps_tls_clients(both_sides, tls_certs):
                                timeout=RELOAD_TIMEOUT, what="generation 2")
             wait_for(lambda: progress(since), 30, "the loader to go on after the reload")
             assert not fut.done()
-            assert tls_client(tls_certs, listen).rpush("{same}:queue", "after") == 1
+            assert pusher.rpush("{same}:queue", "after") == 1
             assert list(fut.result(timeout=10 * scale())) == [b"{same}:queue", b"after"]
         assert server_handshakes(proxy) == handshakes
     finally:
@@ -193,3 +197,4 @@ def test_unchanged_reload_keeps_tls_clients(both_sides, tls_certs):
         tls.set_get(c, "{same}:new", "new")
     assert waiter.get("{same}:new") == b"new"
     waiter.close()
+    pusher.close()
