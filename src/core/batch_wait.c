@@ -65,6 +65,27 @@ static void batch_wait_sleep(struct loop *l, uint64_t start)
     l->batch_wait_late_avg = avg;
 }
 
+/* Each conn queued when it starts is taken from the head once and flushed or queued again at the
+ * tail: a flush may close or queue other conns, so no pointer into the queue is kept across one. */
+void batch_wait_flush_early(struct loop *l)
+{
+    uint32_t queued = 0;
+    const struct conn *q;
+    TAILQ_FOREACH(q, &l->flushq, flush_link) queued++;
+    for (uint32_t i = 0; i < queued; i++) {
+        struct conn *c = TAILQ_FIRST(&l->flushq);
+        if (c == NULL) return;
+        TAILQ_REMOVE(&l->flushq, c, flush_link);
+        bool gains = !c->ops->flush_before_wait || (c->ops->peer_busy != NULL && c->ops->peer_busy(c) != 0);
+        if (gains) {
+            TAILQ_INSERT_TAIL(&l->flushq, c, flush_link); /* written after the wait */
+            continue;
+        }
+        c->flush_queued = false;
+        c->ops->flush(c);
+    }
+}
+
 void batch_wait_run(struct loop *l)
 {
     if (l->batch_wait_usec == 0) return;
@@ -77,6 +98,7 @@ void batch_wait_run(struct loop *l)
     if (units > most) units = most > 0 ? most : 1;
     stats_ctr_add(&l->stats->batch_waits, 1);
     for (unsigned done = 1;; done++) {
+        batch_wait_flush_early(l);
         batch_wait_sleep(l, start);
         (void)event_base_loop(l->base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
         /* again only while what the pass holds is still worth more waits than were made */

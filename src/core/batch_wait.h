@@ -4,12 +4,14 @@
  * client's pipeline to write while its other requests are still answered), a worker sleeps a few
  * microseconds and runs one more non-blocking pass before it writes, so that the requests and
  * replies that come meanwhile share the same system calls. A server with nothing outstanding is
- * written at once: at low load nothing waits. When the waits end late, on average by more than
+ * written at once: at low load nothing waits. The replies of clients that wait for nothing more
+ * are written before the wait, not after it. When the waits end late, on average by more than
  * BATCH_WAIT_LATE_FACTOR times what they ask (the thread waits for a CPU: the host is short of
  * them), they are turned off for a while, so a busy host does not make every pass wait for a
  * CPU. notes/batch-wait.md says why and what it costs.
  *
- * Threads: batch_wait_thread_init and batch_wait_run on the loop's own thread.
+ * Threads: batch_wait_thread_init, batch_wait_run and batch_wait_flush_early on the loop's own
+ * thread.
  */
 #ifndef NC_CORE_BATCH_WAIT_H
 #define NC_CORE_BATCH_WAIT_H
@@ -42,5 +44,11 @@ void batch_wait_thread_init(const struct loop *l);
  * queued for flushing has a busy peer (conn_ops.peer_busy); again, up to BATCH_WAIT_MOST_WAITS
  * times, while a peer is still worth more waits than were made. */
 void batch_wait_run(struct loop *l);
+
+/* Before each wait of batch_wait_run: the conns queued for flushing whose writes gain nothing from
+ * it (conn_ops.flush_before_wait, and their peer not busy: a client waiting for nothing more) are
+ * written now, so that a request pays a wait on its way to a busy server, not a second one on its
+ * reply's way back; the others stay queued, written after the wait. */
+void batch_wait_flush_early(struct loop *l);
 
 #endif

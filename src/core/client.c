@@ -538,6 +538,7 @@ const struct conn_ops client_conn_ops = {
     .on_handshake = client_on_handshake,
     .on_hangup = client_on_hangup,
     .peer_busy = client_peer_busy,
+    .flush_before_wait = true,
 };
 
 /* A client in a feature's state (core/feature.h): once its replies are written, its features
@@ -563,6 +564,7 @@ static const struct conn_ops client_feature_conn_ops = {
     .sink = CLIENT_SINK,
     .on_handshake = client_on_handshake,
     .on_hangup = client_on_hangup,
+    .flush_before_wait = true,
 };
 
 void client_features_on(struct conn *c, bool on)

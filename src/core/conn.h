@@ -76,6 +76,10 @@ struct conn_ops {
      * costs the peer nothing (the loop's batch wait, core/batch_wait.h): how many -W that hold is
      * worth (0: the peer is not busy; NULL: never). */
     unsigned (*peer_busy)(const struct conn *c);
+    /* c's writes gain nothing from the batch wait while its peer is not busy (peer_busy 0 or
+     * NULL: a client waiting for nothing more than what c has): the loop writes them before each
+     * wait, not after it (core/batch_wait.c). */
+    bool flush_before_wait;
 };
 
 #define CONN_HUP_WANTED 1u         /* conn.hup: conn_watch_hangup is on */

@@ -30,6 +30,12 @@ TESTS += tests/unit/test_client_hold
 tests_unit_test_client_hold_SOURCES = tests/unit/test_client_hold.c $(NC_CORE_HARNESS)
 tests_unit_test_client_hold_CFLAGS = $(NC_UNIT_CFLAGS)
 tests_unit_test_client_hold_LDADD = $(NC_UNIT_LIBS)
+# what the batch wait writes before it waits (test_batch_wait), over connections of its own roles
+check_PROGRAMS += tests/unit/test_batch_wait
+TESTS += tests/unit/test_batch_wait
+tests_unit_test_batch_wait_SOURCES = tests/unit/test_batch_wait.c
+tests_unit_test_batch_wait_CFLAGS = $(NC_UNIT_CFLAGS)
+tests_unit_test_batch_wait_LDADD = $(NC_UNIT_LIBS)
 # the core's machinery for transports with a handshake, bytes held back and reads or writes that
 # wait for the other direction (test_transport), through a transport of the tests' own
 check_PROGRAMS += tests/unit/test_transport
