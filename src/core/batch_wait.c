@@ -65,6 +65,12 @@ static void batch_wait_sleep(struct loop *l, uint64_t start)
     l->batch_wait_late_avg = avg;
 }
 
+/* c's writes gain nothing from the wait: its role says so and its peer is not busy. */
+static bool batch_wait_goes_first(const struct conn *c)
+{
+    return c->ops->flush_before_wait && (c->ops->peer_busy == NULL || c->ops->peer_busy(c) == 0);
+}
+
 /* Each conn queued when it starts is taken from the head once and flushed or queued again at the
  * tail: a flush may close or queue other conns, so no pointer into the queue is kept across one. */
 void batch_wait_flush_early(struct loop *l)
@@ -76,8 +82,7 @@ void batch_wait_flush_early(struct loop *l)
         struct conn *c = TAILQ_FIRST(&l->flushq);
         if (c == NULL) return;
         TAILQ_REMOVE(&l->flushq, c, flush_link);
-        bool gains = !c->ops->flush_before_wait || (c->ops->peer_busy != NULL && c->ops->peer_busy(c) != 0);
-        if (gains) {
+        if (!batch_wait_goes_first(c)) {
             TAILQ_INSERT_TAIL(&l->flushq, c, flush_link); /* written after the wait */
             continue;
         }
