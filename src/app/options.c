@@ -110,7 +110,7 @@ static const struct opt_desc opt_table[] = {
     { .short_name = 'W', .long_name = "batch-wait", OPT_FIELD(batch_wait_usec), .def = BATCH_WAIT_DEFAULT_USEC,
       .min = 0, .max = BATCH_WAIT_MAX_USEC, .help_range = true, .unit = "usec", .usage = "batch wait",
       .help = "set how long a worker waits for more before it writes to a busy server or to a client "
-              "awaiting more replies, in usec (0: never)" },
+              "awaiting more replies, in usec (half of it while the servers keep up; 0: never)" },
     { .short_name = 'H', .long_name = "hotkeys-sample", OPT_FIELD(hotkeys_every), .def = HOTKEYS_EVERY_DEFAULT,
       .min = 0, .max = HOTKEYS_EVERY_MAX, .help_range = true, .usage = "hot keys sample",
       .help = "set the hot keys' sampling: one keyed request in N per pool, for the manage port's hotkeys "

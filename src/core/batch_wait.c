@@ -27,8 +27,9 @@ void batch_wait_thread_init(const struct loop *l)
 }
 
 /* Over the connections queued for flushing, the longest hold one of their peers is worth, in
- * waits of -W (conn_ops.peer_busy): 0 when no peer is busy. */
-static unsigned batch_wait_units(const struct loop *l)
+ * waits (conn_ops.peer_busy): 0 when no peer is busy; and, when queue is not NULL, into it the
+ * most requests one of their busy peers has still to answer (conn_ops.peer_queue). */
+static unsigned batch_wait_units(const struct loop *l, uint32_t *queue)
 {
     unsigned units = 0;
     const struct conn *c;
@@ -36,18 +37,39 @@ static unsigned batch_wait_units(const struct loop *l)
     {
         if (c->ops->peer_busy == NULL) continue;
         unsigned u = c->ops->peer_busy(c);
-        if (u > units) {
-            units = u;
+        if (u == 0) continue;
+        if (u > units) units = u;
+        if (queue == NULL) {
             if (units >= BATCH_WAIT_MOST_WAITS) break; /* the most there is */
+            continue;
         }
+        uint32_t q = c->ops->peer_queue ? c->ops->peer_queue(c) : 0;
+        if (q > *queue) *queue = q;
     }
     return units;
 }
 
-/* The wait itself; waits that end late on average turn the waits off for a while. */
-static void batch_wait_sleep(struct loop *l, uint64_t start)
+void batch_wait_note_queue(struct loop *l, uint32_t queue)
 {
-    uint64_t want = l->batch_wait_usec;
+    if (queue > BATCH_WAIT_QUEUE_CAP) queue = BATCH_WAIT_QUEUE_CAP;
+    int64_t avg = l->batch_wait_queue_avg;
+    int64_t diff = (int64_t)queue * BATCH_WAIT_QUEUE_ONE - avg;
+    int64_t round = (1 << BATCH_WAIT_QUEUE_SHIFT) - 1; /* away from 0: the average reaches a steady queue */
+    avg += (diff + (diff > 0 ? round : diff < 0 ? -round : 0)) / (1 << BATCH_WAIT_QUEUE_SHIFT);
+    l->batch_wait_queue_avg = (uint32_t)avg;
+    if (avg >= (int64_t)(BATCH_WAIT_QUEUE_BEHIND * BATCH_WAIT_QUEUE_ONE)) l->batch_wait_behind = true;
+    else if (avg < (int64_t)(BATCH_WAIT_QUEUE_CAUGHT_UP * BATCH_WAIT_QUEUE_ONE)) l->batch_wait_behind = false;
+}
+
+uint32_t batch_wait_length(const struct loop *l)
+{
+    if (l->batch_wait_behind) return l->batch_wait_usec;
+    return l->batch_wait_usec > 1 ? l->batch_wait_usec / 2 : l->batch_wait_usec;
+}
+
+/* The wait itself; waits that end late on average turn the waits off for a while. */
+static void batch_wait_sleep(struct loop *l, uint64_t start, uint64_t want)
+{
     struct timespec ts = { .tv_sec = 0, .tv_nsec = (long)want * 1000L };
     (void)nanosleep(&ts, NULL); /* a signal that cuts it short only shortens the wait */
     uint64_t now = nc_usec_now();
@@ -94,20 +116,24 @@ void batch_wait_flush_early(struct loop *l)
 void batch_wait_run(struct loop *l)
 {
     if (l->batch_wait_usec == 0) return;
-    unsigned units = batch_wait_units(l);
+    uint32_t queue = 0;
+    unsigned units = batch_wait_units(l, &queue);
     if (units == 0) return;
     uint64_t start = nc_usec_now();
     if (start < l->batch_wait_off_until) return;
-    /* each wait -W, at most BATCH_WAIT_MAX_USEC together */
-    unsigned most = BATCH_WAIT_MAX_USEC / l->batch_wait_usec;
+    batch_wait_note_queue(l, queue);
+    uint32_t want = batch_wait_length(l);
+    /* each wait the same, at most BATCH_WAIT_MAX_USEC together */
+    unsigned most = BATCH_WAIT_MAX_USEC / want;
     if (units > most) units = most > 0 ? most : 1;
     stats_ctr_add(&l->stats->batch_waits, 1);
+    if (want == l->batch_wait_usec) stats_ctr_add(&l->stats->batch_waits_full, 1);
     for (unsigned done = 1;; done++) {
         batch_wait_flush_early(l);
-        batch_wait_sleep(l, start);
+        batch_wait_sleep(l, start, want);
         (void)event_base_loop(l->base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
         /* again only while what the pass holds is still worth more waits than were made */
-        if (done >= units || l->batch_wait_off_until > start || batch_wait_units(l) <= done) return;
+        if (done >= units || l->batch_wait_off_until > start || batch_wait_units(l, NULL) <= done) return;
         if (done == 1) stats_ctr_add(&l->stats->batch_waits_longer, 1);
         start = nc_usec_now();
     }

@@ -2,7 +2,7 @@
  * client_hold.h - the hold of a pipeline's first replies: when a client's first replies are
  * ready while a later request of its pipeline is still with a server, its flush is put off
  * (core/flush_hold.h) so that the pipeline leaves in one write, and the client reads it once.
- * For CLIENT_HOLD_WAITS times -W at most (1 ms at the default -W 50, never more than
+ * For CLIENT_HOLD_WAITS times -W at most (1 ms at the default -W 100, never more than
  * CLIENT_HOLD_MAX_USEC, and at the loop's timer granularity), never with -W 0. notes/batch-wait.md
  * ("The hold of a pipeline's first replies") says why and what it costs.
  *

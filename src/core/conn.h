@@ -73,9 +73,13 @@ struct conn_ops {
     void (*on_hangup)(struct conn *c);
     /* c's peer still works on what c sent it (a server), or still waits for more than c has to
      * write (a client whose pipeline is answered in part), so holding c's next write a few µs
-     * costs the peer nothing (the loop's batch wait, core/batch_wait.h): how many -W that hold is
-     * worth (0: the peer is not busy; NULL: never). */
+     * costs the peer nothing (the loop's batch wait, core/batch_wait.h): how many waits that hold
+     * is worth (0: the peer is not busy; NULL: never). */
     unsigned (*peer_busy)(const struct conn *c);
+    /* How many of c's requests its peer has still to answer (a server's queue of this connection,
+     * the one it works on included): the batch wait's measure of how far behind the servers are
+     * (core/batch_wait.h). NULL: c's peer answers none (a client). */
+    uint32_t (*peer_queue)(const struct conn *c);
     /* c's writes gain nothing from the batch wait while its peer is not busy (peer_busy 0 or
      * NULL: a client waiting for nothing more than what c has): the loop writes them before each
      * wait, not after it (core/batch_wait.c). */

@@ -91,6 +91,9 @@ struct loop {
                                    * hot keys (stats/stats_hotkeys.h), 0: none */
     uint64_t batch_wait_off_until; /* usec: no batch wait before (the waits ended late) */
     int64_t batch_wait_late_avg;  /* usec: how late the recent waits ended, averaged */
+    uint32_t batch_wait_queue_avg; /* the busiest server's queue at the recent waits, averaged,
+                                    * in 1/BATCH_WAIT_QUEUE_ONE (core/batch_wait.h) */
+    bool batch_wait_behind;       /* from it: the servers are behind, each wait is the whole -W */
     struct msg_tqh parked;        /* writes refused by a demoted master (core/park.h) */
     struct event *park_ev;        /* relays the parked ones whose master did not move */
     struct msg_tqh redirecting;   /* requests a Redis Cluster redirected, waiting (core/redirect.h) */

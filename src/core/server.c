@@ -574,6 +574,12 @@ static unsigned server_peer_busy(const struct conn *c)
     return c->nsent > 0 ? 1u : 0u;
 }
 
+/* conn_ops.peer_queue: the requests written to the server and not answered yet. */
+static uint32_t server_peer_queue(const struct conn *c)
+{
+    return c->nsent;
+}
+
 const struct conn_ops server_conn_ops = {
     .role = "server",
     .on_writable = server_on_writable,
@@ -583,4 +589,5 @@ const struct conn_ops server_conn_ops = {
     .on_handshake = server_on_handshake,
     .on_close = NULL,
     .peer_busy = server_peer_busy,
+    .peer_queue = server_peer_queue,
 };

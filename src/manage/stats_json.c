@@ -102,6 +102,7 @@ static void stats_json_header(struct textbuf *b, const struct stats_snapshot *s)
         case STATS_HEADER_batch_waits: textbuf_add_u64(b, s->batch_waits); break;
         case STATS_HEADER_batch_wait_offs: textbuf_add_u64(b, s->batch_wait_offs); break;
         case STATS_HEADER_batch_waits_longer: textbuf_add_u64(b, s->batch_waits_longer); break;
+        case STATS_HEADER_batch_waits_full: textbuf_add_u64(b, s->batch_waits_full); break;
         case STATS_HEADER_reply_holds: textbuf_add_u64(b, s->reply_holds); break;
         case STATS_HEADER_NFIELD: break;
         }

@@ -168,6 +168,8 @@ static void stats_prom_header(struct textbuf *b, const struct stats_snapshot *s)
                       s->batch_wait_offs);
     stats_prom_single(b, "nutcrackers_batch_waits_longer_total", h[STATS_HEADER_batch_waits_longer].desc,
                       "counter", s->batch_waits_longer);
+    stats_prom_single(b, "nutcrackers_batch_waits_full_total", h[STATS_HEADER_batch_waits_full].desc, "counter",
+                      s->batch_waits_full);
     stats_prom_single(b, "nutcrackers_reply_holds_total", h[STATS_HEADER_reply_holds].desc, "counter",
                       s->reply_holds);
 }

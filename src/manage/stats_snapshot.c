@@ -87,6 +87,7 @@ static void stats_snapshot_add_block(struct stats_snapshot *s, size_t i)
     s->batch_waits += stats_ctr_get(&b->batch_waits);
     s->batch_wait_offs += stats_ctr_get(&b->batch_wait_offs);
     s->batch_waits_longer += stats_ctr_get(&b->batch_waits_longer);
+    s->batch_waits_full += stats_ctr_get(&b->batch_waits_full);
     s->reply_holds += stats_ctr_get(&b->reply_holds);
     if (i >= rt->nworkers) return;
     for (size_t p = 0; p < s->npools && p < rt->npools; p++) {
@@ -126,7 +127,7 @@ void stats_snapshot_take(struct stats_snapshot *s, long worker)
     s->total_connections = 0;
     s->curr_connections = 0;
     s->client_memory = 0;
-    s->batch_waits = s->batch_wait_offs = s->batch_waits_longer = s->reply_holds = 0;
+    s->batch_waits = s->batch_wait_offs = s->batch_waits_longer = s->batch_waits_full = s->reply_holds = 0;
     for (size_t p = 0; p < s->npools; p++) {
         struct stats_pool_snap *ps = &s->pools[p];
         memset(ps->f, 0, sizeof(ps->f));

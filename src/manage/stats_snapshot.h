@@ -66,7 +66,7 @@ struct stats_snapshot {
     uint64_t total_connections;
     int64_t curr_connections;
     int64_t client_memory;
-    uint64_t batch_waits, batch_wait_offs, batch_waits_longer, reply_holds;
+    uint64_t batch_waits, batch_wait_offs, batch_waits_longer, batch_waits_full, reply_holds;
     struct stats_pool_snap *pools;       /* rt->npools */
     size_t npools;
 };

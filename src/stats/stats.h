@@ -72,6 +72,7 @@ struct stats_worker {
     _Alignas(64) stats_ctr batch_waits;
     stats_ctr batch_wait_offs;
     stats_ctr batch_waits_longer;
+    stats_ctr batch_waits_full;
     stats_ctr reply_holds;             /* core/client_hold.c: per hold begun */
     _Alignas(64) struct stats_slowlog slowlog; /* this worker's slow requests (own cache lines) */
 };

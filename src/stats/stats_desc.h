@@ -35,13 +35,15 @@ enum stats_type {
     ACTION(client_memory, STATS_GAUGE,                                                       \
            "bytes the client connections make the proxy hold now (-M caps it)")             \
     ACTION(batch_waits, STATS_COUNTER,                                                       \
-           "# loop passes that waited -W usec before writing to a busy server or client")    \
+           "# loop passes that waited before writing to a busy server or client")           \
     ACTION(batch_wait_offs, STATS_COUNTER,                                                   \
            "# times the waits ended so late that a worker stopped waiting for 200 ms")      \
     ACTION(batch_waits_longer, STATS_COUNTER,                                                \
            "# of those that waited again for a pipeline answered in part: <= 4 x -W")     \
+    ACTION(batch_waits_full, STATS_COUNTER,                                                  \
+           "# of those whose waits were -W usec (servers behind), not half of it")          \
     ACTION(reply_holds, STATS_COUNTER,                                                       \
-           "# times a client's first replies waited for the rest of its pipeline: <= 4 x -W")
+           "# times a client's first replies waited for the rest of its pipeline: <= 1 ms")
 
 /*
  * The refused commands per name are flat members of the pool's object, after its fields and only

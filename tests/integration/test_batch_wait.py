@@ -11,7 +11,9 @@ those passes). Clients that pipeline at
 once make the worker wait (the counter moves, within a bounded number of rounds of load), and
 every reply is still the right one, in order, for the right client, at the longest wait (-W 1000)
 too; with -W 0 the counters never move. The counters are in the stats JSON (summed and per
-worker) and in /metrics.
+worker) and in /metrics. Each wait is half of -W while the busy servers keep up (one or two
+requests unanswered at the waits), the whole of it once a server is behind (a queue of requests
+at the recent waits): batch_waits_full counts the whole ones.
 """
 import threading
 
@@ -20,7 +22,7 @@ import pytest
 from nctest import manage, procs
 from nctest.codec import bulk, resp
 from nctest.conn import RawConn
-from nctest.procs import HOST
+from nctest.procs import HOST, START_TIMEOUT
 
 POOL = "bw"
 CLIENTS = 8
@@ -182,3 +184,52 @@ def test_zero_never_waits(nutcrackers, write_conf, redis_server):
         assert pipelined_round(port, rnd) == []
     doc = manage.status(proxy.manage_port)
     assert doc["batch_waits"] == 0 and doc["batch_wait_offs"] == 0 and doc["batch_waits_longer"] == 0
+
+
+BEHIND_PIPELINE = 100  # requests one client queues at the stopped server at once
+BEHIND_LONE = 8        # lone requests after it: each one wait with the server's queue deep
+
+
+def test_a_server_behind_makes_the_waits_whole(nutcrackers, write_conf, redis_server, stopped):
+    """A stopped server: lone requests, each from its own client and in its own pass, find it busy
+    with one and then two requests (half waits); after a pipeline of BEHIND_PIPELINE its queue is
+    deep at every wait, and within a few waits they are whole. Every reply is the right one once
+    it runs again."""
+    port, proc = redis_server()
+    listen = procs.free_port()
+    conf = write_conf({POOL: {"listen": f"{HOST}:{listen}", "redis": True, "timeout": 30000,
+                              "servers": [f"{HOST}:{port}:1"]}})
+    proxy = nutcrackers(conf, "-T", "1", wait_manage=True)
+    with RawConn(listen) as c:
+        assert c.call("SET", "behind", "v") == "OK"
+    stopped(proc)
+    server = f"{HOST}:{port}:1"
+    conns = []
+
+    def send(data, replies, queued):
+        """data from a client of its own; returns once the proxy has written it to the stopped
+        server (queued requests unanswered there: out_queue)"""
+        c = RawConn(listen)
+        conns.append((c, bulk(b"v") * replies))
+        c.send(data)
+        manage.wait_server_stat(proxy.manage_port, POOL, server, "out_queue", lambda v: v == queued,
+                                timeout=START_TIMEOUT)
+
+    try:
+        for i in range(3):  # found the server with 0 (no wait), 1 and 2 requests unanswered
+            send(resp("GET", "behind"), 1, i + 1)
+        assert waits(proxy) == 2 and waits(proxy, "batch_waits_full") == 0
+        send(b"".join(resp("GET", "behind") for _ in range(BEHIND_PIPELINE)), BEHIND_PIPELINE,
+             3 + BEHIND_PIPELINE)
+        for i in range(BEHIND_LONE):
+            send(resp("GET", "behind"), 1, 4 + BEHIND_PIPELINE + i)
+        total, full = waits(proxy), waits(proxy, "batch_waits_full")
+        assert total >= 3 + BEHIND_LONE  # the pipeline's part of it may have come in two reads
+        assert 1 <= full <= total - 3, (full, total)  # the three waits before the pipeline's were half
+        stopped.resume()
+        for c, want in conns:
+            c.expect(want)
+    finally:
+        stopped.resume()
+        for c, _ in conns:
+            c.close()

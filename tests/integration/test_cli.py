@@ -33,7 +33,7 @@ FLAGS = [
     ("-L", "--log-interval=N", "(default: 10000 msec)"),
     ("-G", "--stop-grace=N", "(default: 5000 msec)"),
     ("-M", "--max-memory=N", "(default: 0 bytes: no cap)"),
-    ("-W", "--batch-wait=N", "(default: 50 usec"),
+    ("-W", "--batch-wait=N", "(default: 100 usec"),
     ("-H", "--hotkeys-sample=N", "(default: 16, min: 0, max: 1048576)"),
 ]
 
@@ -49,7 +49,7 @@ SERVER_METRICS = ["server_eof", "server_err", "server_timedout", "server_connect
 HEADER_FIELDS = ["service", "source", "version", "uptime", "timestamp", "generation", "loaded_at",
                  "total_connections",
                  "curr_connections", "client_memory", "batch_waits", "batch_wait_offs",
-                 "batch_waits_longer", "reply_holds"]
+                 "batch_waits_longer", "batch_waits_full", "reply_holds"]
 
 
 @pytest.mark.parametrize("flag", ["-V", "--version"])

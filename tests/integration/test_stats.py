@@ -20,7 +20,7 @@ from nctest.procs import HOST
 HEADER = ["service", "source", "version", "uptime", "timestamp", "generation", "loaded_at",
           "total_connections",
           "curr_connections", "client_memory", "batch_waits", "batch_wait_offs",
-          "batch_waits_longer", "reply_holds"]
+          "batch_waits_longer", "batch_waits_full", "reply_holds"]
 POOL_FIELDS = ["client_eof", "client_err", "client_connections", "server_ejects", "forward_error",
                "fragments", "cluster_redirections", "refused_commands", "client_idle_timeouts",
                "client_memory_closes", "client_tls_handshakes", "client_tls_handshake_failures",

@@ -4,7 +4,8 @@
  * tests' own roles (ops tables whose flush records the order and may close or queue others), the
  * ones that gain nothing from the wait (conn_ops.flush_before_wait, their peer not busy) are
  * written, in queue order; the others stay queued, in theirs; a flush that frees or queues another
- * connection is safe.
+ * connection is safe. And how long each wait is (batch_wait_length): half of -W until the busy
+ * servers' queues say they are behind, the whole of it while they are.
  *
  * Threads: the test's only.
  */
@@ -174,12 +175,58 @@ static void test_nothing_to_write_early(void **state)
     expect_left(l, (struct conn *[]){ server, waiting }, 2);
 }
 
+/* n waits whose busiest server had queue requests unanswered */
+static void note_queues(struct loop *l, uint32_t queue, unsigned n)
+{
+    for (unsigned i = 0; i < n; i++) batch_wait_note_queue(l, queue);
+}
+
+/* Servers with one or two requests each: half of -W; queues of BATCH_WAIT_QUEUE_BEHIND at the
+ * recent waits: all of it, until they are under BATCH_WAIT_QUEUE_CAUGHT_UP again. */
+static void test_a_wait_is_half_until_the_servers_are_behind(void **state)
+{
+    struct loop *l = *state;
+    l->batch_wait_usec = 100;
+    assert_int_equal(batch_wait_length(l), 50);
+    note_queues(l, BATCH_WAIT_QUEUE_BEHIND - 1, 200);
+    assert_int_equal(batch_wait_length(l), 50);
+    note_queues(l, BATCH_WAIT_QUEUE_BEHIND, 200);
+    assert_int_equal(batch_wait_length(l), 100);
+    note_queues(l, 1, 1);
+    assert_int_equal(batch_wait_length(l), 100); /* an average: one short queue changes nothing */
+    note_queues(l, BATCH_WAIT_QUEUE_CAUGHT_UP, 200); /* between the bounds: stays behind */
+    assert_int_equal(batch_wait_length(l), 100);
+    note_queues(l, BATCH_WAIT_QUEUE_CAUGHT_UP - 1, 200);
+    assert_int_equal(batch_wait_length(l), 50);
+    note_queues(l, BATCH_WAIT_QUEUE_BEHIND - 1, 200); /* between them again: stays caught up */
+    assert_int_equal(batch_wait_length(l), 50);
+    l->batch_wait_usec = 1; /* never 0: that would be no wait */
+    assert_int_equal(batch_wait_length(l), 1);
+}
+
+/* One deep queue (a server that stalled once) does not make the waits whole by itself: a queue
+ * counts up to BATCH_WAIT_QUEUE_CAP; a few waits of one that stays deep do. */
+static void test_one_deep_queue_is_not_the_servers_behind(void **state)
+{
+    struct loop *l = *state;
+    l->batch_wait_usec = 100;
+    note_queues(l, 1, 200);
+    note_queues(l, 100000, 1);
+    assert_int_equal(batch_wait_length(l), 50);
+    note_queues(l, 100000, 5);
+    assert_int_equal(batch_wait_length(l), 100);
+    note_queues(l, 0, 200); /* waits for clients' pipelines alone: no server queue */
+    assert_int_equal(batch_wait_length(l), 50);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_only_what_gains_nothing_is_written, setup, teardown),
         cmocka_unit_test_setup_teardown(test_a_flush_that_frees_or_queues_others, setup, teardown),
         cmocka_unit_test_setup_teardown(test_nothing_to_write_early, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_a_wait_is_half_until_the_servers_are_behind, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_one_deep_queue_is_not_the_servers_behind, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

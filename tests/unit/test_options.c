@@ -558,8 +558,8 @@ static void test_help_exact(void **state)
         "  -M, --max-memory=N       : set the memory all clients together may make the proxy hold, in "
         "bytes (k, m, g: KiB, MiB, GiB) (default: 0 bytes: no cap)\n"
         "  -W, --batch-wait=N       : set how long a worker waits for more before it writes to a busy "
-        "server or to a client awaiting more replies, in usec (0: never) (default: 50 usec, min: 0, max: "
-        "1000)\n"
+        "server or to a client awaiting more replies, in usec (half of it while the servers keep up; 0: "
+        "never) (default: 100 usec, min: 0, max: 1000)\n"
         "  -H, --hotkeys-sample=N   : set the hot keys' sampling: one keyed request in N per pool, for the "
         "manage port's hotkeys (0: off) (default: 16, min: 0, max: 1048576)\n";
     char *buf = help_text();
