@@ -30,14 +30,17 @@ PIPELINE = 64
 ROUNDS = 30  # rounds of concurrent load at most, until the worker has waited once
 
 
-def start(nutcrackers, write_conf, redis_server, *flags, servers=2, with_ports=False):
-    ports = [redis_server()[0] for _ in range(servers)]
+def start(nutcrackers, write_conf, redis_server, *flags, servers=2, with_backends=False):
+    """A proxy (-T 1) over fresh redis-servers: (proxy, listen port), and with_backends their
+    (port, Popen) pairs too."""
+    backends = [redis_server() for _ in range(servers)]
+    ports = [port for port, _ in backends]
     listen = procs.free_port()
     conf = write_conf({POOL: {"listen": f"{HOST}:{listen}", "redis": True, "hash": "fnv1a_64",
                               "distribution": "ketama", "timeout": 30000,
                               "servers": [f"{HOST}:{p}:1" for p in ports]}})
     proxy = nutcrackers(conf, "-T", "1", *flags, wait_manage=True)
-    return (proxy, listen, ports) if with_ports else (proxy, listen)
+    return (proxy, listen, backends) if with_backends else (proxy, listen)
 
 
 def key_per_server(proxy, server_ports):
@@ -134,8 +137,8 @@ def test_a_pipeline_answered_in_part_waits_before_its_first_replies(nutcrackers,
     requests are written at once (no server is busy), the GET's reply comes first, and the
     client still waits for the script's: the pass that has the GET's reply waits before writing
     it."""
-    proxy, port, server_ports = start(nutcrackers, write_conf, redis_server, *flags, with_ports=True)
-    fast, slow = key_per_server(proxy, server_ports)
+    proxy, port, backends = start(nutcrackers, write_conf, redis_server, *flags, with_backends=True)
+    fast, slow = key_per_server(proxy, [p for p, _ in backends])
     wanted = 4
     rounds = 0
     with RawConn(port) as c:
@@ -195,11 +198,8 @@ def test_a_server_behind_makes_the_waits_whole(nutcrackers, write_conf, redis_se
     with one and then two requests (half waits); after a pipeline of BEHIND_PIPELINE its queue is
     deep at every wait, and within a few waits they are whole. Every reply is the right one once
     it runs again."""
-    port, proc = redis_server()
-    listen = procs.free_port()
-    conf = write_conf({POOL: {"listen": f"{HOST}:{listen}", "redis": True, "timeout": 30000,
-                              "servers": [f"{HOST}:{port}:1"]}})
-    proxy = nutcrackers(conf, "-T", "1", wait_manage=True)
+    proxy, listen, [(port, proc)] = start(nutcrackers, write_conf, redis_server, servers=1,
+                                          with_backends=True)
     with RawConn(listen) as c:
         assert c.call("SET", "behind", "v") == "OK"
     stopped(proc)
